@@ -1,0 +1,271 @@
+import { murmur3_x86_32, murmur3_x86_32_continue, murmur3_x86_32_state } from './murmur3.js';
+
+export type RuleType = 'user_id' | 'user_email' | 'email_domain';
+
+export const RULE_TYPES: readonly RuleType[] = Object.freeze(['user_id', 'user_email', 'email_domain'] as const);
+
+export function isRuleType(value: unknown): value is RuleType {
+  return value === 'user_id' || value === 'user_email' || value === 'email_domain';
+}
+
+export interface RuleDefinition {
+  type: RuleType;
+  value: string;
+  enabled: boolean;
+}
+
+/** rules must already be ordered: highest priority first, ties oldest first. The array index is the rank. */
+export interface FlagDefinition {
+  key: string;
+  enabled: boolean;
+  rolloutPercentage: number;
+  rules: readonly RuleDefinition[];
+}
+
+export interface EvaluationContext {
+  user_id?: string | undefined;
+  user_email?: string | undefined;
+}
+
+export interface EvaluationResult {
+  readonly enabled: boolean;
+  readonly reason: string;
+}
+
+export interface CompiledFlag {
+  readonly key: string;
+  evaluate(ctx: EvaluationContext): EvaluationResult;
+}
+
+export interface Reasons {
+  readonly disabled: 'Flag is globally disabled';
+  readonly enabledGlobally: 'Flag enabled globally';
+  matchedRule(type: RuleType): string;
+  inRollout(n: number): string;
+  notInRollout(n: number): string;
+}
+
+export const REASONS: Reasons = Object.freeze({
+  disabled: 'Flag is globally disabled',
+  enabledGlobally: 'Flag enabled globally',
+  matchedRule: (type: RuleType): string => `Matched ${type} targeting rule`,
+  inRollout: (n: number): string => `User in ${n}% rollout`,
+  notInRollout: (n: number): string => `User not in ${n}% rollout`,
+} as const);
+
+// ---------------------------------------------------------------------------
+// Validation / normalization helpers (shared with the server's validation)
+// ---------------------------------------------------------------------------
+
+const WHITESPACE = /\s/;
+
+/**
+ * Normalizes an email-domain rule value: accepts `@example.com` or
+ * `example.com`, trims, lower-cases and returns `@example.com`.
+ * Returns null when the domain is empty, contains another `@` or contains
+ * whitespace. A dot is not required (`@localhost` is accepted).
+ */
+export function normalizeEmailDomain(value: string): string | null {
+  let v = value.trim().toLowerCase();
+  if (v.charCodeAt(0) === 0x40 /* @ */) v = v.slice(1);
+  if (v.length === 0 || v.includes('@') || WHITESPACE.test(v)) return null;
+  return '@' + v;
+}
+
+/**
+ * Pragmatic email check (surrounding whitespace ignored): exactly one `@`,
+ * a non-empty local part, a non-empty domain, and no whitespace anywhere.
+ */
+export function looksLikeEmail(value: string): boolean {
+  const v = value.trim();
+  const at = v.indexOf('@');
+  if (at <= 0 || at === v.length - 1) return false;
+  if (v.indexOf('@', at + 1) !== -1) return false;
+  return !WHITESPACE.test(v);
+}
+
+/** Normalization applied to user_email rule values and to ctx.user_email. */
+function normalizeEmail(value: string): string {
+  return value.trim().toLowerCase();
+}
+
+// One-entry memo of the normalized context email and its `@domain`. A request
+// usually evaluates every flag of an environment against the same context, so
+// trim/toLowerCase/slice (and V8's hashing of the fresh strings on Map.get) run
+// once per context instead of once per flag. Pure cache: results never depend
+// on it. (Module state is per-isolate, so worker threads don't share it.)
+let memoRaw: string | undefined;
+let memoEmail = '';
+/** undefined: not computed yet for memoRaw; null: the email has no `@` */
+let memoDomain: string | null | undefined;
+
+function contextEmail(raw: string): string {
+  if (raw !== memoRaw) {
+    memoEmail = normalizeEmail(raw);
+    memoDomain = undefined;
+    memoRaw = raw;
+  }
+  return memoEmail;
+}
+
+/** `@domain` after the last `@` of the normalized email, or null. Call contextEmail(raw) first. */
+function contextDomain(): string | null {
+  if (memoDomain === undefined) {
+    const at = memoEmail.lastIndexOf('@');
+    memoDomain = at === -1 ? null : memoEmail.slice(at);
+  }
+  return memoDomain;
+}
+
+// ---------------------------------------------------------------------------
+// Bucketing
+// ---------------------------------------------------------------------------
+
+/** Bucket in [0, 100): murmur3_x86_32(`${flagKey}:${identifier}`, 0) % 100. */
+export function bucketOf(flagKey: string, identifier: string): number {
+  return murmur3_x86_32(`${flagKey}:${identifier}`, 0) % 100;
+}
+
+/** ctx.user_id if a non-empty string, else ctx.user_email (as given) if non-empty, else 'anonymous'. */
+export function rolloutIdentifier(ctx: EvaluationContext): string {
+  const id = ctx.user_id;
+  if (typeof id === 'string' && id.length !== 0) return id;
+  const email = ctx.user_email;
+  if (typeof email === 'string' && email.length !== 0) return email;
+  return 'anonymous';
+}
+
+// ---------------------------------------------------------------------------
+// Compilation
+// ---------------------------------------------------------------------------
+
+function result(enabled: boolean, reason: string): EvaluationResult {
+  return Object.freeze({ enabled, reason });
+}
+
+const DISABLED = result(false, REASONS.disabled);
+const ENABLED_GLOBALLY = result(true, REASONS.enabledGlobally);
+const MATCHED_USER_ID = result(true, REASONS.matchedRule('user_id'));
+const MATCHED_USER_EMAIL = result(true, REASONS.matchedRule('user_email'));
+const MATCHED_EMAIL_DOMAIN = result(true, REASONS.matchedRule('email_domain'));
+
+type Evaluate = (ctx: EvaluationContext) => EvaluationResult;
+
+const evaluateDisabled: Evaluate = () => DISABLED;
+const evaluateEnabledGlobally: Evaluate = () => ENABLED_GLOBALLY;
+
+/** Inserts value → rank, keeping the best (lowest) rank for duplicate values. */
+function addRule(map: Map<string, number> | null, value: string, rank: number): Map<string, number> {
+  const m = map ?? new Map<string, number>();
+  if (!m.has(value)) m.set(value, rank); // ranks arrive in increasing order
+  return m;
+}
+
+/** What happens when no rule matched: rollout or enabled globally. */
+function compileFallthrough(key: string, rolloutPercentage: number): Evaluate {
+  const n = rolloutPercentage;
+  if (!(n > 0)) return evaluateEnabledGlobally;
+  const inRollout = result(true, REASONS.inRollout(n));
+  if (n >= 100) return () => inRollout; // every bucket (0..99) is < n
+  const notInRollout = result(false, REASONS.notInRollout(n));
+  // bucketOf(key, id) === murmur3(`${key}:${id}`) % 100: absorb the constant
+  // "<key>:" prefix once here, hash only the identifier per evaluation.
+  const prefix = murmur3_x86_32_state(key + ':', 0);
+  return (ctx) => {
+    // Inlined rolloutIdentifier (same semantics, tested for equivalence).
+    let id = ctx.user_id;
+    if (typeof id !== 'string' || id.length === 0) {
+      id = ctx.user_email;
+      if (typeof id !== 'string' || id.length === 0) id = 'anonymous';
+    }
+    return murmur3_x86_32_continue(prefix, id) % 100 < n ? inRollout : notInRollout;
+  };
+}
+
+export function compileFlag(def: FlagDefinition): CompiledFlag {
+  const key = def.key;
+  if (!def.enabled) return Object.freeze({ key, evaluate: evaluateDisabled });
+
+  let byUserId: Map<string, number> | null = null;
+  let byEmail: Map<string, number> | null = null;
+  let byDomain: Map<string, number> | null = null;
+
+  const rules = def.rules;
+  for (let rank = 0; rank < rules.length; rank++) {
+    const rule = rules[rank];
+    if (rule === undefined || rule.enabled !== true || typeof rule.value !== 'string') continue;
+    switch (rule.type) {
+      case 'user_id':
+        // Exact, case-sensitive. An empty id never matches (empty ctx.user_id means "no id").
+        if (rule.value.length !== 0) byUserId = addRule(byUserId, rule.value, rank);
+        break;
+      case 'user_email': {
+        const v = normalizeEmail(rule.value);
+        if (v.length !== 0) byEmail = addRule(byEmail, v, rank);
+        break;
+      }
+      case 'email_domain': {
+        const v = normalizeEmailDomain(rule.value);
+        if (v !== null) byDomain = addRule(byDomain, v, rank);
+        break;
+      }
+      default:
+        // Unknown rule types (e.g. from a newer schema) can never match.
+        break;
+    }
+  }
+
+  const fallthrough = compileFallthrough(key, def.rolloutPercentage);
+  if (byUserId === null && byEmail === null && byDomain === null) {
+    return Object.freeze({ key, evaluate: fallthrough });
+  }
+
+  const idMap = byUserId;
+  const emailMap = byEmail;
+  const domainMap = byDomain;
+  const needsEmail = emailMap !== null || domainMap !== null;
+
+  const evaluate: Evaluate = (ctx) => {
+    let bestRank = -1;
+    let best: EvaluationResult = ENABLED_GLOBALLY; // placeholder; only read when bestRank >= 0
+
+    if (idMap !== null) {
+      const id = ctx.user_id;
+      if (typeof id === 'string') {
+        const r = idMap.get(id);
+        if (r !== undefined) {
+          bestRank = r;
+          best = MATCHED_USER_ID;
+        }
+      }
+    }
+
+    if (needsEmail && bestRank !== 0) {
+      const raw = ctx.user_email;
+      if (typeof raw === 'string' && raw.length !== 0) {
+        const email = contextEmail(raw);
+        if (emailMap !== null) {
+          const r = emailMap.get(email);
+          if (r !== undefined && (bestRank < 0 || r < bestRank)) {
+            bestRank = r;
+            best = MATCHED_USER_EMAIL;
+          }
+        }
+        if (domainMap !== null) {
+          const domain = contextDomain();
+          if (domain !== null) {
+            const r = domainMap.get(domain);
+            if (r !== undefined && (bestRank < 0 || r < bestRank)) {
+              bestRank = r;
+              best = MATCHED_EMAIL_DOMAIN;
+            }
+          }
+        }
+      }
+    }
+
+    return bestRank >= 0 ? best : fallthrough(ctx);
+  };
+
+  return Object.freeze({ key, evaluate });
+}

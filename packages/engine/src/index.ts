@@ -1,0 +1,20 @@
+export {
+  RULE_TYPES,
+  REASONS,
+  compileFlag,
+  bucketOf,
+  rolloutIdentifier,
+  normalizeEmailDomain,
+  looksLikeEmail,
+  isRuleType,
+} from './evaluate.js';
+export type {
+  RuleType,
+  RuleDefinition,
+  FlagDefinition,
+  EvaluationContext,
+  EvaluationResult,
+  CompiledFlag,
+  Reasons,
+} from './evaluate.js';
+export { murmur3_x86_32, murmur3_x86_32_bytes } from './murmur3.js';

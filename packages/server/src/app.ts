@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions, type RawServerDefault } from 'fastify';
+import cors from '@fastify/cors';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Config } from './config.js';
+import type { Database, Db } from './db/database.js';
+import { AppError, RateLimited } from './errors.js';
+import { ErrorBody } from './http/schemas.js';
+import { createRateLimits, type RateLimits } from './rate-limits.js';
+import { accountRoutes, currentUserRoutes, requireUser } from './modules/accounts/accounts.routes.js';
+import { createMailer, type Mailer } from './modules/accounts/mailer.js';
+import { LoginTokens } from './modules/accounts/tokens.js';
+import { Environment } from './modules/environments/environments.schemas.js';
+import { environmentRoutes } from './modules/environments/environments.routes.js';
+import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
+import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
+import { Flag, Rule } from './modules/flags/flags.schemas.js';
+import { flagRoutes } from './modules/flags/flags.routes.js';
+import { ruleRoutes } from './modules/flags/rules.routes.js';
+import { healthRoutes } from './modules/health/health.routes.js';
+import { HistoryWriter } from './modules/history/history.writer.js';
+import { Project } from './modules/projects/projects.schemas.js';
+import { projectRoutes } from './modules/projects/projects.routes.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated user (routes under /api). */
+    userId: string;
+  }
+}
+
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** What the composition root builds once and hands to every route plugin. */
+export interface Services {
+  config: Readonly<Config>;
+  db: Db;
+  ping: () => Promise<void>;
+  tokens: LoginTokens;
+  limits: RateLimits;
+  mailer: Mailer;
+  evaluateCache: EvaluateCache;
+  history: HistoryWriter;
+}
+
+export type ApiPlugin = FastifyPluginAsync<Services, RawServerDefault, TypeBoxTypeProvider>;
+
+export interface BuildOptions {
+  /** Where logs go; process stdout when not given. */
+  logStream?: NodeJS.WritableStream;
+}
+
+/**
+ * Bodies are validated without type coercion ("50" is not an integer, contract §3); query
+ * strings and path parameters are text by nature, so they are coerced.
+ */
+function validatorCompiler() {
+  const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false } as const;
+  const strict = addFormats.default(new Ajv({ ...options, coerceTypes: false }));
+  const coercing = addFormats.default(new Ajv({ ...options, coerceTypes: 'array' }));
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? strict : coercing).compile(schema);
+}
+
+function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
+  return {
+    level: config.logLevel,
+    // Fastify logs no headers or bodies by default; these paths stay censored if that changes.
+    redact: { paths: ['req.headers.authorization', 'req.headers["x-sdk-key"]', '*.password', '*.newPassword', '*.token'], censor: '[redacted]' },
+    ...(stream ? { stream } : {}),
+  };
+}
+
+/** One place where errors become HTTP answers (contract §3 shape). */
+function sendError(error: FastifyError | AppError, request: { log: FastifyBaseLogger }, reply: { code(n: number): unknown; header(k: string, v: string): unknown; type(t: string): unknown; send(b: unknown): unknown }) {
+  let status: number;
+  let message: string;
+  if (error instanceof AppError) {
+    status = error.statusCode;
+    message = error.message;
+    if (error instanceof RateLimited) reply.header('retry-after', String(error.retryAfterSeconds));
+  } else if (error.validation) {
+    // A path id that is not a UUID names nothing that exists.
+    status = error.validationContext === 'params' ? 404 : 400;
+    message = status === 404 ? 'Not found' : error.message;
+  } else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+    status = error.statusCode; // malformed JSON, empty body, 413, 415 … raised by Fastify itself
+    message = error.message;
+  } else {
+    status = 500;
+    message = 'Internal server error';
+    request.log.error({ err: error }, 'request failed');
+  }
+  reply.code(status);
+  reply.type('application/json; charset=utf-8');
+  return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
+}
+
+/** The composition root: builds every service once and registers the route plugins with them. */
+export async function buildApp(config: Readonly<Config>, database: Database, options: BuildOptions = {}): Promise<App> {
+  const app: App = Fastify({
+    logger: loggerOptions(config, options.logStream),
+    trustProxy: config.trustProxy,
+    bodyLimit: 1024 * 1024,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler());
+  app.setErrorHandler((error: FastifyError, request, reply) => sendError(error, request, reply));
+  app.setNotFoundHandler((request, reply) => sendError(new AppError(404, `Route ${request.method} ${request.url.split('?')[0]} not found`), request, reply));
+
+  const { db } = database;
+  const services: Services = {
+    config,
+    db,
+    ping: database.ping,
+    tokens: await LoginTokens.create(db, config.jwtSecret),
+    limits: createRateLimits(config.rateLimits, app.log),
+    mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
+    evaluateCache: new EvaluateCache(db),
+    history: new HistoryWriter(db, app.log),
+  };
+  services.history.start();
+  app.addHook('onClose', async () => {
+    await services.history.close();
+    services.mailer.close();
+  });
+
+  for (const schema of [ErrorBody, Project, Environment, Flag, Rule]) app.addSchema(schema);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          sdkKey: { type: 'apiKey', in: 'header', name: 'X-SDK-Key' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, { origin: config.corsOrigins.includes('*') ? true : config.corsOrigins });
+  }
+
+  await app.register(healthRoutes, services);
+  await app.register(accountRoutes, services);
+  await app.register(evaluateRoutes, services);
+  await app.register(
+    async (api) => {
+      api.decorateRequest('userId', '');
+      api.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, security: [{ bearer: [] }] };
+      });
+      api.addHook('onRequest', requireUser(services));
+      // The one invalidation path: every successful write under a project rebuilds its evaluate view.
+      api.addHook('onSend', async (request, reply, payload) => {
+        const projectId = (request.params as { project_id?: string } | undefined)?.project_id;
+        if (request.method !== 'GET' && projectId && reply.statusCode < 400) services.evaluateCache.invalidateProject(projectId);
+        return payload;
+      });
+      for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, ruleRoutes]) await api.register(routes, services);
+    },
+    { prefix: '/api' },
+  );
+  return app;
+}

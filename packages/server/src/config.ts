@@ -1,0 +1,77 @@
+/** Every setting of the service, read from the environment once (docs/configuration.md). */
+export interface Config {
+  port: number;
+  host: string;
+  database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+  redisUrl: string | null;
+  /** null: generated once and kept in the database. */
+  jwtSecret: string | null;
+  smtpUrl: string | null;
+  mailFrom: string;
+  publicUrl: string;
+  /** Passed to Fastify's trustProxy: addresses/CIDRs whose X-Forwarded-For is honoured. */
+  trustProxy: boolean | string[];
+  rateLimits: { evaluatePerMinute: number; authPerMinute: number };
+  logLevel: string;
+  evaluationRetentionDays: number;
+  /** Origins allowed by CORS; empty: CORS headers are not sent. `*` allows any. */
+  corsOrigins: string[];
+}
+
+export class ConfigError extends Error {}
+
+// proxy-addr names: 127/8 + ::1, link-local, and the private ranges (10/8, 172.16/12, 192.168/16, fc00::/7).
+const DEFAULT_TRUSTED_PROXIES = ['loopback', 'linklocal', 'uniquelocal'];
+
+type Env = Record<string, string | undefined>;
+
+function intSetting(env: Env, name: string, fallback: number, min = 0): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
+  return Number(raw);
+}
+
+function parseDatabase(raw: string | undefined): Config['database'] {
+  const value = raw?.trim();
+  if (!value) return { kind: 'sqlite', path: './data/guidon.db' };
+  if (value.startsWith('sqlite:')) {
+    const path = value.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (!path) throw new ConfigError('DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/guidon.db');
+    return { kind: 'sqlite', path };
+  }
+  if (/^postgres(ql)?:\/\//.test(value)) return { kind: 'postgres', url: value };
+  throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
+}
+
+function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
+  const value = raw?.trim();
+  if (!value) return DEFAULT_TRUSTED_PROXIES;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  return value.split(',').map((part) => part.trim()).filter(Boolean);
+}
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const port = intSetting(env, 'PORT', 8080);
+  if (port > 65535) throw new ConfigError('PORT must be at most 65535');
+  const publicUrl = (env.PUBLIC_URL?.trim() || `http://localhost:${port === 0 ? 8080 : port}`).replace(/\/+$/, '');
+  return Object.freeze({
+    port,
+    host: env.HOST?.trim() || '0.0.0.0',
+    database: parseDatabase(env.DATABASE_URL),
+    redisUrl: env.REDIS_URL?.trim() || null,
+    jwtSecret: env.JWT_SECRET || null,
+    smtpUrl: env.SMTP_URL?.trim() || null,
+    mailFrom: env.MAIL_FROM?.trim() || 'Guidon <no-reply@guidon.local>',
+    publicUrl,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    rateLimits: {
+      evaluatePerMinute: intSetting(env, 'RATE_LIMIT_EVALUATE', 200),
+      authPerMinute: intSetting(env, 'RATE_LIMIT_AUTH', 60),
+    },
+    logLevel: env.LOG_LEVEL?.trim() || 'info',
+    evaluationRetentionDays: intSetting(env, 'EVALUATION_RETENTION_DAYS', 30),
+    corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
+  });
+}

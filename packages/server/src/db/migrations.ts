@@ -1,0 +1,113 @@
+import { sql, type Kysely, type Migration } from 'kysely';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * One set of migrations for both dialects: Kysely's schema builder writes the DDL, and only the
+ * column types differ (native uuid, timestamptz and boolean on PostgreSQL).
+ */
+export function migrations(dialect: Dialect): Record<string, Migration> {
+  const pg = dialect === 'postgres';
+  const uuid = pg ? 'uuid' : 'text';
+  const timestamp = pg ? 'timestamptz' : 'text';
+  const bool = pg ? 'boolean' : 'integer';
+  const falseValue = pg ? sql`false` : sql`0`;
+  const trueValue = pg ? sql`true` : sql`1`;
+
+  return {
+    '0001_initial': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('users')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('email', 'text', (c) => c.notNull().unique())
+          .addColumn('password_hash', 'text', (c) => c.notNull())
+          .addColumn('token_version', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+
+        await db.schema
+          .createTable('settings')
+          .addColumn('key', 'text', (c) => c.primaryKey())
+          .addColumn('value', 'text', (c) => c.notNull())
+          .execute();
+
+        await db.schema
+          .createTable('password_resets')
+          .addColumn('token_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('expires_at', timestamp, (c) => c.notNull())
+          .addColumn('used_at', timestamp)
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+
+        await db.schema
+          .createTable('projects')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('owner_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('description', 'text')
+          .addColumn('sdk_key', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('projects_owner_idx').on('projects').columns(['owner_id', 'created_at']).execute();
+
+        await db.schema
+          .createTable('environments')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('key', 'text', (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .addUniqueConstraint('environments_project_key_unique', ['project_id', 'key'])
+          .execute();
+
+        await db.schema
+          .createTable('flags')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('key', 'text', (c) => c.notNull())
+          .addColumn('description', 'text')
+          .addColumn('enabled', bool, (c) => c.notNull().defaultTo(falseValue))
+          .addColumn('rollout_percentage', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .addUniqueConstraint('flags_environment_key_unique', ['environment_id', 'key'])
+          .execute();
+        await db.schema.createIndex('flags_project_idx').on('flags').column('project_id').execute();
+
+        await db.schema
+          .createTable('rules')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('flag_id', uuid, (c) => c.notNull().references('flags.id').onDelete('cascade'))
+          .addColumn('rule_type', 'text', (c) => c.notNull())
+          .addColumn('rule_value', 'text', (c) => c.notNull())
+          .addColumn('enabled', bool, (c) => c.notNull().defaultTo(trueValue))
+          .addColumn('priority', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('rules_flag_idx').on('rules').column('flag_id').execute();
+
+        await db.schema
+          .createTable('evaluations')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_id', uuid, (c) => c.notNull())
+          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text')
+          .addColumn('enabled', bool, (c) => c.notNull())
+          .addColumn('reason', 'text', (c) => c.notNull())
+          .addColumn('evaluated_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('evaluations_project_idx').on('evaluations').columns(['project_id', 'evaluated_at']).execute();
+        await db.schema.createIndex('evaluations_environment_idx').on('evaluations').columns(['environment_id', 'evaluated_at']).execute();
+      },
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * Table shapes shared by both dialects. Reads differ by driver (SQLite gives 0/1 and ISO text,
+ * PostgreSQL gives booleans and Dates), so rows pass through toBool/toIso in values.ts.
+ */
+export type Bool = ColumnType<boolean | number, boolean, boolean>;
+export type Timestamp = ColumnType<string | Date, string, string>;
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  /** Bumped by a password reset; login tokens carry it, so older tokens stop working. */
+  token_version: Generated<number>;
+  created_at: Timestamp;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface PasswordResetsTable {
+  token_hash: string;
+  user_id: string;
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export interface ProjectsTable {
+  id: string;
+  owner_id: string;
+  name: string;
+  description: string | null;
+  sdk_key: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface EnvironmentsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  key: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface FlagsTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  name: string;
+  key: string;
+  description: string | null;
+  enabled: Bool;
+  rollout_percentage: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface RulesTable {
+  id: string;
+  flag_id: string;
+  rule_type: string;
+  rule_value: string;
+  enabled: Bool;
+  priority: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** One row per evaluated flag. flag_id has no foreign key: history outlives a deleted flag. */
+export interface EvaluationsTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  flag_id: string;
+  flag_key: string;
+  user_id: string | null;
+  enabled: Bool;
+  reason: string;
+  evaluated_at: Timestamp;
+}
+
+export interface Schema {
+  users: UsersTable;
+  settings: SettingsTable;
+  password_resets: PasswordResetsTable;
+  projects: ProjectsTable;
+  environments: EnvironmentsTable;
+  flags: FlagsTable;
+  rules: RulesTable;
+  evaluations: EvaluationsTable;
+}

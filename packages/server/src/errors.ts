@@ -1,0 +1,43 @@
+/**
+ * The one error family of the service. Modules throw these; only the error handler in app.ts
+ * turns them into HTTP answers.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class Invalid extends AppError {
+  constructor(message: string) {
+    super(400, message);
+  }
+}
+
+export class Unauthorized extends AppError {
+  constructor(message = 'Unauthorized') {
+    super(401, message);
+  }
+}
+
+export class NotFound extends AppError {
+  constructor(message = 'Not found') {
+    super(404, message);
+  }
+}
+
+export class Conflict extends AppError {
+  constructor(message: string) {
+    super(409, message);
+  }
+}
+
+export class RateLimited extends AppError {
+  constructor(readonly retryAfterSeconds: number) {
+    super(429, 'Too many requests, try again later');
+  }
+}

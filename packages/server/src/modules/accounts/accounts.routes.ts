@@ -1,0 +1,93 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { looksLikeEmail } from '@guidon/engine';
+import type { Services, ApiPlugin } from '../../app.js';
+import { Invalid, Unauthorized } from '../../errors.js';
+import { errorResponses } from '../../http/schemas.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { createUser, findUserByEmail, findUserById, resetPassword, storeResetToken } from './accounts.repository.js';
+import { CurrentUser, ForgotPasswordBody, LoginBody, LoginResult, MessageResult, RegisterBody, RegisteredUser, ResetPasswordBody } from './accounts.schemas.js';
+
+const RESET_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
+const FORGOT_PASSWORD_ANSWER = { message: 'If an account exists for that email, a password reset link has been sent.' };
+
+const normalizeEmail = (email: string) => email.trim().toLowerCase();
+const hashResetToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** /auth/*: no bearer token. */
+export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer, config }) => {
+  const tags = ['account'];
+
+  app.post('/auth/register', {
+    onRequest: async (request) => limits.register?.hit(request.ip),
+    schema: { tags, body: RegisterBody, response: { 201: RegisteredUser, ...errorResponses(400, 409, 429) } },
+  }, async (request, reply) => {
+    const email = normalizeEmail(request.body.email);
+    if (!looksLikeEmail(email)) throw new Invalid('email must be a valid email address');
+    const user = await createUser(db, email, await hashPassword(request.body.password));
+    return reply.code(201).send(user);
+  });
+
+  app.post('/auth/login', {
+    onRequest: async (request) => limits.login?.hit(request.ip),
+    schema: { tags, body: LoginBody, response: { 200: LoginResult, ...errorResponses(400, 401, 429) } },
+  }, async (request) => {
+    const email = normalizeEmail(request.body.email);
+    const failureKey = `${request.ip}|${email}`;
+    await limits.failedLogin.check(failureKey);
+    const user = await findUserByEmail(db, email);
+    if (!(await verifyPassword(user?.password_hash, request.body.password)) || !user) {
+      await limits.failedLogin.tryHit(failureKey);
+      throw new Unauthorized('Invalid email or password');
+    }
+    return { token: await tokens.issue({ userId: user.id, tokenVersion: user.token_version }) };
+  });
+
+  app.post('/auth/forgot-password', {
+    schema: { tags, body: ForgotPasswordBody, response: { 200: MessageResult, ...errorResponses(400) } },
+  }, async (request) => {
+    // The answer, and its timing, must not tell whether the account exists: the work runs after it.
+    const email = normalizeEmail(request.body.email);
+    void sendResetLink(email).catch((error) => request.log.error({ err: error }, 'could not send the password reset email'));
+    return FORGOT_PASSWORD_ANSWER;
+  });
+
+  async function sendResetLink(email: string): Promise<void> {
+    if (!(await limits.forgotPassword.tryHit(email))) return;
+    const user = await findUserByEmail(db, email);
+    if (!user) return;
+    const token = randomBytes(32).toString('base64url');
+    await storeResetToken(db, hashResetToken(token), user.id, new Date(Date.now() + RESET_TOKEN_LIFETIME_MS).toISOString());
+    await mailer.sendPasswordReset(email, `${config.publicUrl}/reset-password?token=${token}`);
+  }
+
+  app.post('/auth/reset-password', {
+    schema: {
+      tags,
+      body: ResetPasswordBody,
+      response: { 200: { description: 'Password reset successful', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errorResponses(400) },
+    },
+  }, async (request, reply) => {
+    const done = await resetPassword(db, hashResetToken(request.body.token), await hashPassword(request.body.newPassword));
+    if (!done) throw new Invalid('Reset token is invalid, expired or already used');
+    return reply.type('text/plain; charset=utf-8').send('Password reset successful');
+  });
+};
+
+/** onRequest hook for /api/*: a valid, unexpired, unrevoked login token, else 401. */
+export function requireUser({ db, tokens }: Services) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    const claims = match?.[1] ? await tokens.verify(match[1]) : null;
+    const user = claims ? await findUserById(db, claims.userId) : undefined;
+    if (!claims || !user || user.token_version !== claims.tokenVersion) throw new Unauthorized();
+    request.userId = user.id;
+  };
+}
+
+/** GET /api/me */
+export const currentUserRoutes: ApiPlugin = async (app) => {
+  app.get('/me', { schema: { tags: ['account'], response: { 200: CurrentUser, ...errorResponses(401) } } }, async (request) => ({
+    user_id: request.userId,
+  }));
+};

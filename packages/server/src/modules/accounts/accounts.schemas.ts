@@ -1,0 +1,19 @@
+import { Type } from 'typebox';
+import { Uuid } from '../../http/schemas.js';
+
+const Email = Type.String({ minLength: 3, maxLength: 320 });
+/** argon2 does not need the limit; it keeps a megabyte password from being hashed. */
+const NewPassword = Type.String({ minLength: 8, maxLength: 1024 });
+
+export const RegisterBody = Type.Object({ email: Email, password: NewPassword });
+export const RegisteredUser = Type.Object({ id: Uuid, email: Type.String() });
+
+export const LoginBody = Type.Object({ email: Type.String({ maxLength: 320 }), password: Type.String({ maxLength: 1024 }) });
+export const LoginResult = Type.Object({ token: Type.String({ description: 'JWT, valid 24 hours' }) });
+
+export const ForgotPasswordBody = Type.Object({ email: Type.String({ maxLength: 320 }) });
+export const MessageResult = Type.Object({ message: Type.String() });
+
+export const ResetPasswordBody = Type.Object({ token: Type.String({ maxLength: 512 }), newPassword: NewPassword });
+
+export const CurrentUser = Type.Object({ user_id: Uuid });

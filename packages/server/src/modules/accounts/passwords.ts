@@ -1,0 +1,21 @@
+import { hash, verify } from '@node-rs/argon2';
+
+// Algorithm.Argon2id (a const enum in the typings, which isolated modules cannot read).
+const ARGON2ID = 2;
+
+export const hashPassword = (password: string): Promise<string> => hash(password, { algorithm: ARGON2ID });
+
+let dummyHash: Promise<string> | undefined;
+
+/**
+ * Verifies against a throwaway hash when the account does not exist, so login takes the same
+ * time either way and does not reveal which emails are registered.
+ */
+export async function verifyPassword(passwordHash: string | undefined, password: string): Promise<boolean> {
+  if (passwordHash === undefined) {
+    dummyHash ??= hashPassword('guidon-timing-equaliser');
+    await verify(await dummyHash, password);
+    return false;
+  }
+  return verify(passwordHash, password);
+}

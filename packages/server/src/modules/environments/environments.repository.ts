@@ -1,0 +1,56 @@
+import type { Db } from '../../db/database.js';
+import { conflictOnDuplicate } from '../../db/errors.js';
+import { newId, nowIso, toIso } from '../../db/values.js';
+import { NotFound } from '../../errors.js';
+
+const COLUMNS = ['environments.id', 'environments.project_id', 'environments.name', 'environments.key', 'environments.created_at'] as const;
+
+function toEnvironment(row: { id: string; project_id: string; name: string; key: string; created_at: string | Date }) {
+  return { ...row, created_at: toIso(row.created_at) };
+}
+
+export interface EnvironmentScope {
+  ownerId: string;
+  projectId: string;
+  envId: string;
+}
+
+/** The environment, if it is in the project and the project belongs to the user; else NotFound. */
+export async function requireEnvironment(db: Db, scope: EnvironmentScope) {
+  const row = await db
+    .selectFrom('environments')
+    .innerJoin('projects', 'projects.id', 'environments.project_id')
+    .select(COLUMNS)
+    .where('environments.id', '=', scope.envId)
+    .where('environments.project_id', '=', scope.projectId)
+    .where('projects.owner_id', '=', scope.ownerId)
+    .executeTakeFirst();
+  if (!row) throw new NotFound('Environment not found');
+  return toEnvironment(row);
+}
+
+export async function listEnvironments(db: Db, projectId: string) {
+  const rows = await db.selectFrom('environments').select(COLUMNS).where('project_id', '=', projectId).orderBy('created_at').orderBy('id').execute();
+  return rows.map(toEnvironment);
+}
+
+export async function createEnvironment(db: Db, projectId: string, fields: { name: string; key: string }) {
+  const now = nowIso();
+  const environment = { id: newId(), project_id: projectId, name: fields.name, key: fields.key, created_at: now, updated_at: now };
+  await conflictOnDuplicate(
+    db.insertInto('environments').values(environment).execute(),
+    `An environment with key "${fields.key}" already exists in this project`,
+  );
+  return toEnvironment(environment);
+}
+
+export async function renameEnvironment(db: Db, envId: string, name: string) {
+  const row = await db.updateTable('environments').set({ name, updated_at: nowIso() }).where('id', '=', envId).returning(['id', 'project_id', 'name', 'key', 'created_at']).executeTakeFirst();
+  if (!row) throw new NotFound('Environment not found');
+  return toEnvironment(row);
+}
+
+/** Its flags, their rules and its evaluation history go with it (foreign keys cascade). */
+export async function deleteEnvironment(db: Db, envId: string): Promise<void> {
+  await db.deleteFrom('environments').where('id', '=', envId).execute();
+}

@@ -1,0 +1,74 @@
+import { compileFlag, type CompiledFlag } from '@guidon/engine';
+import type { Db } from '../../db/database.js';
+import { loadProjectBySdkKey } from './evaluate.repository.js';
+
+export interface CompiledEnvironment {
+  readonly projectId: string;
+  readonly environmentId: string;
+  readonly flags: ReadonlyArray<{ readonly id: string; readonly key: string; readonly compiled: CompiledFlag }>;
+}
+
+export interface CompiledProject {
+  readonly projectId: string;
+  /** By environment key. */
+  readonly environments: ReadonlyMap<string, CompiledEnvironment>;
+}
+
+/**
+ * The compiled, in-memory view that evaluate reads: SDK key → project → environment → flags.
+ * A request for a known key touches no database. Every write to a project calls
+ * invalidateProject, and the next request rebuilds the view from the database.
+ */
+export class EvaluateCache {
+  private readonly bySdkKey = new Map<string, CompiledProject>();
+  private readonly sdkKeyOfProject = new Map<string, string>();
+  private readonly loading = new Map<string, Promise<CompiledProject | null>>();
+  /** Bumped by every invalidation: a load that overlapped one answers its caller but is not kept. */
+  private generation = 0;
+
+  constructor(private readonly db: Db) {}
+
+  /** The project that owns the SDK key, or null when no project has it. */
+  project(sdkKey: string): CompiledProject | Promise<CompiledProject | null> {
+    const hit = this.bySdkKey.get(sdkKey);
+    if (hit) return hit;
+    let pending = this.loading.get(sdkKey);
+    if (!pending) {
+      pending = this.load(sdkKey).finally(() => {
+        if (this.loading.get(sdkKey) === pending) this.loading.delete(sdkKey);
+      });
+      this.loading.set(sdkKey, pending);
+    }
+    return pending;
+  }
+
+  invalidateProject(projectId: string): void {
+    this.generation++;
+    // A load in flight may have read the state before this write: later requests must not join it.
+    this.loading.clear();
+    const sdkKey = this.sdkKeyOfProject.get(projectId);
+    if (sdkKey === undefined) return;
+    this.sdkKeyOfProject.delete(projectId);
+    this.bySdkKey.delete(sdkKey);
+  }
+
+  private async load(sdkKey: string): Promise<CompiledProject | null> {
+    const generation = this.generation;
+    const stored = await loadProjectBySdkKey(this.db, sdkKey);
+    if (!stored) return null;
+    const environments = new Map<string, CompiledEnvironment>();
+    for (const env of stored.environments) {
+      environments.set(env.key, {
+        projectId: stored.id,
+        environmentId: env.id,
+        flags: env.flags.map((flag) => ({ id: flag.id, key: flag.key, compiled: compileFlag(flag) })),
+      });
+    }
+    const project: CompiledProject = { projectId: stored.id, environments };
+    if (generation === this.generation) {
+      this.bySdkKey.set(sdkKey, project);
+      this.sdkKeyOfProject.set(stored.id, sdkKey);
+    }
+    return project;
+  }
+}

@@ -1,0 +1,56 @@
+import type { RuleType } from '@guidon/engine';
+import type { Db } from '../../db/database.js';
+import { toBool } from '../../db/values.js';
+
+export interface StoredEnvironment {
+  id: string;
+  key: string;
+  flags: StoredFlag[];
+}
+
+export interface StoredFlag {
+  id: string;
+  key: string;
+  enabled: boolean;
+  rolloutPercentage: number;
+  /** Evaluation order: highest priority first, ties oldest first. */
+  rules: { type: RuleType; value: string; enabled: boolean }[];
+}
+
+/** Everything evaluate needs of the project that owns an SDK key, in four queries; null for an unknown key. */
+export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id: string; environments: StoredEnvironment[] } | null> {
+  const project = await db.selectFrom('projects').select('id').where('sdk_key', '=', sdkKey).executeTakeFirst();
+  if (!project) return null;
+
+  const [environments, flags, rules] = await Promise.all([
+    db.selectFrom('environments').select(['id', 'key']).where('project_id', '=', project.id).execute(),
+    db
+      .selectFrom('flags')
+      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage'])
+      .where('project_id', '=', project.id)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute(),
+    db
+      .selectFrom('rules')
+      .innerJoin('flags', 'flags.id', 'rules.flag_id')
+      .select(['rules.flag_id', 'rules.rule_type', 'rules.rule_value', 'rules.enabled'])
+      .where('flags.project_id', '=', project.id)
+      .orderBy('rules.priority', 'desc')
+      .orderBy('rules.created_at')
+      .orderBy('rules.id')
+      .execute(),
+  ]);
+
+  const byEnvironment = new Map<string, StoredEnvironment>(environments.map((env) => [env.id, { ...env, flags: [] }]));
+  const byFlag = new Map<string, StoredFlag>();
+  for (const row of flags) {
+    const flag: StoredFlag = { id: row.id, key: row.key, enabled: toBool(row.enabled), rolloutPercentage: row.rollout_percentage, rules: [] };
+    byFlag.set(row.id, flag);
+    byEnvironment.get(row.environment_id)?.flags.push(flag);
+  }
+  for (const rule of rules) {
+    byFlag.get(rule.flag_id)?.rules.push({ type: rule.rule_type as RuleType, value: rule.rule_value, enabled: toBool(rule.enabled) });
+  }
+  return { id: project.id, environments: [...byEnvironment.values()] };
+}

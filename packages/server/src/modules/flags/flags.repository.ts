@@ -1,0 +1,90 @@
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import { conflictOnDuplicate } from '../../db/errors.js';
+import type { FlagsTable } from '../../db/schema.js';
+import { newId, nowIso, toBool, toIso } from '../../db/values.js';
+import { NotFound } from '../../errors.js';
+import type { EnvironmentScope } from '../environments/environments.repository.js';
+
+const COLUMNS = [
+  'flags.id',
+  'flags.project_id',
+  'flags.environment_id',
+  'flags.name',
+  'flags.key',
+  'flags.description',
+  'flags.enabled',
+  'flags.rollout_percentage',
+  'flags.created_at',
+  'flags.updated_at',
+] as const;
+
+type FlagRow = Omit<Selectable<FlagsTable>, never>;
+
+export interface FlagFields {
+  name: string;
+  key: string;
+  description: string | null;
+  enabled: boolean;
+  rollout_percentage: number;
+}
+
+export interface FlagScope extends EnvironmentScope {
+  flagId: string;
+}
+
+export function toFlag(row: FlagRow) {
+  return { ...row, enabled: toBool(row.enabled), created_at: toIso(row.created_at), updated_at: toIso(row.updated_at) };
+}
+
+const duplicateKey = (key: string) => `A flag with key "${key}" already exists in this environment`;
+
+/** The flag, if it is in the environment, of the project, of the user; else NotFound. */
+export async function requireFlag(db: Db, scope: FlagScope) {
+  const row = await db
+    .selectFrom('flags')
+    .innerJoin('projects', 'projects.id', 'flags.project_id')
+    .select(COLUMNS)
+    .where('flags.id', '=', scope.flagId)
+    .where('flags.environment_id', '=', scope.envId)
+    .where('flags.project_id', '=', scope.projectId)
+    .where('projects.owner_id', '=', scope.ownerId)
+    .executeTakeFirst();
+  if (!row) throw new NotFound('Flag not found');
+  return toFlag(row);
+}
+
+export async function listFlags(db: Db, envId: string) {
+  const rows = await db.selectFrom('flags').select(COLUMNS).where('environment_id', '=', envId).orderBy('created_at').orderBy('id').execute();
+  return rows.map(toFlag);
+}
+
+export async function createFlag(db: Db, env: { id: string; project_id: string }, fields: FlagFields) {
+  const now = nowIso();
+  const flag = { id: newId(), project_id: env.project_id, environment_id: env.id, ...fields, created_at: now, updated_at: now };
+  await conflictOnDuplicate(db.insertInto('flags').values(flag).execute(), duplicateKey(fields.key));
+  return toFlag(flag);
+}
+
+export async function updateFlag(db: Db, flagId: string, changes: Partial<FlagFields>) {
+  const update = db.updateTable('flags').set({ ...changes, updated_at: nowIso() }).where('id', '=', flagId).returning(COLUMNS).executeTakeFirst();
+  const row = await conflictOnDuplicate(update, duplicateKey(changes.key ?? ''));
+  if (!row) throw new NotFound('Flag not found');
+  return toFlag(row);
+}
+
+export async function toggleFlag(db: Db, flagId: string) {
+  const row = await db
+    .updateTable('flags')
+    .set({ enabled: sql<boolean>`not enabled`, updated_at: nowIso() })
+    .where('id', '=', flagId)
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  if (!row) throw new NotFound('Flag not found');
+  return toFlag(row);
+}
+
+/** Its rules go with it; its evaluation history stays (no foreign key from evaluations to flags). */
+export async function deleteFlag(db: Db, flagId: string): Promise<void> {
+  await db.deleteFrom('flags').where('id', '=', flagId).execute();
+}

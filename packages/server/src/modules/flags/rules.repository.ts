@@ -1,0 +1,62 @@
+import type { Selectable } from 'kysely';
+import type { RuleType } from '@guidon/engine';
+import type { Db } from '../../db/database.js';
+import type { RulesTable } from '../../db/schema.js';
+import { newId, nowIso, toBool, toIso } from '../../db/values.js';
+import { NotFound } from '../../errors.js';
+
+const COLUMNS = ['id', 'flag_id', 'rule_type', 'rule_value', 'enabled', 'priority', 'created_at', 'updated_at'] as const;
+
+export interface RuleFields {
+  rule_type: RuleType;
+  rule_value: string;
+  enabled: boolean;
+  priority: number;
+}
+
+export function toRule(row: Selectable<RulesTable>) {
+  return {
+    ...row,
+    rule_type: row.rule_type as RuleType,
+    enabled: toBool(row.enabled),
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+  };
+}
+
+/** Evaluation order: highest priority first, ties oldest first. */
+export async function listRules(db: Db, flagIds: readonly string[]) {
+  if (flagIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('rules')
+    .select(COLUMNS)
+    .where('flag_id', 'in', flagIds)
+    .orderBy('priority', 'desc')
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(toRule);
+}
+
+export async function requireRule(db: Db, flagId: string, ruleId: string) {
+  const row = await db.selectFrom('rules').select(COLUMNS).where('id', '=', ruleId).where('flag_id', '=', flagId).executeTakeFirst();
+  if (!row) throw new NotFound('Rule not found');
+  return toRule(row);
+}
+
+export async function createRule(db: Db, flagId: string, fields: RuleFields) {
+  const now = nowIso();
+  const rule = { id: newId(), flag_id: flagId, ...fields, created_at: now, updated_at: now };
+  await db.insertInto('rules').values(rule).execute();
+  return toRule(rule);
+}
+
+export async function updateRule(db: Db, ruleId: string, changes: Partial<RuleFields>) {
+  const row = await db.updateTable('rules').set({ ...changes, updated_at: nowIso() }).where('id', '=', ruleId).returning(COLUMNS).executeTakeFirst();
+  if (!row) throw new NotFound('Rule not found');
+  return toRule(row);
+}
+
+export async function deleteRule(db: Db, ruleId: string): Promise<void> {
+  await db.deleteFrom('rules').where('id', '=', ruleId).execute();
+}

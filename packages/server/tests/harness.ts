@@ -1,0 +1,141 @@
+/** Test harness: a real server on a real port with a fresh SQLite file, and a small HTTP client. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import { buildApp, type App } from '../src/app.js';
+import { loadConfig, type Config } from '../src/config.js';
+import { openDatabase, type Database } from '../src/db/database.js';
+
+export interface TestServer {
+  url: string;
+  app: App;
+  config: Readonly<Config>;
+  database: Database;
+  /** Every log line the server wrote, as text. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the service as main.ts would, on 127.0.0.1 and a free port. Rate limits are off unless
+ * the test sets them (a file registers far more users than 60 a minute).
+ */
+export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'guidon-test-'));
+  const config = loadConfig({
+    DATABASE_URL: `sqlite:${join(dir, 'guidon.db')}`,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_EVALUATE: '0',
+    RATE_LIMIT_AUTH: '0',
+    ...env,
+  });
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const database = await openDatabase(config.database);
+  const app = await buildApp(config, database, { logStream });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    app,
+    config,
+    database,
+    logs,
+    async close() {
+      await app.close();
+      await database.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Answer<T = any> {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON when the answer is JSON, else the text. */
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  token?: string;
+  sdkKey?: string;
+  headers?: Record<string, string>;
+  /** Sent as JSON; a string is sent as it is (with content-type application/json unless headers say otherwise). */
+  body?: unknown;
+}
+
+export async function request<T = any>(server: { url: string }, method: string, path: string, options: RequestOptions = {}): Promise<Answer<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.sdkKey) headers['x-sdk-key'] = options.sdkKey;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(server.url + path, { method, headers, body });
+  const text = await response.text();
+  const isJson = (response.headers.get('content-type') ?? '').includes('application/json');
+  return { status: response.status, headers: response.headers, body: isJson && text ? JSON.parse(text) : text, text };
+}
+
+let userCounter = 0;
+
+export interface TestUser {
+  id: string;
+  email: string;
+  password: string;
+  token: string;
+}
+
+/** Registers a new user and logs in. */
+export async function newUser(server: { url: string }, prefix = 'user'): Promise<TestUser> {
+  const email = `${prefix}${++userCounter}-${process.pid}@example.com`;
+  const password = 'correct horse battery';
+  const registered = await request(server, 'POST', '/auth/register', { body: { email, password } });
+  if (registered.status !== 201) throw new Error(`register failed: ${registered.status} ${registered.text}`);
+  const login = await request(server, 'POST', '/auth/login', { body: { email, password } });
+  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.text}`);
+  return { id: registered.body.id, email, password, token: login.body.token };
+}
+
+export interface TestProject {
+  id: string;
+  sdk_key: string;
+  production: string;
+  staging: string;
+}
+
+/** Creates a project and returns its id, SDK key and the ids of its two environments. */
+export async function newProject(server: { url: string }, user: TestUser, name = 'Test project'): Promise<TestProject> {
+  const created = await request(server, 'POST', '/api/projects', { token: user.token, body: { name } });
+  if (created.status !== 201) throw new Error(`create project failed: ${created.status} ${created.text}`);
+  const environments = await request(server, 'GET', `/api/projects/${created.body.id}/environments`, { token: user.token });
+  const idOf = (key: string) => environments.body.find((env: { key: string }) => env.key === key).id as string;
+  return { id: created.body.id, sdk_key: created.body.sdk_key, production: idOf('production'), staging: idOf('staging') };
+}
+
+export const flagsPath = (project: TestProject, envId = project.production) => `/api/projects/${project.id}/environments/${envId}/flags`;
+
+export async function newFlag(server: { url: string }, user: TestUser, project: TestProject, fields: Record<string, unknown>, envId = project.production) {
+  const created = await request(server, 'POST', flagsPath(project, envId), { token: user.token, body: { name: String(fields.key), ...fields } });
+  if (created.status !== 201) throw new Error(`create flag failed: ${created.status} ${created.text}`);
+  return created.body as { id: string; key: string; enabled: boolean; rollout_percentage: number };
+}
+
+export async function evaluate(server: { url: string }, sdkKey: string, environment: string, context: Record<string, unknown> = {}) {
+  return request<{ flags: Record<string, { enabled: boolean; reason: string }> }>(server, 'POST', '/sdk/v1/evaluate', {
+    sdkKey,
+    body: { environment, context },
+  });
+}
