@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Insertable } from 'kysely';
 import type { Db } from '../../db/database.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 import type { EvaluationsTable } from '../../db/schema.js';
 
 export type EvaluationRow = Insertable<EvaluationsTable>;
@@ -69,19 +70,36 @@ export class HistoryWriter {
 
   private async writeBuffered(): Promise<void> {
     if (this.buffer.length === 0) return;
-    const rows = this.buffer;
+    let rows = this.buffer;
     this.buffer = [];
     try {
-      await this.db.transaction().execute(async (trx) => {
-        for (let start = 0; start < rows.length; start += this.options.rowsPerInsert) {
-          await trx.insertInto('evaluations').values(rows.slice(start, start + this.options.rowsPerInsert)).execute();
-        }
-      });
+      try {
+        await this.insert(rows);
+      } catch (error) {
+        if (!isForeignKeyViolation(error)) throw error;
+        // An environment was deleted while its rows waited: its history goes with it, the rest is kept.
+        rows = await this.withLiveEnvironments(rows);
+        await this.insert(rows);
+      }
       this.written += rows.length;
     } catch (error) {
-      // Typically an environment deleted while its rows waited (foreign key): history of a deleted environment is not kept.
       this.dropped += rows.length;
       this.log.error({ err: error, rows: rows.length }, 'could not write evaluation history');
     }
+  }
+
+  private async insert(rows: EvaluationRow[]): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      for (let start = 0; start < rows.length; start += this.options.rowsPerInsert) {
+        await trx.insertInto('evaluations').values(rows.slice(start, start + this.options.rowsPerInsert)).execute();
+      }
+    });
+  }
+
+  private async withLiveEnvironments(rows: EvaluationRow[]): Promise<EvaluationRow[]> {
+    const ids = [...new Set(rows.map((row) => row.environment_id))];
+    const live = await this.db.selectFrom('environments').select('id').where('id', 'in', ids).execute();
+    const liveIds = new Set(live.map((env) => env.id));
+    return rows.filter((row) => liveIds.has(row.environment_id));
   }
 }

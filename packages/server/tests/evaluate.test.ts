@@ -1,0 +1,315 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+
+/** Polls until check() is true (history is written up to ~1 s after the answer). */
+async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('POST /sdk/v1/evaluate', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+    project = await newProject(server, user);
+  });
+  after(() => server.close());
+
+  test('answers 200 with every flag of the environment and every reason string', async () => {
+    const p = await newProject(server, user, 'reasons');
+    await newFlag(server, user, p, { key: 'off', enabled: false, rollout_percentage: 100 });
+    await newFlag(server, user, p, { key: 'on', enabled: true });
+    await newFlag(server, user, p, { key: 'zero', enabled: true, rollout_percentage: 0 });
+    // Contract §2 vector: (dark_mode, user_1) → bucket 47.
+    await newFlag(server, user, p, { key: 'dark_mode', enabled: true, rollout_percentage: 48 });
+    await newFlag(server, user, p, { key: 'dark_mode', enabled: true, rollout_percentage: 47 }, p.staging);
+    const targeted = await newFlag(server, user, p, { key: 'targeted', enabled: true });
+    const rules = `${flagsPath(p)}/${targeted.id}/rules`;
+    await request(server, 'POST', rules, { token: user.token, body: { rule_type: 'user_id', rule_value: 'u-id' } });
+    await request(server, 'POST', rules, { token: user.token, body: { rule_type: 'user_email', rule_value: 'Alice@Example.com' } });
+    await request(server, 'POST', rules, { token: user.token, body: { rule_type: 'email_domain', rule_value: 'corp.com' } });
+    await newFlag(server, user, p, { key: 'staging_only', enabled: true }, p.staging);
+
+    const answer = await evaluate(server, p.sdk_key, 'production', { user_id: 'user_1' });
+    assert.equal(answer.status, 200);
+    assert.match(answer.headers.get('content-type') ?? '', /application\/json/);
+    assert.deepEqual(Object.keys(answer.body), ['flags']);
+    assert.deepEqual(answer.body.flags, {
+      off: { enabled: false, reason: 'Flag is globally disabled' },
+      on: { enabled: true, reason: 'Flag enabled globally' },
+      zero: { enabled: true, reason: 'Flag enabled globally' },
+      dark_mode: { enabled: true, reason: 'User in 48% rollout' },
+      targeted: { enabled: true, reason: 'Flag enabled globally' },
+    });
+
+    const byId = await evaluate(server, p.sdk_key, 'production', { user_id: 'u-id' });
+    assert.deepEqual(byId.body.flags.targeted, { enabled: true, reason: 'Matched user_id targeting rule' });
+    const byEmail = await evaluate(server, p.sdk_key, 'production', { user_id: 'x', user_email: 'ALICE@example.COM' });
+    assert.deepEqual(byEmail.body.flags.targeted, { enabled: true, reason: 'Matched user_email targeting rule' });
+    const byDomain = await evaluate(server, p.sdk_key, 'production', { user_email: 'bob@corp.com' });
+    assert.deepEqual(byDomain.body.flags.targeted, { enabled: true, reason: 'Matched email_domain targeting rule' });
+
+    const staging = await evaluate(server, p.sdk_key, 'staging', { user_id: 'user_1' });
+    assert.deepEqual(staging.body.flags, {
+      dark_mode: { enabled: false, reason: 'User not in 47% rollout' },
+      staging_only: { enabled: true, reason: 'Flag enabled globally' },
+    });
+  });
+
+  test('an environment without flags answers an empty map', async () => {
+    const p = await newProject(server, user, 'empty');
+    const answer = await evaluate(server, p.sdk_key, 'staging', { user_id: 'u' });
+    assert.equal(answer.status, 200);
+    assert.deepEqual(answer.body, { flags: {} });
+  });
+
+  test('bucketing follows the contract vectors and falls back to user_email, then "anonymous"', async () => {
+    const p = await newProject(server, user, 'buckets');
+    // (new_checkout, alice@example.com) → 13; (f, anonymous) → 71; (beta-ui, u-123) → 25; (flag, user123) → 78
+    await newFlag(server, user, p, { key: 'new_checkout', enabled: true, rollout_percentage: 14 });
+    await newFlag(server, user, p, { key: 'f', enabled: true, rollout_percentage: 71 });
+    await newFlag(server, user, p, { key: 'beta-ui', enabled: true, rollout_percentage: 26 });
+    await newFlag(server, user, p, { key: 'flag', enabled: true, rollout_percentage: 78 });
+
+    const byEmail = await evaluate(server, p.sdk_key, 'production', { user_email: 'alice@example.com' });
+    assert.deepEqual(byEmail.body.flags.new_checkout, { enabled: true, reason: 'User in 14% rollout' });
+    const anonymous = await evaluate(server, p.sdk_key, 'production', {});
+    assert.deepEqual(anonymous.body.flags.f, { enabled: false, reason: 'User not in 71% rollout' });
+    const emptyId = await evaluate(server, p.sdk_key, 'production', { user_id: '' });
+    assert.deepEqual(emptyId.body.flags.f, { enabled: false, reason: 'User not in 71% rollout' });
+    const u123 = await evaluate(server, p.sdk_key, 'production', { user_id: 'u-123' });
+    assert.deepEqual(u123.body.flags['beta-ui'], { enabled: true, reason: 'User in 26% rollout' });
+    const user123 = await evaluate(server, p.sdk_key, 'production', { user_id: 'user123' });
+    assert.deepEqual(user123.body.flags.flag, { enabled: false, reason: 'User not in 78% rollout' });
+    // The same user always lands in the same bucket.
+    const again = await evaluate(server, p.sdk_key, 'production', { user_id: 'user123' });
+    assert.deepEqual(again.body, user123.body);
+  });
+
+  test('targeting rules win over rollout, higher priority first, and never apply to a disabled flag', async () => {
+    const p = await newProject(server, user, 'priority');
+    const flag = await newFlag(server, user, p, { key: 'checkout', enabled: true, rollout_percentage: 1 });
+    const rules = `${flagsPath(p)}/${flag.id}/rules`;
+    await request(server, 'POST', rules, { token: user.token, body: { rule_type: 'user_email', rule_value: 'a@corp.com', priority: 1 } });
+    await request(server, 'POST', rules, { token: user.token, body: { rule_type: 'email_domain', rule_value: '@corp.com', priority: 5 } });
+    const context = { user_id: 'someone', user_email: 'a@corp.com' };
+    let answer = await evaluate(server, p.sdk_key, 'production', context);
+    assert.deepEqual(answer.body.flags.checkout, { enabled: true, reason: 'Matched email_domain targeting rule' });
+
+    await request(server, 'POST', `${flagsPath(p)}/${flag.id}/toggle`, { token: user.token });
+    answer = await evaluate(server, p.sdk_key, 'production', context);
+    assert.deepEqual(answer.body.flags.checkout, { enabled: false, reason: 'Flag is globally disabled' });
+  });
+
+  test('context: absent, user_id only, and null members are accepted', async () => {
+    await newFlag(server, user, project, { key: 'ctx', enabled: true });
+    for (const body of [{ environment: 'production' }, { environment: 'production', context: { user_id: 'only' } }, { environment: 'production', context: { user_id: null, user_email: null, custom_attributes: { plan: 'pro' } } }]) {
+      const answer = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body });
+      assert.equal(answer.status, 200, JSON.stringify(body));
+      assert.deepEqual(answer.body.flags.ctx, { enabled: true, reason: 'Flag enabled globally' });
+    }
+  });
+
+  test('400 for a missing or malformed body', async () => {
+    const bodies: unknown[] = [
+      '',
+      '{"environment":',
+      'null',
+      '[]',
+      '"production"',
+      {},
+      { environment: 5 },
+      { environment: '' },
+      { environment: 'production', context: 'user' },
+      { environment: 'production', context: [] },
+      { environment: 'production', context: { user_id: 42 } },
+      { environment: 'production', context: { user_email: true } },
+    ];
+    for (const body of bodies) {
+      const answer = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body });
+      assert.equal(answer.status, 400, `body ${JSON.stringify(body)}: ${answer.text}`);
+      assert.deepEqual(Object.keys(answer.body).sort(), ['error', 'message', 'statusCode']);
+      assert.equal(answer.body.statusCode, 400);
+    }
+    const noBody = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key });
+    assert.equal(noBody.status, 400);
+  });
+
+  test('401 for a missing or unknown SDK key, checked before the body', async () => {
+    const missing = await request(server, 'POST', '/sdk/v1/evaluate', { body: { environment: 'production' } });
+    assert.equal(missing.status, 401);
+    assert.deepEqual(missing.body, { statusCode: 401, error: 'Unauthorized', message: 'Missing or invalid SDK key' });
+    const unknown = await evaluate(server, 'sdk_not-a-real-key', 'production');
+    assert.equal(unknown.status, 401);
+    const badBody = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: 'sdk_nope', body: '{"environment":' });
+    assert.equal(badBody.status, 401);
+    // A bearer token is not an SDK key.
+    const bearer = await request(server, 'POST', '/sdk/v1/evaluate', { token: user.token, body: { environment: 'production' } });
+    assert.equal(bearer.status, 401);
+  });
+
+  test('404 for an environment key that is not in the project of the SDK key', async () => {
+    const other = await newProject(server, user, 'other');
+    await request(server, 'POST', `/api/projects/${other.id}/environments`, { token: user.token, body: { name: 'QA', key: 'qa' } });
+    const answer = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'qa' } });
+    assert.equal(answer.status, 404);
+    assert.equal(answer.body.statusCode, 404);
+    assert.equal((await evaluate(server, other.sdk_key, 'qa')).status, 200);
+    // Environment keys are exact: no case folding.
+    assert.equal((await evaluate(server, project.sdk_key, 'Production')).status, 404);
+  });
+
+  test('every write is served on the very next request', async () => {
+    const p = await newProject(server, user, 'live');
+    const flag = await newFlag(server, user, p, { key: 'live', enabled: false });
+    const flagPath = `${flagsPath(p)}/${flag.id}`;
+    const live = async (context: Record<string, unknown> = { user_id: 'u1', user_email: 'u1@live.com' }) =>
+      (await evaluate(server, p.sdk_key, 'production', context)).body.flags?.live;
+
+    assert.equal((await live())?.reason, 'Flag is globally disabled'); // now cached
+    await request(server, 'POST', `${flagPath}/toggle`, { token: user.token });
+    assert.deepEqual(await live(), { enabled: true, reason: 'Flag enabled globally' });
+
+    await request(server, 'PUT', flagPath, { token: user.token, body: { rollout_percentage: 100 } });
+    assert.deepEqual(await live(), { enabled: true, reason: 'User in 100% rollout' });
+
+    const rule = await request(server, 'POST', `${flagPath}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'u1' } });
+    assert.equal((await live())?.reason, 'Matched user_id targeting rule');
+    await request(server, 'PUT', `${flagPath}/rules/${rule.body.id}`, { token: user.token, body: { rule_type: 'email_domain', rule_value: 'live.com' } });
+    assert.equal((await live())?.reason, 'Matched email_domain targeting rule');
+    await request(server, 'PUT', `${flagPath}/rules/${rule.body.id}`, { token: user.token, body: { enabled: false } });
+    assert.equal((await live())?.reason, 'User in 100% rollout');
+    await request(server, 'PUT', `${flagPath}/rules/${rule.body.id}`, { token: user.token, body: { enabled: true } });
+    await request(server, 'DELETE', `${flagPath}/rules/${rule.body.id}`, { token: user.token });
+    assert.equal((await live())?.reason, 'User in 100% rollout');
+
+    await request(server, 'PUT', flagPath, { token: user.token, body: { key: 'renamed' } });
+    let flags = (await evaluate(server, p.sdk_key, 'production')).body.flags;
+    assert.deepEqual(Object.keys(flags), ['renamed']);
+    await newFlag(server, user, p, { key: 'added', enabled: true });
+    flags = (await evaluate(server, p.sdk_key, 'production')).body.flags;
+    assert.deepEqual(Object.keys(flags).sort(), ['added', 'renamed']);
+    await request(server, 'DELETE', flagPath, { token: user.token });
+    flags = (await evaluate(server, p.sdk_key, 'production')).body.flags;
+    assert.deepEqual(Object.keys(flags), ['added']);
+
+    assert.equal((await evaluate(server, p.sdk_key, 'qa')).status, 404);
+    const qa = await request(server, 'POST', `/api/projects/${p.id}/environments`, { token: user.token, body: { name: 'QA', key: 'qa' } });
+    assert.equal((await evaluate(server, p.sdk_key, 'qa')).status, 200);
+    await request(server, 'DELETE', `/api/projects/${p.id}/environments/${qa.body.id}`, { token: user.token });
+    assert.equal((await evaluate(server, p.sdk_key, 'qa')).status, 404);
+
+    const rotated = await request(server, 'POST', `/api/projects/${p.id}/regenerate-key`, { token: user.token });
+    assert.equal((await evaluate(server, p.sdk_key, 'production')).status, 401);
+    assert.equal((await evaluate(server, rotated.body.sdk_key, 'production')).status, 200);
+
+    await request(server, 'DELETE', `/api/projects/${p.id}`, { token: user.token });
+    assert.equal((await evaluate(server, rotated.body.sdk_key, 'production')).status, 401);
+  });
+
+  test('a rotated-out key fails even when requests race the rotation', async () => {
+    const p = await newProject(server, user, 'race');
+    await newFlag(server, user, p, { key: 'x', enabled: true });
+    // Cold cache: many concurrent loads are in flight while the key rotates.
+    const inFlight = Array.from({ length: 20 }, () => evaluate(server, p.sdk_key, 'production'));
+    const rotated = await request(server, 'POST', `/api/projects/${p.id}/regenerate-key`, { token: user.token });
+    await Promise.all(inFlight);
+    assert.equal((await evaluate(server, p.sdk_key, 'production')).status, 401);
+    assert.equal((await evaluate(server, rotated.body.sdk_key, 'production')).status, 200);
+  });
+
+  test('each evaluation is recorded after the answer: one row per flag, user_id kept, email not', async () => {
+    const p = await newProject(server, user, 'history');
+    const a = await newFlag(server, user, p, { key: 'a', enabled: true });
+    await newFlag(server, user, p, { key: 'b', enabled: false });
+    await evaluate(server, p.sdk_key, 'production', { user_id: 'hist-user', user_email: 'secret@example.com' });
+    await evaluate(server, p.sdk_key, 'production', { user_email: 'secret@example.com' });
+
+    const rows = () => server.database.db.selectFrom('evaluations').selectAll().where('project_id', '=', p.id).orderBy('flag_key').execute();
+    await eventually(async () => (await rows()).length === 4, 'four history rows').catch((error) => {
+      console.error(server.logs.join(''));
+      throw error;
+    });
+    const written = await rows();
+    assert.deepEqual(
+      written.map((row) => [row.flag_key, row.user_id, Boolean(row.enabled), row.reason, row.environment_id]).sort(),
+      [
+        ['a', 'hist-user', true, 'Flag enabled globally', p.production],
+        ['a', null, true, 'Flag enabled globally', p.production],
+        ['b', 'hist-user', false, 'Flag is globally disabled', p.production],
+        ['b', null, false, 'Flag is globally disabled', p.production],
+      ].sort(),
+    );
+    assert.equal(written.find((row) => row.flag_key === 'a')?.flag_id, a.id);
+    assert.ok(!JSON.stringify(written).includes('secret@example.com'), 'emails are not stored');
+    for (const row of written) assert.ok(!Number.isNaN(Date.parse(String(row.evaluated_at))));
+  });
+
+  test('history of an environment deleted before the flush is discarded without losing the rest of the batch', async () => {
+    const p = await newProject(server, user, 'batch');
+    await newFlag(server, user, p, { key: 'kept', enabled: true });
+    await newFlag(server, user, p, { key: 'gone', enabled: true }, p.staging);
+    await evaluate(server, p.sdk_key, 'staging', { user_id: 'batch-user' });
+    await evaluate(server, p.sdk_key, 'production', { user_id: 'batch-user' });
+    await request(server, 'DELETE', `/api/projects/${p.id}/environments/${p.staging}`, { token: user.token });
+
+    const rows = () => server.database.db.selectFrom('evaluations').select(['flag_key']).where('project_id', '=', p.id).execute();
+    await eventually(async () => (await rows()).length > 0, 'the production row');
+    assert.deepEqual(await rows(), [{ flag_key: 'kept' }]);
+  });
+});
+
+describe('evaluate rate limit', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ RATE_LIMIT_EVALUATE: '200' });
+  });
+  after(() => server.close());
+
+  test('200 per minute per client IP: the 201st answers 429 with Retry-After, checked before the SDK key', async () => {
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const ip = { 'x-forwarded-for': '203.0.113.7' };
+    for (let i = 1; i <= 200; i++) {
+      const answer = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: ip, body: { environment: 'production' } });
+      assert.equal(answer.status, 200, `request ${i}`);
+    }
+    const limited = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: ip, body: { environment: 'production' } });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.statusCode, 429);
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    // Rate limit comes before the SDK key check.
+    const badKey = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: 'sdk_wrong', headers: ip, body: { environment: 'production' } });
+    assert.equal(badKey.status, 429);
+    // Another client is not limited.
+    const other = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: { 'x-forwarded-for': '203.0.113.8' }, body: { environment: 'production' } });
+    assert.equal(other.status, 200);
+  });
+});
+
+describe('evaluate service error', () => {
+  test('500 with the error shape and no internals when the database is gone', async () => {
+    const server = await startServer();
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    await server.database.close();
+    try {
+      const answer = await evaluate(server, project.sdk_key, 'production'); // not cached yet: needs the database
+      assert.equal(answer.status, 500);
+      assert.deepEqual(answer.body, { statusCode: 500, error: 'Internal Server Error', message: 'Internal server error' });
+      const health = await request(server, 'GET', '/health');
+      assert.equal(health.status, 503);
+    } finally {
+      await server.app.close();
+    }
+  });
+});

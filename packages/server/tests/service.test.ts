@@ -1,0 +1,173 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import BetterSqlite3 from 'better-sqlite3';
+import { loadConfig, ConfigError } from '../src/config.js';
+import { evaluate, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
+
+const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+describe('configuration', () => {
+  test('defaults of contract §7', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '0.0.0.0');
+    assert.deepEqual(config.database, { kind: 'sqlite', path: './data/guidon.db' });
+    assert.equal(config.publicUrl, 'http://localhost:8080');
+    assert.deepEqual(config.rateLimits, { evaluatePerMinute: 200, authPerMinute: 60 });
+    assert.equal(config.evaluationRetentionDays, 30);
+    assert.equal(config.jwtSecret, null);
+    assert.equal(config.smtpUrl, null);
+    assert.equal(config.redisUrl, null);
+    assert.deepEqual(config.corsOrigins, []);
+    assert.ok(Object.isFrozen(config));
+  });
+
+  test('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      HOST: '127.0.0.1',
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/guidon',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      JWT_SECRET: 's3cret',
+      SMTP_URL: 'smtp://127.0.0.1:2525',
+      MAIL_FROM: 'flags@example.com',
+      PUBLIC_URL: 'https://flags.example.com/',
+      TRUST_PROXY: '10.0.0.1, 10.0.0.2',
+      RATE_LIMIT_EVALUATE: '0',
+      RATE_LIMIT_AUTH: '5',
+      LOG_LEVEL: 'debug',
+      EVALUATION_RETENTION_DAYS: '7',
+      CORS_ORIGINS: 'https://a.example.com, https://b.example.com',
+    });
+    assert.equal(config.port, 9000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/guidon' });
+    assert.equal(config.redisUrl, 'redis://127.0.0.1:6379');
+    assert.equal(config.jwtSecret, 's3cret');
+    assert.equal(config.smtpUrl, 'smtp://127.0.0.1:2525');
+    assert.equal(config.mailFrom, 'flags@example.com');
+    assert.equal(config.publicUrl, 'https://flags.example.com');
+    assert.deepEqual(config.trustProxy, ['10.0.0.1', '10.0.0.2']);
+    assert.deepEqual(config.rateLimits, { evaluatePerMinute: 0, authPerMinute: 5 });
+    assert.equal(config.logLevel, 'debug');
+    assert.equal(config.evaluationRetentionDays, 7);
+    assert.deepEqual(config.corsOrigins, ['https://a.example.com', 'https://b.example.com']);
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:/var/lib/guidon/g.db' }).database, { kind: 'sqlite', path: '/var/lib/guidon/g.db' });
+  });
+
+  test('rejects values it cannot use, naming the variable', () => {
+    assert.throws(() => loadConfig({ PORT: 'eighty' }), (error: Error) => error instanceof ConfigError && /PORT/.test(error.message));
+    assert.throws(() => loadConfig({ PORT: '70000' }), ConfigError);
+    assert.throws(() => loadConfig({ RATE_LIMIT_EVALUATE: '-1' }), /RATE_LIMIT_EVALUATE/);
+    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
+  });
+});
+
+describe('service endpoints', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ CORS_ORIGINS: 'https://dashboard.example.com' });
+  });
+  after(() => server.close());
+
+  test('GET /health answers {"status":"ok"} while the database answers', async () => {
+    const answer = await request(server, 'GET', '/health');
+    assert.equal(answer.status, 200);
+    assert.equal(answer.text, '{"status":"ok"}');
+  });
+
+  test('the OpenAPI document lists every endpoint, generated from the route schemas', async () => {
+    const answer = await request(server, 'GET', '/docs/json');
+    assert.equal(answer.status, 200);
+    assert.match(answer.body.openapi, /^3\./);
+    const paths = answer.body.paths as Record<string, Record<string, unknown>>;
+    const expected: Array<[string, string]> = [
+      ['post', '/auth/register'], ['post', '/auth/login'], ['post', '/auth/forgot-password'], ['post', '/auth/reset-password'],
+      ['get', '/api/me'],
+      ['post', '/api/projects'], ['get', '/api/projects'], ['get', '/api/projects/{project_id}'], ['put', '/api/projects/{project_id}'],
+      ['delete', '/api/projects/{project_id}'], ['post', '/api/projects/{project_id}/regenerate-key'],
+      ['post', '/api/projects/{project_id}/environments'], ['get', '/api/projects/{project_id}/environments/{env_id}'],
+      ['put', '/api/projects/{project_id}/environments/{env_id}'], ['delete', '/api/projects/{project_id}/environments/{env_id}'],
+      ['post', '/api/projects/{project_id}/environments/{env_id}/flags'],
+      ['post', '/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/toggle'],
+      ['post', '/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules'],
+      ['put', '/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}'],
+      ['post', '/sdk/v1/evaluate'], ['get', '/health'],
+    ];
+    for (const [method, path] of expected) assert.ok(paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`);
+    const flagSchema = answer.body.components.schemas.Flag;
+    assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['created_at', 'description', 'enabled', 'environment_id', 'id', 'key', 'name', 'project_id', 'rollout_percentage', 'updated_at']);
+    const ui = await request(server, 'GET', '/docs/');
+    assert.equal(ui.status, 200);
+    assert.match(ui.text, /swagger/i);
+  });
+
+  test('CORS_ORIGINS: allowed origins get CORS headers, others do not', async () => {
+    const allowed = await request(server, 'GET', '/health', { headers: { origin: 'https://dashboard.example.com' } });
+    assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://dashboard.example.com');
+    const other = await request(server, 'GET', '/health', { headers: { origin: 'https://evil.example.com' } });
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+  });
+
+  test('each answer carries a request id, taken from X-Request-Id when the caller sends one', async () => {
+    const given = await request(server, 'GET', '/health', { headers: { 'x-request-id': 'trace-123' } });
+    assert.equal(given.headers.get('x-request-id'), 'trace-123');
+    const generated = await request(server, 'GET', '/health');
+    assert.match(generated.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('the process (npm start)', () => {
+  test('honours PORT, HOST and DATABASE_URL, and on SIGTERM finishes requests and flushes history before exiting', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'guidon-process-'));
+    const dbFile = join(dir, 'nested', 'guidon.db');
+    const port = await freePort();
+    const child = spawn(process.execPath, [mainJs], {
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbFile}`, RATE_LIMIT_EVALUATE: '0', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const server = { url: `http://127.0.0.1:${port}` };
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const health = await request(server, 'GET', '/health').catch(() => null);
+        if (health?.status === 200) break;
+        if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const user = await newUser(server);
+      const project = await newProject(server, user);
+      await newFlag(server, user, project, { key: 'shutdown', enabled: true });
+      for (let i = 0; i < 25; i++) assert.equal((await evaluate(server, project.sdk_key, 'production', { user_id: `u${i}` })).status, 200);
+
+      child.kill('SIGTERM'); // well within the 1 s flush interval: rows are still buffered
+      assert.equal(await exited, 0, output);
+
+      const db = new BetterSqlite3(dbFile, { readonly: true });
+      const { count } = db.prepare('select count(*) as count from evaluations').get() as { count: number };
+      db.close();
+      assert.equal(count, 25);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
