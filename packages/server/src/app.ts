@@ -23,7 +23,8 @@ import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
-import { HistoryWriter } from './modules/history/history.writer.js';
+import { HistoryRecorder } from './modules/history/history.recorder.js';
+import { Outcomes } from './modules/evaluate/outcomes.js';
 import { Project } from './modules/projects/projects.schemas.js';
 import { projectRoutes } from './modules/projects/projects.routes.js';
 
@@ -45,7 +46,8 @@ export interface Services {
   limits: RateLimits;
   mailer: Mailer;
   evaluateCache: EvaluateCache;
-  history: HistoryWriter;
+  outcomes: Outcomes;
+  history: HistoryRecorder;
 }
 
 export type ApiPlugin = FastifyPluginAsync<Services, RawServerDefault, TypeBoxTypeProvider>;
@@ -121,6 +123,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.setNotFoundHandler((request, reply) => sendError(new AppError(404, `Route ${request.method} ${request.url.split('?')[0]} not found`), request, reply));
 
   const { db } = database;
+  const outcomes = new Outcomes();
   const services: Services = {
     config,
     db,
@@ -129,9 +132,10 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     limits: createRateLimits(config.rateLimits, app.log),
     mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
     evaluateCache: new EvaluateCache(db),
-    history: new HistoryWriter(db, app.log),
+    outcomes,
+    history: new HistoryRecorder(config.database, outcomes, app.log, { retentionDays: config.evaluationRetentionDays }),
   };
-  services.history.start();
+  await services.history.start();
   app.addHook('onClose', async () => {
     await services.history.close();
     services.mailer.close();

@@ -233,7 +233,7 @@ describe('POST /sdk/v1/evaluate', () => {
     await evaluate(server, p.sdk_key, 'production', { user_id: 'hist-user', user_email: 'secret@example.com' });
     await evaluate(server, p.sdk_key, 'production', { user_email: 'secret@example.com' });
 
-    const rows = () => server.database.db.selectFrom('evaluations').selectAll().where('project_id', '=', p.id).orderBy('flag_key').execute();
+    const rows = () => server.database.db.selectFrom('evaluations').selectAll().where('environment_id', 'in', [p.production, p.staging]).orderBy('flag_key').execute();
     await eventually(async () => (await rows()).length === 4, 'four history rows').catch((error) => {
       console.error(server.logs.join(''));
       throw error;
@@ -261,7 +261,7 @@ describe('POST /sdk/v1/evaluate', () => {
     await evaluate(server, p.sdk_key, 'production', { user_id: 'batch-user' });
     await request(server, 'DELETE', `/api/projects/${p.id}/environments/${p.staging}`, { token: user.token });
 
-    const rows = () => server.database.db.selectFrom('evaluations').select(['flag_key']).where('project_id', '=', p.id).execute();
+    const rows = () => server.database.db.selectFrom('evaluations').select(['flag_key']).where('environment_id', 'in', [p.production, p.staging]).execute();
     await eventually(async () => (await rows()).length > 0, 'the production row');
     assert.deepEqual(await rows(), [{ flag_key: 'kept' }]);
   });

@@ -8,9 +8,25 @@ import type { Schema } from './schema.js';
 
 export type Db = Kysely<Schema>;
 
+/** One history row: environment_id, flag_id, flag_key, user_id, enabled, reason, evaluated_at. */
+export type EvaluationTuple = [string, string, string, string | null, boolean, string, string];
+
+export interface OpenOptions {
+  /** Run migrations first (the main process does; the history worker does not). */
+  migrate?: boolean;
+  /**
+   * SQLite only. FULL (default): an acknowledged write survives a power cut. The history worker
+   * uses NORMAL: its rows are written after the answer anyway, and a power cut in WAL mode loses
+   * at most the last commits, never the database.
+   */
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
 export interface Database {
   db: Db;
   dialect: Dialect;
+  /** Appends history rows in one transaction, on the fastest path the driver has. */
+  insertEvaluations(rows: readonly EvaluationTuple[]): Promise<void>;
   /** Throws when the database does not answer (GET /health). */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -36,15 +52,54 @@ function sqliteAdapter(raw: BetterSqlite3.Database): SqliteDatabase {
   };
 }
 
-function openSqlite(path: string): Db {
+const EVALUATION_COLUMNS = '(environment_id, flag_id, flag_key, user_id, enabled, reason, evaluated_at)';
+const ROWS_PER_STATEMENT = 100; // 700 bound parameters, far under SQLite's limit
+
+/** Multi-row INSERTs from statements prepared once, in one transaction. */
+function sqliteEvaluationInserter(raw: BetterSqlite3.Database) {
+  const statements = new Map<number, BetterSqlite3.Statement>();
+  const statement = (rows: number) => {
+    let prepared = statements.get(rows);
+    if (!prepared) {
+      prepared = raw.prepare(`insert into evaluations ${EVALUATION_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
+      statements.set(rows, prepared);
+    }
+    return prepared;
+  };
+  return raw.transaction((rows: readonly EvaluationTuple[]) => {
+    for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
+      const end = Math.min(start + ROWS_PER_STATEMENT, rows.length);
+      const values: unknown[] = [];
+      for (let i = start; i < end; i++) {
+        const row = rows[i]!;
+        values.push(row[0], row[1], row[2], row[3], row[4] ? 1 : 0, row[5], row[6]);
+      }
+      statement(end - start).run(values);
+    }
+  });
+}
+
+function openSqlite(path: string, options: OpenOptions): Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const raw = new BetterSqlite3(path);
   raw.pragma('journal_mode = WAL');
   // FULL: an acknowledged write survives a power cut, not only a process crash.
-  raw.pragma('synchronous = FULL');
+  raw.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
-  return new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqliteAdapter(raw) }) });
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqliteAdapter(raw) }) });
+  const insertEvaluations = sqliteEvaluationInserter(raw);
+  return {
+    db,
+    dialect: 'sqlite',
+    insertEvaluations: async (rows) => {
+      insertEvaluations(rows);
+    },
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
 }
 
 async function migrate(db: Db, dialect: Dialect): Promise<void> {
@@ -53,16 +108,9 @@ async function migrate(db: Db, dialect: Dialect): Promise<void> {
   if (error) throw error;
 }
 
-export async function openDatabase(config: Config['database']): Promise<Database> {
+export async function openDatabase(config: Config['database'], options: OpenOptions = {}): Promise<Database> {
   if (config.kind !== 'sqlite') throw new Error('PostgreSQL support is not built yet');
-  const db = openSqlite(config.path);
-  await migrate(db, 'sqlite');
-  return {
-    db,
-    dialect: 'sqlite',
-    ping: async () => {
-      await sql`select 1`.execute(db);
-    },
-    close: () => db.destroy(),
-  };
+  const database = openSqlite(config.path, options);
+  if (options.migrate ?? true) await migrate(database.db, database.dialect);
+  return database;
 }

@@ -93,10 +93,11 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
         await db.schema.createIndex('rules_flag_idx').on('rules').column('flag_id').execute();
 
+        // History is append-heavy (one row per evaluated flag): an integer key, one secondary index,
+        // and no project column (a project's history is found through its environments).
         await db.schema
           .createTable('evaluations')
-          .addColumn('id', uuid, (c) => c.primaryKey())
-          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('id', pg ? 'bigint' : 'integer', (c) => (pg ? c.primaryKey().generatedAlwaysAsIdentity() : c.primaryKey()))
           .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
           .addColumn('flag_id', uuid, (c) => c.notNull())
           .addColumn('flag_key', 'text', (c) => c.notNull())
@@ -105,8 +106,20 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('reason', 'text', (c) => c.notNull())
           .addColumn('evaluated_at', timestamp, (c) => c.notNull())
           .execute();
-        await db.schema.createIndex('evaluations_project_idx').on('evaluations').columns(['project_id', 'evaluated_at']).execute();
-        await db.schema.createIndex('evaluations_environment_idx').on('evaluations').columns(['environment_id', 'evaluated_at']).execute();
+        await db.schema.createIndex('evaluations_environment_time_idx').on('evaluations').columns(['environment_id', 'evaluated_at']).execute();
+
+        // Per flag and hour, counted for every evaluation, even one whose row had to be dropped.
+        await db.schema
+          .createTable('evaluation_counts')
+          .addColumn('flag_id', uuid, (c) => c.notNull())
+          .addColumn('hour_start', timestamp, (c) => c.notNull())
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('enabled_count', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('disabled_count', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addPrimaryKeyConstraint('evaluation_counts_pk', ['flag_id', 'hour_start'])
+          .execute();
+        await db.schema.createIndex('evaluation_counts_environment_idx').on('evaluation_counts').columns(['environment_id', 'hour_start']).execute();
       },
     },
   };

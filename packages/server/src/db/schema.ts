@@ -74,8 +74,7 @@ export interface RulesTable {
 
 /** One row per evaluated flag. flag_id has no foreign key: history outlives a deleted flag. */
 export interface EvaluationsTable {
-  id: string;
-  project_id: string;
+  id: Generated<number | string>;
   environment_id: string;
   flag_id: string;
   flag_key: string;
@@ -83,6 +82,15 @@ export interface EvaluationsTable {
   enabled: Bool;
   reason: string;
   evaluated_at: Timestamp;
+}
+
+export interface EvaluationCountsTable {
+  flag_id: string;
+  hour_start: Timestamp;
+  environment_id: string;
+  flag_key: string;
+  enabled_count: ColumnType<number | string, number, number>;
+  disabled_count: ColumnType<number | string, number, number>;
 }
 
 export interface Schema {
@@ -94,4 +102,5 @@ export interface Schema {
   flags: FlagsTable;
   rules: RulesTable;
   evaluations: EvaluationsTable;
+  evaluation_counts: EvaluationCountsTable;
 }

@@ -2,10 +2,15 @@ import { compileFlag, type CompiledFlag } from '@guidon/engine';
 import type { Db } from '../../db/database.js';
 import { loadProjectBySdkKey } from './evaluate.repository.js';
 
+/** An environment's flags, as parallel arrays in answer order. */
 export interface CompiledEnvironment {
   readonly projectId: string;
   readonly environmentId: string;
-  readonly flags: ReadonlyArray<{ readonly id: string; readonly key: string; readonly compiled: CompiledFlag }>;
+  readonly flagIds: readonly string[];
+  readonly flagKeys: readonly string[];
+  readonly flags: readonly CompiledFlag[];
+  /** `"<key>":` for each flag, with the separating comma in front from the second on. */
+  readonly jsonKeys: readonly string[];
 }
 
 export interface CompiledProject {
@@ -61,7 +66,10 @@ export class EvaluateCache {
       environments.set(env.key, {
         projectId: stored.id,
         environmentId: env.id,
-        flags: env.flags.map((flag) => ({ id: flag.id, key: flag.key, compiled: compileFlag(flag) })),
+        flagIds: env.flags.map((flag) => flag.id),
+        flagKeys: env.flags.map((flag) => flag.key),
+        flags: env.flags.map(compileFlag),
+        jsonKeys: env.flags.map((flag, i) => `${i === 0 ? '' : ','}${JSON.stringify(flag.key)}:`),
       });
     }
     const project: CompiledProject = { projectId: stored.id, environments };

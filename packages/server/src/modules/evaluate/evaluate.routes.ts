@@ -1,9 +1,6 @@
-import type { EvaluationContext, EvaluationResult } from '@guidon/engine';
 import type { ApiPlugin } from '../../app.js';
-import { newId } from '../../db/values.js';
 import { NotFound, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import type { EvaluationRow } from '../history/history.writer.js';
 import type { CompiledProject } from './evaluate.cache.js';
 import { EvaluateBody, EvaluateResult } from './evaluate.schemas.js';
 
@@ -15,10 +12,14 @@ declare module 'fastify' {
 }
 
 /** POST /sdk/v1/evaluate: the endpoint applications call at runtime. */
-export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, history }) => {
+export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, outcomes, history }) => {
   app.decorateRequest('sdkProject', null);
+  /** Outcome codes of the request being answered; reused, since a request is answered synchronously. */
+  let codes = new Uint8Array(1024);
 
   app.post('/sdk/v1/evaluate', {
+    // Applications call this thousands of times a second: no per-request log lines (errors are still logged).
+    logLevel: 'warn',
     // Contract §2 order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
     onRequest: async (request) => {
       await limits.evaluate?.hit(request.ip);
@@ -35,31 +36,19 @@ export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, hi
   }, async (request, reply) => {
     const environment = request.sdkProject?.environments.get(request.body.environment);
     if (!environment) throw new NotFound(`Environment "${request.body.environment}" not found in this project`);
-    const context: EvaluationContext = {
-      user_id: request.body.context?.user_id ?? undefined,
-      user_email: request.body.context?.user_email ?? undefined,
-    };
-    const flags: Record<string, EvaluationResult> = {};
-    for (const flag of environment.flags) flags[flag.key] = flag.compiled.evaluate(context);
-    reply.send({ flags });
-
-    const evaluatedAt = new Date().toISOString();
-    const userId = context.user_id ?? null;
-    const rows: EvaluationRow[] = environment.flags.map((flag) => {
-      const result = flags[flag.key]!;
-      return {
-        id: newId(),
-        project_id: environment.projectId,
-        environment_id: environment.environmentId,
-        flag_id: flag.id,
-        flag_key: flag.key,
-        user_id: userId,
-        enabled: result.enabled,
-        reason: result.reason,
-        evaluated_at: evaluatedAt,
-      };
-    });
-    history.record(rows);
+    const context = { user_id: request.body.context?.user_id ?? undefined, user_email: request.body.context?.user_email ?? undefined };
+    const { flags, jsonKeys } = environment;
+    if (flags.length > codes.length) codes = new Uint8Array(flags.length * 2);
+    // The answer is assembled from JSON fragments precomputed per flag key and per outcome.
+    let json = '{"flags":{';
+    for (let i = 0; i < flags.length; i++) {
+      const outcome = outcomes.of(flags[i]!.evaluate(context));
+      codes[i] = outcome.code;
+      json += jsonKeys[i]! + outcome.json;
+    }
+    // Already JSON: Fastify sends a string as it is (the response schema documents its shape).
+    reply.type('application/json; charset=utf-8').send(`${json}}}` as never);
+    history.record(environment, context.user_id ?? null, codes, flags.length);
     return reply;
   });
 };

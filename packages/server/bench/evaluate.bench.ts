@@ -1,0 +1,206 @@
+/**
+ * npm run bench: POST /sdk/v1/evaluate under load, next to a bare node:http ceiling measured in
+ * the same run (the machine is shared and noisy; the ratio is what to compare across runs).
+ *
+ * Each case starts the real server (dist/src/main.js) as its own process on a fresh SQLite file
+ * with rate limits off, seeds one project over HTTP, and drives evaluate with autocannon
+ * (distinct user ids per request). BENCH_SECONDS (default 10) and BENCH_CONNECTIONS (50) tune it;
+ * BENCH_FLAGS (default "10,100,1000") picks the cases.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import BetterSqlite3 from 'better-sqlite3';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').map(Number);
+const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
+
+interface Row {
+  name: string;
+  flags: number | string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  rssMb: number | null;
+  history: string;
+  errors: number;
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+function rssMb(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : 0;
+}
+
+/** Samples the peak resident memory of a process until stopped. */
+function watchRss(pid: number) {
+  let peak = 0;
+  const timer = setInterval(() => {
+    try {
+      peak = Math.max(peak, rssMb(pid));
+    } catch {
+      // the process has exited
+    }
+  }, 200);
+  return { stop: () => (clearInterval(timer), peak) };
+}
+
+async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('server did not become healthy');
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+async function load(options: autocannon.Options): Promise<autocannon.Result> {
+  return autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });
+}
+
+/** A bare node:http server answering a fixed 2 KB JSON body: what this machine can do at all. */
+async function ceiling(): Promise<Row> {
+  const port = await freePort();
+  const body = JSON.stringify({ flags: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`flag_${String(i).padStart(2, '0')}`, { enabled: i % 2 === 0, reason: 'Flag enabled globally' }])) });
+  const script = `const body = Buffer.from(${JSON.stringify(body.padEnd(2048, ' '))});
+require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }); res.end(body); }); }).listen(${port}, '127.0.0.1');`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: 'inherit' });
+  try {
+    await waitForPort(port);
+    const rss = watchRss(child.pid!);
+    const result = await load({ url: `http://127.0.0.1:${port}/`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"environment":"production"}' });
+    return { name: 'bare node:http, fixed 2 KB JSON', flags: '–', requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, rssMb: rss.stop(), history: '–', errors: result.errors + result.non2xx };
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' }).then(() => true, () => false);
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`nothing listens on ${port}`);
+}
+
+async function call(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
+  const response = await fetch(url + path, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await response.json();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** One project, `count` flags: a quarter off, on, 50% rollout, and on with user_id/email/domain rules. */
+async function seed(url: string, count: number): Promise<string> {
+  const credentials = { email: 'bench@example.com', password: 'benchmark password' };
+  await call(url, 'POST', '/auth/register', null, credentials);
+  const { token } = await call(url, 'POST', '/auth/login', null, credentials);
+  const project = await call(url, 'POST', '/api/projects', token, { name: 'Bench' });
+  const environments = await call(url, 'GET', `/api/projects/${project.id}/environments`, token);
+  const production = environments.find((env: { key: string }) => env.key === 'production');
+  const flags = `/api/projects/${project.id}/environments/${production.id}/flags`;
+  for (let i = 0; i < count; i++) {
+    const kind = i % 4;
+    const flag = await call(url, 'POST', flags, token, {
+      name: `Flag ${i}`,
+      key: `flag_${i}`,
+      enabled: kind !== 0,
+      rollout_percentage: kind === 2 ? 50 : 0,
+    });
+    if (kind === 3) {
+      const rules = `${flags}/${flag.id}/rules`;
+      await call(url, 'POST', rules, token, { rule_type: 'user_id', rule_value: `vip-${i}`, priority: 2 });
+      await call(url, 'POST', rules, token, { rule_type: 'user_email', rule_value: `ceo-${i}@example.com`, priority: 1 });
+      await call(url, 'POST', rules, token, { rule_type: 'email_domain', rule_value: `partner-${i}.com` });
+    }
+  }
+  return project.sdk_key;
+}
+
+async function guidon(flagCount: number): Promise<Row> {
+  const dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'));
+  const dbFile = join(dir, 'guidon.db');
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [mainJs], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbFile}`, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
+    stdio: 'inherit',
+  });
+  try {
+    await waitForHealth(url, child);
+    const rss = watchRss(child.pid!);
+    const sdkKey = await seed(url, flagCount);
+    let n = 0;
+    const result = await load({
+      url: `${url}/sdk/v1/evaluate`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-sdk-key': sdkKey },
+      requests: [
+        {
+          setupRequest: (request) => {
+            n++;
+            return { ...request, body: `{"environment":"production","context":{"user_id":"user-${n}","user_email":"user-${n}@example.com"}}` };
+          },
+        },
+      ],
+    });
+    child.kill('SIGTERM'); // flushes the buffered history before exiting
+    await exited(child);
+    const peak = rss.stop();
+    const db = new BetterSqlite3(dbFile, { readonly: true });
+    const { rows } = db.prepare('select count(*) as rows from evaluations').get() as { rows: number };
+    db.close();
+    const evaluations = result['2xx'] * flagCount;
+    const share = evaluations === 0 ? 0 : (100 * rows) / evaluations;
+    return {
+      name: 'Guidon evaluate, SQLite',
+      flags: flagCount,
+      requestsPerSecond: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      rssMb: peak,
+      history: `${rows.toLocaleString('en')} / ${evaluations.toLocaleString('en')} (${share.toFixed(1)}%)`,
+      errors: result.errors + result.non2xx,
+    };
+  } finally {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const rows: Row[] = [await ceiling()];
+for (const count of FLAG_COUNTS) rows.push(await guidon(count));
+const top = rows[0]!.requestsPerSecond;
+
+console.log(`\n${SECONDS} s per case, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
+console.log('| case | flags | req/s | p50 ms | p99 ms | server RSS peak MB | history rows written / evaluations made | errors | share of ceiling |');
+console.log('|---|---:|---:|---:|---:|---:|---|---:|---:|');
+for (const row of rows) {
+  console.log(
+    `| ${row.name} | ${row.flags} | ${Math.round(row.requestsPerSecond).toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.rssMb === null ? '–' : row.rssMb.toFixed(0)} | ${row.history} | ${row.errors} | ${((100 * row.requestsPerSecond) / top).toFixed(1)}% |`,
+  );
+}

@@ -1,0 +1,225 @@
+import { Worker } from 'node:worker_threads';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.js';
+import type { Outcomes } from '../evaluate/outcomes.js';
+import type { Batch, BatchEnvironment, FromWorker, HourCounts, ToWorker } from './history.protocol.js';
+
+export interface RecorderOptions {
+  /** Rows waiting (in the current batch or handed to the worker and not yet written) at most; beyond it rows are dropped and counted. */
+  maxPendingRows: number;
+  flushIntervalMs: number;
+  /** A batch is handed over early once it holds this many rows. */
+  maxBatchRows: number;
+  retentionDays: number;
+  /** How often old history is pruned. */
+  pruneIntervalMs: number;
+}
+
+const DEFAULTS: RecorderOptions = {
+  maxPendingRows: 2_000_000,
+  flushIntervalMs: 1000,
+  maxBatchRows: 250_000,
+  retentionDays: 30,
+  pruneIntervalMs: 60 * 60 * 1000,
+};
+
+const HOUR_MS = 60 * 60 * 1000;
+
+interface EnvironmentCounts {
+  environment: BatchEnvironment;
+  enabled: Uint32Array;
+  disabled: Uint32Array;
+}
+
+/** The current batch under construction. */
+class BatchBuilder {
+  readonly environments: BatchEnvironment[] = [];
+  private readonly environmentIndex = new Map<BatchEnvironment, number>();
+  private requestEnvironment = new Uint32Array(1024);
+  private requestTime = new Float64Array(1024);
+  readonly requestUser: (string | null)[] = [];
+  private codes = new Uint8Array(64 * 1024);
+  private codeLength = 0;
+  requests = 0;
+
+  add(environment: BatchEnvironment, userId: string | null, time: number, codes: Uint8Array, count: number): void {
+    let index = this.environmentIndex.get(environment);
+    if (index === undefined) {
+      index = this.environments.push(environment) - 1;
+      this.environmentIndex.set(environment, index);
+    }
+    if (this.requests === this.requestTime.length) {
+      this.requestEnvironment = grow(this.requestEnvironment, this.requests * 2);
+      this.requestTime = grow(this.requestTime, this.requests * 2);
+    }
+    if (this.codeLength + count > this.codes.length) this.codes = grow(this.codes, Math.max(this.codes.length * 2, this.codeLength + count));
+    this.requestEnvironment[this.requests] = index;
+    this.requestTime[this.requests] = time;
+    this.requestUser.push(userId);
+    this.requests++;
+    this.codes.set(count === codes.length ? codes : codes.subarray(0, count), this.codeLength);
+    this.codeLength += count;
+  }
+
+  get rows(): number {
+    return this.codeLength;
+  }
+
+  build(outcomes: Batch['outcomes'], counts: HourCounts[]): Batch {
+    return {
+      environments: this.environments.map(describe),
+      outcomes,
+      requestEnvironment: this.requestEnvironment.slice(0, this.requests),
+      requestTime: this.requestTime.slice(0, this.requests),
+      requestUser: this.requestUser,
+      codes: this.codes.slice(0, this.codeLength),
+      rows: this.codeLength,
+      counts,
+    };
+  }
+}
+
+/** Only the data: the compiled environment also holds functions, which cannot cross to a thread. */
+const describe = ({ environmentId, flagIds, flagKeys }: BatchEnvironment): BatchEnvironment => ({ environmentId, flagIds, flagKeys });
+
+function grow<T extends Uint32Array | Float64Array | Uint8Array>(array: T, length: number): T {
+  const bigger = new (array.constructor as new (length: number) => T)(length);
+  bigger.set(array);
+  return bigger;
+}
+
+/**
+ * Evaluation history, kept off the evaluate path: record() packs a request's outcomes into the
+ * current batch (one byte per flag) and counts them per flag and hour; at most a second later the
+ * batch goes to a worker thread, which writes the rows on its own database connection. Memory is
+ * bounded: past maxPendingRows, rows are dropped and counted, while the hourly counts stay exact.
+ */
+export class HistoryRecorder {
+  private batch = new BatchBuilder();
+  private counts = new Map<BatchEnvironment, EnvironmentCounts>();
+  private hour = Math.floor(Date.now() / HOUR_MS);
+  private pendingRows = 0;
+  private readonly worker: Worker;
+  private readonly ready: Promise<void>;
+  private closed: Promise<void> | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private lastDropWarning = 0;
+  private readonly options: RecorderOptions;
+  /** Rows dropped because too many were waiting, and rows written; since start. */
+  readonly stats = { written: 0, dropped: 0, discarded: 0, failed: 0 };
+
+  constructor(
+    database: Config['database'],
+    private readonly outcomes: Outcomes,
+    private readonly log: FastifyBaseLogger,
+    options: Partial<RecorderOptions> = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+    this.worker = new Worker(new URL('./history.worker.js', import.meta.url), { workerData: { database } });
+    this.ready = new Promise((resolve, reject) => {
+      this.worker.once('error', reject);
+      this.worker.on('message', (message: FromWorker) => {
+        if (message.type === 'ready') resolve();
+        else this.onWorkerMessage(message);
+      });
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.ready;
+    this.worker.on('error', (error) => this.log.error({ err: error }, 'history worker failed'));
+    this.timers.push(setInterval(() => this.handOver(), this.options.flushIntervalMs));
+    const prune = () => this.send({ type: 'prune', retentionDays: this.options.retentionDays });
+    prune();
+    this.timers.push(setInterval(prune, this.options.pruneIntervalMs));
+    for (const timer of this.timers) timer.unref();
+  }
+
+  /** Called by evaluate after answering: codes[0..count) are the outcome codes of the environment's flags, in order. */
+  record(environment: BatchEnvironment, userId: string | null, codes: Uint8Array, count: number): void {
+    const now = Date.now();
+    const hour = Math.floor(now / HOUR_MS);
+    if (hour !== this.hour) {
+      this.handOver(); // the counts so far belong to the hour that just ended
+      this.hour = hour;
+    }
+    this.count(environment, codes, count);
+    if (this.pendingRows + count > this.options.maxPendingRows) {
+      this.drop(count);
+      return;
+    }
+    this.batch.add(environment, userId, now, codes, count);
+    this.pendingRows += count;
+    if (this.batch.rows >= this.options.maxBatchRows) this.handOver();
+  }
+
+  /** Hands everything recorded so far to the worker. */
+  handOver(): void {
+    if (this.batch.requests === 0 && this.counts.size === 0) return;
+    const counts = [...this.counts.values()].map(({ environment, enabled, disabled }) => ({
+      environment: describe(environment),
+      hourStart: new Date(this.hour * HOUR_MS).toISOString(),
+      enabled,
+      disabled,
+    }));
+    const batch = this.batch.build(this.outcomes.table.map(({ enabled, reason }) => ({ enabled, reason })), counts);
+    this.batch = new BatchBuilder();
+    this.counts = new Map();
+    this.send({ type: 'batch', batch });
+  }
+
+  /** Hands over what is left and waits until the worker has written it (graceful shutdown). */
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      for (const timer of this.timers) clearInterval(timer);
+      this.handOver();
+      const done = new Promise<void>((resolve) => this.worker.on('message', (message: FromWorker) => message.type === 'closed' && resolve()));
+      this.send({ type: 'close' });
+      await done;
+      await this.worker.terminate();
+    })();
+    return this.closed;
+  }
+
+  private count(environment: BatchEnvironment, codes: Uint8Array, count: number): void {
+    let counts = this.counts.get(environment);
+    if (!counts) {
+      counts = { environment, enabled: new Uint32Array(count), disabled: new Uint32Array(count) };
+      this.counts.set(environment, counts);
+    }
+    const table = this.outcomes.table;
+    for (let i = 0; i < count; i++) {
+      if (table[codes[i]!]!.enabled) counts.enabled[i]!++;
+      else counts.disabled[i]!++;
+    }
+  }
+
+  private drop(count: number): void {
+    this.stats.dropped += count;
+    const now = Date.now();
+    if (now - this.lastDropWarning > 10_000) {
+      this.lastDropWarning = now;
+      this.log.warn({ dropped: this.stats.dropped, pendingRows: this.pendingRows }, 'evaluation history is falling behind: rows dropped (hourly counts stay exact)');
+    }
+  }
+
+  private send(message: ToWorker): void {
+    if (message.type === 'batch') {
+      const { batch } = message;
+      this.worker.postMessage(message, [batch.requestEnvironment.buffer, batch.requestTime.buffer, batch.codes.buffer] as ArrayBuffer[]);
+    } else {
+      this.worker.postMessage(message);
+    }
+  }
+
+  private onWorkerMessage(message: FromWorker): void {
+    if (message.type === 'written') {
+      this.pendingRows -= message.rows + message.discarded + message.failed;
+      this.stats.written += message.rows;
+      this.stats.discarded += message.discarded;
+      this.stats.failed += message.failed;
+    } else if (message.type === 'log') {
+      this.log[message.level](message.details ?? {}, message.message);
+    }
+  }
+}

@@ -1,0 +1,39 @@
+/** The history worker thread: writes batches on its own database connection, in arrival order. */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Config } from '../../config.js';
+import { openDatabase } from '../../db/database.js';
+import type { FromWorker, ToWorker } from './history.protocol.js';
+import { pruneHistory, writeBatch } from './history.store.js';
+
+const port = parentPort!;
+const post = (message: FromWorker) => port.postMessage(message);
+const database = await openDatabase((workerData as { database: Config['database'] }).database, { migrate: false, synchronous: 'NORMAL' });
+
+async function handle(message: ToWorker): Promise<void> {
+  switch (message.type) {
+    case 'batch':
+      try {
+        post({ type: 'written', ...(await writeBatch(database, message.batch)) });
+      } catch (error) {
+        post({ type: 'written', rows: 0, discarded: 0, failed: message.batch.rows });
+        post({ type: 'log', level: 'error', message: 'could not write evaluation history', details: { rows: message.batch.rows, error: String(error) } });
+      }
+      return;
+    case 'prune': {
+      const deleted = await pruneHistory(database, message.retentionDays);
+      if (deleted > 0) post({ type: 'log', level: 'info', message: 'pruned evaluation history', details: { deleted, retentionDays: message.retentionDays } });
+      return;
+    }
+    case 'close':
+      await database.close();
+      post({ type: 'closed' });
+  }
+}
+
+let queue = Promise.resolve();
+port.on('message', (message: ToWorker) => {
+  queue = queue
+    .then(() => handle(message))
+    .catch((error: unknown) => post({ type: 'log', level: 'error', message: 'history worker step failed', details: { error: String(error) } }));
+});
+post({ type: 'ready' });
