@@ -24,7 +24,8 @@ import { flagRoutes } from './modules/flags/flags.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
-import { Outcomes } from './modules/evaluate/outcomes.js';
+import { historyRoutes } from './modules/history/history.routes.js';
+import { EvaluationItem } from './modules/history/history.schemas.js';
 import { Project } from './modules/projects/projects.schemas.js';
 import { projectRoutes } from './modules/projects/projects.routes.js';
 
@@ -46,7 +47,6 @@ export interface Services {
   limits: RateLimits;
   mailer: Mailer;
   evaluateCache: EvaluateCache;
-  outcomes: Outcomes;
   history: HistoryRecorder;
 }
 
@@ -123,7 +123,6 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.setNotFoundHandler((request, reply) => sendError(new AppError(404, `Route ${request.method} ${request.url.split('?')[0]} not found`), request, reply));
 
   const { db } = database;
-  const outcomes = new Outcomes();
   const services: Services = {
     config,
     db,
@@ -132,8 +131,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     limits: createRateLimits(config.rateLimits, app.log),
     mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
     evaluateCache: new EvaluateCache(db),
-    outcomes,
-    history: new HistoryRecorder(config.database, outcomes, app.log, { retentionDays: config.evaluationRetentionDays }),
+    history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays }),
   };
   await services.history.start();
   app.addHook('onClose', async () => {
@@ -141,7 +139,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, Project, Environment, Flag, Rule]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Project, Environment, Flag, Rule, EvaluationItem]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -175,7 +173,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
         if (request.method !== 'GET' && projectId && reply.statusCode < 400) services.evaluateCache.invalidateProject(projectId);
         return payload;
       });
-      for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, ruleRoutes]) await api.register(routes, services);
+      for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes]) await api.register(routes, services);
     },
     { prefix: '/api' },
   );

@@ -161,10 +161,13 @@ describe('the process (npm start)', () => {
       child.kill('SIGTERM'); // well within the 1 s flush interval: rows are still buffered
       assert.equal(await exited, 0, output);
 
+      // 25 evaluate requests of one flag: 25 history rows, and 25 in the hourly counts.
       const db = new BetterSqlite3(dbFile, { readonly: true });
-      const { count } = db.prepare('select count(*) as count from evaluations').get() as { count: number };
+      const { rows } = db.prepare('select count(*) as rows from evaluations').get() as { rows: number };
+      const { counted } = db.prepare('select sum(enabled_count) as counted from evaluation_counts').get() as { counted: number };
       db.close();
-      assert.equal(count, 25);
+      assert.equal(rows, 25);
+      assert.equal(counted, 25);
     } finally {
       child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });

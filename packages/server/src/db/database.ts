@@ -8,8 +8,8 @@ import type { Schema } from './schema.js';
 
 export type Db = Kysely<Schema>;
 
-/** One history row: environment_id, flag_id, flag_key, user_id, enabled, reason, evaluated_at. */
-export type EvaluationTuple = [string, string, string, string | null, boolean, string, string];
+/** One history row (one evaluate request): environment_id, snapshot_id, user_id, outcomes, evaluated_at. */
+export type EvaluationTuple = [string, string, string | null, Uint8Array, string];
 
 export interface OpenOptions {
   /** Run migrations first (the main process does; the history worker does not). */
@@ -52,8 +52,8 @@ function sqliteAdapter(raw: BetterSqlite3.Database): SqliteDatabase {
   };
 }
 
-const EVALUATION_COLUMNS = '(environment_id, flag_id, flag_key, user_id, enabled, reason, evaluated_at)';
-const ROWS_PER_STATEMENT = 100; // 700 bound parameters, far under SQLite's limit
+const EVALUATION_COLUMNS = '(environment_id, snapshot_id, user_id, outcomes, evaluated_at)';
+const ROWS_PER_STATEMENT = 100; // 500 bound parameters, far under SQLite's limit
 
 /** Multi-row INSERTs from statements prepared once, in one transaction. */
 function sqliteEvaluationInserter(raw: BetterSqlite3.Database) {
@@ -61,7 +61,7 @@ function sqliteEvaluationInserter(raw: BetterSqlite3.Database) {
   const statement = (rows: number) => {
     let prepared = statements.get(rows);
     if (!prepared) {
-      prepared = raw.prepare(`insert into evaluations ${EVALUATION_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
+      prepared = raw.prepare(`insert into evaluations ${EVALUATION_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`);
       statements.set(rows, prepared);
     }
     return prepared;
@@ -72,7 +72,7 @@ function sqliteEvaluationInserter(raw: BetterSqlite3.Database) {
       const values: unknown[] = [];
       for (let i = start; i < end; i++) {
         const row = rows[i]!;
-        values.push(row[0], row[1], row[2], row[3], row[4] ? 1 : 0, row[5], row[6]);
+        values.push(row[0], row[1], row[2], row[3], row[4]);
       }
       statement(end - start).run(values);
     }

@@ -93,17 +93,26 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
         await db.schema.createIndex('rules_flag_idx').on('rules').column('flag_id').execute();
 
-        // History is append-heavy (one row per evaluated flag): an integer key, one secondary index,
-        // and no project column (a project's history is found through its environments).
+        // History is stored one row per evaluate request, not per flag: the flags' outcomes are
+        // packed one byte each (evaluate/outcomes.ts), against a snapshot of the environment's flag
+        // list. The read API expands them to one item per evaluated flag (docs/adr/0002).
+        await db.schema
+          .createTable('evaluation_snapshots')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_ids', 'text', (c) => c.notNull())
+          .addColumn('flag_keys', 'text', (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('evaluation_snapshots_environment_idx').on('evaluation_snapshots').column('environment_id').execute();
+
         await db.schema
           .createTable('evaluations')
           .addColumn('id', pg ? 'bigint' : 'integer', (c) => (pg ? c.primaryKey().generatedAlwaysAsIdentity() : c.primaryKey()))
           .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
-          .addColumn('flag_id', uuid, (c) => c.notNull())
-          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('snapshot_id', uuid, (c) => c.notNull().references('evaluation_snapshots.id').onDelete('cascade'))
           .addColumn('user_id', 'text')
-          .addColumn('enabled', bool, (c) => c.notNull())
-          .addColumn('reason', 'text', (c) => c.notNull())
+          .addColumn('outcomes', pg ? 'bytea' : 'blob', (c) => c.notNull())
           .addColumn('evaluated_at', timestamp, (c) => c.notNull())
           .execute();
         await db.schema.createIndex('evaluations_environment_time_idx').on('evaluations').columns(['environment_id', 'evaluated_at']).execute();

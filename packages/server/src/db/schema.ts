@@ -72,15 +72,25 @@ export interface RulesTable {
   updated_at: Timestamp;
 }
 
-/** One row per evaluated flag. flag_id has no foreign key: history outlives a deleted flag. */
+/** The flag list of an environment as evaluated: JSON arrays, in answer order. */
+export interface EvaluationSnapshotsTable {
+  id: string;
+  environment_id: string;
+  flag_ids: string;
+  flag_keys: string;
+  created_at: Timestamp;
+}
+
+/**
+ * One row per evaluate request: byte i of outcomes is the outcome code of flag i of the snapshot.
+ * Snapshots keep flag ids and keys: history outlives a deleted flag.
+ */
 export interface EvaluationsTable {
   id: Generated<number | string>;
   environment_id: string;
-  flag_id: string;
-  flag_key: string;
+  snapshot_id: string;
   user_id: string | null;
-  enabled: Bool;
-  reason: string;
+  outcomes: Uint8Array;
   evaluated_at: Timestamp;
 }
 
@@ -101,6 +111,7 @@ export interface Schema {
   environments: EnvironmentsTable;
   flags: FlagsTable;
   rules: RulesTable;
+  evaluation_snapshots: EvaluationSnapshotsTable;
   evaluations: EvaluationsTable;
   evaluation_counts: EvaluationCountsTable;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { compileFlag, type CompiledFlag } from '@guidon/engine';
 import type { Db } from '../../db/database.js';
 import { loadProjectBySdkKey } from './evaluate.repository.js';
@@ -6,6 +7,8 @@ import { loadProjectBySdkKey } from './evaluate.repository.js';
 export interface CompiledEnvironment {
   readonly projectId: string;
   readonly environmentId: string;
+  /** Names this flag list in stored history (a new one each time the environment is compiled). */
+  readonly snapshotId: string;
   readonly flagIds: readonly string[];
   readonly flagKeys: readonly string[];
   readonly flags: readonly CompiledFlag[];
@@ -66,6 +69,7 @@ export class EvaluateCache {
       environments.set(env.key, {
         projectId: stored.id,
         environmentId: env.id,
+        snapshotId: randomUUID(),
         flagIds: env.flags.map((flag) => flag.id),
         flagKeys: env.flags.map((flag) => flag.key),
         flags: env.flags.map(compileFlag),

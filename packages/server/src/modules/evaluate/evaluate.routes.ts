@@ -1,7 +1,9 @@
+import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { ApiPlugin } from '../../app.js';
 import { NotFound, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { CompiledProject } from './evaluate.cache.js';
+import { outcomeOf } from './outcomes.js';
 import { EvaluateBody, EvaluateResult } from './evaluate.schemas.js';
 
 declare module 'fastify' {
@@ -12,20 +14,35 @@ declare module 'fastify' {
 }
 
 /** POST /sdk/v1/evaluate: the endpoint applications call at runtime. */
-export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, outcomes, history }) => {
+export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, history }) => {
   app.decorateRequest('sdkProject', null);
   /** Outcome codes of the request being answered; reused, since a request is answered synchronously. */
   let codes = new Uint8Array(1024);
+
+  const missingKey = () => new Unauthorized('Missing or invalid SDK key');
+  /** Finds the project of the SDK key: synchronously on a cache hit, so the hot path makes no promise. */
+  const identify = (request: FastifyRequest, done: HookHandlerDoneFunction) => {
+    const sdkKey = request.headers['x-sdk-key'];
+    if (typeof sdkKey !== 'string' || sdkKey === '') return done(missingKey());
+    const found = evaluateCache.project(sdkKey);
+    if (!(found instanceof Promise)) {
+      request.sdkProject = found;
+      return done();
+    }
+    found.then((project) => {
+      request.sdkProject = project;
+      done(project ? undefined : missingKey());
+    }, done);
+  };
 
   app.post('/sdk/v1/evaluate', {
     // Applications call this thousands of times a second: no per-request log lines (errors are still logged).
     logLevel: 'warn',
     // Contract §2 order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
-    onRequest: async (request) => {
-      await limits.evaluate?.hit(request.ip);
-      const sdkKey = request.headers['x-sdk-key'];
-      request.sdkProject = typeof sdkKey === 'string' && sdkKey !== '' ? await evaluateCache.project(sdkKey) : null;
-      if (!request.sdkProject) throw new Unauthorized('Missing or invalid SDK key');
+    onRequest: (request, _reply, done) => {
+      const limit = limits.evaluate;
+      if (!limit) return identify(request, done);
+      limit.hit(request.ip).then(() => identify(request, done), done);
     },
     schema: {
       tags: ['evaluate'],
@@ -42,13 +59,13 @@ export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, ou
     // The answer is assembled from JSON fragments precomputed per flag key and per outcome.
     let json = '{"flags":{';
     for (let i = 0; i < flags.length; i++) {
-      const outcome = outcomes.of(flags[i]!.evaluate(context));
+      const outcome = outcomeOf(flags[i]!.evaluate(context));
       codes[i] = outcome.code;
       json += jsonKeys[i]! + outcome.json;
     }
     // Already JSON: Fastify sends a string as it is (the response schema documents its shape).
     reply.type('application/json; charset=utf-8').send(`${json}}}` as never);
-    history.record(environment, context.user_id ?? null, codes, flags.length);
+    if (flags.length > 0) history.record(environment, context.user_id ?? null, codes, flags.length);
     return reply;
   });
 };

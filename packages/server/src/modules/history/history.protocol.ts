@@ -2,18 +2,17 @@
 
 export interface BatchEnvironment {
   environmentId: string;
+  snapshotId: string;
   flagIds: readonly string[];
   flagKeys: readonly string[];
 }
 
 /**
  * A second or so of evaluations, packed: per evaluate request its environment (index into
- * `environments`), time and user id, and per evaluated flag one byte, the outcome's code.
+ * `environments`), time and user id, and per evaluated flag one byte, its outcome code (evaluate/outcomes.ts).
  */
 export interface Batch {
   environments: BatchEnvironment[];
-  /** Code → outcome. */
-  outcomes: { enabled: boolean; reason: string }[];
   requestEnvironment: Uint32Array;
   requestTime: Float64Array;
   requestUser: (string | null)[];

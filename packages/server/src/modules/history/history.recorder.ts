@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
-import type { Outcomes } from '../evaluate/outcomes.js';
+import { OUTCOMES } from '../evaluate/outcomes.js';
 import type { Batch, BatchEnvironment, FromWorker, HourCounts, ToWorker } from './history.protocol.js';
 
 export interface RecorderOptions {
@@ -65,10 +65,9 @@ class BatchBuilder {
     return this.codeLength;
   }
 
-  build(outcomes: Batch['outcomes'], counts: HourCounts[]): Batch {
+  build(counts: HourCounts[]): Batch {
     return {
       environments: this.environments.map(describe),
-      outcomes,
       requestEnvironment: this.requestEnvironment.slice(0, this.requests),
       requestTime: this.requestTime.slice(0, this.requests),
       requestUser: this.requestUser,
@@ -80,7 +79,7 @@ class BatchBuilder {
 }
 
 /** Only the data: the compiled environment also holds functions, which cannot cross to a thread. */
-const describe = ({ environmentId, flagIds, flagKeys }: BatchEnvironment): BatchEnvironment => ({ environmentId, flagIds, flagKeys });
+const describe = ({ environmentId, snapshotId, flagIds, flagKeys }: BatchEnvironment): BatchEnvironment => ({ environmentId, snapshotId, flagIds, flagKeys });
 
 function grow<T extends Uint32Array | Float64Array | Uint8Array>(array: T, length: number): T {
   const bigger = new (array.constructor as new (length: number) => T)(length);
@@ -110,7 +109,6 @@ export class HistoryRecorder {
 
   constructor(
     database: Config['database'],
-    private readonly outcomes: Outcomes,
     private readonly log: FastifyBaseLogger,
     options: Partial<RecorderOptions> = {},
   ) {
@@ -153,6 +151,11 @@ export class HistoryRecorder {
     if (this.batch.rows >= this.options.maxBatchRows) this.handOver();
   }
 
+  /** Counts since start, in evaluated flags. */
+  metrics() {
+    return { ...this.stats, pending: this.pendingRows };
+  }
+
   /** Hands everything recorded so far to the worker. */
   handOver(): void {
     if (this.batch.requests === 0 && this.counts.size === 0) return;
@@ -162,7 +165,7 @@ export class HistoryRecorder {
       enabled,
       disabled,
     }));
-    const batch = this.batch.build(this.outcomes.table.map(({ enabled, reason }) => ({ enabled, reason })), counts);
+    const batch = this.batch.build(counts);
     this.batch = new BatchBuilder();
     this.counts = new Map();
     this.send({ type: 'batch', batch });
@@ -187,9 +190,8 @@ export class HistoryRecorder {
       counts = { environment, enabled: new Uint32Array(count), disabled: new Uint32Array(count) };
       this.counts.set(environment, counts);
     }
-    const table = this.outcomes.table;
     for (let i = 0; i < count; i++) {
-      if (table[codes[i]!]!.enabled) counts.enabled[i]!++;
+      if (OUTCOMES[codes[i]!]!.enabled) counts.enabled[i]!++;
       else counts.disabled[i]!++;
     }
   }

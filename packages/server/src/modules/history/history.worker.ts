@@ -3,24 +3,25 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import { openDatabase } from '../../db/database.js';
 import type { FromWorker, ToWorker } from './history.protocol.js';
-import { pruneHistory, writeBatch } from './history.store.js';
+import { HistoryStore } from './history.store.js';
 
 const port = parentPort!;
 const post = (message: FromWorker) => port.postMessage(message);
 const database = await openDatabase((workerData as { database: Config['database'] }).database, { migrate: false, synchronous: 'NORMAL' });
+const store = new HistoryStore(database);
 
 async function handle(message: ToWorker): Promise<void> {
   switch (message.type) {
     case 'batch':
       try {
-        post({ type: 'written', ...(await writeBatch(database, message.batch)) });
+        post({ type: 'written', ...(await store.write(message.batch)) });
       } catch (error) {
         post({ type: 'written', rows: 0, discarded: 0, failed: message.batch.rows });
         post({ type: 'log', level: 'error', message: 'could not write evaluation history', details: { rows: message.batch.rows, error: String(error) } });
       }
       return;
     case 'prune': {
-      const deleted = await pruneHistory(database, message.retentionDays);
+      const deleted = await store.prune(message.retentionDays);
       if (deleted > 0) post({ type: 'log', level: 'info', message: 'pruned evaluation history', details: { deleted, retentionDays: message.retentionDays } });
       return;
     }

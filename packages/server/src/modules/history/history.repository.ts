@@ -1,0 +1,143 @@
+import type { Db } from '../../db/database.js';
+import { toIso } from '../../db/values.js';
+import { Invalid } from '../../errors.js';
+import { OUTCOMES } from '../evaluate/outcomes.js';
+
+export interface EvaluationFilter {
+  environmentIds: string[];
+  flagKey?: string | undefined;
+  userId?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+interface Cursor {
+  /** evaluated_at, row id and flag position of the first item of the next page */
+  at: string;
+  row: number;
+  index: number;
+}
+
+interface Snapshot {
+  flagIds: string[];
+  flagKeys: string[];
+}
+
+const encodeCursor = (cursor: Cursor) => Buffer.from(JSON.stringify([cursor.at, cursor.row, cursor.index])).toString('base64url');
+
+function decodeCursor(raw: string): Cursor {
+  try {
+    const [at, row, index] = JSON.parse(Buffer.from(raw, 'base64url').toString()) as unknown[];
+    if (typeof at === 'string' && !Number.isNaN(Date.parse(at)) && Number.isSafeInteger(row) && Number.isSafeInteger(index)) {
+      return { at: new Date(at).toISOString(), row: row as number, index: index as number };
+    }
+  } catch {
+    // fall through
+  }
+  throw new Invalid('cursor is not one this service gave out');
+}
+
+/**
+ * Evaluation history, newest first, one item per evaluated flag. Rows are stored one per evaluate
+ * request (outcomes packed against a snapshot of the flag list) and expanded here. Each
+ * environment is read along its (environment_id, evaluated_at) index and the results merged.
+ */
+export async function listEvaluations(db: Db, filter: EvaluationFilter) {
+  const cursor = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
+  const snapshots = new Map<string, Snapshot>();
+  let onlySnapshots: string[] | undefined;
+  if (filter.flagKey !== undefined) {
+    // LIKE narrows the candidates ('_' is a wildcard there); the parsed list decides.
+    const rows = await db
+      .selectFrom('evaluation_snapshots')
+      .select(['id', 'flag_ids', 'flag_keys'])
+      .where('environment_id', 'in', filter.environmentIds)
+      .where('flag_keys', 'like', `%${JSON.stringify(filter.flagKey)}%`)
+      .execute();
+    for (const row of rows) {
+      const snapshot = { flagIds: JSON.parse(row.flag_ids) as string[], flagKeys: JSON.parse(row.flag_keys) as string[] };
+      if (snapshot.flagKeys.includes(filter.flagKey)) snapshots.set(row.id, snapshot);
+    }
+    onlySnapshots = [...snapshots.keys()];
+    if (onlySnapshots.length === 0) return { items: [], next_cursor: null };
+  }
+
+  const perEnvironment = await Promise.all(
+    filter.environmentIds.map((environmentId) => {
+      let query = db
+        .selectFrom('evaluations')
+        .select(['id', 'environment_id', 'snapshot_id', 'user_id', 'outcomes', 'evaluated_at'])
+        .where('environment_id', '=', environmentId)
+        .orderBy('evaluated_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(filter.limit + 1); // every row holds at least one item
+      if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+      if (onlySnapshots) query = query.where('snapshot_id', 'in', onlySnapshots);
+      if (cursor) {
+        query = query.where((eb) =>
+          eb.or([eb('evaluated_at', '<', cursor.at), eb.and([eb('evaluated_at', '=', cursor.at), eb('id', '<=', cursor.row)])]),
+        );
+      }
+      return query.execute();
+    }),
+  );
+  const rows = perEnvironment
+    .flat()
+    .map((row) => ({ ...row, id: Number(row.id), evaluated_at: toIso(row.evaluated_at) }))
+    .sort((a, b) => (a.evaluated_at === b.evaluated_at ? b.id - a.id : a.evaluated_at < b.evaluated_at ? 1 : -1));
+
+  const missing = [...new Set(rows.map((row) => row.snapshot_id))].filter((id) => !snapshots.has(id));
+  if (missing.length > 0) {
+    for (const row of await db.selectFrom('evaluation_snapshots').select(['id', 'flag_ids', 'flag_keys']).where('id', 'in', missing).execute()) {
+      snapshots.set(row.id, { flagIds: JSON.parse(row.flag_ids) as string[], flagKeys: JSON.parse(row.flag_keys) as string[] });
+    }
+  }
+
+  const items = [];
+  for (const row of rows) {
+    const snapshot = snapshots.get(row.snapshot_id)!;
+    const indexes = filter.flagKey !== undefined ? [snapshot.flagKeys.indexOf(filter.flagKey)] : snapshot.flagIds.map((_, i) => i);
+    for (const index of indexes) {
+      if (cursor && row.id === cursor.row && index < cursor.index) continue;
+      if (items.length === filter.limit) return { items, next_cursor: encodeCursor({ at: row.evaluated_at, row: row.id, index }) };
+      const outcome = OUTCOMES[row.outcomes[index]!]!;
+      items.push({
+        id: `${row.id}-${index}`,
+        environment_id: row.environment_id,
+        flag_id: snapshot.flagIds[index]!,
+        flag_key: snapshot.flagKeys[index]!,
+        user_id: row.user_id,
+        enabled: outcome.enabled,
+        reason: outcome.reason,
+        evaluated_at: row.evaluated_at,
+      });
+    }
+  }
+  return { items, next_cursor: null };
+}
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/** Per-hour counts of a flag over the last `hours` hours (the current one included), oldest first. */
+export async function flagMetrics(db: Db, flag: { id: string; key: string }, hours: number) {
+  const currentHour = Math.floor(Date.now() / HOUR_MS);
+  const first = new Date((currentHour - hours + 1) * HOUR_MS).toISOString();
+  const rows = await db
+    .selectFrom('evaluation_counts')
+    .select(['hour_start', 'enabled_count', 'disabled_count'])
+    .where('flag_id', '=', flag.id)
+    .where('hour_start', '>=', first)
+    .execute();
+  const byHour = new Map(rows.map((row) => [toIso(row.hour_start), row]));
+  const buckets = [];
+  const totals = { enabled: 0, disabled: 0 };
+  for (let hour = currentHour - hours + 1; hour <= currentHour; hour++) {
+    const start = new Date(hour * HOUR_MS).toISOString();
+    const row = byHour.get(start);
+    const bucket = { start, enabled: Number(row?.enabled_count ?? 0), disabled: Number(row?.disabled_count ?? 0) };
+    totals.enabled += bucket.enabled;
+    totals.disabled += bucket.disabled;
+    buckets.push(bucket);
+  }
+  return { flag_key: flag.key, buckets, totals };
+}

@@ -1,0 +1,246 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { openDatabase } from '../src/db/database.js';
+import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
+import { HistoryStore } from '../src/modules/history/history.store.js';
+import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+
+async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface Item {
+  id: string;
+  environment_id: string;
+  flag_id: string;
+  flag_key: string;
+  user_id: string | null;
+  enabled: boolean;
+  reason: string;
+  evaluated_at: string;
+}
+
+describe('evaluation history API', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+  const flagIds: Record<string, string> = {};
+  const projectHistory = (query = '') => request<{ items: Item[]; next_cursor: string | null }>(server, 'GET', `/api/projects/${project.id}/evaluations${query}`, { token: user.token });
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+    project = await newProject(server, user);
+    for (const key of ['alpha', 'beta', 'gamma']) flagIds[key] = (await newFlag(server, user, project, { key, enabled: key !== 'gamma' })).id;
+    flagIds.staged = (await newFlag(server, user, project, { key: 'staged', enabled: true }, project.staging)).id;
+    // 4 production requests (3 flags each) and 1 staging request: 13 items.
+    for (const userId of ['u1', 'u2', 'u1', 'u3']) assert.equal((await evaluate(server, project.sdk_key, 'production', { user_id: userId })).status, 200);
+    assert.equal((await evaluate(server, project.sdk_key, 'staging', { user_id: 'u9' })).status, 200);
+    await eventually(async () => (await projectHistory('?limit=500')).body.items.length === 13, 'all 13 items');
+  });
+  after(() => server.close());
+
+  test('pages newest first with a cursor; the pages add up to everything, once', async () => {
+    const everything = (await projectHistory('?limit=500')).body.items;
+    const seen: Item[] = [];
+    let cursor: string | null = null;
+    const sizes: number[] = [];
+    do {
+      const page: { items: Item[]; next_cursor: string | null } = (await projectHistory(`?limit=5${cursor ? `&cursor=${cursor}` : ''}`)).body;
+      sizes.push(page.items.length);
+      seen.push(...page.items);
+      cursor = page.next_cursor;
+    } while (cursor);
+    assert.deepEqual(sizes, [5, 5, 3]);
+    assert.deepEqual(seen, everything);
+    assert.equal(new Set(seen.map((item) => item.id)).size, 13);
+    const times = seen.map((item) => item.evaluated_at);
+    assert.deepEqual(times, [...times].sort().reverse(), 'newest first');
+    assert.equal(seen[0]!.user_id, 'u9', 'the staging request came last');
+    assert.deepEqual(
+      seen.filter((item) => item.user_id === 'u3').map((item) => [item.flag_key, item.flag_id, item.enabled, item.reason, item.environment_id]),
+      [
+        ['alpha', flagIds.alpha, true, 'Flag enabled globally', project.production],
+        ['beta', flagIds.beta, true, 'Flag enabled globally', project.production],
+        ['gamma', flagIds.gamma, false, 'Flag is globally disabled', project.production],
+      ],
+    );
+  });
+
+  test('the default page holds 50 items', async () => {
+    const page = await projectHistory();
+    assert.equal(page.status, 200);
+    assert.equal(page.body.items.length, 13);
+    assert.equal(page.body.next_cursor, null);
+  });
+
+  test('filters by flag_key and user_id, alone and together, with paging', async () => {
+    const beta = (await projectHistory('?flag_key=beta')).body.items;
+    assert.equal(beta.length, 4);
+    assert.ok(beta.every((item) => item.flag_key === 'beta' && item.flag_id === flagIds.beta));
+    const u1 = (await projectHistory('?user_id=u1')).body.items;
+    assert.equal(u1.length, 6);
+    assert.ok(u1.every((item) => item.user_id === 'u1'));
+    const both = (await projectHistory('?user_id=u1&flag_key=gamma')).body.items;
+    assert.deepEqual(both.map((item) => [item.flag_key, item.user_id, item.enabled]), [['gamma', 'u1', false], ['gamma', 'u1', false]]);
+    const first = (await projectHistory('?flag_key=beta&limit=3')).body;
+    assert.equal(first.items.length, 3);
+    const second = (await projectHistory(`?flag_key=beta&limit=3&cursor=${first.next_cursor}`)).body;
+    assert.deepEqual([...first.items, ...second.items], beta);
+    assert.equal(second.next_cursor, null);
+    assert.deepEqual((await projectHistory('?flag_key=nope')).body, { items: [], next_cursor: null });
+    assert.deepEqual((await projectHistory('?user_id=nobody')).body, { items: [], next_cursor: null });
+    // '_' is a LIKE wildcard: a key that only matches as a pattern must not match.
+    assert.deepEqual((await projectHistory('?flag_key=a_pha')).body.items, []);
+  });
+
+  test('the environment endpoint shows that environment only', async () => {
+    const staging = await request(server, 'GET', `/api/projects/${project.id}/environments/${project.staging}/evaluations`, { token: user.token });
+    assert.equal(staging.status, 200);
+    assert.deepEqual(staging.body.items.map((item: Item) => [item.flag_key, item.user_id, item.environment_id]), [['staged', 'u9', project.staging]]);
+    const production = await request(server, 'GET', `/api/projects/${project.id}/environments/${project.production}/evaluations?flag_key=alpha`, { token: user.token });
+    assert.equal(production.body.items.length, 4);
+  });
+
+  test('400 for a bad limit or cursor; 404 for another user and for ids that are not UUIDs; 401 without a token', async () => {
+    for (const query of ['?limit=0', '?limit=501', '?limit=abc', '?limit=2.5', '?cursor=not-a-cursor', `?cursor=${Buffer.from('[1,2,3]').toString('base64url')}`]) {
+      const answer = await projectHistory(query);
+      assert.equal(answer.status, 400, query);
+      assert.equal((answer.body as unknown as { statusCode: number }).statusCode, 400);
+    }
+    const stranger = await newUser(server, 'stranger');
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}/evaluations`, { token: stranger.token })).status, 404);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}/environments/${project.production}/evaluations`, { token: stranger.token })).status, 404);
+    assert.equal((await request(server, 'GET', `${flagsPath(project)}/${flagIds.alpha}/metrics`, { token: stranger.token })).status, 404);
+    assert.equal((await request(server, 'GET', '/api/projects/nope/evaluations', { token: user.token })).status, 404);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}/evaluations`)).status, 401);
+    assert.equal((await request(server, 'GET', '/api/metrics')).status, 401);
+  });
+
+  test('per-hour metrics of a flag count every evaluation', async () => {
+    const metrics = await request(server, 'GET', `${flagsPath(project)}/${flagIds.gamma}/metrics`, { token: user.token });
+    assert.equal(metrics.status, 200);
+    assert.equal(metrics.body.flag_key, 'gamma');
+    assert.deepEqual(metrics.body.totals, { enabled: 0, disabled: 4 });
+    assert.equal(metrics.body.buckets.length, 24);
+    const currentHour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
+    assert.deepEqual(metrics.body.buckets.at(-1), { start: currentHour, enabled: 0, disabled: 4 });
+    assert.ok(metrics.body.buckets.slice(0, -1).every((bucket: { enabled: number; disabled: number }) => bucket.enabled === 0 && bucket.disabled === 0));
+    const starts = metrics.body.buckets.map((bucket: { start: string }) => Date.parse(bucket.start));
+    assert.ok(starts.every((start: number, i: number) => i === 0 || start - starts[i - 1] === 3_600_000), 'consecutive hours, oldest first');
+
+    const two = await request(server, 'GET', `${flagsPath(project)}/${flagIds.alpha}/metrics?hours=2`, { token: user.token });
+    assert.equal(two.body.buckets.length, 2);
+    assert.deepEqual(two.body.totals, { enabled: 4, disabled: 0 });
+    for (const hours of ['0', '721', 'x']) {
+      assert.equal((await request(server, 'GET', `${flagsPath(project)}/${flagIds.alpha}/metrics?hours=${hours}`, { token: user.token })).status, 400, hours);
+    }
+  });
+
+  test('GET /api/metrics reports what the history writer wrote and dropped', async () => {
+    const metrics = await request(server, 'GET', '/api/metrics', { token: user.token });
+    assert.equal(metrics.status, 200);
+    const history = metrics.body.evaluation_history;
+    assert.ok(history.written >= 13, JSON.stringify(history));
+    assert.equal(history.dropped, 0);
+    assert.equal(history.pending, 0);
+  });
+
+  test('a deleted flag keeps its history, readable by flag_key', async () => {
+    const doomed = await newFlag(server, user, project, { key: 'doomed', enabled: true });
+    await evaluate(server, project.sdk_key, 'production', { user_id: 'last-user' });
+    await eventually(async () => (await projectHistory('?flag_key=doomed')).body.items.length === 1, 'the doomed flag item');
+    assert.equal((await request(server, 'DELETE', `${flagsPath(project)}/${doomed.id}`, { token: user.token })).status, 204);
+    const items = (await projectHistory('?flag_key=doomed')).body.items;
+    assert.deepEqual(items.map((item) => [item.flag_id, item.user_id]), [[doomed.id, 'last-user']]);
+  });
+
+  test('deleting an environment, then a project, removes their history and counts', async () => {
+    const p = await newProject(server, user, 'doomed project');
+    await newFlag(server, user, p, { key: 'one', enabled: true });
+    await newFlag(server, user, p, { key: 'two', enabled: true }, p.staging);
+    await evaluate(server, p.sdk_key, 'production', { user_id: 'x' });
+    await evaluate(server, p.sdk_key, 'staging', { user_id: 'x' });
+    const stored = async (table: 'evaluations' | 'evaluation_counts' | 'evaluation_snapshots', envId: string) =>
+      (await server.database.db.selectFrom(table).select('environment_id').where('environment_id', '=', envId).execute()).length;
+    await eventually(async () => (await stored('evaluation_counts', p.production)) === 1 && (await stored('evaluation_counts', p.staging)) === 1, 'both environments written');
+
+    await request(server, 'DELETE', `/api/projects/${p.id}/environments/${p.staging}`, { token: user.token });
+    for (const table of ['evaluations', 'evaluation_counts', 'evaluation_snapshots'] as const) assert.equal(await stored(table, p.staging), 0, table);
+    assert.equal(await stored('evaluations', p.production), 1);
+
+    await request(server, 'DELETE', `/api/projects/${p.id}`, { token: user.token });
+    for (const table of ['evaluations', 'evaluation_counts', 'evaluation_snapshots'] as const) assert.equal(await stored(table, p.production), 0, table);
+  });
+});
+
+describe('history writer', () => {
+  const silent = pino({ level: 'silent' });
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'guidon-history-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function environmentIn(file: string) {
+    const database = await openDatabase({ kind: 'sqlite', path: file });
+    const now = new Date().toISOString();
+    await database.db.insertInto('users').values({ id: '00000000-0000-4000-8000-000000000001', email: 'w@example.com', password_hash: 'x', created_at: now }).execute();
+    await database.db.insertInto('projects').values({ id: '00000000-0000-4000-8000-000000000002', owner_id: '00000000-0000-4000-8000-000000000001', name: 'p', description: null, sdk_key: 'sdk_w', created_at: now, updated_at: now }).execute();
+    await database.db.insertInto('environments').values({ id: '00000000-0000-4000-8000-000000000003', project_id: '00000000-0000-4000-8000-000000000002', name: 'e', key: 'e', created_at: now, updated_at: now }).execute();
+    const environment = { environmentId: '00000000-0000-4000-8000-000000000003', snapshotId: '00000000-0000-4000-8000-000000000004', flagIds: ['00000000-0000-4000-8000-000000000005', '00000000-0000-4000-8000-000000000006'], flagKeys: ['on', 'off'] };
+    return { database, environment };
+  }
+
+  test('when too many rows wait, new ones are dropped and counted, while the hourly counts stay exact', async () => {
+    const file = join(dir, 'drop.db');
+    const { database, environment } = await environmentIn(file);
+    // Nothing is handed over before close(): at most 4 rows (2 requests of 2 flags) may wait.
+    const recorder = new HistoryRecorder({ kind: 'sqlite', path: file }, silent, { maxPendingRows: 4, flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    const codes = Uint8Array.from([1, 0]); // enabled globally, disabled
+    for (let i = 0; i < 5; i++) recorder.record(environment, `user-${i}`, codes, 2);
+    assert.equal(recorder.metrics().dropped, 6);
+    assert.equal(recorder.metrics().pending, 4);
+    await recorder.close();
+
+    const rows = await database.db.selectFrom('evaluations').select('user_id').orderBy('id').execute();
+    assert.deepEqual(rows.map((row) => row.user_id), ['user-0', 'user-1']);
+    const counts = await database.db.selectFrom('evaluation_counts').select(['flag_key', 'enabled_count', 'disabled_count']).orderBy('flag_key').execute();
+    assert.deepEqual(counts.map((row) => [row.flag_key, Number(row.enabled_count), Number(row.disabled_count)]), [['off', 0, 5], ['on', 5, 0]]);
+    assert.equal(recorder.metrics().written, 4);
+    await database.close();
+  });
+
+  test('pruning deletes history older than the retention and keeps the rest', async () => {
+    const { database, environment } = await environmentIn(join(dir, 'prune.db'));
+    const store = new HistoryStore(database);
+    const day = 24 * 60 * 60 * 1000;
+    const old = new Date(Date.now() - 40 * day);
+    const oldHour = new Date(Math.floor(old.getTime() / 3_600_000) * 3_600_000).toISOString();
+    await store.write({
+      environments: [environment],
+      requestEnvironment: Uint32Array.from([0, 0]),
+      requestTime: Float64Array.from([old.getTime(), Date.now()]),
+      requestUser: ['old', 'new'],
+      codes: Uint8Array.from([1, 0, 1, 0]),
+      rows: 4,
+      counts: [{ environment, hourStart: oldHour, enabled: Uint32Array.from([1, 0]), disabled: Uint32Array.from([0, 1]) }],
+    });
+    assert.equal(await store.prune(30), 1);
+    const rows = await database.db.selectFrom('evaluations').select('user_id').execute();
+    assert.deepEqual(rows, [{ user_id: 'new' }]);
+    assert.deepEqual(await database.db.selectFrom('evaluation_counts').selectAll().execute(), []);
+    assert.equal((await database.db.selectFrom('evaluation_snapshots').select('id').execute()).length, 1, 'the snapshot still in use stays');
+    assert.equal(await store.prune(0), 0, '0 keeps history forever');
+    await database.close();
+  });
+});
