@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions, type RawServerDefault } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions, type RawServerDefault } from 'fastify';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import type { Database, Db } from './db/database.js';
 import { AppError, RateLimited } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
+import { refuseIllFormedText } from './http/well-formed.js';
 import { createRateLimits, type RateLimits } from './rate-limits.js';
 import { accountRoutes, currentUserRoutes, requireUser } from './modules/accounts/accounts.routes.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
@@ -79,7 +80,7 @@ function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyS
 }
 
 /** One place where errors become HTTP answers (contract §3 shape). */
-function sendError(error: FastifyError | AppError, request: { log: FastifyBaseLogger }, reply: { code(n: number): unknown; header(k: string, v: string): unknown; type(t: string): unknown; send(b: unknown): unknown }) {
+function sendError(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
   let status: number;
   let message: string;
   if (error instanceof AppError) {
@@ -111,7 +112,10 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     bodyLimit: 1024 * 1024,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    routerOptions: { ignoreTrailingSlash: true },
+    // Long path ids reach the UUID check (404) and the auth hook (401) like short ones.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.
+    frameworkErrors: (_error, request, reply) => sendError(new AppError(404, 'Not found'), request, reply),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler());
   // The id in every log line of the request, handed back so a caller can quote it.
@@ -158,7 +162,10 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   }
 
   await app.register(healthRoutes, services);
-  await app.register(accountRoutes, services);
+  await app.register(async (auth) => {
+    auth.addHook('preValidation', refuseIllFormedText);
+    await auth.register(accountRoutes, services);
+  });
   await app.register(evaluateRoutes, services);
   await app.register(
     async (api) => {
@@ -167,6 +174,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
         route.schema = { ...route.schema, security: [{ bearer: [] }] };
       });
       api.addHook('onRequest', requireUser(services));
+      api.addHook('preValidation', refuseIllFormedText);
       // The one invalidation path: every successful write under a project rebuilds its evaluate view.
       api.addHook('onSend', async (request, reply, payload) => {
         const projectId = (request.params as { project_id?: string } | undefined)?.project_id;

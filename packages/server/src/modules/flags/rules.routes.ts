@@ -15,7 +15,7 @@ const MAX_RULE_VALUE_LENGTH = 320;
 export function checkedRuleValue(type: RuleType, raw: string): string {
   const value = raw.trim();
   if (value === '') throw new Invalid('rule_value must not be empty');
-  if (value.length > MAX_RULE_VALUE_LENGTH) throw new Invalid(`rule_value must be at most ${MAX_RULE_VALUE_LENGTH} characters`);
+  if ([...value].length > MAX_RULE_VALUE_LENGTH) throw new Invalid(`rule_value must be at most ${MAX_RULE_VALUE_LENGTH} characters`);
   if (type === 'user_email' && !looksLikeEmail(value)) throw new Invalid('rule_value must be an email address for a user_email rule');
   if (type === 'email_domain') {
     const domain = normalizeEmailDomain(value);
