@@ -5,7 +5,7 @@
  * Each case starts the real server (dist/src/main.js) as its own process on a fresh SQLite file
  * with rate limits off, seeds one project over HTTP, and drives evaluate with autocannon
  * (distinct user ids per request). BENCH_SECONDS (default 10) and BENCH_CONNECTIONS (50) tune it;
- * BENCH_FLAGS (default "10,100,1000") picks the cases. The server runs with its default log level.
+ * BENCH_FLAGS (default "10,100,1000") picks the cases.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -73,8 +73,28 @@ function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-async function load(options: autocannon.Options): Promise<autocannon.Result> {
-  return autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });
+/**
+ * The same client work for every case: POST /sdk/v1/evaluate with a new user id in each body, so
+ * the ratio to the ceiling compares servers, not load generators.
+ */
+async function load(url: string, sdkKey: string): Promise<autocannon.Result> {
+  let n = 0;
+  return autocannon({
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    url: `${url}/sdk/v1/evaluate`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-sdk-key': sdkKey },
+    requests: [
+      {
+        setupRequest: (request) => {
+          n++;
+          request.body = `{"environment":"production","context":{"user_id":"user-${n}","user_email":"user-${n}@example.com"}}`;
+          return request;
+        },
+      },
+    ],
+  });
 }
 
 /** A bare node:http server answering a fixed 2 KB JSON body: what this machine can do at all. */
@@ -87,7 +107,7 @@ require('node:http').createServer((req, res) => { req.resume(); req.on('end', ()
   try {
     await waitForPort(port);
     const rss = watchRss(child.pid!);
-    const result = await load({ url: `http://127.0.0.1:${port}/`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"environment":"production"}' });
+    const result = await load(`http://127.0.0.1:${port}`, 'sdk_ceiling');
     return { name: 'bare node:http, fixed 2 KB JSON', flags: '–', requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, rssMb: rss.stop(), history: '–', errors: result.errors + result.non2xx };
   } finally {
     child.kill('SIGKILL');
@@ -149,27 +169,15 @@ async function guidon(flagCount: number): Promise<Row> {
   // BENCH_PROFILE=<dir>: the server writes a V8 CPU profile there (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const child = spawn(process.execPath, [...profile, mainJs], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbFile}`, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0' },
+    // warn: the seeding requests would log a line each; evaluate logs nothing per request at any level.
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbFile}`, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
     stdio: 'inherit',
   });
   try {
     await waitForHealth(url, child);
     const rss = watchRss(child.pid!);
     const sdkKey = await seed(url, flagCount);
-    let n = 0;
-    const result = await load({
-      url: `${url}/sdk/v1/evaluate`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sdk-key': sdkKey },
-      requests: [
-        {
-          setupRequest: (request) => {
-            n++;
-            return { ...request, body: `{"environment":"production","context":{"user_id":"user-${n}","user_email":"user-${n}@example.com"}}` };
-          },
-        },
-      ],
-    });
+    const result = await load(url, sdkKey);
     child.kill('SIGTERM'); // flushes the buffered history before exiting
     await exited(child);
     const peak = rss.stop();
