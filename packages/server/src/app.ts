@@ -11,7 +11,7 @@ import type { Config } from './config.js';
 import type { Database, Db } from './db/database.js';
 import { AppError, RateLimited } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
-import { refuseIllFormedText } from './http/well-formed.js';
+import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type RateLimits } from './rate-limits.js';
 import { accountRoutes, currentUserRoutes, requireUser } from './modules/accounts/accounts.routes.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
@@ -163,7 +163,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
 
   await app.register(healthRoutes, services);
   await app.register(async (auth) => {
-    auth.addHook('preValidation', refuseIllFormedText);
+    auth.addHook('preValidation', refuseUnstorableText);
     await auth.register(accountRoutes, services);
   });
   await app.register(evaluateRoutes, services);
@@ -174,7 +174,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
         route.schema = { ...route.schema, security: [{ bearer: [] }] };
       });
       api.addHook('onRequest', requireUser(services));
-      api.addHook('preValidation', refuseIllFormedText);
+      api.addHook('preValidation', refuseUnstorableText);
       // The one invalidation path: every successful write under a project rebuilds its evaluate view.
       api.addHook('onSend', async (request, reply, payload) => {
         const projectId = (request.params as { project_id?: string } | undefined)?.project_id;

@@ -3,6 +3,8 @@ export interface Config {
   port: number;
   host: string;
   database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+  /** PostgreSQL connections per process. */
+  databasePoolSize: number;
   redisUrl: string | null;
   /** null: generated once and kept in the database. */
   jwtSecret: string | null;
@@ -60,6 +62,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     port,
     host: env.HOST?.trim() || '0.0.0.0',
     database: parseDatabase(env.DATABASE_URL),
+    databasePoolSize: intSetting(env, 'DATABASE_POOL_SIZE', 10, 1),
     redisUrl: env.REDIS_URL?.trim() || null,
     jwtSecret: env.JWT_SECRET || null,
     smtpUrl: env.SMTP_URL?.trim() || null,

@@ -1,11 +1,17 @@
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const database = await openDatabase(config.database);
+  let log: FastifyBaseLogger | undefined;
+  const database = await openDatabase(config.database, {
+    poolSize: config.databasePoolSize,
+    onPoolError: (error) => log?.error({ err: error }, 'database connection lost; the pool will open a new one'),
+  });
   const app = await buildApp(config, database);
+  log = app.log;
 
   let stopping = false;
   const stop = async (signal: string) => {

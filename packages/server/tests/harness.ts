@@ -1,12 +1,10 @@
 /** Test harness: a real server on a real port with a fresh SQLite file, and a small HTTP client. */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { buildApp, type App } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
+import { createTestDatabase } from './test-database.js';
 
 export interface TestServer {
   url: string;
@@ -19,13 +17,14 @@ export interface TestServer {
 }
 
 /**
- * Starts the service as main.ts would, on 127.0.0.1 and a free port. Rate limits are off unless
- * the test sets them (a file registers far more users than 60 a minute).
+ * Starts the service as main.ts would, on 127.0.0.1 and a free port, on a fresh database (see
+ * test-database.ts). Rate limits are off unless the test sets them (a file registers far more
+ * users than 60 a minute).
  */
 export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'guidon-test-'));
+  const testDatabase = await createTestDatabase();
   const config = loadConfig({
-    DATABASE_URL: `sqlite:${join(dir, 'guidon.db')}`,
+    DATABASE_URL: testDatabase.url,
     HOST: '127.0.0.1',
     PORT: '0',
     LOG_LEVEL: 'info',
@@ -40,7 +39,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
       done();
     },
   });
-  const database = await openDatabase(config.database);
+  const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
   const app = await buildApp(config, database, { logStream });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -53,7 +52,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     async close() {
       await app.close();
       await database.close();
-      rmSync(dir, { recursive: true, force: true });
+      await testDatabase.drop();
     },
   };
 }

@@ -1,12 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { openDatabase } from '../src/db/database.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
+import { createTestDatabase, type TestDatabase } from './test-database.js';
 import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
@@ -154,6 +152,20 @@ describe('evaluation history API', () => {
     assert.equal(history.pending, 0);
   });
 
+  test('a user_id the database cannot store as sent is answered, and kept with U+FFFD in its place', async () => {
+    const p = await newProject(server, user, 'odd ids');
+    await newFlag(server, user, p, { key: 'odd', enabled: true });
+    assert.equal((await evaluate(server, p.sdk_key, 'production', { user_id: 'nul\u0000id' })).status, 200);
+    assert.equal((await evaluate(server, p.sdk_key, 'production', { user_id: 'lone\ud800id' })).status, 200);
+    const history = () => request(server, 'GET', `/api/projects/${p.id}/evaluations`, { token: user.token });
+    await eventually(async () => (await history()).body.items.length === 2, 'both items');
+    assert.deepEqual((await history()).body.items.map((item: Item) => item.user_id), ['lone\ufffdid', 'nul\ufffdid']);
+    // Where the text is stored or looked up as sent, it is refused instead.
+    const refused = await request(server, 'GET', `/api/projects/${p.id}/evaluations?user_id=a%00b`, { token: user.token });
+    assert.equal(refused.status, 400);
+    assert.equal((await request(server, 'POST', '/api/projects', { token: user.token, body: { name: 'nul\u0000name' } })).status, 400);
+  });
+
   test('a deleted flag keeps its history, readable by flag_key', async () => {
     const doomed = await newFlag(server, user, project, { key: 'doomed', enabled: true });
     await evaluate(server, project.sdk_key, 'production', { user_id: 'last-user' });
@@ -184,14 +196,12 @@ describe('evaluation history API', () => {
 
 describe('history writer', () => {
   const silent = pino({ level: 'silent' });
-  let dir: string;
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'guidon-history-'));
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const testDatabases: TestDatabase[] = [];
+  after(() => Promise.all(testDatabases.map((testDatabase) => testDatabase.drop())));
 
-  async function environmentIn(file: string) {
-    const database = await openDatabase({ kind: 'sqlite', path: file });
+  async function environmentIn(testDatabase: TestDatabase) {
+    testDatabases.push(testDatabase);
+    const database = await openDatabase(testDatabase.config);
     const now = new Date().toISOString();
     await database.db.insertInto('users').values({ id: '00000000-0000-4000-8000-000000000001', email: 'w@example.com', password_hash: 'x', created_at: now }).execute();
     await database.db.insertInto('projects').values({ id: '00000000-0000-4000-8000-000000000002', owner_id: '00000000-0000-4000-8000-000000000001', name: 'p', description: null, sdk_key: 'sdk_w', created_at: now, updated_at: now }).execute();
@@ -201,10 +211,10 @@ describe('history writer', () => {
   }
 
   test('when too many rows wait, new ones are dropped and counted, while the hourly counts stay exact', async () => {
-    const file = join(dir, 'drop.db');
-    const { database, environment } = await environmentIn(file);
+    const testDatabase = await createTestDatabase();
+    const { database, environment } = await environmentIn(testDatabase);
     // Nothing is handed over before close(): at most 4 rows (2 requests of 2 flags) may wait.
-    const recorder = new HistoryRecorder({ kind: 'sqlite', path: file }, silent, { maxPendingRows: 4, flushIntervalMs: 3_600_000 });
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { maxPendingRows: 4, flushIntervalMs: 3_600_000 });
     await recorder.start();
     const codes = Uint8Array.from([1, 0]); // enabled globally, disabled
     for (let i = 0; i < 5; i++) recorder.record(environment, `user-${i}`, codes, 2);
@@ -221,7 +231,7 @@ describe('history writer', () => {
   });
 
   test('pruning deletes history older than the retention and keeps the rest', async () => {
-    const { database, environment } = await environmentIn(join(dir, 'prune.db'));
+    const { database, environment } = await environmentIn(await createTestDatabase());
     const store = new HistoryStore(database);
     const day = 24 * 60 * 60 * 1000;
     const old = new Date(Date.now() - 40 * day);

@@ -1,13 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig, ConfigError } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+import { createTestDatabase, onPostgres } from './test-database.js';
 import { evaluate, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
 
 const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
@@ -133,11 +132,12 @@ describe('service endpoints', () => {
 
 describe('the process (npm start)', () => {
   test('honours PORT, HOST and DATABASE_URL, and on SIGTERM finishes requests and flushes history before exiting', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'guidon-process-'));
-    const dbFile = join(dir, 'nested', 'guidon.db');
+    const testDatabase = await createTestDatabase();
+    // On SQLite, a folder that does not exist yet is created.
+    const databaseUrl = onPostgres ? testDatabase.url : testDatabase.url.replace(/guidon\.db$/, 'nested/guidon.db');
     const port = await freePort();
     const child = spawn(process.execPath, [mainJs], {
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbFile}`, RATE_LIMIT_EVALUATE: '0', LOG_LEVEL: 'warn' },
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, RATE_LIMIT_EVALUATE: '0', LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -162,15 +162,15 @@ describe('the process (npm start)', () => {
       assert.equal(await exited, 0, output);
 
       // 25 evaluate requests of one flag: 25 history rows, and 25 in the hourly counts.
-      const db = new BetterSqlite3(dbFile, { readonly: true });
-      const { rows } = db.prepare('select count(*) as rows from evaluations').get() as { rows: number };
-      const { counted } = db.prepare('select sum(enabled_count) as counted from evaluation_counts').get() as { counted: number };
-      db.close();
-      assert.equal(rows, 25);
-      assert.equal(counted, 25);
+      const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database, { migrate: false });
+      const { rows } = await database.db.selectFrom('evaluations').select((eb) => eb.fn.countAll<number>().as('rows')).executeTakeFirstOrThrow();
+      const { counted } = await database.db.selectFrom('evaluation_counts').select((eb) => eb.fn.sum<number>('enabled_count').as('counted')).executeTakeFirstOrThrow();
+      await database.close();
+      assert.equal(Number(rows), 25);
+      assert.equal(Number(counted), 25);
     } finally {
       child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      await testDatabase.drop();
     }
   });
 });

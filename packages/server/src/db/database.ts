@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import pg from 'pg';
 import type { Config } from '../config.js';
 import { migrations, type Dialect } from './migrations.js';
 import type { Schema } from './schema.js';
@@ -20,6 +21,10 @@ export interface OpenOptions {
    * at most the last commits, never the database.
    */
   synchronous?: 'FULL' | 'NORMAL';
+  /** PostgreSQL only: connections in the pool. */
+  poolSize?: number;
+  /** PostgreSQL only: an idle pooled connection failed (the pool replaces it). */
+  onPoolError?: (error: Error) => void;
 }
 
 export interface Database {
@@ -102,6 +107,33 @@ function openSqlite(path: string, options: OpenOptions): Database {
   };
 }
 
+/**
+ * History rows in one statement whatever their number: arrays unnested server-side (one bound
+ * parameter per column, where multi-row VALUES would hit the 65,535-parameter limit).
+ */
+async function insertEvaluationsPostgres(db: Db, rows: readonly EvaluationTuple[]): Promise<void> {
+  if (rows.length === 0) return;
+  const column = (index: number) => rows.map((row) => row[index]);
+  const outcomes = rows.map((row) => Buffer.from(row[3].buffer, row[3].byteOffset, row[3].byteLength));
+  await sql`insert into evaluations ${sql.raw(EVALUATION_COLUMNS)}
+    select * from unnest(${column(0)}::uuid[], ${column(1)}::uuid[], ${column(2)}::text[], ${outcomes}::bytea[], ${column(4)}::timestamptz[])`.execute(db);
+}
+
+function openPostgres(url: string, options: OpenOptions): Database {
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+  pool.on('error', (error) => options.onPoolError?.(error));
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    insertEvaluations: (rows) => insertEvaluationsPostgres(db, rows),
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}
+
 async function migrate(db: Db, dialect: Dialect): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
   const { error } = await migrator.migrateToLatest();
@@ -109,8 +141,7 @@ async function migrate(db: Db, dialect: Dialect): Promise<void> {
 }
 
 export async function openDatabase(config: Config['database'], options: OpenOptions = {}): Promise<Database> {
-  if (config.kind !== 'sqlite') throw new Error('PostgreSQL support is not built yet');
-  const database = openSqlite(config.path, options);
+  const database = config.kind === 'sqlite' ? openSqlite(config.path, options) : openPostgres(config.url, options);
   if (options.migrate ?? true) await migrate(database.db, database.dialect);
   return database;
 }

@@ -1,24 +1,28 @@
 import type { FastifyRequest } from 'fastify';
 import { Invalid } from '../errors.js';
 
-/** A UTF-16 surrogate without its pair: JSON can carry one (`"\ud800"`), UTF-8 storage cannot. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/**
+ * What a database cannot store as sent: a UTF-16 surrogate without its pair (JSON can carry
+ * `"\ud800"`, UTF-8 cannot), and NUL, which PostgreSQL text refuses (SQLite would keep it, so
+ * both refuse it to behave alike).
+ */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-export const isWellFormed = (text: string): boolean => !LONE_SURROGATE.test(text);
+export const isStorable = (text: string): boolean => !UNSTORABLE.test(text);
 
-/** The text as UTF-8 can store it: each lone surrogate becomes U+FFFD. */
-export const toWellFormed = (text: string): string => text.replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
+/** The text as the database can store it: each unstorable character becomes U+FFFD. */
+export const toStorable = (text: string): string => text.replace(new RegExp(UNSTORABLE, 'g'), '\uFFFD');
 
 /** Walks with a queue, not recursion: a body may nest deeper than the stack. */
-function holdsIllFormedText(body: unknown): boolean {
-  const queue: unknown[] = [body];
+function holdsUnstorableText(input: unknown): boolean {
+  const queue: unknown[] = [input];
   while (queue.length > 0) {
     const value = queue.pop();
     if (typeof value === 'string') {
-      if (!isWellFormed(value)) return true;
+      if (!isStorable(value)) return true;
     } else if (value !== null && typeof value === 'object') {
       for (const [key, item] of Object.entries(value)) {
-        if (!isWellFormed(key)) return true;
+        if (!isStorable(key)) return true;
         queue.push(item);
       }
     }
@@ -27,9 +31,12 @@ function holdsIllFormedText(body: unknown): boolean {
 }
 
 /**
- * preValidation hook for the routes that store what they are sent: refuse text the database
- * would store as something else, instead of answering one value and keeping another.
+ * preValidation hook for the routes that store or look up what they are sent: refuse text the
+ * database would reject or store as something else, instead of failing or answering one value and
+ * keeping another.
  */
-export async function refuseIllFormedText(request: FastifyRequest): Promise<void> {
-  if (holdsIllFormedText(request.body)) throw new Invalid('text must be well-formed Unicode (a lone surrogate is not)');
+export async function refuseUnstorableText(request: FastifyRequest): Promise<void> {
+  if (holdsUnstorableText(request.body) || holdsUnstorableText(request.query)) {
+    throw new Invalid('text must be well-formed Unicode without NUL characters');
+  }
 }

@@ -2,7 +2,7 @@ import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { ApiPlugin } from '../../app.js';
 import { NotFound, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { isWellFormed, toWellFormed } from '../../http/well-formed.js';
+import { isStorable, toStorable } from '../../http/well-formed.js';
 import type { CompiledProject } from './evaluate.cache.js';
 import { outcomeOf } from './outcomes.js';
 import { EvaluateBody, EvaluateResult } from './evaluate.schemas.js';
@@ -67,7 +67,7 @@ export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, hi
     // Already JSON: Fastify sends a string as it is (the response schema documents its shape).
     reply.type('application/json; charset=utf-8').send(`${json}}}` as never);
     if (flags.length > 0) {
-      const userId = context.user_id === undefined ? null : isWellFormed(context.user_id) ? context.user_id : toWellFormed(context.user_id);
+      const userId = context.user_id === undefined ? null : isStorable(context.user_id) ? context.user_id : toStorable(context.user_id);
       history.record(environment, userId, codes, flags.length);
     }
     return reply;

@@ -1,0 +1,43 @@
+// npm test, after the build: every test on SQLite, then the server's tests again on PostgreSQL.
+// PostgreSQL and Redis are used when they answer; with GUIDON_REQUIRE_SERVICES=1 (CI) a missing
+// one is a failure instead of a skip.
+import { spawnSync } from 'node:child_process';
+import { createConnection } from 'node:net';
+
+const required = process.env.GUIDON_REQUIRE_SERVICES === '1';
+const postgresUrl = new URL(process.env.GUIDON_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+const redisUrl = new URL(process.env.GUIDON_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+
+function answers(url, defaultPort) {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: url.hostname, port: Number(url.port || defaultPort) });
+    socket.setTimeout(2000);
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+  });
+}
+
+const postgres = await answers(postgresUrl, 5432);
+const redis = await answers(redisUrl, 6379);
+for (const [name, up] of [['PostgreSQL', postgres], ['Redis', redis]]) {
+  if (up) continue;
+  if (required) {
+    console.error(`${name} does not answer and GUIDON_REQUIRE_SERVICES=1: failing (see docs/deploy.md to start it).`);
+    process.exit(1);
+  }
+  console.warn(`${name} does not answer: the tests that need it are skipped.`);
+}
+
+function run(label, paths, env) {
+  console.log(`\n=== ${label} ===`);
+  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...paths], {
+    stdio: 'inherit',
+    env: { ...process.env, GUIDON_TEST_POSTGRES: postgres ? '1' : '0', GUIDON_TEST_REDIS: redis ? '1' : '0', ...env },
+  });
+  return result.status ?? 1;
+}
+
+const onSqlite = run('engine and server tests on SQLite', ['packages/engine/dist', 'packages/server/dist'], {});
+const onPostgres = postgres ? run('server tests on PostgreSQL', ['packages/server/dist'], { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
+process.exit(onSqlite || onPostgres);
