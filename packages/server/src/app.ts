@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import cluster from 'node:cluster';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions, type RawServerDefault } from 'fastify';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
@@ -12,13 +13,15 @@ import type { Database, Db } from './db/database.js';
 import { AppError, RateLimited } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
 import { refuseUnstorableText } from './http/well-formed.js';
-import { createRateLimits, type RateLimits } from './rate-limits.js';
+import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
+import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes, requireUser } from './modules/accounts/accounts.routes.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
 import { Environment } from './modules/environments/environments.schemas.js';
 import { environmentRoutes } from './modules/environments/environments.routes.js';
 import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
+import { ChangeFeed, clusterBus, postgresBus, redisBus, type ChangeBus } from './modules/evaluate/evaluate.changes.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
@@ -48,6 +51,7 @@ export interface Services {
   limits: RateLimits;
   mailer: Mailer;
   evaluateCache: EvaluateCache;
+  changes: ChangeFeed;
   history: HistoryRecorder;
 }
 
@@ -56,6 +60,8 @@ export type ApiPlugin = FastifyPluginAsync<Services, RawServerDefault, TypeBoxTy
 export interface BuildOptions {
   /** Where logs go; process stdout when not given. */
   logStream?: NodeJS.WritableStream;
+  /** How often compiled projects are checked against their stored revision (default 1 s). */
+  revisionCheckIntervalMs?: number;
 }
 
 /**
@@ -127,19 +133,31 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.setNotFoundHandler((request, reply) => sendError(new AppError(404, `Route ${request.method} ${request.url.split('?')[0]} not found`), request, reply));
 
   const { db } = database;
+  const redis = config.redisUrl ? createRedis(config.redisUrl, app.log) : null;
+  const counters: CounterStore = redis ? { kind: 'redis', client: redis } : cluster.isWorker ? { kind: 'cluster' } : { kind: 'memory' };
+  // How "project X changed" reaches the other instances (and workers) of the service.
+  let bus: ChangeBus | null = null;
+  if (redis && config.redisUrl) bus = redisBus(redis, createRedis(config.redisUrl, app.log, { queueWhileOffline: true }));
+  else if (config.database.kind === 'postgres') bus = postgresBus(db, config.database.url, app.log);
+  else if (cluster.isWorker) bus = clusterBus();
+  const evaluateCache = new EvaluateCache(db);
   const services: Services = {
     config,
     db,
     ping: database.ping,
     tokens: await LoginTokens.create(db, config.jwtSecret),
-    limits: createRateLimits(config.rateLimits, app.log),
+    limits: createRateLimits(config.rateLimits, app.log, counters),
     mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
-    evaluateCache: new EvaluateCache(db),
+    evaluateCache,
+    changes: new ChangeFeed(db, evaluateCache, bus, app.log, options.revisionCheckIntervalMs),
     history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays }),
   };
+  await services.changes.start();
   await services.history.start();
   app.addHook('onClose', async () => {
     await services.history.close();
+    await services.changes.close();
+    if (redis) await closeRedis(redis);
     services.mailer.close();
   });
 
@@ -175,10 +193,10 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       });
       api.addHook('onRequest', requireUser(services));
       api.addHook('preValidation', refuseUnstorableText);
-      // The one invalidation path: every successful write under a project rebuilds its evaluate view.
+      // The one invalidation path: every successful write under a project, before its answer leaves.
       api.addHook('onSend', async (request, reply, payload) => {
         const projectId = (request.params as { project_id?: string } | undefined)?.project_id;
-        if (request.method !== 'GET' && projectId && reply.statusCode < 400) services.evaluateCache.invalidateProject(projectId);
+        if (request.method !== 'GET' && projectId && reply.statusCode < 400) await services.changes.projectChanged(projectId);
         return payload;
       });
       for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes]) await api.register(routes, services);

@@ -5,6 +5,8 @@ export interface Config {
   database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
   /** PostgreSQL connections per process. */
   databasePoolSize: number;
+  /** Server processes (node:cluster) sharing the port; 1 runs in this process. */
+  workers: number;
   redisUrl: string | null;
   /** null: generated once and kept in the database. */
   jwtSecret: string | null;
@@ -63,6 +65,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     host: env.HOST?.trim() || '0.0.0.0',
     database: parseDatabase(env.DATABASE_URL),
     databasePoolSize: intSetting(env, 'DATABASE_POOL_SIZE', 10, 1),
+    workers: intSetting(env, 'WORKERS', 1, 1),
     redisUrl: env.REDIS_URL?.trim() || null,
     jwtSecret: env.JWT_SECRET || null,
     smtpUrl: env.SMTP_URL?.trim() || null,

@@ -1,12 +1,17 @@
+import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
+import pino from 'pino';
+import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
+import { relayClusterChanges } from './modules/evaluate/evaluate.changes.js';
 
-async function main(): Promise<void> {
-  const config = loadConfig();
+/** One server: listens, and on SIGTERM/SIGINT finishes in-flight requests, flushes history, closes the database. */
+async function serve(config: Readonly<Config>): Promise<void> {
   let log: FastifyBaseLogger | undefined;
   const database = await openDatabase(config.database, {
+    migrate: !cluster.isWorker, // the primary migrated before forking
     poolSize: config.databasePoolSize,
     onPoolError: (error) => log?.error({ err: error }, 'database connection lost; the pool will open a new one'),
   });
@@ -31,6 +36,48 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
+}
+
+/**
+ * WORKERS=N: this process migrates the database, then forks N servers that share the port. It
+ * relays change notifications between them (SQLite) and keeps the rate-limit counters (no
+ * Redis), restarts a worker that dies, and on SIGTERM/SIGINT stops them all gracefully.
+ */
+async function supervise(config: Readonly<Config>): Promise<void> {
+  const log = pino({ level: config.logLevel });
+  const database = await openDatabase(config.database, { poolSize: 1 });
+  await database.close();
+  if (!config.redisUrl) new RateLimiterClusterMaster();
+  relayClusterChanges();
+
+  let stopping = false;
+  let failed = false;
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (code !== 0) failed = true;
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failed ? 1 : 0);
+      return;
+    }
+    log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
+    setTimeout(() => cluster.fork(), 1000).unref();
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down the workers');
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  for (let i = 0; i < config.workers; i++) cluster.fork();
+  log.info({ workers: config.workers, port: config.port }, 'started the workers');
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (config.workers > 1 && cluster.isPrimary) await supervise(config);
+  else await serve(config);
 }
 
 main().catch((error: unknown) => {

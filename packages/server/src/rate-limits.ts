@@ -1,13 +1,13 @@
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { RateLimited } from './errors.js';
 
-/**
- * One budget of hits per key and window. Counters live in memory now; the store is
- * rate-limiter-flexible's, so a Redis-backed limiter drops in without touching callers.
- */
+/** One budget of hits per key and window, counted by one of rate-limiter-flexible's stores. */
 export class Limit {
+  private lastFailureLogged = 0;
+
   constructor(
     private readonly limiter: RateLimiterAbstract,
     private readonly log: FastifyBaseLogger,
@@ -45,9 +45,13 @@ export class Limit {
     return Math.max(1, Math.ceil((state?.msBeforeNext ?? 1000) / 1000));
   }
 
-  /** A broken counter store must not take the service down: allow, and say so in the log. */
+  /** A broken counter store (Redis gone) must not take the service down: allow, and say so in the log (every 10 s at most). */
   private failOpen(error: unknown): true {
-    this.log.error({ err: error }, 'rate limiter store failed; allowing the request');
+    const now = Date.now();
+    if (now - this.lastFailureLogged > 10_000) {
+      this.lastFailureLogged = now;
+      this.log.error({ err: error }, 'rate limit counters unavailable; allowing requests until they are back');
+    }
     return true;
   }
 }
@@ -60,9 +64,27 @@ export interface RateLimits {
   forgotPassword: Limit;
 }
 
-export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseLogger): RateLimits {
-  const limit = (keyPrefix: string, points: number, duration: number) =>
-    new Limit(new RateLimiterMemory({ keyPrefix, points, duration }), log);
+/**
+ * Where the counters live: this process's memory; Redis, shared by every instance (REDIS_URL);
+ * or the primary of a node:cluster, shared by its workers (WORKERS without REDIS_URL).
+ */
+export type CounterStore = { kind: 'memory' } | { kind: 'redis'; client: Redis } | { kind: 'cluster' };
+
+function limiter(store: CounterStore, options: { keyPrefix: string; points: number; duration: number }): RateLimiterAbstract {
+  const keyPrefix = `guidon:${options.keyPrefix}`;
+  switch (store.kind) {
+    case 'redis':
+      // Not ready: answer at once (and fail open) rather than queue the request behind a reconnect.
+      return new RateLimiterRedis({ ...options, keyPrefix, storeClient: store.client, rejectIfRedisNotReady: true });
+    case 'cluster':
+      return new RateLimiterCluster({ ...options, keyPrefix, timeoutMs: 1000 });
+    default:
+      return new RateLimiterMemory({ ...options, keyPrefix });
+  }
+}
+
+export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseLogger, store: CounterStore = { kind: 'memory' }): RateLimits {
+  const limit = (keyPrefix: string, points: number, duration: number) => new Limit(limiter(store, { keyPrefix, points, duration }), log);
   const optional = (keyPrefix: string, perMinute: number) => (perMinute > 0 ? limit(keyPrefix, perMinute, 60) : null);
   return {
     evaluate: optional('evaluate', config.evaluatePerMinute),

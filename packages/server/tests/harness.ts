@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { buildApp, type App } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
-import { createTestDatabase } from './test-database.js';
+import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export interface TestServer {
   url: string;
@@ -21,8 +21,9 @@ export interface TestServer {
  * test-database.ts). Rate limits are off unless the test sets them (a file registers far more
  * users than 60 a minute).
  */
-export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const testDatabase = await createTestDatabase();
+export async function startServer(env: Record<string, string> = {}, options: { database?: TestDatabase; revisionCheckIntervalMs?: number } = {}): Promise<TestServer> {
+  // A database passed in is shared with other servers: the caller drops it.
+  const testDatabase = options.database ?? (await createTestDatabase());
   const config = loadConfig({
     DATABASE_URL: testDatabase.url,
     HOST: '127.0.0.1',
@@ -40,7 +41,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     },
   });
   const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
-  const app = await buildApp(config, database, { logStream });
+  const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {
@@ -52,7 +53,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     async close() {
       await app.close();
       await database.close();
-      await testDatabase.drop();
+      if (!options.database) await testDatabase.drop();
     },
   };
 }

@@ -230,6 +230,29 @@ describe('history writer', () => {
     await database.close();
   });
 
+  test('two compilations of one environment in one batch add up in the hourly counts', async () => {
+    const { database, environment } = await environmentIn(await createTestDatabase());
+    const recompiled = { ...environment, snapshotId: '00000000-0000-4000-8000-000000000007' };
+    const hourStart = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
+    const store = new HistoryStore(database);
+    const written = await store.write({
+      environments: [environment, recompiled],
+      requestEnvironment: Uint32Array.from([0, 1]),
+      requestTime: Float64Array.from([Date.now(), Date.now()]),
+      requestUser: ['before', 'after'],
+      codes: Uint8Array.from([1, 0, 0, 1]),
+      rows: 4,
+      counts: [
+        { environment, hourStart, enabled: Uint32Array.from([1, 0]), disabled: Uint32Array.from([0, 1]) },
+        { environment: recompiled, hourStart, enabled: Uint32Array.from([0, 1]), disabled: Uint32Array.from([1, 0]) },
+      ],
+    });
+    assert.deepEqual(written, { rows: 4, discarded: 0, failed: 0 });
+    const counts = await database.db.selectFrom('evaluation_counts').select(['flag_key', 'enabled_count', 'disabled_count']).orderBy('flag_key').execute();
+    assert.deepEqual(counts.map((row) => [row.flag_key, Number(row.enabled_count), Number(row.disabled_count)]), [['off', 1, 1], ['on', 1, 1]]);
+    await database.close();
+  });
+
   test('pruning deletes history older than the retention and keeps the rest', async () => {
     const { database, environment } = await environmentIn(await createTestDatabase());
     const store = new HistoryStore(database);

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -127,6 +128,86 @@ describe('service endpoints', () => {
     assert.equal(given.headers.get('x-request-id'), 'trace-123');
     const generated = await request(server, 'GET', '/health');
     assert.match(generated.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+});
+
+/** Starts dist/src/main.js as `npm start` would and waits for /health. */
+async function startProcess(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string; exited: Promise<number | null> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [mainJs], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const health = await request({ url }, 'GET', '/health').catch(() => null);
+    if (health?.status === 200) break;
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { child, url, output: () => output, exited };
+}
+
+/** One request on a connection of its own, so that node:cluster hands it to the next worker. */
+function freshConnection(url: string, path: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(path, url);
+    const req = http.request(target, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+describe('WORKERS=2 (node:cluster)', () => {
+  test('both workers serve a change at once, share the rate limit, and stop gracefully with their history written', async () => {
+    const testDatabase = await createTestDatabase();
+    const server = await startProcess({ WORKERS: '2', DATABASE_URL: testDatabase.url, RATE_LIMIT_EVALUATE: '40', LOG_LEVEL: 'info' });
+    try {
+      const user = await newUser(server);
+      const project = await newProject(server, user);
+      const flag = await newFlag(server, user, project, { key: 'clustered', enabled: false });
+      const evaluateFresh = () => freshConnection(server.url, '/sdk/v1/evaluate', { 'x-sdk-key': project.sdk_key }, { environment: 'production', context: { user_id: 'c1' } });
+      for (let i = 0; i < 4; i++) assert.equal((await evaluateFresh()).body.flags.clustered.enabled, false); // compiled in both workers
+
+      const toggled = await request(server, 'POST', `/api/projects/${project.id}/environments/${project.production}/flags/${flag.id}/toggle`, { token: user.token });
+      assert.equal(toggled.status, 200);
+      const deadline = Date.now() + 1000;
+      let fresh = 0;
+      while (fresh < 6) {
+        const answer = await evaluateFresh();
+        fresh = answer.body.flags.clustered.enabled === true ? fresh + 1 : 0;
+        if (fresh < 6 && Date.now() > deadline) throw new Error('a worker still serves the old value after 1 s');
+      }
+
+      // 4 + at least 6 evaluations so far; the budget of 40 per minute is shared by both workers.
+      let statuses: number[] = [];
+      for (let i = 0; i < 40; i++) statuses.push((await evaluateFresh()).status);
+      assert.ok(statuses.includes(429), 'the shared budget ran out');
+      const allowed = statuses.filter((status) => status === 200).length;
+      assert.ok(allowed <= 30, `${allowed} allowed after at least 10 earlier requests`);
+
+      const listening = server.output().split('\n').filter((line) => line.includes('Server listening'));
+      assert.equal(new Set(listening.map((line) => JSON.parse(line).pid)).size, 2, 'two worker processes listen');
+
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0, server.output());
+      const database = await openDatabase(testDatabase.config, { migrate: false });
+      const { counted } = await database.db.selectFrom('evaluation_counts').select((eb) => eb.fn.sum<number>('disabled_count').as('counted')).executeTakeFirstOrThrow();
+      await database.close();
+      assert.ok(Number(counted) >= 4, `the workers flushed their history on the way out (${counted})\n${server.output()}`);
+    } finally {
+      server.child.kill('SIGKILL');
+      await testDatabase.drop();
+    }
   });
 });
 

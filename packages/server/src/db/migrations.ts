@@ -48,6 +48,9 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('name', 'text', (c) => c.notNull())
           .addColumn('description', 'text')
           .addColumn('sdk_key', 'text', (c) => c.notNull().unique())
+          // Bumped by every write to the project or anything in it: instances compare it with the
+          // revision they compiled, a safety net under change notifications.
+          .addColumn('revision', 'bigint', (c) => c.notNull().defaultTo(0))
           .addColumn('created_at', timestamp, (c) => c.notNull())
           .addColumn('updated_at', timestamp, (c) => c.notNull())
           .execute();

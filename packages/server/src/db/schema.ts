@@ -35,6 +35,7 @@ export interface ProjectsTable {
   name: string;
   description: string | null;
   sdk_key: string;
+  revision: ColumnType<number | string, never, number | string>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -18,6 +18,8 @@ export interface CompiledEnvironment {
 
 export interface CompiledProject {
   readonly projectId: string;
+  /** projects.revision when it was read. */
+  readonly revision: number;
   /** By environment key. */
   readonly environments: ReadonlyMap<string, CompiledEnvironment>;
 }
@@ -50,6 +52,13 @@ export class EvaluateCache {
     return pending;
   }
 
+  /** projectId → revision of every compiled project. */
+  revisions(): Map<string, number> {
+    const revisions = new Map<string, number>();
+    for (const project of this.bySdkKey.values()) revisions.set(project.projectId, project.revision);
+    return revisions;
+  }
+
   invalidateProject(projectId: string): void {
     this.generation++;
     // A load in flight may have read the state before this write: later requests must not join it.
@@ -76,7 +85,7 @@ export class EvaluateCache {
         jsonKeys: env.flags.map((flag, i) => `${i === 0 ? '' : ','}${JSON.stringify(flag.key)}:`),
       });
     }
-    const project: CompiledProject = { projectId: stored.id, environments };
+    const project: CompiledProject = { projectId: stored.id, revision: stored.revision, environments };
     if (generation === this.generation) {
       this.bySdkKey.set(sdkKey, project);
       this.sdkKeyOfProject.set(stored.id, sdkKey);

@@ -18,8 +18,8 @@ export interface StoredFlag {
 }
 
 /** Everything evaluate needs of the project that owns an SDK key, in four queries; null for an unknown key. */
-export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id: string; environments: StoredEnvironment[] } | null> {
-  const project = await db.selectFrom('projects').select('id').where('sdk_key', '=', sdkKey).executeTakeFirst();
+export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id: string; revision: number; environments: StoredEnvironment[] } | null> {
+  const project = await db.selectFrom('projects').select(['id', 'revision']).where('sdk_key', '=', sdkKey).executeTakeFirst();
   if (!project) return null;
 
   const [environments, flags, rules] = await Promise.all([
@@ -52,5 +52,20 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
   for (const rule of rules) {
     byFlag.get(rule.flag_id)?.rules.push({ type: rule.rule_type as RuleType, value: rule.rule_value, enabled: toBool(rule.enabled) });
   }
-  return { id: project.id, environments: [...byEnvironment.values()] };
+  return { id: project.id, revision: Number(project.revision), environments: [...byEnvironment.values()] };
+}
+
+/** Marks a project as changed (see projects.revision). */
+export async function bumpRevision(db: Db, projectId: string): Promise<void> {
+  await db.updateTable('projects').set((eb) => ({ revision: eb('revision', '+', 1) })).where('id', '=', projectId).execute();
+}
+
+/** The current revision of each of these projects; a deleted project is missing from the map. */
+export async function currentRevisions(db: Db, projectIds: string[]): Promise<Map<string, number>> {
+  const revisions = new Map<string, number>();
+  for (let start = 0; start < projectIds.length; start += 500) {
+    const rows = await db.selectFrom('projects').select(['id', 'revision']).where('id', 'in', projectIds.slice(start, start + 500)).execute();
+    for (const row of rows) revisions.set(row.id, Number(row.revision));
+  }
+  return revisions;
 }

@@ -100,13 +100,21 @@ export class HistoryStore {
   }
 
   private async addCounts(counts: HourCounts[]): Promise<void> {
-    const values = counts.flatMap(({ environment, hourStart, enabled, disabled }) =>
-      environment.flagIds.flatMap((flagId, i) =>
-        enabled[i] || disabled[i]
-          ? [{ flag_id: flagId, hour_start: hourStart, environment_id: environment.environmentId, flag_key: environment.flagKeys[i]!, enabled_count: enabled[i]!, disabled_count: disabled[i]! }]
-          : [],
-      ),
-    );
+    // One entry per flag and hour: a batch can hold two compilations of one environment, and
+    // PostgreSQL refuses to upsert the same row twice in one statement.
+    const merged = new Map<string, { flag_id: string; hour_start: string; environment_id: string; flag_key: string; enabled_count: number; disabled_count: number }>();
+    for (const { environment, hourStart, enabled, disabled } of counts) {
+      environment.flagIds.forEach((flagId, i) => {
+        if (!enabled[i] && !disabled[i]) return;
+        const key = `${flagId} ${hourStart}`;
+        const entry = merged.get(key) ?? { flag_id: flagId, hour_start: hourStart, environment_id: environment.environmentId, flag_key: environment.flagKeys[i]!, enabled_count: 0, disabled_count: 0 };
+        entry.enabled_count += enabled[i]!;
+        entry.disabled_count += disabled[i]!;
+        entry.flag_key = environment.flagKeys[i]!;
+        merged.set(key, entry);
+      });
+    }
+    const values = [...merged.values()];
     if (values.length === 0) return;
     await this.database.db.transaction().execute(async (trx) => {
       for (let start = 0; start < values.length; start += 500) {

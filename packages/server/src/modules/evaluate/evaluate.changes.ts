@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import cluster from 'node:cluster';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import pg from 'pg';
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { EvaluateCache } from './evaluate.cache.js';
+import { bumpRevision, currentRevisions } from './evaluate.repository.js';
+
+const CHANNEL = 'guidon_changes';
+
+/** Carries "project X changed" to the other instances (processes) of the service. */
+export interface ChangeBus {
+  /** onMessage gets every message published by any instance; onReconnect, each time the bus comes back after a gap. */
+  start(onMessage: (message: string) => void, onReconnect: () => void): Promise<void>;
+  publish(message: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL LISTEN/NOTIFY: one listening connection per process, reopened when it drops. */
+export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): ChangeBus {
+  let listener: pg.Client | undefined;
+  let closed = false;
+  let retryMs = 250;
+
+  async function listen(onMessage: (message: string) => void, onReconnect: () => void): Promise<void> {
+    const connection = new pg.Client({ connectionString: url });
+    let alive = true;
+    const lost = (error?: Error) => {
+      if (!alive) return;
+      alive = false;
+      if (listener === connection) listener = undefined;
+      connection.end().catch(() => undefined);
+      if (closed) return;
+      log.error({ err: error }, 'change notifications: lost the PostgreSQL connection; reconnecting');
+      const again = () => listen(onMessage, onReconnect).then(onReconnect, () => undefined); // a failure schedules the next try
+      setTimeout(again, retryMs).unref();
+      retryMs = Math.min(retryMs * 2, 5000);
+    };
+    connection.on('notification', (notification) => notification.payload && onMessage(notification.payload));
+    connection.on('error', lost);
+    connection.on('end', () => lost());
+    try {
+      await connection.connect();
+      await connection.query(`listen ${CHANNEL}`);
+    } catch (error) {
+      lost(error as Error);
+      throw error;
+    }
+    listener = connection;
+    retryMs = 250;
+  }
+
+  return {
+    start: (onMessage, onReconnect) => listen(onMessage, onReconnect),
+    async publish(message) {
+      await sql`select pg_notify(${CHANNEL}, ${message})`.execute(db);
+    },
+    async close() {
+      closed = true;
+      await listener?.end().catch(() => undefined);
+    },
+  };
+}
+
+/** Redis pub/sub: a subscriber connection (ioredis resubscribes after a reconnect) and the shared client to publish. */
+export function redisBus(publisher: Redis, subscriber: Redis): ChangeBus {
+  return {
+    async start(onMessage, onReconnect) {
+      subscriber.on('message', (_channel: string, message: string) => onMessage(message));
+      subscriber.on('ready', onReconnect);
+      await subscriber.subscribe(CHANNEL).catch(() => undefined); // retried on reconnect
+    },
+    async publish(message) {
+      await publisher.publish(CHANNEL, message);
+    },
+    async close() {
+      subscriber.disconnect();
+    },
+  };
+}
+
+interface ClusterChange {
+  type: 'guidon:change';
+  message: string;
+}
+
+const isClusterChange = (value: unknown): value is ClusterChange => (value as ClusterChange | null)?.type === 'guidon:change';
+
+/** node:cluster workers on SQLite: through the primary, which relays to the other workers (relayClusterChanges). */
+export function clusterBus(): ChangeBus {
+  return {
+    async start(onMessage) {
+      process.on('message', (value) => isClusterChange(value) && onMessage(value.message));
+    },
+    async publish(message) {
+      process.send?.({ type: 'guidon:change', message } satisfies ClusterChange);
+    },
+    async close() {},
+  };
+}
+
+/** In the primary of a cluster: passes each worker's change to every other worker. */
+export function relayClusterChanges(): void {
+  cluster.on('message', (from, value) => {
+    if (!isClusterChange(value)) return;
+    for (const worker of Object.values(cluster.workers ?? {})) if (worker && worker !== from && worker.isConnected()) worker.send(value);
+  });
+}
+
+/**
+ * The one invalidation path. Every write to a project (or anything in it) ends in
+ * projectChanged: it bumps the project's revision, drops this instance's compiled view at once,
+ * and tells the other instances. A revision check every second is the safety net for a lost
+ * notification.
+ */
+export class ChangeFeed {
+  private readonly instance = randomUUID();
+  private timer: NodeJS.Timeout | undefined;
+  private checking = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly cache: EvaluateCache,
+    private readonly bus: ChangeBus | null,
+    private readonly log: FastifyBaseLogger,
+    private readonly checkIntervalMs = 1000,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.bus?.start(
+      (message) => this.receive(message),
+      () => void this.checkRevisions(), // notifications may have been missed while the bus was away
+    );
+    this.timer = setInterval(() => void this.checkRevisions(), this.checkIntervalMs);
+    this.timer.unref();
+  }
+
+  async projectChanged(projectId: string): Promise<void> {
+    await bumpRevision(this.db, projectId);
+    this.cache.invalidateProject(projectId);
+    this.bus?.publish(`${this.instance} ${projectId}`).catch((error: unknown) => {
+      this.log.warn({ err: error, projectId }, 'could not notify other instances of a change; their revision check will catch it');
+    });
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.bus?.close();
+  }
+
+  private receive(message: string): void {
+    const [from, projectId] = message.split(' ');
+    if (from !== this.instance && projectId) this.cache.invalidateProject(projectId);
+  }
+
+  /** Drops every compiled project whose revision moved (or that no longer exists). */
+  async checkRevisions(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      const compiled = this.cache.revisions();
+      if (compiled.size === 0) return;
+      const current = await currentRevisions(this.db, [...compiled.keys()]);
+      for (const [projectId, revision] of compiled) {
+        if (current.get(projectId) !== revision) this.cache.invalidateProject(projectId);
+      }
+    } catch (error) {
+      this.log.warn({ err: error }, 'revision check failed');
+    } finally {
+      this.checking = false;
+    }
+  }
+}

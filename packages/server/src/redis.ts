@@ -1,0 +1,29 @@
+import { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
+
+/**
+ * A Redis client that never makes a caller wait for Redis: with no connection, commands fail at
+ * once (callers fail open) while ioredis keeps reconnecting in the background. Errors are logged
+ * at most every 10 s.
+ */
+export function createRedis(url: string, log: FastifyBaseLogger, options: { queueWhileOffline?: boolean } = {}): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: options.queueWhileOffline ?? false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  });
+  let lastLogged = 0;
+  redis.on('error', (error: Error) => {
+    const now = Date.now();
+    if (now - lastLogged < 10_000) return;
+    lastLogged = now;
+    log.error({ err: error }, 'Redis connection failed; reconnecting');
+  });
+  return redis;
+}
+
+/** Closes politely when connected, at once otherwise. */
+export async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+  else redis.disconnect();
+}

@@ -1,0 +1,215 @@
+/**
+ * Several instances on one PostgreSQL database (and one Redis): what one instance changes, the
+ * others serve within a second; rate limits are shared; Redis going away breaks nothing.
+ * Runs in the PostgreSQL pass of npm test (scripts/test.mjs).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
+
+const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
+const skip = !onPostgres
+  ? 'runs in the PostgreSQL pass of npm test'
+  : !hasRedisServer && process.env.GUIDON_REQUIRE_SERVICES !== '1'
+    ? 'redis-server is not installed'
+    : false;
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** A Redis of the test's own, so the test can stop it and start it again on the same port. */
+class TestRedis {
+  private process: ChildProcess | undefined;
+  constructor(readonly port: number) {}
+  get url() {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+  async start(): Promise<void> {
+    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    for (let i = 0; i < 100; i++) {
+      if (spawnSync('redis-cli', ['-p', String(this.port), 'ping']).stdout?.toString().trim() === 'PONG') return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('redis-server did not start');
+  }
+  async stop(): Promise<void> {
+    const exited = new Promise((resolve) => this.process?.once('exit', resolve));
+    this.process?.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** Polls until check() holds; fails after `withinMs` (the propagation targets of issue 4 are 1 s). */
+async function within(withinMs: number, what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+let ipCounter = 0;
+const clientIp = () => ({ 'x-forwarded-for': `198.51.100.${++ipCounter}` });
+
+describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
+  let database: TestDatabase;
+  let redis: TestRedis;
+  let a: TestServer;
+  let b: TestServer;
+  let user: TestUser;
+
+  before(async () => {
+    database = await createTestDatabase();
+    redis = new TestRedis(await freePort());
+    await redis.start();
+    const env = { REDIS_URL: redis.url, RATE_LIMIT_EVALUATE: '200' };
+    // No periodic revision check here: what B shows came through Redis pub/sub (or, after an
+    // outage, through the check the subscriber runs when it reconnects).
+    a = await startServer(env, { database, revisionCheckIntervalMs: 3_600_000 });
+    b = await startServer(env, { database, revisionCheckIntervalMs: 3_600_000 });
+    user = await newUser(a);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await redis?.stop();
+    await database?.drop();
+  });
+
+  const served = async (server: TestServer, project: TestProject, key: string) =>
+    (await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: clientIp(), body: { environment: 'production', context: { user_id: 'u1' } } })).body.flags?.[key];
+
+  test('a toggle, a rule change and a flag deletion on A are served by B within 1 s', async () => {
+    const project = await newProject(a, user);
+    const flag = await newFlag(a, user, project, { key: 'shared', enabled: false });
+    assert.equal((await served(b, project, 'shared'))?.enabled, false); // compiled on B now
+
+    await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    await within(1000, 'toggle on B', async () => (await served(b, project, 'shared'))?.enabled === true);
+
+    await request(a, 'POST', `${flagsPath(project)}/${flag.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'u1' } });
+    await within(1000, 'rule on B', async () => (await served(b, project, 'shared'))?.reason === 'Matched user_id targeting rule');
+
+    await request(a, 'DELETE', `${flagsPath(project)}/${flag.id}`, { token: user.token });
+    await within(1000, 'deletion on B', async () => (await served(b, project, 'shared')) === undefined);
+  });
+
+  test('after regenerate-key on A, A rejects the old key at once and B within 1 s', async () => {
+    const project = await newProject(a, user);
+    assert.equal((await evaluate(b, project.sdk_key, 'production')).status, 200);
+    assert.equal((await evaluate(a, project.sdk_key, 'production')).status, 200);
+    const rotated = await request(a, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
+    assert.equal((await evaluate(a, project.sdk_key, 'production')).status, 401);
+    await within(1000, 'old key rejected on B', async () => (await evaluate(b, project.sdk_key, 'production')).status === 401);
+    assert.equal((await evaluate(b, rotated.body.sdk_key, 'production')).status, 200);
+  });
+
+  test('deleting an environment, then the project, on A is seen by B within 1 s', async () => {
+    const project = await newProject(a, user);
+    assert.equal((await evaluate(b, project.sdk_key, 'staging')).status, 200);
+    await request(a, 'DELETE', `/api/projects/${project.id}/environments/${project.staging}`, { token: user.token });
+    await within(1000, 'environment gone on B', async () => (await evaluate(b, project.sdk_key, 'staging')).status === 404);
+    await request(a, 'DELETE', `/api/projects/${project.id}`, { token: user.token });
+    await within(1000, 'project gone on B', async () => (await evaluate(b, project.sdk_key, 'production')).status === 401);
+  });
+
+  test('the evaluate rate limit is shared: 200 split across A and B, then 429', async () => {
+    const project = await newProject(a, user);
+    const ip = clientIp();
+    const call = (server: TestServer) => request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: ip, body: { environment: 'production' } });
+    for (let i = 0; i < 100; i++) {
+      assert.equal((await call(a)).status, 200);
+      assert.equal((await call(b)).status, 200);
+    }
+    const limited = await call(b);
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal((await call(a)).status, 429);
+  });
+
+  test('with Redis stopped, evaluate keeps answering; changes made meanwhile reach B when it is back; so do the limits', async () => {
+    const project = await newProject(a, user);
+    const flag = await newFlag(a, user, project, { key: 'resilient', enabled: false });
+    assert.equal((await served(b, project, 'resilient'))?.enabled, false);
+    await redis.stop();
+    try {
+      const ip = clientIp();
+      for (let i = 0; i < 250; i++) {
+        const answer = await request(a, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: ip, body: { environment: 'production' } });
+        assert.equal(answer.status, 200, `request ${i + 1} without Redis`); // fails open: no 429, no 500
+      }
+      assert.ok(a.logs.some((line) => line.includes('rate limit counters unavailable')), 'failing open is logged');
+      // Written on A while pub/sub is down: A serves it at once, B cannot hear of it yet.
+      assert.equal((await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token })).status, 200);
+      assert.equal((await served(a, project, 'resilient'))?.enabled, true);
+    } finally {
+      await redis.start();
+    }
+    // Reconnected, B's subscriber checks revisions and drops what changed meanwhile.
+    await within(10_000, 'the toggle made during the outage on B', async () => (await served(b, project, 'resilient'))?.enabled === true);
+    const ip = clientIp();
+    await within(10_000, 'rate limiting back with Redis', async () => {
+      let status = 200;
+      for (let i = 0; i < 201 && status === 200; i++) {
+        status = (await request(a, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: ip, body: { environment: 'production' } })).status;
+      }
+      return status === 429;
+    });
+    await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    await within(1000, 'toggle on B through pub/sub again', async () => (await served(b, project, 'resilient'))?.enabled === false);
+  });
+});
+
+describe('two instances on PostgreSQL without Redis', { skip: onPostgres ? false : 'runs in the PostgreSQL pass of npm test' }, () => {
+  let database: TestDatabase;
+  let a: TestServer;
+  let b: TestServer;
+  before(async () => {
+    database = await createTestDatabase();
+    // No periodic revision check on A and B: what B shows came through LISTEN/NOTIFY.
+    a = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
+    b = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await database?.drop();
+  });
+
+  test('LISTEN/NOTIFY carries a toggle and a key rotation from A to B within 1 s', async () => {
+    const user = await newUser(a);
+    const project = await newProject(a, user);
+    const flag = await newFlag(a, user, project, { key: 'notified', enabled: false });
+    const servedByB = async () => (await evaluate(b, project.sdk_key, 'production')).body.flags?.notified?.enabled;
+    assert.equal(await servedByB(), false);
+    await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    await within(1000, 'toggle on B', async () => (await servedByB()) === true);
+    await request(a, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
+    await within(1000, 'old key rejected on B', async () => (await evaluate(b, project.sdk_key, 'production')).status === 401);
+  });
+
+  test('the revision check catches a change whose notification never came', async () => {
+    const c = await startServer({}, { database, revisionCheckIntervalMs: 200 });
+    try {
+      const user = await newUser(a);
+      const project = await newProject(a, user);
+      const flag = await newFlag(a, user, project, { key: 'quiet', enabled: false });
+      assert.equal((await evaluate(c, project.sdk_key, 'production')).body.flags.quiet?.enabled, false);
+      // Written straight to the database, as if the notification were lost: only the revision moves.
+      await a.database.db.updateTable('flags').set({ enabled: true }).where('id', '=', flag.id).execute();
+      await a.database.db.updateTable('projects').set((eb) => ({ revision: eb('revision', '+', 1) })).where('id', '=', project.id).execute();
+      await within(2000, 'C reloads after its revision check', async () => (await evaluate(c, project.sdk_key, 'production')).body.flags.quiet?.enabled === true);
+    } finally {
+      await c.close();
+    }
+  });
+});
