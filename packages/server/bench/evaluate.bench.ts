@@ -5,7 +5,9 @@
  * Each case starts the real server (dist/src/main.js) as its own process on a fresh SQLite file
  * with rate limits off, seeds one project over HTTP, and drives evaluate with autocannon
  * (distinct user ids per request). BENCH_SECONDS (default 10) and BENCH_CONNECTIONS (50) tune it;
- * BENCH_FLAGS (default "10,100,1000") picks the cases.
+ * BENCH_FLAGS (default "10,100,1000") picks the SQLite cases; BENCH_SCALE_FLAGS (default 10) the
+ * flags of the PostgreSQL and WORKERS=2 cases, which need PostgreSQL on BENCH_POSTGRES_URL
+ * (default postgres://postgres@127.0.0.1:5432/postgres) and are left out when it does not answer.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -14,11 +16,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').map(Number);
+const SCALE_FLAGS = Number(process.env.BENCH_SCALE_FLAGS ?? 10);
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 
 interface Row {
@@ -45,14 +52,23 @@ function rssMb(pid: number): number {
   return match ? Number(match[1]) / 1024 : 0;
 }
 
-/** Samples the peak resident memory of a process until stopped. */
-function watchRss(pid: number) {
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Samples the peak resident memory of a process (with its worker processes, for WORKERS) until stopped. */
+function watchRss(pid: number, withChildren = false) {
   let peak = 0;
   const timer = setInterval(() => {
     try {
-      peak = Math.max(peak, rssMb(pid));
+      const pids = withChildren ? [pid, ...childrenOf(pid)] : [pid];
+      peak = Math.max(peak, pids.reduce((sum, each) => sum + rssMb(each), 0));
     } catch {
-      // the process has exited
+      // a process has exited
     }
   }, 200);
   return { stop: () => (clearInterval(timer), peak) };
@@ -161,34 +177,65 @@ async function seed(url: string, count: number): Promise<string> {
   return project.sdk_key;
 }
 
-async function guidon(flagCount: number): Promise<Row> {
-  const dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'));
-  const dbFile = join(dir, 'guidon.db');
+interface Setup {
+  name: string;
+  database: 'sqlite' | 'postgres';
+  workers: number;
+}
+
+/** A fresh database for one case: a SQLite file, or a PostgreSQL database dropped afterwards. */
+async function freshDatabase(kind: Setup['database']): Promise<{ url: string; drop(): Promise<void> }> {
+  if (kind === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'));
+    return { url: `sqlite:${join(dir, 'guidon.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `guidon_bench_${Date.now()}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    await client.query(statement).finally(() => client.end());
+  };
+  await admin(`create database ${name}`);
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
+}
+
+/** Flag evaluations the history holds (a byte per flag in each stored request). */
+async function recorded(databaseUrl: string): Promise<number> {
+  const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database, { migrate: false, poolSize: 1 });
+  try {
+    const result = await sql<{ recorded: number | string }>`select coalesce(sum(length(outcomes)), 0) as recorded from evaluations`.execute(database.db);
+    return Number(result.rows[0]?.recorded ?? 0);
+  } finally {
+    await database.close();
+  }
+}
+
+async function guidon(flagCount: number, setup: Setup): Promise<Row> {
+  const database = await freshDatabase(setup.database);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // BENCH_PROFILE=<dir>: the server writes a V8 CPU profile there (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const child = spawn(process.execPath, [...profile, mainJs], {
     // warn: the seeding requests would log a line each; evaluate logs nothing per request at any level.
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbFile}`, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: database.url, WORKERS: String(setup.workers), RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
     stdio: 'inherit',
   });
   try {
     await waitForHealth(url, child);
-    const rss = watchRss(child.pid!);
+    const rss = watchRss(child.pid!, setup.workers > 1);
     const sdkKey = await seed(url, flagCount);
     const result = await load(url, sdkKey);
     child.kill('SIGTERM'); // flushes the buffered history before exiting
     await exited(child);
     const peak = rss.stop();
-    const db = new BetterSqlite3(dbFile, { readonly: true });
-    // History is stored one row per request with a byte per evaluated flag.
-    const { rows } = db.prepare('select coalesce(sum(length(outcomes)), 0) as rows from evaluations').get() as { rows: number };
-    db.close();
+    const rows = await recorded(database.url);
     const evaluations = result['2xx'] * flagCount;
     const share = evaluations === 0 ? 0 : (100 * rows) / evaluations;
     return {
-      name: 'Guidon evaluate, SQLite',
+      name: setup.name,
       flags: flagCount,
       requestsPerSecond: result.requests.average,
       p50: result.latency.p50,
@@ -199,12 +246,24 @@ async function guidon(flagCount: number): Promise<Row> {
     };
   } finally {
     child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
+    await database.drop();
   }
 }
 
+const postgresAnswers = await new pg.Client({ connectionString: POSTGRES_URL }).connect().then(
+  (client) => (void client.end(), true),
+  () => false,
+);
+
 const rows: Row[] = [await ceiling()];
-for (const count of FLAG_COUNTS) rows.push(await guidon(count));
+for (const count of FLAG_COUNTS) rows.push(await guidon(count, { name: 'Guidon evaluate, SQLite', database: 'sqlite', workers: 1 }));
+if (postgresAnswers) {
+  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL', database: 'postgres', workers: 1 }));
+  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, SQLite, WORKERS=2', database: 'sqlite', workers: 2 }));
+  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL, WORKERS=2', database: 'postgres', workers: 2 }));
+} else {
+  console.warn('PostgreSQL does not answer: its rows and the WORKERS=2 rows are left out.');
+}
 const top = rows[0]!.requestsPerSecond;
 
 console.log(`\n${SECONDS} s per case, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
