@@ -119,6 +119,7 @@ export class ChangeFeed {
   private readonly instance = randomUUID();
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
+  private lastCheckFailureLogged = 0;
 
   constructor(
     private readonly db: Db,
@@ -167,7 +168,10 @@ export class ChangeFeed {
         if (current.get(projectId) !== revision) this.cache.invalidateProject(projectId);
       }
     } catch (error) {
-      this.log.warn({ err: error }, 'revision check failed');
+      if (Date.now() - this.lastCheckFailureLogged > 10_000) {
+        this.lastCheckFailureLogged = Date.now();
+        this.log.warn({ err: error }, 'revision check failed (database unreachable?); compiled projects are served as they are');
+      }
     } finally {
       this.checking = false;
     }

@@ -7,7 +7,7 @@ import { HistoryStore } from './history.store.js';
 
 const port = parentPort!;
 const post = (message: FromWorker) => port.postMessage(message);
-const database = await openDatabase((workerData as { database: Config['database'] }).database, { migrate: false, synchronous: 'NORMAL' });
+const database = await openDatabase((workerData as { database: Config['database'] }).database, { migrate: false, synchronous: 'NORMAL', poolSize: 2 });
 const store = new HistoryStore(database);
 
 async function handle(message: ToWorker): Promise<void> {
