@@ -20,55 +20,7 @@ let scratch = new Uint8Array(256);
 const SCRATCH_MAX = 16 * 1024;
 
 export function murmur3_x86_32(input: string, seed = 0): number {
-  const len = input.length;
-  const blockEnd = len & ~3;
-  let h1 = seed | 0;
-  let i = 0;
-
-  for (; i < blockEnd; i += 4) {
-    const c0 = input.charCodeAt(i);
-    const c1 = input.charCodeAt(i + 1);
-    const c2 = input.charCodeAt(i + 2);
-    const c3 = input.charCodeAt(i + 3);
-    if ((c0 | c1 | c2 | c3) > 0x7f) return hashNonAscii(input, seed);
-
-    let k1 = c0 | (c1 << 8) | (c2 << 16) | (c3 << 24);
-    k1 = Math.imul(k1, C1);
-    k1 = (k1 << 15) | (k1 >>> 17);
-    k1 = Math.imul(k1, C2);
-
-    h1 ^= k1;
-    h1 = (h1 << 13) | (h1 >>> 19);
-    h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
-  }
-
-  const rem = len - blockEnd;
-  if (rem !== 0) {
-    let k1 = 0;
-    let or = 0;
-    let c: number;
-    if (rem === 3) {
-      c = input.charCodeAt(i + 2);
-      or |= c;
-      k1 ^= c << 16;
-    }
-    if (rem >= 2) {
-      c = input.charCodeAt(i + 1);
-      or |= c;
-      k1 ^= c << 8;
-    }
-    c = input.charCodeAt(i);
-    or |= c;
-    k1 ^= c;
-    if (or > 0x7f) return hashNonAscii(input, seed);
-    k1 = Math.imul(k1, C1);
-    k1 = (k1 << 15) | (k1 >>> 17);
-    k1 = Math.imul(k1, C2);
-    h1 ^= k1;
-  }
-
-  // For ASCII input the byte length equals the string length.
-  return fmix(h1, len);
+  return murmur3_x86_32_continue(seed === 0 ? NO_PREFIX : emptyState(seed), input);
 }
 
 /** MurmurHash3 x86_32 over `bytes[0, byteLength)`. */
@@ -78,18 +30,7 @@ export function murmur3_x86_32_bytes(bytes: Uint8Array, byteLength: number = byt
   let i = 0;
 
   for (; i < blockEnd; i += 4) {
-    let k1 =
-      (bytes[i] as number) |
-      ((bytes[i + 1] as number) << 8) |
-      ((bytes[i + 2] as number) << 16) |
-      ((bytes[i + 3] as number) << 24);
-    k1 = Math.imul(k1, C1);
-    k1 = (k1 << 15) | (k1 >>> 17);
-    k1 = Math.imul(k1, C2);
-
-    h1 ^= k1;
-    h1 = (h1 << 13) | (h1 >>> 19);
-    h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
+    h1 = mixH(h1, mixK((bytes[i] as number) | ((bytes[i + 1] as number) << 8) | ((bytes[i + 2] as number) << 16) | ((bytes[i + 3] as number) << 24)));
   }
 
   const rem = byteLength - blockEnd;
@@ -98,10 +39,7 @@ export function murmur3_x86_32_bytes(bytes: Uint8Array, byteLength: number = byt
     if (rem === 3) k1 ^= (bytes[i + 2] as number) << 16;
     if (rem >= 2) k1 ^= (bytes[i + 1] as number) << 8;
     k1 ^= bytes[i] as number;
-    k1 = Math.imul(k1, C1);
-    k1 = (k1 << 15) | (k1 >>> 17);
-    k1 = Math.imul(k1, C2);
-    h1 ^= k1;
+    h1 ^= mixK(k1);
   }
 
   return fmix(h1, byteLength);
@@ -126,6 +64,9 @@ export interface Murmur3State {
   readonly byteLength: number;
 }
 
+const emptyState = (seed: number): Murmur3State => Object.freeze({ prefix: '', seed: seed | 0, h1: seed | 0, k1: 0, tailLen: 0, byteLength: 0 });
+const NO_PREFIX = emptyState(0);
+
 export function murmur3_x86_32_state(prefix: string, seed = 0): Murmur3State {
   const bytes = encoder.encode(prefix);
   const blockEnd = bytes.length & ~3;
@@ -144,7 +85,10 @@ export function murmur3_x86_32_state(prefix: string, seed = 0): Murmur3State {
   return Object.freeze({ prefix, seed: seed | 0, h1, k1, tailLen, byteLength: bytes.length });
 }
 
-/** murmur3_x86_32(state.prefix + suffix, state.seed); zero allocation for ASCII suffixes. */
+/**
+ * murmur3_x86_32(state.prefix + suffix, state.seed), reading ASCII straight from charCodeAt
+ * (zero allocation); a non-ASCII suffix is encoded to UTF-8 and hashed whole.
+ */
 export function murmur3_x86_32_continue(state: Murmur3State, suffix: string): number {
   const len = suffix.length;
   let h1 = state.h1;
@@ -160,7 +104,7 @@ export function murmur3_x86_32_continue(state: Murmur3State, suffix: string): nu
     const stop = len < need ? len : need;
     for (; i < stop; i++) {
       c = suffix.charCodeAt(i);
-      if (c > 0x7f) return murmur3_x86_32(state.prefix + suffix, state.seed);
+      if (c > 0x7f) return hashNonAscii(state.prefix + suffix, state.seed);
       k1 |= c << shift;
       shift += 8;
     }
@@ -179,7 +123,7 @@ export function murmur3_x86_32_continue(state: Murmur3State, suffix: string): nu
     const c1 = suffix.charCodeAt(i + 1);
     const c2 = suffix.charCodeAt(i + 2);
     const c3 = suffix.charCodeAt(i + 3);
-    if ((c0 | c1 | c2 | c3) > 0x7f) return murmur3_x86_32(state.prefix + suffix, state.seed);
+    if ((c0 | c1 | c2 | c3) > 0x7f) return hashNonAscii(state.prefix + suffix, state.seed);
     h1 = mixH(h1, mixK(c0 | (c1 << 8) | (c2 << 16) | (c3 << 24)));
   }
 
@@ -201,7 +145,7 @@ export function murmur3_x86_32_continue(state: Murmur3State, suffix: string): nu
     c = suffix.charCodeAt(i);
     or |= c;
     k1 ^= c;
-    if (or > 0x7f) return murmur3_x86_32(state.prefix + suffix, state.seed);
+    if (or > 0x7f) return hashNonAscii(state.prefix + suffix, state.seed);
     h1 ^= mixK(k1);
   }
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { SignJWT, UnsecuredJWT, decodeJwt, decodeProtectedHeader, type JWTPayload } from 'jose';
-import { evaluate, newProject, request, startServer, type Answer, type TestServer, type TestUser } from './harness.js';
+import { evaluate, eventually, newProject, request, startServer, type Answer, type TestServer, type TestUser } from './harness.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PASSWORD = 'correct horse battery';
@@ -59,15 +59,6 @@ async function account(server: TestServer, email = freshEmail(), password = PASS
   const loggedIn = await login(server, { email, password });
   assert.equal(loggedIn.status, 200, loggedIn.text);
   return { id: registered.body.id, email, password, token: loggedIn.body.token };
-}
-
-/** Polls until check() holds; bounded, never a timing assertion. */
-async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /** Test harness: a real server on a real port with a fresh SQLite file, and a small HTTP client. */
 import { Writable } from 'node:stream';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { buildApp, type App } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
@@ -138,4 +138,22 @@ export async function evaluate(server: { url: string }, sdkKey: string, environm
     sdkKey,
     body: { environment, context },
   });
+}
+
+/** Polls until check() holds (history, emails and other instances arrive a little later); fails after timeoutMs. */
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A TCP port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }

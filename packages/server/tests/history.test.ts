@@ -5,15 +5,7 @@ import { openDatabase } from '../src/db/database.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
-import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 interface Item {
   id: string;

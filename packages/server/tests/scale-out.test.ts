@@ -6,8 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
-import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { evaluate, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
@@ -16,14 +15,6 @@ const skip = !onPostgres
   : !hasRedisServer && process.env.GUIDON_REQUIRE_SERVICES !== '1'
     ? 'redis-server is not installed'
     : false;
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** A Redis of the test's own, so the test can stop it and start it again on the same port. */
 class TestRedis {

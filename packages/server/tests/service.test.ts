@@ -2,23 +2,14 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, ConfigError } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { createTestDatabase, onPostgres } from './test-database.js';
-import { evaluate, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
+import { evaluate, freePort, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
 
 const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('configuration', () => {
   test('defaults of contract §7', () => {

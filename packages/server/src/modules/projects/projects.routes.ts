@@ -3,7 +3,7 @@ import type { ApiPlugin } from '../../app.js';
 import { onlyProvided } from '../../db/values.js';
 import { errorResponses } from '../../http/schemas.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
-import { CreateProjectBody, Project, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
+import { CreateProjectBody, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
 
 /** /api/projects */
 export const projectRoutes: ApiPlugin = async (app, { db }) => {
