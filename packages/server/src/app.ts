@@ -21,7 +21,7 @@ import { LoginTokens } from './modules/accounts/tokens.js';
 import { Environment } from './modules/environments/environments.schemas.js';
 import { environmentRoutes } from './modules/environments/environments.routes.js';
 import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
-import { ChangeFeed, clusterBus, postgresBus, redisBus, type ChangeBus } from './modules/evaluate/evaluate.changes.js';
+import { ChangeFeed, changeBusFor } from './modules/evaluate/evaluate.changes.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
@@ -135,11 +135,6 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   const { db } = database;
   const redis = config.redisUrl ? createRedis(config.redisUrl, app.log) : null;
   const counters: CounterStore = redis ? { kind: 'redis', client: redis } : cluster.isWorker ? { kind: 'cluster' } : { kind: 'memory' };
-  // How "project X changed" reaches the other instances (and workers) of the service.
-  let bus: ChangeBus | null = null;
-  if (redis && config.redisUrl) bus = redisBus(redis, createRedis(config.redisUrl, app.log, { queueWhileOffline: true }));
-  else if (config.database.kind === 'postgres') bus = postgresBus(db, config.database.url, app.log);
-  else if (cluster.isWorker) bus = clusterBus();
   const evaluateCache = new EvaluateCache(db);
   const services: Services = {
     config,
@@ -149,7 +144,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     limits: createRateLimits(config.rateLimits, app.log, counters),
     mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
     evaluateCache,
-    changes: new ChangeFeed(db, evaluateCache, bus, app.log, options.revisionCheckIntervalMs),
+    changes: new ChangeFeed(db, evaluateCache, changeBusFor(config, db, redis, app.log), app.log, options.revisionCheckIntervalMs),
     history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays }),
   };
   await services.changes.start();

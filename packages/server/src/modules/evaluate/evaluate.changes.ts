@@ -4,7 +4,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { sql } from 'kysely';
+import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
+import { createRedis } from '../../redis.js';
 import type { EvaluateCache } from './evaluate.cache.js';
 import { bumpRevision, currentRevisions } from './evaluate.repository.js';
 
@@ -101,6 +103,17 @@ export function clusterBus(): ChangeBus {
   };
 }
 
+/**
+ * The carrier for this deployment: Redis pub/sub when REDIS_URL is set, else PostgreSQL
+ * LISTEN/NOTIFY, else (SQLite under WORKERS) the cluster's primary; a lone SQLite process needs none.
+ */
+export function changeBusFor(config: Readonly<Config>, db: Db, redis: Redis | null, log: FastifyBaseLogger): ChangeBus | null {
+  if (redis && config.redisUrl) return redisBus(redis, createRedis(config.redisUrl, log, { queueWhileOffline: true }));
+  if (config.database.kind === 'postgres') return postgresBus(db, config.database.url, log);
+  if (cluster.isWorker) return clusterBus();
+  return null;
+}
+
 /** In the primary of a cluster: passes each worker's change to every other worker. */
 export function relayClusterChanges(): void {
   cluster.on('message', (from, value) => {
@@ -111,7 +124,7 @@ export function relayClusterChanges(): void {
 
 /**
  * The one invalidation path. Every write to a project (or anything in it) ends in
- * projectChanged: it bumps the project's revision, drops this instance's compiled view at once,
+ * projectChanged: it drops this instance's compiled view at once, bumps the project's revision,
  * and tells the other instances. A revision check every second is the safety net for a lost
  * notification.
  */
@@ -138,9 +151,14 @@ export class ChangeFeed {
     this.timer.unref();
   }
 
+  /** Never throws: the write it follows is committed, and its answer must not turn into an error. */
   async projectChanged(projectId: string): Promise<void> {
-    await bumpRevision(this.db, projectId);
     this.cache.invalidateProject(projectId);
+    try {
+      await bumpRevision(this.db, projectId);
+    } catch (error) {
+      this.log.error({ err: error, projectId }, 'could not bump the project revision; other instances rely on the notification alone');
+    }
     this.bus?.publish(`${this.instance} ${projectId}`).catch((error: unknown) => {
       this.log.warn({ err: error, projectId }, 'could not notify other instances of a change; their revision check will catch it');
     });
