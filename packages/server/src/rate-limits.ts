@@ -4,6 +4,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { RateLimited } from './errors.js';
 
+const retryAfterSeconds = (state: RateLimiterRes) => Math.max(1, Math.ceil(state.msBeforeNext / 1000));
+
 /** One budget of hits per key and window, counted by one of rate-limiter-flexible's stores. */
 export class Limit {
   private lastFailureLogged = 0;
@@ -15,44 +17,46 @@ export class Limit {
 
   /** Counts one hit; throws RateLimited when the key is over its budget. */
   async hit(key: string): Promise<void> {
-    if (!(await this.tryHit(key))) throw new RateLimited(await this.retryAfter(key));
+    const refused = await this.consume(key);
+    if (refused) throw new RateLimited(retryAfterSeconds(refused));
   }
 
   /** Counts one hit; false when the key is over its budget. */
   async tryHit(key: string): Promise<boolean> {
-    try {
-      await this.limiter.consume(key);
-      return true;
-    } catch (error) {
-      if (error instanceof RateLimiterRes) return false;
-      return this.failOpen(error);
-    }
+    return (await this.consume(key)) === null;
   }
 
   /** Throws RateLimited when the key has used its budget, without counting a hit. */
   async check(key: string): Promise<void> {
+    let state: RateLimiterRes | null;
     try {
-      const state = await this.limiter.get(key);
-      if (state && state.remainingPoints <= 0) throw new RateLimited(Math.max(1, Math.ceil(state.msBeforeNext / 1000)));
+      state = await this.limiter.get(key);
     } catch (error) {
-      if (error instanceof RateLimited) throw error;
       this.failOpen(error);
+      return;
+    }
+    if (state && state.remainingPoints <= 0) throw new RateLimited(retryAfterSeconds(state));
+  }
+
+  /** The refusal when over budget; null when the hit is allowed. */
+  private async consume(key: string): Promise<RateLimiterRes | null> {
+    try {
+      await this.limiter.consume(key);
+      return null;
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return error;
+      this.failOpen(error);
+      return null;
     }
   }
 
-  private async retryAfter(key: string): Promise<number> {
-    const state = await this.limiter.get(key).catch(() => null);
-    return Math.max(1, Math.ceil((state?.msBeforeNext ?? 1000) / 1000));
-  }
-
   /** A broken counter store (Redis gone) must not take the service down: allow, and say so in the log (every 10 s at most). */
-  private failOpen(error: unknown): true {
+  private failOpen(error: unknown): void {
     const now = Date.now();
     if (now - this.lastFailureLogged > 10_000) {
       this.lastFailureLogged = now;
       this.log.error({ err: error }, 'rate limit counters unavailable; allowing requests until they are back');
     }
-    return true;
   }
 }
 
