@@ -257,6 +257,28 @@ describe('POST /sdk/v1/evaluate', () => {
   });
 });
 
+describe('evaluate on a compiled project', () => {
+  test('answers without the database: nothing is read when nothing changed', async () => {
+    const server = await startServer();
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    await newFlag(server, user, project, { key: 'cached', enabled: true });
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { user_id: 'a' })).status, 200); // compiles it
+    await server.database.close(); // from here on, any query of this process fails
+    try {
+      for (const userId of ['b', 'c', 'd']) {
+        const answer = await evaluate(server, project.sdk_key, 'production', { user_id: userId });
+        assert.equal(answer.status, 200);
+        assert.deepEqual(answer.body.flags.cached, { enabled: true, reason: 'Flag enabled globally' });
+      }
+      assert.equal((await evaluate(server, project.sdk_key, 'nope')).status, 404);
+      assert.equal((await request(server, 'GET', '/health')).status, 503, 'the database really is gone');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('evaluate rate limit', () => {
   let server: TestServer;
   before(async () => {
@@ -299,7 +321,7 @@ describe('evaluate service error', () => {
       const health = await request(server, 'GET', '/health');
       assert.equal(health.status, 503);
     } finally {
-      await server.app.close();
+      await server.close();
     }
   });
 });

@@ -52,7 +52,7 @@ export async function startServer(env: Record<string, string> = {}, options: { d
     logs,
     async close() {
       await app.close();
-      await database.close();
+      await database.close().catch(() => undefined); // a test may have closed it already
       if (!options.database) await testDatabase.drop();
     },
   };

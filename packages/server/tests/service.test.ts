@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, ConfigError } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
+import { sql } from 'kysely';
 import { createTestDatabase, onPostgres } from './test-database.js';
 import { evaluate, freePort, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
 
@@ -65,6 +66,38 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ PORT: '70000' }), ConfigError);
     assert.throws(() => loadConfig({ RATE_LIMIT_EVALUATE: '-1' }), /RATE_LIMIT_EVALUATE/);
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
+  });
+});
+
+describe('storage and secrets', () => {
+  test('SQLite runs in WAL mode with synchronous=FULL, foreign keys on and a busy timeout', { skip: onPostgres ? 'SQLite pragmas' : false }, async () => {
+    const server = await startServer();
+    try {
+      const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(server.database.db)).rows[0] as object)[0];
+      assert.equal(await pragma('journal_mode'), 'wal');
+      assert.equal(await pragma('synchronous'), 2); // FULL
+      assert.equal(await pragma('foreign_keys'), 1);
+      assert.equal(await pragma('busy_timeout'), 5000);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('passwords are stored as argon2id hashes; the generated JWT secret is kept, so tokens survive a restart', async () => {
+    const database = await createTestDatabase();
+    const first = await startServer({}, { database });
+    const user = await newUser(first);
+    const { password_hash } = await first.database.db.selectFrom('users').select('password_hash').where('id', '=', user.id).executeTakeFirstOrThrow();
+    assert.match(password_hash, /^\$argon2id\$/);
+    assert.ok(!password_hash.includes(user.password));
+    await first.close();
+    const second = await startServer({}, { database });
+    try {
+      assert.equal((await request(second, 'GET', '/api/me', { token: user.token })).status, 200);
+    } finally {
+      await second.close();
+      await database.drop();
+    }
   });
 });
 
