@@ -131,6 +131,8 @@ for (let i = 0; i < 1000; i++) {
   manyRules.push({ type, value, enabled: i % 10 !== 9 });
 }
 const manyRulesFlag = compileFlag({ key: 'many_rules', enabled: true, rolloutPercentage: 0, rules: manyRules });
+// The same three lookups with one rule of each type: matching cost must not depend on the rule count.
+const threeRulesFlag = compileFlag({ key: 'three_rules', enabled: true, rolloutPercentage: 0, rules: manyRules.slice(0, 3) });
 let hitCtxs: EvaluationContext[] = [];
 let missCtxs: EvaluationContext[] = [];
 for (let i = 0; i < 1024; i++) {
@@ -193,6 +195,7 @@ const cases: Case[] = [
   singleFlagCase('50% rollout, distinct user ids', rolloutFlag, contexts),
   singleFlagCase('1,000 mixed rules, hit', manyRulesFlag, hitCtxs),
   singleFlagCase('1,000 mixed rules, miss (3 lookups, then enabled globally)', manyRulesFlag, missCtxs),
+  singleFlagCase('3 rules (one per type), miss', threeRulesFlag, missCtxs),
   envCase,
 ];
 

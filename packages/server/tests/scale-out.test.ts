@@ -113,6 +113,21 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
     await within(1000, 'project gone on B', async () => (await evaluate(b, project.sdk_key, 'production')).status === 401);
   });
 
+  test('history written by both instances at once loses nothing, and the hourly counts add up', async () => {
+    const project = await newProject(a, user);
+    const one = await newFlag(a, user, project, { key: 'one', enabled: true });
+    await newFlag(a, user, project, { key: 'two', enabled: false });
+    const calls = Array.from({ length: 120 }, (_, i) =>
+      request(i % 2 ? a : b, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: clientIp(), body: { environment: 'production', context: { user_id: `h${i}` } } }),
+    );
+    assert.ok((await Promise.all(calls)).every((answer) => answer.status === 200));
+    const items = async () => (await request(a, 'GET', `/api/projects/${project.id}/evaluations?limit=500`, { token: user.token })).body.items as { user_id: string }[];
+    await within(5000, 'all 240 history items', async () => (await items()).length === 240);
+    assert.equal(new Set((await items()).map((item) => item.user_id)).size, 120);
+    const metrics = await request(b, 'GET', `${flagsPath(project)}/${one.id}/metrics?hours=1`, { token: user.token });
+    assert.deepEqual(metrics.body.totals, { enabled: 120, disabled: 0 });
+  });
+
   test('the evaluate rate limit is shared: 200 split across A and B, then 429', async () => {
     const project = await newProject(a, user);
     const ip = clientIp();

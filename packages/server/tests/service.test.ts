@@ -25,6 +25,8 @@ describe('configuration', () => {
     assert.equal(config.smtpUrl, null);
     assert.equal(config.redisUrl, null);
     assert.deepEqual(config.corsOrigins, []);
+    assert.equal(config.databasePoolSize, 10);
+    assert.equal(config.workers, 1);
     assert.ok(Object.isFrozen(config));
   });
 
@@ -44,7 +46,11 @@ describe('configuration', () => {
       LOG_LEVEL: 'debug',
       EVALUATION_RETENTION_DAYS: '7',
       CORS_ORIGINS: 'https://a.example.com, https://b.example.com',
+      DATABASE_POOL_SIZE: '25',
+      WORKERS: '4',
     });
+    assert.equal(config.databasePoolSize, 25);
+    assert.equal(config.workers, 4);
     assert.equal(config.port, 9000);
     assert.equal(config.host, '127.0.0.1');
     assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/guidon' });
@@ -66,6 +72,8 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ PORT: '70000' }), ConfigError);
     assert.throws(() => loadConfig({ RATE_LIMIT_EVALUATE: '-1' }), /RATE_LIMIT_EVALUATE/);
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
+    assert.throws(() => loadConfig({ WORKERS: '0' }), /WORKERS/);
+    assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '0' }), /DATABASE_POOL_SIZE/);
   });
 });
 

@@ -11,6 +11,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
   const uuid = pg ? 'uuid' : 'text';
   const timestamp = pg ? 'timestamptz' : 'text';
   const bool = pg ? 'boolean' : 'integer';
+  const json = pg ? 'jsonb' : 'text';
   const falseValue = pg ? sql`false` : sql`0`;
   const trueValue = pg ? sql`true` : sql`1`;
 
@@ -103,8 +104,8 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .createTable('evaluation_snapshots')
           .addColumn('id', uuid, (c) => c.primaryKey())
           .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
-          .addColumn('flag_ids', 'text', (c) => c.notNull())
-          .addColumn('flag_keys', 'text', (c) => c.notNull())
+          .addColumn('flag_ids', json, (c) => c.notNull())
+          .addColumn('flag_keys', json, (c) => c.notNull())
           .addColumn('created_at', timestamp, (c) => c.notNull())
           .execute();
         await db.schema.createIndex('evaluation_snapshots_environment_idx').on('evaluation_snapshots').column('environment_id').execute();

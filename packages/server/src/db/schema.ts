@@ -73,12 +73,17 @@ export interface RulesTable {
   updated_at: Timestamp;
 }
 
-/** The flag list of an environment as evaluated: JSON arrays, in answer order. */
+/**
+ * The flag list of an environment as evaluated, in answer order: JSON arrays, written as JSON
+ * text; read back as text (SQLite) or parsed (PostgreSQL jsonb).
+ */
+export type JsonArray = ColumnType<string | string[], string, string>;
+
 export interface EvaluationSnapshotsTable {
   id: string;
   environment_id: string;
-  flag_ids: string;
-  flag_keys: string;
+  flag_ids: JsonArray;
+  flag_keys: JsonArray;
   created_at: Timestamp;
 }
 

@@ -16,6 +16,11 @@ export function toIso(value: string | Date): string {
   return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
 }
 
+/** A JSON array column: text on SQLite, already parsed by pg for jsonb. */
+export function toArray(value: string | string[]): string[] {
+  return typeof value === 'string' ? (JSON.parse(value) as string[]) : value;
+}
+
 export function toBool(value: boolean | number): boolean {
   return value === true || value === 1;
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
-import { toIso } from '../../db/values.js';
+import { sql } from 'kysely';
+import { toArray, toIso } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
 import { OUTCOMES } from '../evaluate/outcomes.js';
 
@@ -47,15 +48,15 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
   const snapshots = new Map<string, Snapshot>();
   let onlySnapshots: string[] | undefined;
   if (filter.flagKey !== undefined) {
-    // LIKE narrows the candidates ('_' is a wildcard there); the parsed list decides.
+    // LIKE on the JSON text narrows the candidates ('_' is a wildcard there); the parsed list decides.
     const rows = await db
       .selectFrom('evaluation_snapshots')
       .select(['id', 'flag_ids', 'flag_keys'])
       .where('environment_id', 'in', filter.environmentIds)
-      .where('flag_keys', 'like', `%${JSON.stringify(filter.flagKey)}%`)
+      .where(sql<string>`cast(${sql.ref('flag_keys')} as text)`, 'like', `%${JSON.stringify(filter.flagKey)}%`)
       .execute();
     for (const row of rows) {
-      const snapshot = { flagIds: JSON.parse(row.flag_ids) as string[], flagKeys: JSON.parse(row.flag_keys) as string[] };
+      const snapshot = { flagIds: toArray(row.flag_ids), flagKeys: toArray(row.flag_keys) };
       if (snapshot.flagKeys.includes(filter.flagKey)) snapshots.set(row.id, snapshot);
     }
     onlySnapshots = [...snapshots.keys()];
@@ -89,7 +90,7 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
   const missing = [...new Set(rows.map((row) => row.snapshot_id))].filter((id) => !snapshots.has(id));
   if (missing.length > 0) {
     for (const row of await db.selectFrom('evaluation_snapshots').select(['id', 'flag_ids', 'flag_keys']).where('id', 'in', missing).execute()) {
-      snapshots.set(row.id, { flagIds: JSON.parse(row.flag_ids) as string[], flagKeys: JSON.parse(row.flag_keys) as string[] });
+      snapshots.set(row.id, { flagIds: toArray(row.flag_ids), flagKeys: toArray(row.flag_keys) });
     }
   }
 
