@@ -109,6 +109,18 @@ export async function newUser(server: { url: string }, prefix = 'user'): Promise
   return { id: registered.body.id, email, password, token: login.body.token };
 }
 
+/** One item of evaluation history as the API answers it (contract §6). */
+export interface HistoryItem {
+  id: string;
+  environment_id: string;
+  flag_id: string;
+  flag_key: string;
+  user_id: string | null;
+  enabled: boolean;
+  reason: string;
+  evaluated_at: string;
+}
+
 export interface TestProject {
   id: string;
   sdk_key: string;

@@ -5,25 +5,14 @@ import { openDatabase } from '../src/db/database.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
-import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
-
-interface Item {
-  id: string;
-  environment_id: string;
-  flag_id: string;
-  flag_key: string;
-  user_id: string | null;
-  enabled: boolean;
-  reason: string;
-  evaluated_at: string;
-}
+import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser, type HistoryItem } from './harness.js';
 
 describe('evaluation history API', () => {
   let server: TestServer;
   let user: TestUser;
   let project: TestProject;
   const flagIds: Record<string, string> = {};
-  const projectHistory = (query = '') => request<{ items: Item[]; next_cursor: string | null }>(server, 'GET', `/api/projects/${project.id}/evaluations${query}`, { token: user.token });
+  const projectHistory = (query = '') => request<{ items: HistoryItem[]; next_cursor: string | null }>(server, 'GET', `/api/projects/${project.id}/evaluations${query}`, { token: user.token });
 
   before(async () => {
     server = await startServer();
@@ -40,11 +29,11 @@ describe('evaluation history API', () => {
 
   test('pages newest first with a cursor; the pages add up to everything, once', async () => {
     const everything = (await projectHistory('?limit=500')).body.items;
-    const seen: Item[] = [];
+    const seen: HistoryItem[] = [];
     let cursor: string | null = null;
     const sizes: number[] = [];
     do {
-      const page: { items: Item[]; next_cursor: string | null } = (await projectHistory(`?limit=5${cursor ? `&cursor=${cursor}` : ''}`)).body;
+      const page: { items: HistoryItem[]; next_cursor: string | null } = (await projectHistory(`?limit=5${cursor ? `&cursor=${cursor}` : ''}`)).body;
       sizes.push(page.items.length);
       seen.push(...page.items);
       cursor = page.next_cursor;
@@ -95,7 +84,7 @@ describe('evaluation history API', () => {
   test('the environment endpoint shows that environment only', async () => {
     const staging = await request(server, 'GET', `/api/projects/${project.id}/environments/${project.staging}/evaluations`, { token: user.token });
     assert.equal(staging.status, 200);
-    assert.deepEqual(staging.body.items.map((item: Item) => [item.flag_key, item.user_id, item.environment_id]), [['staged', 'u9', project.staging]]);
+    assert.deepEqual(staging.body.items.map((item: HistoryItem) => [item.flag_key, item.user_id, item.environment_id]), [['staged', 'u9', project.staging]]);
     const production = await request(server, 'GET', `/api/projects/${project.id}/environments/${project.production}/evaluations?flag_key=alpha`, { token: user.token });
     assert.equal(production.body.items.length, 4);
   });
@@ -151,7 +140,7 @@ describe('evaluation history API', () => {
     assert.equal((await evaluate(server, p.sdk_key, 'production', { user_id: 'lone\ud800id' })).status, 200);
     const history = () => request(server, 'GET', `/api/projects/${p.id}/evaluations`, { token: user.token });
     await eventually(async () => (await history()).body.items.length === 2, 'both items');
-    assert.deepEqual((await history()).body.items.map((item: Item) => item.user_id), ['lone\ufffdid', 'nul\ufffdid']);
+    assert.deepEqual((await history()).body.items.map((item: HistoryItem) => item.user_id), ['lone\ufffdid', 'nul\ufffdid']);
     // Where the text is stored or looked up as sent, it is refused instead.
     const refused = await request(server, 'GET', `/api/projects/${p.id}/evaluations?user_id=a%00b`, { token: user.token });
     assert.equal(refused.status, 400);

@@ -15,6 +15,7 @@ import {
   request,
   startServer,
   type Answer,
+  type HistoryItem,
   type TestProject,
   type TestServer,
   type TestUser,
@@ -856,17 +857,6 @@ describe('targeting rules (contract §1)', () => {
 
 describe('deletion cascades', () => {
   const db = () => server.database.db;
-
-  interface HistoryItem {
-    id: string;
-    environment_id: string;
-    flag_id: string;
-    flag_key: string;
-    user_id: string | null;
-    enabled: boolean;
-    reason: string;
-    evaluated_at: string;
-  }
 
   /** Evaluation history through the API (contract §6): the project's, or one environment's. */
   async function history(projectId: string, envId?: string, query = ''): Promise<HistoryItem[]> {
