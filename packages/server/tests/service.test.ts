@@ -78,7 +78,7 @@ describe('configuration', () => {
 });
 
 describe('storage and secrets', () => {
-  test('SQLite runs in WAL mode with synchronous=FULL, foreign keys on and a busy timeout', { skip: onPostgres ? 'SQLite pragmas' : false }, async () => {
+  test('SQLite runs in WAL mode with synchronous=FULL, foreign keys on and a busy timeout', { skip: onPostgres ? 'checks SQLite pragmas; this pass runs on PostgreSQL' : false }, async () => {
     const server = await startServer();
     try {
       const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(server.database.db)).rows[0] as object)[0];
