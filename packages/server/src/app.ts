@@ -116,8 +116,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     logger: loggerOptions(config, options.logStream),
     trustProxy: config.trustProxy,
     bodyLimit: 1024 * 1024,
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // The caller's X-Request-Id when it is a sane token (it goes into logs and a header), else a new UUID.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
     // Long path ids reach the UUID check (404) and the auth hook (401) like short ones.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.

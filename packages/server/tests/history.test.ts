@@ -211,6 +211,29 @@ describe('history writer', () => {
     await database.close();
   });
 
+  test('a history worker that dies is replaced: later rows are written, what it held is counted', async () => {
+    const testDatabase = await createTestDatabase();
+    const { database, environment } = await environmentIn(testDatabase);
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    const codes = Uint8Array.from([1, 0]);
+    recorder.record(environment, 'before', codes, 2);
+    recorder.handOver();
+    const dying = recorder['worker'];
+    await dying.terminate(); // as if the thread crashed
+    await eventually(() => recorder['worker'] !== dying, 'a new worker');
+    recorder.record(environment, 'after', codes, 2);
+    await recorder.close();
+
+    const users = (await database.db.selectFrom('evaluations').select('user_id').execute()).map((row) => row.user_id);
+    assert.ok(users.includes('after'), 'rows recorded after the crash are written by the new worker');
+    const { written, failed, pending } = recorder.metrics();
+    assert.equal(written + failed, 4, 'every row is either written or counted as lost');
+    assert.equal(written, users.length * 2);
+    assert.equal(pending, 0);
+    await database.close();
+  });
+
   test('two compilations of one environment in one batch add up in the hourly counts', async () => {
     const { database, environment } = await environmentIn(await createTestDatabase());
     const recompiled = { ...environment, snapshotId: '00000000-0000-4000-8000-000000000007' };

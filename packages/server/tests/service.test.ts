@@ -160,6 +160,10 @@ describe('service endpoints', () => {
     assert.equal(given.headers.get('x-request-id'), 'trace-123');
     const generated = await request(server, 'GET', '/health');
     assert.match(generated.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    for (const unfit of ['x'.repeat(129), 'has spaces', '<script>']) {
+      const replaced = await request(server, 'GET', '/health', { headers: { 'x-request-id': unfit } });
+      assert.match(replaced.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, unfit);
+    }
   });
 });
 

@@ -98,7 +98,7 @@ export class HistoryRecorder {
   private counts = new Map<BatchEnvironment, EnvironmentCounts>();
   private hour = Math.floor(Date.now() / HOUR_MS);
   private pendingRows = 0;
-  private readonly worker: Worker;
+  private worker!: Worker;
   private readonly ready: Promise<void>;
   private closed: Promise<void> | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -108,24 +108,41 @@ export class HistoryRecorder {
   readonly stats = { written: 0, dropped: 0, discarded: 0, failed: 0 };
 
   constructor(
-    database: Config['database'],
+    private readonly database: Config['database'],
     private readonly log: FastifyBaseLogger,
     options: Partial<RecorderOptions> = {},
   ) {
     this.options = { ...DEFAULTS, ...options };
-    this.worker = new Worker(new URL('./history.worker.js', import.meta.url), { workerData: { database } });
-    this.ready = new Promise((resolve, reject) => {
-      this.worker.once('error', reject);
-      this.worker.on('message', (message: FromWorker) => {
+    this.ready = this.spawnWorker();
+  }
+
+  /** Starts the worker thread; resolves once it has its database connection. */
+  private spawnWorker(): Promise<void> {
+    const worker = new Worker(new URL('./history.worker.js', import.meta.url), { workerData: { database: this.database } });
+    this.worker = worker;
+    worker.on('exit', (code) => this.onWorkerExit(worker, code));
+    return new Promise((resolve, reject) => {
+      worker.once('error', reject);
+      worker.on('error', (error) => this.log.error({ err: error }, 'history worker failed'));
+      worker.on('message', (message: FromWorker) => {
         if (message.type === 'ready') resolve();
         else this.onWorkerMessage(message);
       });
     });
   }
 
+  /** A worker that dies is replaced; what it had been handed and not written yet is lost, and counted. */
+  private onWorkerExit(worker: Worker, code: number): void {
+    if (this.closed || worker !== this.worker) return;
+    const lost = this.pendingRows - this.batch.rows;
+    this.stats.failed += lost;
+    this.pendingRows -= lost;
+    this.log.error({ code, lost }, 'history worker stopped; starting a new one');
+    this.spawnWorker().catch((error: unknown) => this.log.error({ err: error }, 'could not start a history worker'));
+  }
+
   async start(): Promise<void> {
     await this.ready;
-    this.worker.on('error', (error) => this.log.error({ err: error }, 'history worker failed'));
     this.timers.push(setInterval(() => this.handOver(), this.options.flushIntervalMs));
     const prune = () => this.send({ type: 'prune', retentionDays: this.options.retentionDays });
     prune();
