@@ -1,12 +1,12 @@
 // npm test, after the build: every test on SQLite, then the server's tests again on PostgreSQL.
-// PostgreSQL and Redis are used when they answer; with GUIDON_REQUIRE_SERVICES=1 (CI) a missing
-// one is a failure instead of a skip.
+// PostgreSQL is used when it answers; the multi-instance tests start Redis servers of their own,
+// so they need the redis-server program. With GUIDON_REQUIRE_SERVICES=1 (CI) a missing one is a
+// failure instead of a skip.
 import { spawnSync } from 'node:child_process';
 import { createConnection } from 'node:net';
 
 const required = process.env.GUIDON_REQUIRE_SERVICES === '1';
 const postgresUrl = new URL(process.env.GUIDON_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-const redisUrl = new URL(process.env.GUIDON_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
 
 function answers(url, defaultPort) {
   return new Promise((resolve) => {
@@ -19,21 +19,21 @@ function answers(url, defaultPort) {
 }
 
 const postgres = await answers(postgresUrl, 5432);
-const redis = await answers(redisUrl, 6379);
-for (const [name, up] of [['PostgreSQL', postgres], ['Redis', redis]]) {
+const redis = spawnSync('redis-server', ['--version']).status === 0;
+for (const [name, up] of [['PostgreSQL', postgres], ['redis-server', redis]]) {
   if (up) continue;
   if (required) {
-    console.error(`${name} does not answer and GUIDON_REQUIRE_SERVICES=1: failing (see docs/deploy.md to start it).`);
+    console.error(`${name} is not available and GUIDON_REQUIRE_SERVICES=1: failing (docs/deploy.md says how to start it).`);
     process.exit(1);
   }
-  console.warn(`${name} does not answer: the tests that need it are skipped.`);
+  console.warn(`${name} is not available: the tests that need it are skipped.`);
 }
 
 function run(label, paths, env) {
   console.log(`\n=== ${label} ===`);
   const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...paths], {
     stdio: 'inherit',
-    env: { ...process.env, GUIDON_TEST_POSTGRES: postgres ? '1' : '0', GUIDON_TEST_REDIS: redis ? '1' : '0', ...env },
+    env: { ...process.env, ...env },
   });
   return result.status ?? 1;
 }
