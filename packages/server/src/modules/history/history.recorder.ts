@@ -193,7 +193,10 @@ export class HistoryRecorder {
     this.closed ??= (async () => {
       for (const timer of this.timers) clearInterval(timer);
       this.handOver();
-      const done = new Promise<void>((resolve) => this.worker.on('message', (message: FromWorker) => message.type === 'closed' && resolve()));
+      const done = new Promise<void>((resolve) => {
+        this.worker.on('message', (message: FromWorker) => message.type === 'closed' && resolve());
+        this.worker.once('exit', () => resolve()); // a worker that dies now must not hold the shutdown
+      });
       this.send({ type: 'close' });
       await done;
       await this.worker.terminate();
