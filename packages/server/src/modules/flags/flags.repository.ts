@@ -19,8 +19,6 @@ const COLUMNS = [
   'flags.updated_at',
 ] as const;
 
-type FlagRow = Omit<Selectable<FlagsTable>, never>;
-
 export interface FlagFields {
   name: string;
   key: string;
@@ -33,7 +31,7 @@ export interface FlagScope extends EnvironmentScope {
   flagId: string;
 }
 
-export function toFlag(row: FlagRow) {
+export function toFlag(row: Selectable<FlagsTable>) {
   return { ...row, enabled: toBool(row.enabled), created_at: toIso(row.created_at), updated_at: toIso(row.updated_at) };
 }
 

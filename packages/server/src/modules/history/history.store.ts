@@ -7,6 +7,9 @@ import type { Batch, BatchEnvironment, HourCounts } from './history.protocol.js'
 const ROWS_PER_TRANSACTION = 5_000;
 const ROWS_PER_PRUNE = 5_000;
 
+/** Flag evaluations held by stored rows: a byte per flag. */
+const evaluations = (rows: EvaluationTuple[]) => rows.reduce((sum, row) => sum + row[3].length, 0);
+
 /** The rows of a batch, a transaction's worth at a time. */
 function* chunksOf(batch: Batch): Generator<EvaluationTuple[]> {
   let chunk: EvaluationTuple[] = [];
@@ -50,8 +53,8 @@ export class HistoryStore {
         kept = kept.filter((row) => live.has(row[0]));
         await this.database.insertEvaluations(kept);
       }
-      rows += kept.reduce((sum, row) => sum + row[3].length, 0);
-      discarded += chunk.reduce((sum, row) => sum + row[3].length, 0) - kept.reduce((sum, row) => sum + row[3].length, 0);
+      rows += evaluations(kept);
+      discarded += evaluations(chunk) - evaluations(kept);
     }
     await this.addCounts(batch.counts.filter((counts) => live.has(counts.environment.environmentId)));
     return { rows, discarded, failed: 0 };

@@ -46,7 +46,8 @@ export async function createProject(db: Db, ownerId: string, fields: { name: str
   return shown;
 }
 
-async function updateOwned(db: Db, ownerId: string, projectId: string, changes: Partial<{ name: string; description: string | null; sdk_key: string }>) {
+/** Changes the user's project (name, description or SDK key); updated_at moves. */
+export async function updateProject(db: Db, ownerId: string, projectId: string, changes: Partial<{ name: string; description: string | null; sdk_key: string }>) {
   const row = await db
     .updateTable('projects')
     .set({ ...changes, updated_at: nowIso() })
@@ -58,13 +59,9 @@ async function updateOwned(db: Db, ownerId: string, projectId: string, changes: 
   return toProject(row);
 }
 
-export function updateProject(db: Db, ownerId: string, projectId: string, changes: Partial<{ name: string; description: string | null }>) {
-  return updateOwned(db, ownerId, projectId, changes);
-}
-
 /** A new SDK key replaces the old one, which stops working at once. */
 export function regenerateSdkKey(db: Db, ownerId: string, projectId: string) {
-  return updateOwned(db, ownerId, projectId, { sdk_key: newSdkKey() });
+  return updateProject(db, ownerId, projectId, { sdk_key: newSdkKey() });
 }
 
 /** Environments, flags, rules and evaluation history go with it (foreign keys cascade). */
