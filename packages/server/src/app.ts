@@ -1,22 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import cluster from 'node:cluster';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions, type RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Config } from './config.js';
-import type { Database, Db } from './db/database.js';
+import type { Database } from './db/database.js';
+import type { App, Services } from './services.js';
 import { AppError, RateLimited } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
 import { refuseUnstorableText } from './http/well-formed.js';
-import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
+import { createRateLimits, type CounterStore } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes, requireUser } from './modules/accounts/accounts.routes.js';
-import { createMailer, type Mailer } from './modules/accounts/mailer.js';
+import { createMailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
 import { Environment } from './modules/environments/environments.schemas.js';
 import { environmentRoutes } from './modules/environments/environments.routes.js';
@@ -39,23 +40,6 @@ declare module 'fastify' {
     userId: string;
   }
 }
-
-export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
-
-/** What the composition root builds once and hands to every route plugin. */
-export interface Services {
-  config: Readonly<Config>;
-  db: Db;
-  ping: () => Promise<void>;
-  tokens: LoginTokens;
-  limits: RateLimits;
-  mailer: Mailer;
-  evaluateCache: EvaluateCache;
-  changes: ChangeFeed;
-  history: HistoryRecorder;
-}
-
-export type ApiPlugin = FastifyPluginAsync<Services, RawServerDefault, TypeBoxTypeProvider>;
 
 export interface BuildOptions {
   /** Where logs go; process stdout when not given. */

@@ -1,7 +1,8 @@
 /** Test harness: a real server on a real port with a fresh SQLite file, and a small HTTP client. */
 import { Writable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
-import { buildApp, type App } from '../src/app.js';
+import { buildApp } from '../src/app.js';
+import type { App } from '../src/services.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';

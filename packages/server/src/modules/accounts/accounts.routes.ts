@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { looksLikeEmail } from '@guidon/engine';
-import type { Services, ApiPlugin } from '../../app.js';
+import type { Services, ApiPlugin } from '../../services.js';
 import { Invalid, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { hashPassword, verifyPassword } from './passwords.js';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../app.js';
+import type { ApiPlugin } from '../../services.js';
 import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { requireProject } from '../projects/projects.repository.js';

@@ -1,5 +1,5 @@
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { ApiPlugin } from '../../app.js';
+import type { ApiPlugin } from '../../services.js';
 import { NotFound, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { isStorable, toStorable } from '../../http/well-formed.js';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../app.js';
+import type { ApiPlugin } from '../../services.js';
 import { onlyProvided } from '../../db/values.js';
 import { errorResponses } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';

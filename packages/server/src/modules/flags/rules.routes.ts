@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { looksLikeEmail, normalizeEmailDomain, type RuleType } from '@guidon/engine';
-import type { ApiPlugin } from '../../app.js';
+import type { ApiPlugin } from '../../services.js';
 import { onlyProvided } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';

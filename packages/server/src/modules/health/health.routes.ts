@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../app.js';
+import type { ApiPlugin } from '../../services.js';
 
 /** GET /health: 200 while the database answers, else 503. */
 export const healthRoutes: ApiPlugin = async (app, { ping }) => {

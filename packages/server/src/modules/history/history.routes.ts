@@ -1,4 +1,4 @@
-import type { ApiPlugin } from '../../app.js';
+import type { ApiPlugin } from '../../services.js';
 import { errorResponses } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
 import { EnvironmentParams } from '../environments/environments.schemas.js';

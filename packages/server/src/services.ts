@@ -1,0 +1,29 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance, FastifyPluginAsync, RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from './config.js';
+import type { Db } from './db/database.js';
+import type { RateLimits } from './rate-limits.js';
+import type { Mailer } from './modules/accounts/mailer.js';
+import type { LoginTokens } from './modules/accounts/tokens.js';
+import type { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
+import type { ChangeFeed } from './modules/evaluate/evaluate.changes.js';
+import type { HistoryRecorder } from './modules/history/history.recorder.js';
+
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** What the composition root (app.ts) builds once and hands to every route plugin. */
+export interface Services {
+  config: Readonly<Config>;
+  db: Db;
+  ping: () => Promise<void>;
+  tokens: LoginTokens;
+  limits: RateLimits;
+  mailer: Mailer;
+  evaluateCache: EvaluateCache;
+  changes: ChangeFeed;
+  history: HistoryRecorder;
+}
+
+/** A route plugin: registered by app.ts with the services as its options. */
+export type ApiPlugin = FastifyPluginAsync<Services, RawServerDefault, TypeBoxTypeProvider>;
