@@ -27,3 +27,14 @@ export interface Services {
 
 /** A route plugin: registered by app.ts with the services as its options. */
 export type ApiPlugin = FastifyPluginAsync<Services, RawServerDefault, TypeBoxTypeProvider>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The least a caller needs to use the route (contract §8): 'user' is any signed-in caller;
+     * the project roles apply to routes under /api/projects/{project_id}. Declared by every /api
+     * route and decided in one place.
+     */
+    role?: 'user' | 'viewer' | 'editor' | 'owner';
+  }
+}
