@@ -299,11 +299,13 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
 const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio (per round) | req/s | server CPU % | p50 / p99 ms | errors | history recorded / made | busy % / steal % |';
 
 async function evaluateCase(flagCount: number): Promise<string> {
+  const started = Date.now();
   const server = await guidon('1', true);
   const sdkKey = await seed(server.url, flagCount);
   const answer = await sampleAnswer(server.url, sdkKey);
   const ceiling = await bare(answer);
   try {
+    if (PROFILE_DIR) console.error(`profile of Guidon pid ${server.child.pid}: its load starts ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after its start (after the warm-up)`);
     const warm = await wrk(server.url, sdkKey, 3); // warm-up: JIT, compiled project
     await wrk(ceiling.url, sdkKey, 3);
     const { as, bs } = await alternate(

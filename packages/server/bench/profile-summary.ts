@@ -3,7 +3,10 @@
  * self time by area (GC, socket writes, Fastify, pino, JSON, the engine, …) and the heaviest
  * functions, as shares of the time the thread was not idle.
  *
- *   node packages/server/dist/bench/profile-summary.js <file.cpuprofile> [top=25]
+ *   node packages/server/dist/bench/profile-summary.js <file.cpuprofile> [top=25] [from=<seconds>]
+ *
+ * from: only samples taken that many seconds after the profile began (the bench prints when its
+ * load starts, so start-up and seeding stay out).
  */
 import { readFileSync } from 'node:fs';
 
@@ -17,16 +20,22 @@ interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+  startTime: number;
 }
 
-const [file, topArg] = process.argv.slice(2);
+const [file, topArg, fromArg] = process.argv.slice(2);
+const fromMicros = Number(fromArg ?? 0) * 1e6;
 if (!file) throw new Error('usage: profile-summary.js <file.cpuprofile> [top]');
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 
 /** Self time per node, in µs. */
 const self = new Map<number, number>();
-profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+let elapsed = 0;
+profile.samples.forEach((id, i) => {
+  elapsed += profile.timeDeltas[i] ?? 0;
+  if (elapsed >= fromMicros) self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 
 /** First matching area wins: by package, then by Node internals, then our own code. */
 const AREAS: [string, (name: string, url: string) => boolean][] = [

@@ -13,6 +13,7 @@ import type { Database } from './db/database.js';
 import type { App, Services } from './services.js';
 import { AppError, RateLimited } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
+import { lazyChildLogger } from './http/lazy-logger.js';
 import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
@@ -98,6 +99,7 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
 export async function buildApp(config: Readonly<Config>, database: Database, options: BuildOptions = {}): Promise<App> {
   const app: App = Fastify({
     logger: loggerOptions(config, options.logStream),
+    childLoggerFactory: lazyChildLogger, // a request that logs nothing makes no pino child
     trustProxy: config.trustProxy,
     bodyLimit: 1024 * 1024,
     // The caller's X-Request-Id when it is a sane token (it goes into logs and a header), else a new UUID.

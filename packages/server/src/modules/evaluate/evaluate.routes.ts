@@ -4,6 +4,7 @@ import { NotFound, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { isStorable, toStorable } from '../../http/well-formed.js';
 import type { CompiledProject } from './evaluate.cache.js';
+import { answerOf } from './evaluate.answers.js';
 import { outcomeOf } from './outcomes.js';
 import { EvaluateBody, EvaluateResult } from './evaluate.schemas.js';
 
@@ -51,25 +52,19 @@ export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, hi
       body: EvaluateBody,
       response: { 200: EvaluateResult, ...errorResponses(400, 401, 404, 429, 500) },
     },
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const environment = request.sdkProject?.environments.get(request.body.environment);
     if (!environment) throw new NotFound(`Environment "${request.body.environment}" not found in this project`);
     const context = { user_id: request.body.context?.user_id ?? undefined, user_email: request.body.context?.user_email ?? undefined };
-    const { flags, jsonKeys } = environment;
+    const { flags } = environment;
     if (flags.length > codes.length) codes = new Uint8Array(flags.length * 2);
-    // The answer is assembled from JSON fragments precomputed per flag key and per outcome.
-    let json = '{"flags":{';
-    for (let i = 0; i < flags.length; i++) {
-      const outcome = outcomeOf(flags[i]!.evaluate(context));
-      codes[i] = outcome.code;
-      json += jsonKeys[i]! + outcome.json;
-    }
-    // Already JSON: Fastify sends a string as it is (the response schema documents its shape).
-    reply.type('application/json; charset=utf-8').send(`${json}}}` as never);
+    for (let i = 0; i < flags.length; i++) codes[i] = outcomeOf(flags[i]!.evaluate(context)).code;
+    // The bytes of a recent answer with the same outcomes, or new ones (the response schema documents their shape).
+    const answer = answerOf(environment, codes);
+    reply.type('application/json; charset=utf-8').send(answer.body as never);
     if (flags.length > 0) {
       const userId = context.user_id === undefined ? null : isStorable(context.user_id) ? context.user_id : toStorable(context.user_id);
       history.record(environment, userId, codes, flags.length);
     }
-    return reply;
   });
 };
