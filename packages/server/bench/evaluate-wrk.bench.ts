@@ -12,7 +12,7 @@
  * Each flag count starts one Guidon (dist/src/main.js, fresh SQLite file, rate limits off) and
  * one bare server, warms both, then alternates bare / Guidon BENCH_ROUNDS times.
  *
- * BENCH_FLAGS (default "10,100,1000"), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (2),
+ * BENCH_FLAGS (default "10,100,1000"), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
  * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
  * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
@@ -30,13 +30,14 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').map(Number);
 const WITH_WORKERS = process.env.BENCH_WORKERS !== '0';
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
-const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
+/** BENCH_MAIN_JS: another build of the server to measure (e.g. the one before a change). */
+const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 const CLOCK_TICKS = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
 
 const cpus = availableParallelism();
@@ -281,6 +282,8 @@ async function recorded(databaseUrl: string): Promise<number> {
 }
 
 const perCpu = (m: Measure) => m.requests / m.cpu;
+/** The figure of a case: the median of its rounds, so one round in a noisy moment does not move it. */
+const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 const sum = (ms: Measure[], f: (m: Measure) => number) => ms.reduce((total, m) => total + f(m), 0);
 const fmt = (n: number, digits = 0) => n.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const state = (ms: Measure[]) => `${fmt(sum(ms, (m) => m.busyPct) / ms.length)} / ${fmt(sum(ms, (m) => m.stealPct) / ms.length, 1)}`;
@@ -296,7 +299,7 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
   return { as, bs };
 }
 
-const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio (per round) | req/s | server CPU % | p50 / p99 ms | errors | history recorded / made | busy % / steal % |';
+const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | errors | history recorded / made | busy % / steal % |';
 
 async function evaluateCase(flagCount: number): Promise<string> {
   const started = Date.now();
@@ -316,11 +319,11 @@ async function evaluateCase(flagCount: number): Promise<string> {
     const made = 1 + sum(as, (m) => m.requests - m.non2xx) + warm.requests - warm.non2xx; // the sample answer, the measurements, the warm-up
     const guidonPerCpu = sum(as, (m) => m.requests) / sum(as, (m) => m.cpu);
     const barePerCpu = sum(bs, (m) => m.requests) / sum(bs, (m) => m.cpu);
-    const rounds = as.map((m, i) => (perCpu(m) / perCpu(bs[i]!)).toFixed(2)).join(', ');
-    const p99 = Math.max(...as.map((m) => m.p99Ms));
-    const p50 = as.map((m) => m.p50Ms).sort((x, y) => x - y)[Math.floor(as.length / 2)]!;
+    const ratios = as.map((m, i) => perCpu(m) / perCpu(bs[i]!));
+    const p99 = median(as.map((m) => m.p99Ms));
+    const p50 = median(as.map((m) => m.p50Ms));
     const seconds = sum(as, (m) => m.seconds);
-    return `| Guidon evaluate, SQLite | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${(guidonPerCpu / barePerCpu).toFixed(2)}** (${rounds}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${sum(as, (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
+    return `| Guidon evaluate, SQLite | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${sum(as, (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
   } finally {
     await stop(ceiling.child, 'SIGKILL');
     await server.remove();
