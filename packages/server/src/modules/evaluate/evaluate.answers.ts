@@ -2,9 +2,9 @@ import { hash } from 'node:crypto';
 import type { CompiledEnvironment } from './evaluate.cache.js';
 import { OUTCOMES } from './outcomes.js';
 
-/** An evaluate answer: its bytes, and the ETag that hashes them (contract §12). */
+/** An evaluate answer: its JSON (bytes when kept for reuse), and the ETag that hashes it (contract §12). */
 export interface Answer {
-  readonly body: Buffer;
+  readonly body: Buffer | string;
   readonly etag: string;
 }
 
@@ -16,6 +16,7 @@ const SLOTS = 16;
 const BYTES_PER_ENVIRONMENT = 128 * 1024;
 
 interface Cached extends Answer {
+  readonly body: Buffer;
   readonly codes: Uint8Array;
 }
 
@@ -25,6 +26,7 @@ interface Cached extends Answer {
  * whose every flag has the outcome of a recent request's reuses that request's bytes and ETag
  * instead of building and hashing them again. Bounded: the last SLOTS distinct answers, within
  * BYTES_PER_ENVIRONMENT bytes; a compiled environment is dropped, with its answers, on any change.
+ * Where answers rarely repeat (many rollouts), new ones stop being kept: keeping costs a copy.
  */
 class EnvironmentAnswers {
   /** Per flag, up to FRAGMENTS (code, fragment) pairs: a flag gives a handful of outcomes at most. */
@@ -34,6 +36,8 @@ class EnvironmentAnswers {
   private readonly kept: Cached[] = [];
   private readonly keptHashes = new Int32Array(SLOTS);
   private next = 0;
+  private hits = 0;
+  private misses = 0;
   /** How many are kept: fewer for large answers, so that they stay within BYTES_PER_ENVIRONMENT (set by the first answer). */
   private capacity = 0;
   /** Reasons are ASCII, and flag keys are [a-z0-9_-]; a key from elsewhere makes the answer UTF-8. */
@@ -51,14 +55,20 @@ class EnvironmentAnswers {
     let h = 0x811c9dc5; // FNV-1a over the codes
     for (let i = 0; i < count; i++) h = Math.imul(h ^ codes[i]!, 0x01000193);
     for (let k = 0; k < this.kept.length; k++) {
-      if (this.keptHashes[k] === h && sameCodes(this.kept[k]!.codes, codes, count)) return this.kept[k]!;
+      if (this.keptHashes[k] === h && sameCodes(this.kept[k]!.codes, codes, count)) {
+        this.hits++;
+        return this.kept[k]!;
+      }
     }
 
     let json = '{"flags":{';
     for (let i = 0; i < count; i++) json += this.fragment(i, codes[i]!);
     json += '}}';
+    const etag = etagOf(json);
+    // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
+    if (++this.misses > 64 && this.hits * 8 < this.misses) return { body: json, etag };
     const body = Buffer.from(json, this.encoding); // latin1 of ASCII text: a copy, no encoding
-    const answer: Cached = { body, etag: etagOf(body), codes: codes.slice(0, count) };
+    const answer: Cached = { body, etag, codes: codes.slice(0, count) };
     if (this.capacity === 0) this.capacity = Math.max(1, Math.min(SLOTS, Math.floor(BYTES_PER_ENVIRONMENT / body.length)));
     this.kept[this.next] = answer;
     this.keptHashes[this.next] = h;
