@@ -1,6 +1,8 @@
 import { hash } from 'node:crypto';
+import { isStorable, toStorable } from '../../http/well-formed.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
-import { OUTCOMES } from './outcomes.js';
+import { OUTCOMES, outcomeOf } from './outcomes.js';
 
 /** An evaluate answer: its JSON (bytes when kept for reuse), and the ETag that hashes it (contract §12). */
 export interface Answer {
@@ -105,4 +107,24 @@ export function answerOf(environment: CompiledEnvironment, codes: Uint8Array): A
   let answers = byEnvironment.get(environment);
   if (!answers) byEnvironment.set(environment, (answers = new EnvironmentAnswers(environment)));
   return answers.answer(codes);
+}
+
+/** Outcome codes of the request being answered; reused, since a request is answered synchronously. */
+let codes = new Uint8Array(1024);
+
+/**
+ * What evaluate does for a request that passed its checks (contract §2), by whichever path it came:
+ * every flag evaluated for the context, the answer, and the request recorded in history.
+ */
+export function answerFor(environment: CompiledEnvironment, userId: string | null | undefined, userEmail: string | null | undefined, history: HistoryRecorder): Answer {
+  const context = { user_id: userId ?? undefined, user_email: userEmail ?? undefined };
+  const { flags } = environment;
+  if (flags.length > codes.length) codes = new Uint8Array(flags.length * 2);
+  for (let i = 0; i < flags.length; i++) codes[i] = outcomeOf(flags[i]!.evaluate(context)).code;
+  const answer = answerOf(environment, codes);
+  if (flags.length > 0) {
+    const storedId = context.user_id === undefined ? null : isStorable(context.user_id) ? context.user_id : toStorable(context.user_id);
+    history.record(environment, storedId, codes, flags.length);
+  }
+  return answer;
 }

@@ -2,10 +2,9 @@ import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { ApiPlugin } from '../../services.js';
 import { NotFound, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { isStorable, toStorable } from '../../http/well-formed.js';
 import type { CompiledProject } from './evaluate.cache.js';
-import { answerOf } from './evaluate.answers.js';
-import { outcomeOf } from './outcomes.js';
+import { answerFor } from './evaluate.answers.js';
+import { bodyReadBefore, directEvaluate } from './evaluate.direct.js';
 import { EvaluateBody, EvaluateResult } from './evaluate.schemas.js';
 
 declare module 'fastify' {
@@ -16,10 +15,9 @@ declare module 'fastify' {
 }
 
 /** POST /sdk/v1/evaluate: the endpoint applications call at runtime. */
-export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, history }) => {
+export const evaluateRoutes: ApiPlugin = async (app, services) => {
+  const { limits, evaluateCache, history } = services;
   app.decorateRequest('sdkProject', null);
-  /** Outcome codes of the request being answered; reused, since a request is answered synchronously. */
-  let codes = new Uint8Array(1024);
 
   const missingKey = () => new Unauthorized('Missing or invalid SDK key');
   /** Finds the project of the SDK key: synchronously on a cache hit, so the hot path makes no promise. */
@@ -41,11 +39,12 @@ export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, hi
     // Applications call this thousands of times a second: no per-request log lines (errors are still logged).
     logLevel: 'warn',
     // Contract §2 order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
-    onRequest: (request, _reply, done) => {
+    onRequest: function sdkProjectHook(request, _reply, done) {
       const limit = limits.evaluate;
       if (!limit) return identify(request, done);
       limit.hit(request.ip).then(() => identify(request, done), done);
     },
+    preParsing: bodyReadBefore,
     schema: {
       tags: ['evaluate'],
       security: [{ sdkKey: [] }],
@@ -55,16 +54,9 @@ export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, hi
   }, (request, reply) => {
     const environment = request.sdkProject?.environments.get(request.body.environment);
     if (!environment) throw new NotFound(`Environment "${request.body.environment}" not found in this project`);
-    const context = { user_id: request.body.context?.user_id ?? undefined, user_email: request.body.context?.user_email ?? undefined };
-    const { flags } = environment;
-    if (flags.length > codes.length) codes = new Uint8Array(flags.length * 2);
-    for (let i = 0; i < flags.length; i++) codes[i] = outcomeOf(flags[i]!.evaluate(context)).code;
-    // The bytes of a recent answer with the same outcomes, or new ones (the response schema documents their shape).
-    const answer = answerOf(environment, codes);
+    const answer = answerFor(environment, request.body.context?.user_id, request.body.context?.user_email, history);
+    // Already JSON (the response schema documents its shape).
     reply.type('application/json; charset=utf-8').send(answer.body as never);
-    if (flags.length > 0) {
-      const userId = context.user_id === undefined ? null : isStorable(context.user_id) ? context.user_id : toStorable(context.user_id);
-      history.record(environment, userId, codes, flags.length);
-    }
   });
+  directEvaluate(app, services);
 };
