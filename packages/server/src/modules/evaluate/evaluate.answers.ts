@@ -10,8 +10,24 @@ export interface Answer {
   readonly etag: string;
 }
 
-/** A weak ETag that hashes the answer's bytes: the same answer gives the same tag on every instance. */
-export const etagOf = (body: Buffer | string): string => `W/"${hash('sha1', body, 'base64url')}"`;
+/** Per compiled flag list, the SHA-1 of its keys in order (computed once per compile). */
+const keyDigests = new WeakMap<readonly string[], Uint8Array>();
+let scratch = new Uint8Array(1024 + 20);
+
+/**
+ * A weak ETag that hashes the answer (contract §12). An answer is fully determined by its flag
+ * keys, in order, and each flag's outcome code (outcomes.ts, fixed forever), so the tag hashes
+ * that compact form: the same answer gives the same tag on every instance.
+ */
+export function etagOf(environment: CompiledEnvironment, outcomes: Uint8Array): string {
+  let keys = keyDigests.get(environment.flagKeys);
+  if (!keys) keyDigests.set(environment.flagKeys, (keys = hash('sha1', JSON.stringify(environment.flagKeys), 'buffer')));
+  const count = environment.flagKeys.length;
+  if (scratch.length < count + 20) scratch = new Uint8Array((count + 20) * 2);
+  scratch.set(keys, 0);
+  scratch.set(outcomes.subarray(0, count), 20);
+  return `W/"${hash('sha1', scratch.subarray(0, count + 20), 'base64url')}"`;
+}
 
 /** Answers kept per environment: at most this many, and at most this many bytes of them. */
 const SLOTS = 16;
@@ -66,7 +82,7 @@ class EnvironmentAnswers {
     let json = '{"flags":{';
     for (let i = 0; i < count; i++) json += this.fragment(i, codes[i]!);
     json += '}}';
-    const etag = etagOf(json);
+    const etag = etagOf(this.environment, codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
     if (++this.misses > 64 && this.hits * 8 < this.misses) return { body: json, etag };
     const body = Buffer.from(json, this.encoding); // latin1 of ASCII text: a copy, no encoding
