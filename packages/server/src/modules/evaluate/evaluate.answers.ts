@@ -7,6 +7,10 @@ import { OUTCOMES, outcomeOf } from './outcomes.js';
 /** An evaluate answer: its JSON (bytes when kept for reuse), and the ETag that hashes it (contract §12). */
 export interface Answer {
   readonly body: Buffer | string;
+  /** Of a string body: latin1 when it is ASCII (one byte per character, written as it is), else utf8. */
+  readonly encoding: 'latin1' | 'utf8';
+  /** In bytes. */
+  readonly length: number;
   readonly etag: string;
 }
 
@@ -59,7 +63,7 @@ class EnvironmentAnswers {
   /** How many are kept: fewer for large answers, so that they stay within BYTES_PER_ENVIRONMENT (set by the first answer). */
   private capacity = 0;
   /** Reasons are ASCII, and flag keys are [a-z0-9_-]; a key from elsewhere makes the answer UTF-8. */
-  private readonly encoding: BufferEncoding;
+  private readonly encoding: 'latin1' | 'utf8';
 
   constructor(private readonly environment: CompiledEnvironment) {
     const count = environment.flags.length;
@@ -84,9 +88,10 @@ class EnvironmentAnswers {
     json += '}}';
     const etag = etagOf(this.environment, codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
-    if (++this.misses > 64 && this.hits * 8 < this.misses) return { body: json, etag };
-    const body = Buffer.from(json, this.encoding); // latin1 of ASCII text: a copy, no encoding
-    const answer: Cached = { body, etag, codes: codes.slice(0, count) };
+    const { encoding } = this;
+    if (++this.misses > 64 && this.hits * 8 < this.misses) return { body: json, encoding, length: encoding === 'latin1' ? json.length : Buffer.byteLength(json), etag };
+    const body = Buffer.from(json, encoding); // latin1 of ASCII text: a copy, no encoding
+    const answer: Cached = { body, encoding, length: body.length, etag, codes: codes.slice(0, count) };
     if (this.capacity === 0) this.capacity = Math.max(1, Math.min(SLOTS, Math.floor(BYTES_PER_ENVIRONMENT / body.length)));
     this.kept[this.next] = answer;
     this.keptHashes[this.next] = h;

@@ -105,10 +105,10 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
       const answer = answerFor(environment, context?.user_id, context?.user_email, history);
       response.writeHead(200, {
         'content-type': 'application/json; charset=utf-8',
-        'content-length': typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.length,
+        'content-length': answer.length,
         'x-request-id': requestIdOf(request),
       });
-      response.end(answer.body);
+      response.end(answer.body, answer.encoding);
     });
     return true;
   }
