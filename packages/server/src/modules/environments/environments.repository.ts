@@ -10,20 +10,17 @@ function toEnvironment(row: { id: string; project_id: string; name: string; key:
 }
 
 export interface EnvironmentScope {
-  ownerId: string;
   projectId: string;
   envId: string;
 }
 
-/** The environment, if it is in the project and the project belongs to the user; else NotFound. */
+/** The environment, if it is in the project; else NotFound. */
 export async function requireEnvironment(db: Db, scope: EnvironmentScope) {
   const row = await db
     .selectFrom('environments')
-    .innerJoin('projects', 'projects.id', 'environments.project_id')
     .select(COLUMNS)
     .where('environments.id', '=', scope.envId)
     .where('environments.project_id', '=', scope.projectId)
-    .where('projects.owner_id', '=', scope.ownerId)
     .executeTakeFirst();
   if (!row) throw new NotFound('Environment not found');
   return toEnvironment(row);
