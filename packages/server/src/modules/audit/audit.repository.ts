@@ -51,7 +51,8 @@ export function changesNothing(change: Change): boolean {
   if (change.before === null || change.after === null) return false;
   const { updated_at: _b, ...before } = change.before as Record<string, unknown>;
   const { updated_at: _a, ...after } = change.after as Record<string, unknown>;
-  return JSON.stringify(before) === JSON.stringify(after);
+  const canonical = (value: object) => JSON.stringify(value, Object.keys(value).sort());
+  return canonical(before) === canonical(after);
 }
 
 function parsed(value: string | Record<string, unknown> | null): Record<string, unknown> | null {

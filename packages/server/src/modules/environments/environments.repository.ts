@@ -6,7 +6,7 @@ import { NotFound } from '../../errors.js';
 const COLUMNS = ['environments.id', 'environments.project_id', 'environments.name', 'environments.key', 'environments.created_at'] as const;
 
 function toEnvironment(row: { id: string; project_id: string; name: string; key: string; created_at: string | Date }) {
-  return { ...row, created_at: toIso(row.created_at) };
+  return { id: row.id, project_id: row.project_id, name: row.name, key: row.key, created_at: toIso(row.created_at) };
 }
 
 export interface EnvironmentScope {
