@@ -61,6 +61,8 @@ export interface BuildOptions {
   logStream?: NodeJS.WritableStream;
   /** How often compiled projects are checked against their stored revision (default 1 s). */
   revisionCheckIntervalMs?: number;
+  /** Tests only: false runs without change notifications (the revision check alone). */
+  changeNotifications?: boolean;
   /** Tests only: a faster retry schedule, poll and timeout for webhook deliveries. */
   webhooks?: WebhookSenderOptions;
 }
@@ -141,7 +143,8 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   const redis = config.redisUrl ? createRedis(config.redisUrl, app.log) : null;
   const counters: CounterStore = redis ? { kind: 'redis', client: redis } : cluster.isWorker ? { kind: 'cluster' } : { kind: 'memory' };
   const evaluateCache = new EvaluateCache(db);
-  const changes = new ChangeFeed(db, evaluateCache, changeBusFor(config, db, redis, app.log), app.log, options.revisionCheckIntervalMs);
+  const bus = options.changeNotifications === false ? null : changeBusFor(config, db, redis, app.log);
+  const changes = new ChangeFeed(db, evaluateCache, bus, app.log, options.revisionCheckIntervalMs);
   const webhooks = new WebhookSender(db, database.dialect, config.webhookAllowPrivate, app.log, options.webhooks);
   const services: Services = {
     config,

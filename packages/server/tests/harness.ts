@@ -24,7 +24,7 @@ export interface TestServer {
  */
 export async function startServer(
   env: Record<string, string> = {},
-  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks'] } = {},
+  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; changeNotifications?: boolean } = {},
 ): Promise<TestServer> {
   // A database passed in is shared with other servers: the caller drops it.
   const testDatabase = options.database ?? (await createTestDatabase());
@@ -45,7 +45,7 @@ export async function startServer(
     },
   });
   const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
-  const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs, webhooks: options.webhooks });
+  const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs, webhooks: options.webhooks, changeNotifications: options.changeNotifications });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {
