@@ -9,9 +9,8 @@ for (const [prefix, bits] of [
 ] as const) PRIVATE.addSubnet(prefix, bits, 'ipv4');
 for (const [prefix, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) PRIVATE.addSubnet(prefix, bits, 'ipv6');
 
+/** BlockList checks an IPv4-mapped IPv6 address (::ffff:127.0.0.1) against the IPv4 ranges too. */
 export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address); // an IPv4 address written as IPv6
-  if (mapped?.[1]) return PRIVATE.check(mapped[1], 'ipv4');
   const family = isIP(address);
   return family === 4 ? PRIVATE.check(address, 'ipv4') : family === 6 ? PRIVATE.check(address, 'ipv6') : false;
 }
