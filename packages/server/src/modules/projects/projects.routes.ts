@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { ApiPlugin } from '../../services.js';
 import { newId, onlyProvided } from '../../db/values.js';
 import { errorResponses } from '../../http/schemas.js';
+import { lowerOf } from '../members/access.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
 import { CreateProjectBody, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
 
@@ -28,7 +29,10 @@ export const projectRoutes: ApiPlugin = async (app, { db, writes }) => {
   app.get('/projects', {
     config: { role: 'user' },
     schema: { tags, response: { 200: Type.Array(ProjectRef), ...errorResponses(401) } },
-  }, async (request) => listProjects(db, request.userId, request.apiToken?.project_id ?? null));
+  }, async (request) => {
+    const projects = await listProjects(db, request.userId, request.apiToken?.project_id ?? null);
+    return projects.map((project) => ({ ...project, role: lowerOf(project.role, request.apiToken?.role ?? null) }));
+  });
 
   app.get('/projects/:project_id', {
     config: { role: 'viewer' },
