@@ -46,6 +46,58 @@ const TARGET_NEEDS: Record<string, DeclaredRole> = {
   'DELETE /api/projects/:project_id/members/:member_id': 'owner',
 };
 
+/** Contract §8–§11: the least role of the routes it names (other routes are held to their own declaration). */
+const CONTRACT: Record<string, DeclaredRole> = {
+  'GET /api/me': 'user',
+  'GET /api/metrics': 'user',
+  'POST /api/tokens': 'login',
+  'GET /api/tokens': 'login',
+  'DELETE /api/tokens/:token_id': 'login',
+  'POST /api/projects': 'user',
+  'GET /api/projects': 'user',
+  'GET /api/projects/:project_id': 'viewer',
+  'PUT /api/projects/:project_id': 'owner',
+  'DELETE /api/projects/:project_id': 'owner',
+  'POST /api/projects/:project_id/regenerate-key': 'owner',
+  'GET /api/projects/:project_id/members': 'viewer',
+  'POST /api/projects/:project_id/members': 'owner',
+  'PUT /api/projects/:project_id/members/:member_id': 'owner',
+  'DELETE /api/projects/:project_id/members/:member_id': 'viewer',
+  'GET /api/projects/:project_id/environments': 'viewer',
+  'POST /api/projects/:project_id/environments': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id': 'viewer',
+  'PUT /api/projects/:project_id/environments/:env_id': 'editor',
+  'DELETE /api/projects/:project_id/environments/:env_id': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/flags': 'viewer',
+  'POST /api/projects/:project_id/environments/:env_id/flags': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id': 'viewer',
+  'PUT /api/projects/:project_id/environments/:env_id/flags/:flag_id': 'editor',
+  'DELETE /api/projects/:project_id/environments/:env_id/flags/:flag_id': 'editor',
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/toggle': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/rules': 'viewer',
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/rules': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/rules/:rule_id': 'viewer',
+  'PUT /api/projects/:project_id/environments/:env_id/flags/:flag_id/rules/:rule_id': 'editor',
+  'DELETE /api/projects/:project_id/environments/:env_id/flags/:flag_id/rules/:rule_id': 'editor',
+  'GET /api/projects/:project_id/evaluations': 'viewer',
+  'GET /api/projects/:project_id/environments/:env_id/evaluations': 'viewer',
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/metrics': 'viewer',
+  'GET /api/projects/:project_id/audit': 'viewer',
+  'POST /api/projects/:project_id/webhooks': 'owner',
+  'GET /api/projects/:project_id/webhooks': 'owner',
+  'GET /api/projects/:project_id/webhooks/:webhook_id': 'owner',
+  'PUT /api/projects/:project_id/webhooks/:webhook_id': 'owner',
+  'DELETE /api/projects/:project_id/webhooks/:webhook_id': 'owner',
+  'POST /api/projects/:project_id/webhooks/:webhook_id/test': 'owner',
+  'GET /api/projects/:project_id/webhooks/:webhook_id/deliveries': 'owner',
+  // Issue 8's routes, once merged.
+  'GET /api/projects/:project_id/flags': 'viewer',
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': 'editor',
+};
+
+/** Routes other branches add or remove: checked when present, not required. */
+const MAY_BE_ABSENT = new Set(['GET /api/metrics', 'GET /api/projects/:project_id/flags', 'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy']);
+
 let receiverUrl = '';
 
 interface Fixture {
@@ -186,12 +238,23 @@ describe('role matrix: every /api route × every caller', () => {
     assert.deepEqual([...new Set(declared)].sort(), [...new Set(documented)].sort());
   });
 
+  test('routes the contract names declare the role it gives them', () => {
+    const wrong = server.app.apiRoutes
+      .filter((route) => CONTRACT[`${route.method} ${route.url}`] && CONTRACT[`${route.method} ${route.url}`] !== route.role)
+      .map((route) => `${route.method} ${route.url}: declares ${route.role}, contract says ${CONTRACT[`${route.method} ${route.url}`]}`);
+    assert.deepEqual(wrong, []);
+    const missing = Object.keys(CONTRACT).filter((key) => !MAY_BE_ABSENT.has(key) && !server.app.apiRoutes.some((route) => `${route.method} ${route.url}` === key));
+    assert.deepEqual(missing, []);
+  });
+
   test('each route × caller answers what its declared role implies, and a refusal changes nothing', async () => {
     const failures: string[] = [];
+    // One project for every call but an allowed DELETE: refusals change nothing (checked), and
+    // the other allowed writes leave what the next call needs.
+    const base = await fixture();
     for (const route of server.app.apiRoutes) {
       const key = `${route.method} ${route.url}`;
       const least = TARGET_NEEDS[key] ?? route.role;
-      const base = await fixture();
       for (const caller of CALLERS) {
         const want = expected(route.method, least, caller);
         // An allowed DELETE gets a fixture of its own: it must find what it deletes.
