@@ -116,6 +116,9 @@ export interface ClaimedDelivery {
  */
 export async function claimDueDeliveries(db: Db, dialect: 'sqlite' | 'postgres', limit: number, leaseUntil: string): Promise<ClaimedDelivery[]> {
   const now = nowIso();
+  // A read first: the poll runs every second on every instance, and is nearly always empty.
+  const any = await db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').where('next_attempt_at', '<=', now).limit(1).executeTakeFirst();
+  if (!any) return [];
   let due = db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
   if (dialect === 'postgres') due = due.forUpdate().skipLocked();
   return db
