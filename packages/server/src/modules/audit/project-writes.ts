@@ -5,7 +5,7 @@ import { enqueueDeliveries } from '../webhooks/webhooks.repository.js';
 import { changesNothing, insertAuditEvent, type Actor, type AuditEvent, type Change } from './audit.repository.js';
 
 /** Collects what a write changed; each call becomes one audit event (unless it changed nothing). */
-export type Record = (change: Change) => void;
+export type RecordChange = (change: Change) => void;
 
 /**
  * The one change path (docs/adr/0004): every write under a project runs through apply. In one
@@ -22,7 +22,7 @@ export class ProjectWrites {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: Record) => Promise<T>): Promise<T> {
+  async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>): Promise<T> {
     let events: AuditEvent[] = [];
     const result = await this.db.transaction().execute(async (trx) => {
       // First, so the project row is locked for the whole write (writes to one project queue up).
