@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { declaredRoute, type DeclaredRole } from '../src/modules/members/access.js';
-import { newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
+import { eventually, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 
 type Caller = 'owner' | 'editor' | 'viewer' | 'non-member' | 'token:owner' | 'token:editor' | 'token:viewer' | 'token:other-project' | 'token:revoked';
 const CALLERS: Caller[] = ['owner', 'editor', 'viewer', 'non-member', 'token:owner', 'token:editor', 'token:viewer', 'token:other-project', 'token:revoked'];
@@ -90,6 +90,7 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'DELETE /api/projects/:project_id/webhooks/:webhook_id': 'owner',
   'POST /api/projects/:project_id/webhooks/:webhook_id/test': 'owner',
   'GET /api/projects/:project_id/webhooks/:webhook_id/deliveries': 'owner',
+  'POST /api/projects/:project_id/webhooks/:webhook_id/deliveries/:delivery_id/resend': 'owner',
   // Issue 8's routes, once merged.
   'GET /api/projects/:project_id/flags': 'viewer',
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': 'editor',
@@ -121,7 +122,7 @@ describe('role matrix: every /api route × every caller', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    server = await startServer({ WEBHOOK_ALLOW_PRIVATE: 'true' });
+    server = await startServer({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { webhooks: { pollIntervalMs: 50 } });
     [owner, editor, viewer, outsider] = [await newUser(server, 'owner'), await newUser(server, 'editor'), await newUser(server, 'viewer'), await newUser(server, 'outsider')];
     const other = await newProject(server, owner, 'Other');
     otherProjectToken = await apiToken(owner, { project_id: other.id, role: 'owner' });
@@ -157,8 +158,11 @@ describe('role matrix: every /api route × every caller', () => {
     const webhook = await ok(request(server, 'POST', `${p}/webhooks`, { ...as, body: { url: receiverUrl } }), 201);
     const revoked = await request(server, 'POST', '/api/tokens', { ...as, body: { name: 'revoked', project_id: project.id, role: 'owner' } });
     await ok(request(server, 'DELETE', `/api/tokens/${revoked.body.id}`, as), 204);
+    // A logged attempt to resend: the webhook's own creation event reaches the receiver.
+    let attempts: any[] = [];
+    await eventually(async () => (attempts = (await request(server, 'GET', `${p}/webhooks/${webhook.id}/deliveries`, as)).body.items).length > 0, 'a delivery');
     return {
-      params: { project_id: project.id, env_id: project.production, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, webhook_id: webhook.id, token_id: revoked.body.id },
+      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, webhook_id: webhook.id, token_id: revoked.body.id },
       tokens: {
         owner: owner.token,
         editor: editor.token,

@@ -122,6 +122,16 @@ describe('webhooks', () => {
     assert.ok(Number.isInteger(record.duration_ms));
     const onlyCreatedLog = await deliveries(server, user, project.id, onlyCreated.id);
     assert.deepEqual(onlyCreatedLog.map((item) => item.action), ['flag.created']);
+
+    // Resend: the same event again, under a new delivery id.
+    const resent = await request(server, 'POST', `/api/projects/${project.id}/webhooks/${all.id}/deliveries/${record.id}/resend`, { token: user.token });
+    assert.equal(resent.status, 202, resent.text);
+    await eventually(() => receiver.of('flag.toggled').length === 2, 'the resent event');
+    const again = receiver.of('flag.toggled')[1]!;
+    assert.equal(again.body, body);
+    assert.notEqual(again.headers['x-guidon-delivery'], headers['x-guidon-delivery']);
+    const unknown = await request(server, 'POST', `/api/projects/${project.id}/webhooks/${onlyCreated.id}/deliveries/${record.id}/resend`, { token: user.token });
+    assert.equal(unknown.status, 404, 'an attempt of another webhook');
   });
 
   test('a receiver failing twice gets the third try; one that always fails is given up after the schedule', async () => {

@@ -100,6 +100,24 @@ export async function enqueueTest(db: Db, webhook: { id: string; project_id: str
     .execute();
 }
 
+/**
+ * Sends the event of a logged attempt again (the dashboard's resend): a new delivery, with a new
+ * X-Guidon-Delivery, so a receiver that drops duplicates still processes it. False: no such attempt.
+ */
+export async function resendAttempt(db: Db, webhookId: string, attemptId: string): Promise<boolean> {
+  const original = await db
+    .selectFrom('webhook_attempts')
+    .innerJoin('webhook_deliveries', 'webhook_deliveries.id', 'webhook_attempts.delivery_id')
+    .select(['webhook_deliveries.event_id', 'webhook_deliveries.action', 'webhook_deliveries.payload'])
+    .where('webhook_attempts.id', '=', attemptId)
+    .where('webhook_attempts.webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  if (!original) return false;
+  const now = nowIso();
+  await db.insertInto('webhook_deliveries').values({ id: newId(), webhook_id: webhookId, ...original, status: 'pending', next_attempt_at: now, created_at: now }).execute();
+  return true;
+}
+
 export interface ClaimedDelivery {
   id: string;
   webhook_id: string;

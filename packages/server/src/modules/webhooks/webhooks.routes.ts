@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
 import type { ApiPlugin } from '../../services.js';
 import { onlyProvided } from '../../db/values.js';
-import { Conflict, Invalid } from '../../errors.js';
+import { Conflict, Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import { classifyHost } from './addresses.js';
-import { createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, updateWebhook } from './webhooks.repository.js';
-import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
+import { createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, updateWebhook } from './webhooks.repository.js';
+import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
 
 type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
 const change = (action: string, before: Webhook | null, after: Webhook | null) => ({
@@ -106,5 +106,17 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
   }, async (request) => {
     const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
     return listAttempts(db, webhook.id, { limit: request.query.limit ?? 50, cursor: request.query.cursor });
+  });
+
+  // Beyond contract §11, for the dashboard: send a logged delivery's event again.
+  app.post(`${base}/:webhook_id/deliveries/:delivery_id/resend`, {
+    config: { role: 'owner' },
+    schema: { tags, params: DeliveryParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409) } },
+  }, async (request, reply) => {
+    const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
+    if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
+    if (!(await resendAttempt(db, webhook.id, request.params.delivery_id))) throw new NotFound('Delivery not found');
+    webhooks.wake();
+    return reply.code(202).send({ message: 'The event is on its way again' });
   });
 };

@@ -38,6 +38,7 @@ export const UpdateWebhookBody = Type.Object({
 });
 
 export const WebhookParams = Type.Object({ project_id: Uuid, webhook_id: Uuid });
+export const DeliveryParams = Type.Object({ project_id: Uuid, webhook_id: Uuid, delivery_id: Uuid });
 
 export const Delivery = Type.Object({
   id: Uuid,
