@@ -34,11 +34,26 @@ import { historyRoutes } from './modules/history/history.routes.js';
 import { EvaluationItem } from './modules/history/history.schemas.js';
 import { Project } from './modules/projects/projects.schemas.js';
 import { projectRoutes } from './modules/projects/projects.routes.js';
+import { ApiToken } from './modules/api-tokens/api-tokens.schemas.js';
+import { apiTokenRoutes } from './modules/api-tokens/api-tokens.routes.js';
+import { AuditEvent } from './modules/audit/audit.schemas.js';
+import { auditRoutes } from './modules/audit/audit.routes.js';
+import { ProjectWrites } from './modules/audit/project-writes.js';
+import { authorize, declaredRoute, type DeclaredRoute } from './modules/members/access.js';
+import { Member } from './modules/members/members.schemas.js';
+import { memberRoutes } from './modules/members/members.routes.js';
+import { Webhook } from './modules/webhooks/webhooks.schemas.js';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
+import { WebhookSender, type WebhookSenderOptions } from './modules/webhooks/webhooks.sender.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated user (routes under /api). */
     userId: string;
+  }
+  interface FastifyInstance {
+    /** Every /api route with its declared least role (the role matrix test reads it). */
+    apiRoutes: DeclaredRoute[];
   }
 }
 
@@ -47,6 +62,10 @@ export interface BuildOptions {
   logStream?: NodeJS.WritableStream;
   /** How often compiled projects are checked against their stored revision (default 1 s). */
   revisionCheckIntervalMs?: number;
+  /** Tests only: false runs without change notifications (the revision check alone). */
+  changeNotifications?: boolean;
+  /** Tests only: a faster retry schedule, poll and timeout for webhook deliveries. */
+  webhooks?: WebhookSenderOptions;
 }
 
 /**
@@ -123,6 +142,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   const redis = config.redisUrl ? createRedis(config.redisUrl, app.log) : null;
   const counters: CounterStore = redis ? { kind: 'redis', client: redis } : cluster.isWorker ? { kind: 'cluster' } : { kind: 'memory' };
   const evaluateCache = new EvaluateCache(db);
+  const bus = options.changeNotifications === false ? null : changeBusFor(config, db, redis, app.log);
+  const changes = new ChangeFeed(db, evaluateCache, bus, app.log, options.revisionCheckIntervalMs);
+  const webhooks = new WebhookSender(db, database.dialect, config.webhookAllowPrivate, app.log, options.webhooks);
   const services: Services = {
     config,
     db,
@@ -131,19 +153,23 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     limits: createRateLimits(config.rateLimits, app.log, counters),
     mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
     evaluateCache,
-    changes: new ChangeFeed(db, evaluateCache, changeBusFor(config, db, redis, app.log), app.log, options.revisionCheckIntervalMs),
+    changes,
     history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays }),
+    writes: new ProjectWrites(db, changes, () => webhooks.wake(), app.log),
+    webhooks,
   };
   await services.changes.start();
   await services.history.start();
+  webhooks.start();
   app.addHook('onClose', async () => {
     await services.history.close();
+    await webhooks.close();
     await services.changes.close();
     if (redis) await closeRedis(redis);
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, Project, Environment, Flag, Rule, EvaluationItem]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Project, Environment, Flag, Rule, EvaluationItem, Member, ApiToken, AuditEvent, Webhook]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -167,21 +193,24 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     await auth.register(accountRoutes, services);
   });
   await app.register(evaluateRoutes, services);
+  app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(
     async (api) => {
       api.decorateRequest('userId', '');
+      api.decorateRequest('actor', null as never);
+      api.decorateRequest('apiToken', null);
+      api.decorateRequest('projectRole', null);
       api.addHook('onRoute', (route) => {
         route.schema = { ...route.schema, security: [{ bearer: [] }] };
+        app.apiRoutes.push(...declaredRoute(route)); // throws for a route that declares no role
       });
       api.addHook('onRequest', requireUser(services));
+      api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
-      // The one invalidation path: every successful write under a project, before its answer leaves.
-      api.addHook('onSend', async (request, reply, payload) => {
-        const projectId = (request.params as { project_id?: string } | undefined)?.project_id;
-        if (request.method !== 'GET' && projectId && reply.statusCode < 400) await services.changes.projectChanged(projectId);
-        return payload;
-      });
-      for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes]) await api.register(routes, services);
+      // Writes go through services.writes.apply (the one change path), not a hook here.
+      for (const routes of [currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes, auditRoutes, webhookRoutes]) {
+        await api.register(routes, services);
+      }
     },
     { prefix: '/api' },
   );

@@ -22,6 +22,10 @@ export interface Config {
   evaluationRetentionDays: number;
   /** Origins allowed by CORS; empty: CORS headers are not sent. `*` allows any. */
   corsOrigins: string[];
+  /** false: /auth/register only for an address with a pending invitation. */
+  allowRegistration: boolean;
+  /** true: webhooks may target loopback, link-local and private addresses. */
+  webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -56,6 +60,14 @@ function parseDatabase(raw: string | undefined): Config['database'] {
   throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
 }
 
+function boolSetting(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
 function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
   const value = raw?.trim();
   if (!value) return DEFAULT_TRUSTED_PROXIES;
@@ -87,5 +99,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     evaluationRetentionDays: intSetting(env, 'EVALUATION_RETENTION_DAYS', 30),
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
+    allowRegistration: boolSetting(env, 'ALLOW_REGISTRATION', true),
+    webhookAllowPrivate: boolSetting(env, 'WEBHOOK_ALLOW_PRIVATE', false),
   });
 }

@@ -9,6 +9,8 @@ import type { LoginTokens } from './modules/accounts/tokens.js';
 import type { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
 import type { ChangeFeed } from './modules/evaluate/evaluate.changes.js';
 import type { HistoryRecorder } from './modules/history/history.recorder.js';
+import type { ProjectWrites } from './modules/audit/project-writes.js';
+import type { WebhookSender } from './modules/webhooks/webhooks.sender.js';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -23,6 +25,9 @@ export interface Services {
   evaluateCache: EvaluateCache;
   changes: ChangeFeed;
   history: HistoryRecorder;
+  /** The one change path for every write under a project (audit/project-writes.ts). */
+  writes: ProjectWrites;
+  webhooks: WebhookSender;
 }
 
 /** A route plugin: registered by app.ts with the services as its options. */
@@ -31,10 +36,11 @@ export type ApiPlugin = FastifyPluginAsync<Services, RawServerDefault, TypeBoxTy
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
-     * The least a caller needs to use the route (contract §8): 'user' is any signed-in caller;
-     * the project roles apply to routes under /api/projects/{project_id}. Declared by every /api
-     * route and decided in one place.
+     * The least a caller needs to use the route (contract §8): 'user' is any signed-in caller,
+     * 'login' a signed-in user but no API token; the project roles apply to routes under
+     * /api/projects/{project_id}. Declared by every /api route (the app does not start otherwise)
+     * and decided in one place: authorize() in modules/members/access.ts.
      */
-    role?: 'user' | 'viewer' | 'editor' | 'owner';
+    role?: 'login' | 'user' | 'viewer' | 'editor' | 'owner';
   }
 }

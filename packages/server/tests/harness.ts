@@ -1,7 +1,7 @@
 /** Test harness: a real server on a real port with a fresh SQLite file, and a small HTTP client. */
 import { Writable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
-import { buildApp } from '../src/app.js';
+import { buildApp, type BuildOptions } from '../src/app.js';
 import type { App } from '../src/services.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
@@ -22,7 +22,10 @@ export interface TestServer {
  * test-database.ts). Rate limits are off unless the test sets them (a file registers far more
  * users than 60 a minute).
  */
-export async function startServer(env: Record<string, string> = {}, options: { database?: TestDatabase; revisionCheckIntervalMs?: number } = {}): Promise<TestServer> {
+export async function startServer(
+  env: Record<string, string> = {},
+  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; changeNotifications?: boolean } = {},
+): Promise<TestServer> {
   // A database passed in is shared with other servers: the caller drops it.
   const testDatabase = options.database ?? (await createTestDatabase());
   const config = loadConfig({
@@ -42,7 +45,7 @@ export async function startServer(env: Record<string, string> = {}, options: { d
     },
   });
   const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
-  const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs });
+  const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs, webhooks: options.webhooks, changeNotifications: options.changeNotifications });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {

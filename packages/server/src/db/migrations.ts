@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Migration } from 'kysely';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -133,6 +134,111 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .addPrimaryKeyConstraint('evaluation_counts_pk', ['flag_id', 'hour_start'])
           .execute();
         await db.schema.createIndex('evaluation_counts_environment_idx').on('evaluation_counts').columns(['environment_id', 'hour_start']).execute();
+      },
+    },
+    // Issue 10 (0002 is left to issue 7's work): members, API tokens, the audit log, webhooks.
+    '0003_teams': {
+      async up(db: Kysely<any>) {
+        // A membership, or an invitation while user_id is null (the email is the invitee's).
+        await db.schema
+          .createTable('project_members')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('user_id', uuid, (c) => c.references('users.id').onDelete('cascade'))
+          .addColumn('email', 'text', (c) => c.notNull())
+          .addColumn('role', 'text', (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addUniqueConstraint('project_members_project_email_unique', ['project_id', 'email'])
+          .execute();
+        await db.schema.createIndex('project_members_user_idx').on('project_members').columns(['user_id', 'project_id']).execute();
+        await db.schema.createIndex('project_members_email_idx').on('project_members').column('email').execute();
+        // Every project's creator becomes its owner (nothing else changes).
+        const creators = await db
+          .selectFrom('projects')
+          .innerJoin('users', 'users.id', 'projects.owner_id')
+          .select(['projects.id as project_id', 'users.id as user_id', 'users.email', 'projects.created_at'])
+          .execute();
+        for (const row of creators) {
+          await db.insertInto('project_members').values({ id: randomUUID(), ...row, role: 'owner' }).execute();
+        }
+
+        await db.schema
+          .createTable('api_tokens')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('project_id', uuid, (c) => c.references('projects.id').onDelete('cascade'))
+          .addColumn('role', 'text')
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('expires_at', timestamp)
+          .addColumn('last_used_at', timestamp)
+          .execute();
+        await db.schema.createIndex('api_tokens_user_idx').on('api_tokens').columns(['user_id', 'created_at']).execute();
+
+        // No foreign key to environments or users: an event outlives what it describes.
+        await db.schema
+          .createTable('audit_events')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('environment_id', uuid)
+          .addColumn('action', 'text', (c) => c.notNull())
+          .addColumn('resource_type', 'text', (c) => c.notNull())
+          .addColumn('resource_id', uuid, (c) => c.notNull())
+          .addColumn('resource_key', 'text')
+          .addColumn('actor_user_id', uuid)
+          .addColumn('actor_email', 'text')
+          .addColumn('actor_token_id', uuid)
+          .addColumn('before', json)
+          .addColumn('after', json)
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('audit_events_project_time_idx').on('audit_events').columns(['project_id', 'created_at', 'id']).execute();
+
+        await db.schema
+          .createTable('webhooks')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('secret', 'text', (c) => c.notNull())
+          .addColumn('events', json, (c) => c.notNull())
+          .addColumn('description', 'text')
+          .addColumn('enabled', bool, (c) => c.notNull().defaultTo(trueValue))
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('webhooks_project_idx').on('webhooks').column('project_id').execute();
+
+        // The outbox: one row per (event, webhook), written in the change's transaction.
+        await db.schema
+          .createTable('webhook_deliveries')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('webhook_id', uuid, (c) => c.notNull().references('webhooks.id').onDelete('cascade'))
+          .addColumn('event_id', uuid, (c) => c.notNull())
+          .addColumn('action', 'text', (c) => c.notNull())
+          .addColumn('payload', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('next_attempt_at', timestamp, (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('webhook_deliveries_due_idx').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
+
+        // The delivery log: one row per attempt.
+        await db.schema
+          .createTable('webhook_attempts')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('delivery_id', uuid, (c) => c.notNull().references('webhook_deliveries.id').onDelete('cascade'))
+          .addColumn('webhook_id', uuid, (c) => c.notNull().references('webhooks.id').onDelete('cascade'))
+          .addColumn('event_id', uuid, (c) => c.notNull())
+          .addColumn('action', 'text', (c) => c.notNull())
+          .addColumn('attempt', 'integer', (c) => c.notNull())
+          .addColumn('status_code', 'integer')
+          .addColumn('error', 'text')
+          .addColumn('duration_ms', 'integer', (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('webhook_attempts_webhook_time_idx').on('webhook_attempts').columns(['webhook_id', 'created_at', 'id']).execute();
       },
     },
   };

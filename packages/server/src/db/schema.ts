@@ -109,6 +109,88 @@ export interface EvaluationCountsTable {
   disabled_count: ColumnType<number | string, number, number>;
 }
 
+export type Role = 'viewer' | 'editor' | 'owner';
+
+/** A membership, or an invitation while user_id is null. */
+export interface ProjectMembersTable {
+  id: string;
+  project_id: string;
+  user_id: string | null;
+  email: string;
+  role: Role;
+  created_at: Timestamp;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  user_id: string;
+  name: string;
+  /** SHA-256 of the secret, hex. */
+  token_hash: string;
+  project_id: string | null;
+  role: Role | null;
+  created_at: Timestamp;
+  expires_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+}
+
+/** A JSON object column: text on SQLite, parsed by pg for jsonb. */
+export type JsonObject = ColumnType<string | Record<string, unknown> | null, string | null, string | null>;
+
+export interface AuditEventsTable {
+  id: string;
+  project_id: string;
+  environment_id: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  resource_key: string | null;
+  actor_user_id: string | null;
+  actor_email: string | null;
+  actor_token_id: string | null;
+  before: JsonObject;
+  after: JsonObject;
+  created_at: Timestamp;
+}
+
+export interface WebhooksTable {
+  id: string;
+  project_id: string;
+  url: string;
+  secret: string;
+  events: JsonArray;
+  description: string | null;
+  enabled: Bool;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  action: string;
+  /** The JSON body sent, the same on every retry. */
+  payload: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  created_at: Timestamp;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  webhook_id: string;
+  event_id: string;
+  action: string;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: Timestamp;
+}
+
 export interface Schema {
   users: UsersTable;
   settings: SettingsTable;
@@ -120,4 +202,10 @@ export interface Schema {
   evaluation_snapshots: EvaluationSnapshotsTable;
   evaluations: EvaluationsTable;
   evaluation_counts: EvaluationCountsTable;
+  project_members: ProjectMembersTable;
+  api_tokens: ApiTokensTable;
+  audit_events: AuditEventsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }

@@ -13,7 +13,7 @@ export function findUserByEmail(db: Db, email: string) {
 }
 
 export function findUserById(db: Db, id: string) {
-  return db.selectFrom('users').select(['id', 'token_version']).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('users').select(['id', 'email', 'token_version']).where('id', '=', id).executeTakeFirst();
 }
 
 export async function storeResetToken(db: Db, tokenHash: string, userId: string, expiresAt: string): Promise<void> {

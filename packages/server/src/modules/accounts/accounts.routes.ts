@@ -2,10 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { looksLikeEmail } from '@guidon/engine';
 import type { Services, ApiPlugin } from '../../services.js';
-import { Invalid, Unauthorized } from '../../errors.js';
+import { Forbidden, Invalid, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { createUser, findUserByEmail, findUserById, resetPassword, storeResetToken } from './accounts.repository.js';
+import { authenticateApiToken, TOKEN_PREFIX } from '../api-tokens/api-tokens.repository.js';
+import { acceptInvitation, hasPendingInvitation, pendingInvitations } from '../members/members.repository.js';
 import { CurrentUser, ForgotPasswordBody, LoginBody, LoginResult, MessageResult, RegisterBody, RegisteredUser, ResetPasswordBody } from './accounts.schemas.js';
 
 const RESET_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
@@ -15,16 +17,25 @@ const normalizeEmail = (email: string) => email.trim().toLowerCase();
 const hashResetToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** /auth/*: no bearer token. */
-export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer, config }) => {
+export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer, config, writes }) => {
   const tags = ['account'];
 
   app.post('/auth/register', {
     onRequest: async (request) => limits.register?.hit(request.ip),
-    schema: { tags, body: RegisterBody, response: { 201: RegisteredUser, ...errorResponses(400, 409, 429) } },
+    schema: { tags, body: RegisterBody, response: { 201: RegisteredUser, ...errorResponses(400, 403, 409, 429) } },
   }, async (request, reply) => {
     const email = normalizeEmail(request.body.email);
     if (!looksLikeEmail(email)) throw new Invalid('email must be a valid email address');
+    if (!config.allowRegistration && !(await hasPendingInvitation(db, email))) throw new Forbidden('Sign-up is closed: ask a project owner for an invitation');
     const user = await createUser(db, email, await hashPassword(request.body.password));
+    // Every invitation for the address becomes a membership (one audit event in each project).
+    for (const invitation of await pendingInvitations(db, email)) {
+      await writes.apply({ user_id: user.id, email, token_id: null }, invitation.project_id, async (trx, record) => {
+        const { project_id: _project, ...before } = invitation;
+        const after = await acceptInvitation(trx, invitation.id, user.id);
+        record({ action: 'member.joined', resource_type: 'member', resource_id: after.id, before, after });
+      });
+    }
     return reply.code(201).send(user);
   });
 
@@ -74,20 +85,34 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
   });
 };
 
-/** onRequest hook for /api/*: a valid, unexpired, unrevoked login token, else 401. */
+/**
+ * onRequest hook for /api/*: a valid, unexpired, unrevoked login token (JWT) or API token
+ * (gdn_…, contract §9), else 401. Sets who is calling; what they may do is members/access.ts.
+ */
 export function requireUser({ db, tokens }: Services) {
   return async (request: FastifyRequest): Promise<void> => {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    const claims = match?.[1] ? await tokens.verify(match[1]) : null;
+    const secret = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+    if (!secret) throw new Unauthorized();
+    if (secret.startsWith(TOKEN_PREFIX)) {
+      const token = await authenticateApiToken(db, secret);
+      if (!token) throw new Unauthorized();
+      request.userId = token.user_id;
+      request.actor = { user_id: token.user_id, email: token.email, token_id: token.id };
+      request.apiToken = { id: token.id, project_id: token.project_id, role: token.role };
+      return;
+    }
+    const claims = await tokens.verify(secret);
     const user = claims ? await findUserById(db, claims.userId) : undefined;
     if (!claims || !user || user.token_version !== claims.tokenVersion) throw new Unauthorized();
     request.userId = user.id;
+    request.actor = { user_id: user.id, email: user.email, token_id: null };
+    request.apiToken = null;
   };
 }
 
 /** GET /api/me */
 export const currentUserRoutes: ApiPlugin = async (app) => {
-  app.get('/me', { schema: { tags: ['account'], response: { 200: CurrentUser, ...errorResponses(401) } } }, async (request) => ({
+  app.get('/me', { config: { role: 'user' }, schema: { tags: ['account'], response: { 200: CurrentUser, ...errorResponses(401) } } }, async (request) => ({
     user_id: request.userId,
   }));
 };

@@ -6,24 +6,21 @@ import { NotFound } from '../../errors.js';
 const COLUMNS = ['environments.id', 'environments.project_id', 'environments.name', 'environments.key', 'environments.created_at'] as const;
 
 function toEnvironment(row: { id: string; project_id: string; name: string; key: string; created_at: string | Date }) {
-  return { ...row, created_at: toIso(row.created_at) };
+  return { id: row.id, project_id: row.project_id, name: row.name, key: row.key, created_at: toIso(row.created_at) };
 }
 
 export interface EnvironmentScope {
-  ownerId: string;
   projectId: string;
   envId: string;
 }
 
-/** The environment, if it is in the project and the project belongs to the user; else NotFound. */
+/** The environment, if it is in the project; else NotFound. */
 export async function requireEnvironment(db: Db, scope: EnvironmentScope) {
   const row = await db
     .selectFrom('environments')
-    .innerJoin('projects', 'projects.id', 'environments.project_id')
     .select(COLUMNS)
     .where('environments.id', '=', scope.envId)
     .where('environments.project_id', '=', scope.projectId)
-    .where('projects.owner_id', '=', scope.ownerId)
     .executeTakeFirst();
   if (!row) throw new NotFound('Environment not found');
   return toEnvironment(row);

@@ -2,54 +2,69 @@ import { Type } from 'typebox';
 import type { ApiPlugin } from '../../services.js';
 import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { requireProject } from '../projects/projects.repository.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import { createEnvironment, deleteEnvironment, listEnvironments, renameEnvironment, requireEnvironment } from './environments.repository.js';
 import { CreateEnvironmentBody, EnvironmentParams, UpdateEnvironmentBody } from './environments.schemas.js';
 
+type Environment = Awaited<ReturnType<typeof requireEnvironment>>;
+const change = (action: string, before: Environment | null, after: Environment | null) => {
+  const environment = (after ?? before)!;
+  return { action, resource_type: 'environment' as const, resource_id: environment.id, resource_key: environment.key, environment_id: environment.id, before, after };
+};
+
 /** /api/projects/{project_id}/environments */
-export const environmentRoutes: ApiPlugin = async (app, { db }) => {
+export const environmentRoutes: ApiPlugin = async (app, { db, writes }) => {
   const tags = ['environments'];
   const EnvironmentRef = Type.Ref('Environment');
   const base = '/projects/:project_id/environments';
-  const scopeOf = (request: { userId: string; params: { project_id: string; env_id: string } }) => ({
-    ownerId: request.userId,
-    projectId: request.params.project_id,
-    envId: request.params.env_id,
-  });
+  const scopeOf = (request: { params: { project_id: string; env_id: string } }) => ({ projectId: request.params.project_id, envId: request.params.env_id });
 
   app.post(base, {
-    schema: { tags, params: ProjectParams, body: CreateEnvironmentBody, response: { 201: EnvironmentRef, ...errorResponses(400, 401, 404, 409) } },
+    config: { role: 'editor' },
+    schema: { tags, params: ProjectParams, body: CreateEnvironmentBody, response: { 201: EnvironmentRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
-    const project = await requireProject(db, request.userId, request.params.project_id);
-    return reply.code(201).send(await createEnvironment(db, project.id, request.body));
+    const environment = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const created = await createEnvironment(trx, request.params.project_id, request.body);
+      record(change('environment.created', null, created));
+      return created;
+    });
+    return reply.code(201).send(environment);
   });
 
   app.get(base, {
+    config: { role: 'viewer' },
     schema: { tags, params: ProjectParams, response: { 200: Type.Array(EnvironmentRef), ...errorResponses(401, 404) } },
-  }, async (request) => {
-    const project = await requireProject(db, request.userId, request.params.project_id);
-    return listEnvironments(db, project.id);
-  });
+  }, async (request) => listEnvironments(db, request.params.project_id));
 
   app.get(`${base}/:env_id`, {
+    config: { role: 'viewer' },
     schema: { tags, params: EnvironmentParams, response: { 200: EnvironmentRef, ...errorResponses(401, 404) } },
   }, async (request) => requireEnvironment(db, scopeOf(request)));
 
   app.put(`${base}/:env_id`, {
-    schema: { tags, params: EnvironmentParams, body: UpdateEnvironmentBody, response: { 200: EnvironmentRef, ...errorResponses(400, 401, 404) } },
+    config: { role: 'editor' },
+    schema: { tags, params: EnvironmentParams, body: UpdateEnvironmentBody, response: { 200: EnvironmentRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request) => {
-    const environment = await requireEnvironment(db, scopeOf(request));
     const { name, key } = request.body;
-    if (key !== undefined && key !== environment.key) throw new Invalid('The key of an environment cannot be changed');
-    return name === undefined ? environment : renameEnvironment(db, environment.id, name);
+    return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const before = await requireEnvironment(trx, scopeOf(request));
+      if (key !== undefined && key !== before.key) throw new Invalid('The key of an environment cannot be changed');
+      if (name === undefined) return before;
+      const after = await renameEnvironment(trx, before.id, name);
+      record(change('environment.updated', before, after));
+      return after;
+    });
   });
 
   app.delete(`${base}/:env_id`, {
-    schema: { tags, params: EnvironmentParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } },
+    config: { role: 'editor' },
+    schema: { tags, params: EnvironmentParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
-    const environment = await requireEnvironment(db, scopeOf(request));
-    await deleteEnvironment(db, environment.id);
+    await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const environment = await requireEnvironment(trx, scopeOf(request));
+      await deleteEnvironment(trx, environment.id);
+      record(change('environment.deleted', environment, null));
+    });
     return reply.code(204).send(null);
   });
 };

@@ -16,7 +16,12 @@ const CHANNEL = 'guidon_changes';
 export interface ChangeBus {
   /** onMessage gets every message published by any instance; onReconnect, each time the bus comes back after a gap. */
   start(onMessage: (message: string) => void, onReconnect: () => void): Promise<void>;
-  publish(message: string): Promise<void>;
+  /**
+   * transactional: the message is sent only if `within`, the change's transaction, commits
+   * (PostgreSQL NOTIFY); the others are sent after the commit.
+   */
+  readonly transactional?: boolean;
+  publish(message: string, within?: Db): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -56,8 +61,9 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
 
   return {
     start: (onMessage, onReconnect) => listen(onMessage, onReconnect),
-    async publish(message) {
-      await sql`select pg_notify(${CHANNEL}, ${message})`.execute(db);
+    transactional: true,
+    async publish(message, within = db) {
+      await sql`select pg_notify(${CHANNEL}, ${message})`.execute(within);
     },
     async close() {
       closed = true;
@@ -123,10 +129,11 @@ export function relayClusterChanges(): void {
 }
 
 /**
- * The one invalidation path. Every write to a project (or anything in it) ends in
- * projectChanged: it drops this instance's compiled view at once, bumps the project's revision,
- * and tells the other instances. A revision check every second is the safety net for a lost
- * notification.
+ * Keeps compiled projects in step with the database across instances. Every write under a
+ * project goes through ProjectWrites.apply (audit/project-writes.ts), which calls
+ * markChanged inside the write's transaction (the revision bump and, on PostgreSQL, the NOTIFY
+ * commit with the write or not at all) and afterCommit once it is committed. A revision check
+ * every second is the safety net for a lost notification.
  */
 export class ChangeFeed {
   private readonly instance = randomUUID();
@@ -151,15 +158,17 @@ export class ChangeFeed {
     this.timer.unref();
   }
 
-  /** Never throws: the write it follows is committed, and its answer must not turn into an error. */
-  async projectChanged(projectId: string): Promise<void> {
+  /** Inside the write's transaction: bumps the project's revision and, on PostgreSQL, queues the NOTIFY. */
+  async markChanged(trx: Db, projectId: string): Promise<void> {
+    await bumpRevision(trx, projectId);
+    if (this.bus?.transactional) await this.bus.publish(`${this.instance} ${projectId}`, trx);
+  }
+
+  /** After the commit: drops this instance's compiled view and tells the others (Redis, cluster). Never throws. */
+  afterCommit(projectId: string): void {
     this.cache.invalidateProject(projectId);
-    try {
-      await bumpRevision(this.db, projectId);
-    } catch (error) {
-      this.log.error({ err: error, projectId }, 'could not bump the project revision; other instances rely on the notification alone');
-    }
-    this.bus?.publish(`${this.instance} ${projectId}`).catch((error: unknown) => {
+    if (!this.bus || this.bus.transactional) return;
+    this.bus.publish(`${this.instance} ${projectId}`).catch((error: unknown) => {
       this.log.warn({ err: error, projectId }, 'could not notify other instances of a change; their revision check will catch it');
     });
   }

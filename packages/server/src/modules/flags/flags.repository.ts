@@ -37,16 +37,14 @@ export function toFlag(row: Selectable<FlagsTable>) {
 
 const duplicateKey = (key: string) => `A flag with key "${key}" already exists in this environment`;
 
-/** The flag, if it is in the environment, of the project, of the user; else NotFound. */
+/** The flag, if it is in the environment, of the project; else NotFound. */
 export async function requireFlag(db: Db, scope: FlagScope) {
   const row = await db
     .selectFrom('flags')
-    .innerJoin('projects', 'projects.id', 'flags.project_id')
     .select(COLUMNS)
     .where('flags.id', '=', scope.flagId)
     .where('flags.environment_id', '=', scope.envId)
     .where('flags.project_id', '=', scope.projectId)
-    .where('projects.owner_id', '=', scope.ownerId)
     .executeTakeFirst();
   if (!row) throw new NotFound('Flag not found');
   return toFlag(row);

@@ -7,54 +7,84 @@ import { EnvironmentParams } from '../environments/environments.schemas.js';
 import { createFlag, deleteFlag, listFlags, requireFlag, toggleFlag, updateFlag } from './flags.repository.js';
 import { CreateFlagBody, FlagParams, UpdateFlagBody } from './flags.schemas.js';
 
-type FlagRequest = { userId: string; params: { project_id: string; env_id: string; flag_id: string } };
+type FlagRequest = { params: { project_id: string; env_id: string; flag_id: string } };
 export const flagScopeOf = (request: FlagRequest) => ({
-  ownerId: request.userId,
   projectId: request.params.project_id,
   envId: request.params.env_id,
   flagId: request.params.flag_id,
 });
 
+type Flag = Awaited<ReturnType<typeof requireFlag>>;
+const change = (action: string, before: Flag | null, after: Flag | null) => {
+  const flag = (after ?? before)!;
+  return { action, resource_type: 'flag' as const, resource_id: flag.id, resource_key: flag.key, environment_id: flag.environment_id, before, after };
+};
+
 /** /api/projects/{project_id}/environments/{env_id}/flags */
-export const flagRoutes: ApiPlugin = async (app, { db }) => {
+export const flagRoutes: ApiPlugin = async (app, { db, writes }) => {
   const tags = ['flags'];
   const FlagRef = Type.Ref('Flag');
   const base = '/projects/:project_id/environments/:env_id/flags';
-  const environmentOf = (request: { userId: string; params: { project_id: string; env_id: string } }) =>
-    requireEnvironment(db, { ownerId: request.userId, projectId: request.params.project_id, envId: request.params.env_id });
+  const environmentOf = (trx: typeof db, request: { params: { project_id: string; env_id: string } }) =>
+    requireEnvironment(trx, { projectId: request.params.project_id, envId: request.params.env_id });
 
   app.post(base, {
-    schema: { tags, params: EnvironmentParams, body: CreateFlagBody, response: { 201: FlagRef, ...errorResponses(400, 401, 404, 409) } },
+    config: { role: 'editor' },
+    schema: { tags, params: EnvironmentParams, body: CreateFlagBody, response: { 201: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
-    const environment = await environmentOf(request);
     const { name, key, description = null, enabled = false, rollout_percentage = 0 } = request.body;
-    return reply.code(201).send(await createFlag(db, environment, { name, key, description, enabled, rollout_percentage }));
+    const flag = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const created = await createFlag(trx, await environmentOf(trx, request), { name, key, description, enabled, rollout_percentage });
+      record(change('flag.created', null, created));
+      return created;
+    });
+    return reply.code(201).send(flag);
   });
 
   app.get(base, {
+    config: { role: 'viewer' },
     schema: { tags, params: EnvironmentParams, response: { 200: Type.Array(FlagRef), ...errorResponses(401, 404) } },
-  }, async (request) => listFlags(db, (await environmentOf(request)).id));
+  }, async (request) => listFlags(db, (await environmentOf(db, request)).id));
 
   app.get(`${base}/:flag_id`, {
+    config: { role: 'viewer' },
     schema: { tags, params: FlagParams, response: { 200: FlagRef, ...errorResponses(401, 404) } },
   }, async (request) => requireFlag(db, flagScopeOf(request)));
 
   app.put(`${base}/:flag_id`, {
-    schema: { tags, params: FlagParams, body: UpdateFlagBody, response: { 200: FlagRef, ...errorResponses(400, 401, 404, 409) } },
+    config: { role: 'editor' },
+    schema: { tags, params: FlagParams, body: UpdateFlagBody, response: { 200: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request) => {
-    const flag = await requireFlag(db, flagScopeOf(request));
     const { name, key, description, enabled, rollout_percentage } = request.body;
-    return updateFlag(db, flag.id, onlyProvided({ name, key, description, enabled, rollout_percentage }));
+    return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const before = await requireFlag(trx, flagScopeOf(request));
+      const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage }));
+      record(change('flag.updated', before, after));
+      return after;
+    });
   });
 
   app.post(`${base}/:flag_id/toggle`, {
-    schema: { tags, params: FlagParams, response: { 200: FlagRef, ...errorResponses(401, 404) } },
-  }, async (request) => toggleFlag(db, (await requireFlag(db, flagScopeOf(request))).id));
+    config: { role: 'editor' },
+    schema: { tags, params: FlagParams, response: { 200: FlagRef, ...errorResponses(401, 403, 404) } },
+  }, async (request) =>
+    writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const before = await requireFlag(trx, flagScopeOf(request));
+      const after = await toggleFlag(trx, before.id);
+      record(change('flag.toggled', before, after));
+      return after;
+    }),
+  );
 
   app.delete(`${base}/:flag_id`, {
-    schema: { tags, params: FlagParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } },
+    config: { role: 'editor' },
+    schema: { tags, params: FlagParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
-    await deleteFlag(db, (await requireFlag(db, flagScopeOf(request))).id);
+    await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const flag = await requireFlag(trx, flagScopeOf(request));
+      await deleteFlag(trx, flag.id);
+      record(change('flag.deleted', flag, null));
+    });
     return reply.code(204).send(null);
   });
 };

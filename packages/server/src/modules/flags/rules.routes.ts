@@ -25,46 +25,75 @@ export function checkedRuleValue(type: RuleType, raw: string): string {
   return value;
 }
 
+type Rule = Awaited<ReturnType<typeof requireRule>>;
+/** A rule's events carry its flag's key and environment. */
+const change = (action: string, flag: { key: string; environment_id: string }, before: Rule | null, after: Rule | null) => ({
+  action,
+  resource_type: 'rule' as const,
+  resource_id: (after ?? before)!.id,
+  resource_key: flag.key,
+  environment_id: flag.environment_id,
+  before,
+  after,
+});
+
 /** /api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules */
-export const ruleRoutes: ApiPlugin = async (app, { db }) => {
+export const ruleRoutes: ApiPlugin = async (app, { db, writes }) => {
   const tags = ['rules'];
   const RuleRef = Type.Ref('Rule');
   const base = '/projects/:project_id/environments/:env_id/flags/:flag_id/rules';
 
   app.post(base, {
-    schema: { tags, params: FlagParams, body: CreateRuleBody, response: { 201: RuleRef, ...errorResponses(400, 401, 404) } },
+    config: { role: 'editor' },
+    schema: { tags, params: FlagParams, body: CreateRuleBody, response: { 201: RuleRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request, reply) => {
-    const flag = await requireFlag(db, flagScopeOf(request));
     const { rule_type, rule_value, enabled = true, priority = 0 } = request.body;
-    const rule = await createRule(db, flag.id, { rule_type, rule_value: checkedRuleValue(rule_type, rule_value), enabled, priority });
+    const rule = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const flag = await requireFlag(trx, flagScopeOf(request));
+      const created = await createRule(trx, flag.id, { rule_type, rule_value: checkedRuleValue(rule_type, rule_value), enabled, priority });
+      record(change('rule.created', flag, null, created));
+      return created;
+    });
     return reply.code(201).send(rule);
   });
 
   app.get(base, {
+    config: { role: 'viewer' },
     schema: { tags, params: FlagParams, response: { 200: Type.Array(RuleRef), ...errorResponses(401, 404) } },
   }, async (request) => listRules(db, [(await requireFlag(db, flagScopeOf(request))).id]));
 
   app.get(`${base}/:rule_id`, {
+    config: { role: 'viewer' },
     schema: { tags, params: RuleParams, response: { 200: RuleRef, ...errorResponses(401, 404) } },
   }, async (request) => requireRule(db, (await requireFlag(db, flagScopeOf(request))).id, request.params.rule_id));
 
   app.put(`${base}/:rule_id`, {
-    schema: { tags, params: RuleParams, body: UpdateRuleBody, response: { 200: RuleRef, ...errorResponses(400, 401, 404) } },
+    config: { role: 'editor' },
+    schema: { tags, params: RuleParams, body: UpdateRuleBody, response: { 200: RuleRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request) => {
-    const flag = await requireFlag(db, flagScopeOf(request));
-    const rule = await requireRule(db, flag.id, request.params.rule_id);
     const { rule_type, rule_value, enabled, priority } = request.body;
-    // A new type re-checks the kept value, and a new value is checked against the resulting type.
-    const type = rule_type ?? rule.rule_type;
-    const value = rule_type !== undefined || rule_value !== undefined ? checkedRuleValue(type, rule_value ?? rule.rule_value) : undefined;
-    return updateRule(db, rule.id, onlyProvided({ rule_type, rule_value: value, enabled, priority }));
+    return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const flag = await requireFlag(trx, flagScopeOf(request));
+      const before = await requireRule(trx, flag.id, request.params.rule_id);
+      // A new type re-checks the kept value, and a new value is checked against the resulting type.
+      const type = rule_type ?? before.rule_type;
+      const value = rule_type !== undefined || rule_value !== undefined ? checkedRuleValue(type, rule_value ?? before.rule_value) : undefined;
+      const after = await updateRule(trx, before.id, onlyProvided({ rule_type, rule_value: value, enabled, priority }));
+      record(change('rule.updated', flag, before, after));
+      return after;
+    });
   });
 
   app.delete(`${base}/:rule_id`, {
-    schema: { tags, params: RuleParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } },
+    config: { role: 'editor' },
+    schema: { tags, params: RuleParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
-    const flag = await requireFlag(db, flagScopeOf(request));
-    await deleteRule(db, (await requireRule(db, flag.id, request.params.rule_id)).id);
+    await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const flag = await requireFlag(trx, flagScopeOf(request));
+      const rule = await requireRule(trx, flag.id, request.params.rule_id);
+      await deleteRule(trx, rule.id);
+      record(change('rule.deleted', flag, rule, null));
+    });
     return reply.code(204).send(null);
   });
 };

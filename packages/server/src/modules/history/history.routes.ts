@@ -6,7 +6,6 @@ import { listEnvironments } from '../environments/environments.repository.js';
 import { requireFlag } from '../flags/flags.repository.js';
 import { flagScopeOf } from '../flags/flags.routes.js';
 import { FlagParams } from '../flags/flags.schemas.js';
-import { requireProject } from '../projects/projects.repository.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import { flagMetrics, listEvaluations } from './history.repository.js';
 import { EvaluationPage, EvaluationQuery, FlagMetrics, MetricsQuery, ServiceMetrics } from './history.schemas.js';
@@ -16,25 +15,28 @@ export const historyRoutes: ApiPlugin = async (app, { db, history }) => {
   const tags = ['history'];
 
   app.get('/projects/:project_id/evaluations', {
+    config: { role: 'viewer' },
     schema: { tags, params: ProjectParams, querystring: EvaluationQuery, response: { 200: EvaluationPage, ...errorResponses(400, 401, 404) } },
   }, async (request) => {
-    const project = await requireProject(db, request.userId, request.params.project_id);
-    const environmentIds = (await listEnvironments(db, project.id)).map((env) => env.id);
+    const environmentIds = (await listEnvironments(db, request.params.project_id)).map((env) => env.id);
     return listEvaluations(db, { ...request.query, limit: request.query.limit ?? 50, flagKey: request.query.flag_key, userId: request.query.user_id, environmentIds });
   });
 
   app.get('/projects/:project_id/environments/:env_id/evaluations', {
+    config: { role: 'viewer' },
     schema: { tags, params: EnvironmentParams, querystring: EvaluationQuery, response: { 200: EvaluationPage, ...errorResponses(400, 401, 404) } },
   }, async (request) => {
-    const environment = await requireEnvironment(db, { ownerId: request.userId, projectId: request.params.project_id, envId: request.params.env_id });
+    const environment = await requireEnvironment(db, { projectId: request.params.project_id, envId: request.params.env_id });
     return listEvaluations(db, { ...request.query, limit: request.query.limit ?? 50, flagKey: request.query.flag_key, userId: request.query.user_id, environmentIds: [environment.id] });
   });
 
   app.get('/projects/:project_id/environments/:env_id/flags/:flag_id/metrics', {
+    config: { role: 'viewer' },
     schema: { tags, params: FlagParams, querystring: MetricsQuery, response: { 200: FlagMetrics, ...errorResponses(400, 401, 404) } },
   }, async (request) => flagMetrics(db, await requireFlag(db, flagScopeOf(request)), request.query.hours ?? 24));
 
   app.get('/metrics', {
+    config: { role: 'user' },
     schema: { tags, response: { 200: ServiceMetrics, ...errorResponses(401) } },
   }, async () => ({ evaluation_history: history.metrics() }));
 };

@@ -1,42 +1,79 @@
 import { Type } from 'typebox';
 import type { ApiPlugin } from '../../services.js';
-import { onlyProvided } from '../../db/values.js';
+import { newId, onlyProvided } from '../../db/values.js';
 import { errorResponses } from '../../http/schemas.js';
+import { lowerOf } from '../members/access.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
 import { CreateProjectBody, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
 
 /** /api/projects */
-export const projectRoutes: ApiPlugin = async (app, { db }) => {
+export const projectRoutes: ApiPlugin = async (app, { db, writes }) => {
   const tags = ['projects'];
   const ProjectRef = Type.Ref('Project');
+  const record = (action: string, before: object | null, after: { id: string }) => ({ action, resource_type: 'project' as const, resource_id: after.id, before, after });
 
   app.post('/projects', {
-    schema: { tags, body: CreateProjectBody, response: { 201: ProjectRef, ...errorResponses(400, 401) } },
-  }, async (request, reply) => reply.code(201).send(await createProject(db, request.userId, request.body)));
+    config: { role: 'user' },
+    schema: { tags, body: CreateProjectBody, response: { 201: ProjectRef, ...errorResponses(400, 401, 403) } },
+  }, async (request, reply) => {
+    const owner = { id: request.userId, email: request.actor.email ?? '' };
+    const id = newId();
+    const project = await writes.apply(request.actor, id, async (trx, changed) => {
+      const created = await createProject(trx, id, owner, request.body);
+      changed(record('project.created', null, created));
+      return created;
+    });
+    return reply.code(201).send({ ...project, role: 'owner' });
+  });
 
   app.get('/projects', {
+    config: { role: 'user' },
     schema: { tags, response: { 200: Type.Array(ProjectRef), ...errorResponses(401) } },
-  }, async (request) => listProjects(db, request.userId));
+  }, async (request) => {
+    const projects = await listProjects(db, request.userId, request.apiToken?.project_id ?? null);
+    return projects.map((project) => ({ ...project, role: lowerOf(project.role, request.apiToken?.role ?? null) }));
+  });
 
   app.get('/projects/:project_id', {
+    config: { role: 'viewer' },
     schema: { tags, params: ProjectParams, response: { 200: ProjectRef, ...errorResponses(401, 404) } },
-  }, async (request) => requireProject(db, request.userId, request.params.project_id));
+  }, async (request) => ({ ...(await requireProject(db, request.params.project_id)), role: request.projectRole }));
 
   app.put('/projects/:project_id', {
-    schema: { tags, params: ProjectParams, body: UpdateProjectBody, response: { 200: ProjectRef, ...errorResponses(400, 401, 404) } },
+    config: { role: 'owner' },
+    schema: { tags, params: ProjectParams, body: UpdateProjectBody, response: { 200: ProjectRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request) => {
     const { name, description } = request.body;
-    return updateProject(db, request.userId, request.params.project_id, onlyProvided({ name, description }));
+    const projectId = request.params.project_id;
+    const project = await writes.apply(request.actor, projectId, async (trx, changed) => {
+      const before = await requireProject(trx, projectId);
+      const after = await updateProject(trx, projectId, onlyProvided({ name, description }));
+      changed(record('project.updated', before, after));
+      return after;
+    });
+    return { ...project, role: request.projectRole };
   });
 
   app.post('/projects/:project_id/regenerate-key', {
-    schema: { tags, params: ProjectParams, response: { 200: ProjectRef, ...errorResponses(401, 404) } },
-  }, async (request) => regenerateSdkKey(db, request.userId, request.params.project_id));
+    config: { role: 'owner' },
+    schema: { tags, params: ProjectParams, response: { 200: ProjectRef, ...errorResponses(401, 403, 404) } },
+  }, async (request) => {
+    const projectId = request.params.project_id;
+    const project = await writes.apply(request.actor, projectId, async (trx, changed) => {
+      const before = await requireProject(trx, projectId);
+      const after = await regenerateSdkKey(trx, projectId);
+      changed(record('project.key_regenerated', before, after));
+      return after;
+    });
+    return { ...project, role: request.projectRole };
+  });
 
+  // No event: the project's audit log goes with it (contract §10).
   app.delete('/projects/:project_id', {
-    schema: { tags, params: ProjectParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } },
+    config: { role: 'owner' },
+    schema: { tags, params: ProjectParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
-    await deleteProject(db, request.userId, request.params.project_id);
+    await writes.apply(request.actor, request.params.project_id, (trx) => deleteProject(trx, request.params.project_id));
     return reply.code(204).send(null);
   });
 };

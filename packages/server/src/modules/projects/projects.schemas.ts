@@ -9,6 +9,7 @@ export const Project = Type.Object(
     sdk_key: Type.String({ description: 'Credential for POST /sdk/v1/evaluate; prefix sdk_' }),
     created_at: Timestamp,
     updated_at: Timestamp,
+    role: Type.Union([Type.Literal('viewer'), Type.Literal('editor'), Type.Literal('owner')], { description: "the caller's role in the project" }),
   },
   { $id: 'Project' },
 );

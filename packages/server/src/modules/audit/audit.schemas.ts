@@ -1,0 +1,34 @@
+import { Type } from 'typebox';
+import { Timestamp, Uuid } from '../../http/schemas.js';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const AuditEvent = Type.Object(
+  {
+    id: Uuid,
+    project_id: Uuid,
+    environment_id: Nullable(Uuid),
+    action: Type.String({ description: '<resource>.<verb>, e.g. flag.toggled' }),
+    resource_type: Type.String(),
+    resource_id: Uuid,
+    resource_key: Nullable(Type.String()),
+    actor: Type.Object({ user_id: Nullable(Uuid), email: Nullable(Type.String()), token_id: Nullable(Uuid) }),
+    before: Nullable(Type.Object({}, { additionalProperties: true })),
+    after: Nullable(Type.Object({}, { additionalProperties: true })),
+    created_at: Timestamp,
+  },
+  { $id: 'AuditEvent' },
+);
+
+export const AuditPage = Type.Object({ items: Type.Array(Type.Ref('AuditEvent')), next_cursor: Nullable(Type.String()) });
+
+const ResourceType = Type.Union(['project', 'environment', 'flag', 'rule', 'member', 'webhook'].map((name) => Type.Literal(name)));
+
+export const AuditQuery = Type.Object({
+  resource_type: Type.Optional(ResourceType),
+  resource_id: Type.Optional(Uuid),
+  environment_id: Type.Optional(Uuid),
+  actor_id: Type.Optional(Uuid),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+  cursor: Type.Optional(Type.String({ maxLength: 500 })),
+});

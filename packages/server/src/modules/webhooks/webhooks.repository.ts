@@ -1,0 +1,194 @@
+import { randomBytes } from 'node:crypto';
+import type { Selectable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { WebhooksTable } from '../../db/schema.js';
+import { newId, nowIso, toArray, toBool, toIso } from '../../db/values.js';
+import { NotFound } from '../../errors.js';
+import { decodeCursor, encodeCursor, type AuditEvent } from '../audit/audit.repository.js';
+
+export interface WebhookFields {
+  url: string;
+  events: string[];
+  description: string | null;
+  enabled: boolean;
+}
+
+const COLUMNS = ['id', 'project_id', 'url', 'events', 'description', 'enabled', 'created_at', 'updated_at'] as const;
+
+export function toWebhook(row: Omit<Selectable<WebhooksTable>, 'secret'>) {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    url: row.url,
+    events: toArray(row.events),
+    description: row.description,
+    enabled: toBool(row.enabled),
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+  };
+}
+
+export async function listWebhooks(db: Db, projectId: string) {
+  const rows = await db.selectFrom('webhooks').select(COLUMNS).where('project_id', '=', projectId).orderBy('created_at').orderBy('id').execute();
+  return rows.map(toWebhook);
+}
+
+export async function requireWebhook(db: Db, projectId: string, webhookId: string) {
+  const row = await db.selectFrom('webhooks').select(COLUMNS).where('id', '=', webhookId).where('project_id', '=', projectId).executeTakeFirst();
+  if (!row) throw new NotFound('Webhook not found');
+  return toWebhook(row);
+}
+
+/** The secret is returned here only; it signs every delivery. */
+export async function createWebhook(trx: Db, projectId: string, fields: WebhookFields) {
+  const now = nowIso();
+  const secret = `whsec_${randomBytes(32).toString('base64url')}`;
+  const row = { id: newId(), project_id: projectId, ...fields, events: JSON.stringify(fields.events), secret, created_at: now, updated_at: now };
+  await trx.insertInto('webhooks').values(row).execute();
+  return { webhook: toWebhook(row), secret };
+}
+
+export async function updateWebhook(trx: Db, webhookId: string, changes: Partial<WebhookFields>) {
+  const { events, ...rest } = changes;
+  const row = await trx
+    .updateTable('webhooks')
+    .set({ ...rest, ...(events ? { events: JSON.stringify(events) } : {}), updated_at: nowIso() })
+    .where('id', '=', webhookId)
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow();
+  return toWebhook(row);
+}
+
+export async function deleteWebhook(trx: Db, webhookId: string): Promise<void> {
+  await trx.deleteFrom('webhooks').where('id', '=', webhookId).execute();
+}
+
+const matches = (events: string[], action: string) => events.includes('*') || events.includes(action);
+
+/** In the change's transaction: one outbox row per enabled webhook whose events match (contract §11). */
+export async function enqueueDeliveries(trx: Db, event: AuditEvent): Promise<void> {
+  const hooks = await trx.selectFrom('webhooks').select(['id', 'events', 'enabled']).where('project_id', '=', event.project_id).execute();
+  const targets = hooks.filter((hook) => toBool(hook.enabled) && matches(toArray(hook.events), event.action));
+  if (targets.length === 0) return;
+  const now = nowIso();
+  const payload = JSON.stringify(event);
+  await trx
+    .insertInto('webhook_deliveries')
+    .values(targets.map((hook) => ({ id: newId(), webhook_id: hook.id, event_id: event.id, action: event.action, payload, status: 'pending' as const, next_attempt_at: now, created_at: now })))
+    .execute();
+}
+
+/** A webhook.test event for one webhook, whatever its events (POST …/test). */
+export async function enqueueTest(db: Db, webhook: { id: string; project_id: string }, actor: AuditEvent['actor']): Promise<void> {
+  const now = nowIso();
+  const event: AuditEvent = {
+    id: newId(),
+    project_id: webhook.project_id,
+    environment_id: null,
+    action: 'webhook.test',
+    resource_type: 'webhook',
+    resource_id: webhook.id,
+    resource_key: null,
+    actor,
+    before: null,
+    after: null,
+    created_at: now,
+  };
+  await db
+    .insertInto('webhook_deliveries')
+    .values({ id: newId(), webhook_id: webhook.id, event_id: event.id, action: event.action, payload: JSON.stringify(event), status: 'pending', next_attempt_at: now, created_at: now })
+    .execute();
+}
+
+/**
+ * Sends the event of a logged attempt again (the dashboard's resend): a new delivery, with a new
+ * X-Guidon-Delivery, so a receiver that drops duplicates still processes it. False: no such attempt.
+ */
+export async function resendAttempt(db: Db, webhookId: string, attemptId: string): Promise<boolean> {
+  const original = await db
+    .selectFrom('webhook_attempts')
+    .innerJoin('webhook_deliveries', 'webhook_deliveries.id', 'webhook_attempts.delivery_id')
+    .select(['webhook_deliveries.event_id', 'webhook_deliveries.action', 'webhook_deliveries.payload'])
+    .where('webhook_attempts.id', '=', attemptId)
+    .where('webhook_attempts.webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  if (!original) return false;
+  const now = nowIso();
+  await db.insertInto('webhook_deliveries').values({ id: newId(), webhook_id: webhookId, ...original, status: 'pending', next_attempt_at: now, created_at: now }).execute();
+  return true;
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  action: string;
+  payload: string;
+  attempts: number;
+}
+
+/**
+ * Takes up to `limit` due deliveries for this instance: their next attempt moves to `leaseUntil`,
+ * so no other instance takes them meanwhile, and one that dies mid-send leaves them to be retried
+ * when the lease ends. One statement; on PostgreSQL rows another instance is claiming are skipped.
+ */
+export async function claimDueDeliveries(db: Db, dialect: 'sqlite' | 'postgres', limit: number, leaseUntil: string): Promise<ClaimedDelivery[]> {
+  const now = nowIso();
+  // A read first: the poll runs every second on every instance, and is nearly always empty.
+  const any = await db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').where('next_attempt_at', '<=', now).limit(1).executeTakeFirst();
+  if (!any) return [];
+  let due = db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
+  if (dialect === 'postgres') due = due.forUpdate().skipLocked();
+  return db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ next_attempt_at: leaseUntil, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', due)
+    .where('status', '=', 'pending')
+    .returning(['id', 'webhook_id', 'event_id', 'action', 'payload', 'attempts'])
+    .execute();
+}
+
+export function findWebhookForSend(db: Db, webhookId: string) {
+  return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'enabled']).where('id', '=', webhookId).executeTakeFirst();
+}
+
+export interface AttemptOutcome {
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+/** Logs one attempt and moves the delivery on: done, retried at `retryAt`, or failed for good (retryAt null). */
+export async function recordAttempt(db: Db, delivery: ClaimedDelivery, outcome: AttemptOutcome, succeeded: boolean, retryAt: string | null): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('webhook_attempts')
+      .values({ id: newId(), delivery_id: delivery.id, webhook_id: delivery.webhook_id, event_id: delivery.event_id, action: delivery.action, attempt: delivery.attempts, ...outcome, created_at: nowIso() })
+      .execute();
+    await trx
+      .updateTable('webhook_deliveries')
+      .set(succeeded ? { status: 'succeeded' } : retryAt ? { next_attempt_at: retryAt } : { status: 'failed' })
+      .where('id', '=', delivery.id)
+      .execute();
+  });
+}
+
+/** A delivery whose webhook was disabled (or deleted) after it was queued is dropped unsent. */
+export async function dropDelivery(db: Db, deliveryId: string): Promise<void> {
+  await db.updateTable('webhook_deliveries').set({ status: 'failed' }).where('id', '=', deliveryId).execute();
+}
+
+export async function listAttempts(db: Db, webhookId: string, query: { limit: number; cursor?: string | undefined }) {
+  let select = db
+    .selectFrom('webhook_attempts')
+    .select(['id', 'event_id', 'action', 'attempt', 'status_code', 'error', 'duration_ms', 'created_at'])
+    .where('webhook_id', '=', webhookId);
+  if (query.cursor) {
+    const [createdAt, id] = decodeCursor(query.cursor);
+    select = select.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
+  }
+  const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const items = rows.slice(0, query.limit).map((row) => ({ ...row, created_at: toIso(row.created_at) }));
+  const last = items.at(-1);
+  return { items, next_cursor: rows.length > query.limit && last ? encodeCursor(last.created_at, last.id) : null };
+}

@@ -1,0 +1,122 @@
+import { Type } from 'typebox';
+import type { ApiPlugin } from '../../services.js';
+import { onlyProvided } from '../../db/values.js';
+import { Conflict, Invalid, NotFound } from '../../errors.js';
+import { errorResponses } from '../../http/schemas.js';
+import { ProjectParams } from '../projects/projects.schemas.js';
+import { classifyHost } from './addresses.js';
+import { createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, updateWebhook } from './webhooks.repository.js';
+import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
+
+type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
+const change = (action: string, before: Webhook | null, after: Webhook | null) => ({
+  action,
+  resource_type: 'webhook' as const,
+  resource_id: (after ?? before)!.id,
+  before,
+  after,
+});
+
+/** /api/projects/{project_id}/webhooks (contract §11); the sending is webhooks.sender.ts. */
+export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhooks }) => {
+  const tags = ['webhooks'];
+  const WebhookRef = Type.Ref('Webhook');
+  const base = '/projects/:project_id/webhooks';
+
+  /** http(s) only; a private, loopback or link-local host is refused unless WEBHOOK_ALLOW_PRIVATE=true. */
+  async function checkedUrl(raw: string): Promise<string> {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new Invalid('url must be an absolute http or https URL');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Invalid('url must be an absolute http or https URL');
+    if (url.username || url.password) throw new Invalid('url must not carry credentials');
+    if (!config.webhookAllowPrivate && (await classifyHost(url)) === 'private') {
+      throw new Invalid('url must not point at a private, loopback or link-local address (WEBHOOK_ALLOW_PRIVATE=true allows it)');
+    }
+    return url.toString();
+  }
+
+  app.post(base, {
+    config: { role: 'owner' },
+    schema: { tags, params: ProjectParams, body: CreateWebhookBody, response: { 201: CreatedWebhook, ...errorResponses(400, 401, 403, 404) } },
+  }, async (request, reply) => {
+    const { events = ['*'], description = null, enabled = true } = request.body;
+    const url = await checkedUrl(request.body.url);
+    const created = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const result = await createWebhook(trx, request.params.project_id, { url, events: [...new Set(events)], description, enabled });
+      record(change('webhook.created', null, result.webhook));
+      return result;
+    });
+    return reply.code(201).send({ ...created.webhook, secret: created.secret });
+  });
+
+  app.get(base, {
+    config: { role: 'owner' },
+    schema: { tags, params: ProjectParams, response: { 200: Type.Array(WebhookRef), ...errorResponses(401, 403, 404) } },
+  }, async (request) => listWebhooks(db, request.params.project_id));
+
+  app.get(`${base}/:webhook_id`, {
+    config: { role: 'owner' },
+    schema: { tags, params: WebhookParams, response: { 200: WebhookRef, ...errorResponses(401, 403, 404) } },
+  }, async (request) => requireWebhook(db, request.params.project_id, request.params.webhook_id));
+
+  app.put(`${base}/:webhook_id`, {
+    config: { role: 'owner' },
+    schema: { tags, params: WebhookParams, body: UpdateWebhookBody, response: { 200: WebhookRef, ...errorResponses(400, 401, 403, 404) } },
+  }, async (request) => {
+    const { events, description, enabled } = request.body;
+    const url = request.body.url === undefined ? undefined : await checkedUrl(request.body.url);
+    return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const before = await requireWebhook(trx, request.params.project_id, request.params.webhook_id);
+      const after = await updateWebhook(trx, before.id, onlyProvided({ url, events: events && [...new Set(events)], description, enabled }));
+      record(change('webhook.updated', before, after));
+      return after;
+    });
+  });
+
+  app.delete(`${base}/:webhook_id`, {
+    config: { role: 'owner' },
+    schema: { tags, params: WebhookParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
+  }, async (request, reply) => {
+    await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      const webhook = await requireWebhook(trx, request.params.project_id, request.params.webhook_id);
+      await deleteWebhook(trx, webhook.id);
+      record(change('webhook.deleted', webhook, null));
+    });
+    return reply.code(204).send(null);
+  });
+
+  app.post(`${base}/:webhook_id/test`, {
+    config: { role: 'owner' },
+    schema: { tags, params: WebhookParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409) } },
+  }, async (request, reply) => {
+    const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
+    if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
+    await enqueueTest(db, webhook, request.actor);
+    webhooks.wake();
+    return reply.code(202).send({ message: 'A webhook.test event is on its way' });
+  });
+
+  app.get(`${base}/:webhook_id/deliveries`, {
+    config: { role: 'owner' },
+    schema: { tags, params: WebhookParams, querystring: DeliveryQuery, response: { 200: DeliveryPage, ...errorResponses(400, 401, 403, 404) } },
+  }, async (request) => {
+    const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
+    return listAttempts(db, webhook.id, { limit: request.query.limit ?? 50, cursor: request.query.cursor });
+  });
+
+  // Beyond contract §11, for the dashboard: send a logged delivery's event again.
+  app.post(`${base}/:webhook_id/deliveries/:delivery_id/resend`, {
+    config: { role: 'owner' },
+    schema: { tags, params: DeliveryParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409) } },
+  }, async (request, reply) => {
+    const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
+    if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
+    if (!(await resendAttempt(db, webhook.id, request.params.delivery_id))) throw new NotFound('Delivery not found');
+    webhooks.wake();
+    return reply.code(202).send({ message: 'The event is on its way again' });
+  });
+};

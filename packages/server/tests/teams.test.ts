@@ -1,0 +1,276 @@
+/**
+ * Contract §8–§9: members, roles and invitations (emailed through a real SMTP receiver), closed
+ * sign-up, and API tokens (shown once, stored hashed, scoped, capped, last use, revocation seen
+ * by every instance). The full route × caller matrix is role-matrix.test.ts.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
+import { createTestDatabase, type TestDatabase } from './test-database.js';
+
+interface Mailbox {
+  port: number;
+  /** Each message's recipients and its text with quoted-printable soft breaks and =3D undone. */
+  messages: { to: string[]; text: string }[];
+  close(): Promise<void>;
+}
+
+async function startMailbox(): Promise<Mailbox> {
+  const messages: Mailbox['messages'] = [];
+  const smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8').replace(/=\r?\n/g, '').replace(/=3D/gi, '=');
+        messages.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address.toLowerCase()), text });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
+  return { port: (smtp.server.address() as AddressInfo).port, messages, close: () => new Promise<void>((resolve) => smtp.close(() => resolve())) };
+}
+
+async function register(server: TestServer, email: string) {
+  return request(server, 'POST', '/auth/register', { body: { email, password: 'correct horse battery' } });
+}
+
+async function login(server: TestServer, email: string) {
+  const answer = await request(server, 'POST', '/auth/login', { body: { email, password: 'correct horse battery' } });
+  assert.equal(answer.status, 200, answer.text);
+  return answer.body.token as string;
+}
+
+describe('members and invitations', () => {
+  let server: TestServer;
+  let mailbox: Mailbox;
+  let owner: TestUser;
+
+  before(async () => {
+    mailbox = await startMailbox();
+    server = await startServer({ SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test' });
+    owner = await newUser(server, 'team-owner');
+  });
+  after(async () => {
+    await server?.close();
+    await mailbox?.close();
+  });
+
+  test('an added member sees the project with their role; the list puts owners first, then by email', async () => {
+    const project = await newProject(server, owner);
+    const zed = await newUser(server, 'zed');
+    const amy = await newUser(server, 'amy');
+    const members = `/api/projects/${project.id}/members`;
+    const added = await request(server, 'POST', members, { token: owner.token, body: { email: zed.email.toUpperCase(), role: 'editor' } });
+    assert.equal(added.status, 201, added.text);
+    assert.deepEqual(Object.keys(added.body).sort(), ['created_at', 'email', 'id', 'role', 'status', 'user_id']);
+    assert.equal(added.body.user_id, zed.id);
+    assert.equal(added.body.email, zed.email);
+    assert.equal(added.body.status, 'active');
+    await request(server, 'POST', members, { token: owner.token, body: { email: amy.email, role: 'viewer' } });
+
+    const seen = await request(server, 'GET', `/api/projects/${project.id}`, { token: zed.token });
+    assert.equal(seen.status, 200);
+    assert.equal(seen.body.role, 'editor');
+    assert.equal(seen.body.sdk_key, project.sdk_key, 'every member sees the SDK key');
+    const listed = await request(server, 'GET', '/api/projects', { token: amy.token });
+    assert.deepEqual(listed.body.map((p: any) => [p.id, p.role]), [[project.id, 'viewer']]);
+    assert.equal((await request(server, 'GET', '/api/projects', { token: owner.token })).body.find((p: any) => p.id === project.id).role, 'owner');
+
+    const list = await request(server, 'GET', members, { token: amy.token });
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.body.map((m: any) => [m.email, m.role]), [[owner.email, 'owner'], [amy.email, 'viewer'], [zed.email, 'editor']]);
+
+    assert.equal((await request(server, 'POST', members, { token: owner.token, body: { email: zed.email, role: 'viewer' } })).status, 409);
+    assert.equal((await request(server, 'POST', members, { token: owner.token, body: { email: 'x@example.com', role: 'admin' } })).status, 400);
+    assert.equal((await request(server, 'POST', members, { token: owner.token, body: { email: 'not-an-email', role: 'viewer' } })).status, 400);
+    assert.equal((await request(server, 'PUT', `${members}/${added.body.id}`, { token: owner.token, body: { role: 'boss' } })).status, 400);
+
+    // A viewer may leave, not remove someone else; then the project is gone for them.
+    const amyMember = list.body.find((m: any) => m.email === amy.email);
+    assert.equal((await request(server, 'DELETE', `${members}/${added.body.id}`, { token: amy.token })).status, 403);
+    assert.equal((await request(server, 'DELETE', `${members}/${amyMember.id}`, { token: amy.token })).status, 204);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: amy.token })).status, 404);
+
+    // Ownership can be handed over: promote zed, then the first owner may step down.
+    const ownerMember = list.body.find((m: any) => m.email === owner.email);
+    assert.equal((await request(server, 'PUT', `${members}/${ownerMember.id}`, { token: owner.token, body: { role: 'editor' } })).status, 409);
+    assert.equal((await request(server, 'PUT', `${members}/${added.body.id}`, { token: owner.token, body: { role: 'owner' } })).status, 200);
+    assert.equal((await request(server, 'PUT', `${members}/${ownerMember.id}`, { token: owner.token, body: { role: 'editor' } })).status, 200);
+    assert.equal((await request(server, 'PUT', `/api/projects/${project.id}`, { token: owner.token, body: { name: 'no longer mine' } })).status, 403);
+    assert.equal((await request(server, 'PUT', `/api/projects/${project.id}`, { token: zed.token, body: { name: 'mine now' } })).status, 200);
+  });
+
+  test('an address without an account is invited by email; registering makes it a member', async () => {
+    const project = await newProject(server, owner, 'Invites');
+    const email = `newcomer-${process.pid}@example.com`;
+    const invited = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email, role: 'editor' } });
+    assert.equal(invited.status, 201);
+    assert.equal(invited.body.status, 'invited');
+    assert.equal(invited.body.user_id, null);
+
+    await eventually(() => mailbox.messages.some((mail) => mail.to.includes(email)), 'the invitation email');
+    const mail = mailbox.messages.find((message) => message.to.includes(email))!;
+    assert.ok(mail.text.includes(`http://guidon.test/register?email=${encodeURIComponent(email)}`), mail.text);
+    assert.ok(mail.text.includes('Invites'));
+
+    const registered = await register(server, email);
+    assert.equal(registered.status, 201, registered.text);
+    const token = await login(server, email);
+    const seen = await request(server, 'GET', `/api/projects/${project.id}`, { token });
+    assert.equal(seen.status, 200);
+    assert.equal(seen.body.role, 'editor');
+    const members = await request(server, 'GET', `/api/projects/${project.id}/members`, { token });
+    const me = members.body.find((m: any) => m.email === email);
+    assert.deepEqual([me.status, me.user_id, me.id], ['active', registered.body.id, invited.body.id]);
+    const audit = await request(server, 'GET', `/api/projects/${project.id}/audit?resource_id=${invited.body.id}`, { token });
+    assert.deepEqual(audit.body.items.map((e: any) => e.action), ['member.joined', 'member.added']);
+  });
+});
+
+describe('closed sign-up (ALLOW_REGISTRATION=false)', () => {
+  let closed: TestServer;
+  let owner: TestUser;
+
+  before(async () => {
+    closed = await startServer({ ALLOW_REGISTRATION: 'false' });
+    // The first account of a closed instance: made by the operator, here straight in the database.
+    const open = await startServer({ ALLOW_REGISTRATION: 'true' }, { database: { url: `${closed.config.database.kind === 'sqlite' ? 'sqlite:' + closed.config.database.path : closed.config.database.url}`, config: closed.config.database, drop: async () => undefined } });
+    owner = await newUser(open, 'closed-owner');
+    await open.close();
+  });
+  after(() => closed?.close());
+
+  test('only an invited address may register', async () => {
+    const refused = await register(closed, 'stranger@example.com');
+    assert.equal(refused.status, 403);
+    assert.deepEqual(Object.keys(refused.body).sort(), ['error', 'message', 'statusCode']);
+    const project = await request(closed, 'POST', '/api/projects', { token: owner.token, body: { name: 'Company' } });
+    await request(closed, 'POST', `/api/projects/${project.body.id}/members`, { token: owner.token, body: { email: 'hire@example.com', role: 'viewer' } });
+    const invited = await register(closed, 'Hire@Example.com');
+    assert.equal(invited.status, 201, invited.text);
+    assert.equal((await register(closed, 'hire2@example.com')).status, 403);
+    assert.equal((await register(closed, 'hire@example.com')).status, 403, 'the invitation is used up');
+    const token = await login(closed, 'hire@example.com');
+    assert.equal((await request(closed, 'GET', `/api/projects/${project.body.id}`, { token })).body.role, 'viewer');
+  });
+});
+
+describe('API tokens', () => {
+  let database: TestDatabase;
+  let a: TestServer;
+  let b: TestServer;
+  let owner: TestUser;
+  let editor: TestUser;
+
+  before(async () => {
+    database = await createTestDatabase();
+    a = await startServer({}, { database });
+    b = await startServer({}, { database });
+    owner = await newUser(a, 'token-owner');
+    editor = await newUser(a, 'token-editor');
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await database?.drop();
+  });
+
+  const create = (user: TestUser, body: Record<string, unknown>) => request(a, 'POST', '/api/tokens', { token: user.token, body });
+
+  test('shown once, stored hashed, works as a bearer token; tokens cannot manage tokens', async () => {
+    const created = await create(owner, { name: 'ci', expires_in_days: 30 });
+    assert.equal(created.status, 201, created.text);
+    const secret: string = created.body.token;
+    assert.match(secret, /^gdn_[A-Za-z0-9_-]{43,}$/);
+    assert.deepEqual(Object.keys(created.body).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'project_id', 'role', 'token']);
+    assert.equal(created.body.project_id, null);
+    assert.equal(created.body.role, null);
+    assert.ok(Math.abs(Date.parse(created.body.expires_at) - Date.now() - 30 * 86_400_000) < 60_000);
+
+    const stored = JSON.stringify(await a.database.db.selectFrom('api_tokens').selectAll().execute());
+    assert.ok(!stored.includes(secret) && !stored.includes(secret.slice(4)), 'only a hash is stored');
+    const listed = await request(a, 'GET', '/api/tokens', { token: owner.token });
+    assert.deepEqual(listed.body.map((t: any) => t.id), [created.body.id]);
+    assert.ok(!('token' in listed.body[0]));
+
+    assert.deepEqual((await request(b, 'GET', '/api/me', { token: secret })).body, { user_id: owner.id });
+    assert.equal((await request(a, 'GET', '/api/tokens', { token: secret })).status, 403);
+    assert.equal((await request(a, 'POST', '/api/tokens', { token: secret, body: { name: 'x' } })).status, 403);
+    assert.equal((await request(a, 'DELETE', `/api/tokens/${created.body.id}`, { token: secret })).status, 403);
+    assert.equal((await request(a, 'GET', '/api/me', { token: 'gdn_nonsense' })).status, 401);
+    // A password reset bumps the login token version; API tokens are unaffected.
+    await a.database.db.updateTable('users').set((eb) => ({ token_version: eb('token_version', '+', 1) })).where('id', '=', owner.id).execute();
+    assert.equal((await request(a, 'GET', '/api/me', { token: secret })).status, 200);
+    owner.token = await login(a, owner.email);
+  });
+
+  test('last_used_at: set on first use, then written at most once a minute', async () => {
+    const created = await create(owner, { name: 'usage' });
+    const lastUsed = async () => (await a.database.db.selectFrom('api_tokens').select('last_used_at').where('id', '=', created.body.id).executeTakeFirstOrThrow()).last_used_at;
+    assert.equal(await lastUsed(), null);
+    await request(a, 'GET', '/api/me', { token: created.body.token });
+    const first = await lastUsed();
+    assert.ok(first);
+    for (let i = 0; i < 5; i++) await request(i % 2 ? a : b, 'GET', '/api/me', { token: created.body.token });
+    assert.deepEqual(await lastUsed(), first, 'not rewritten within the minute');
+    const twoMinutesAgo = new Date(Date.now() - 120_000).toISOString();
+    await a.database.db.updateTable('api_tokens').set({ last_used_at: twoMinutesAgo }).where('id', '=', created.body.id).execute();
+    await request(b, 'GET', '/api/me', { token: created.body.token });
+    const refreshed = await lastUsed();
+    assert.ok(Date.parse(String(refreshed instanceof Date ? refreshed.toISOString() : refreshed)) > Date.now() - 60_000);
+    const shown = (await request(a, 'GET', '/api/tokens', { token: owner.token })).body.find((t: any) => t.id === created.body.id);
+    assert.ok(Date.parse(shown.last_used_at) > Date.now() - 60_000);
+  });
+
+  test('a revoked token fails on its next use on every instance; an expired one fails too', async () => {
+    const created = await create(owner, { name: 'doomed' });
+    assert.equal((await request(b, 'GET', '/api/me', { token: created.body.token })).status, 200);
+    assert.equal((await request(a, 'DELETE', `/api/tokens/${created.body.id}`, { token: owner.token })).status, 204);
+    assert.equal((await request(b, 'GET', '/api/me', { token: created.body.token })).status, 401);
+    assert.equal((await request(a, 'GET', '/api/me', { token: created.body.token })).status, 401);
+    assert.equal((await request(a, 'DELETE', `/api/tokens/${created.body.id}`, { token: owner.token })).status, 404);
+    assert.equal((await request(a, 'DELETE', `/api/tokens/${created.body.id}`, { token: editor.token })).status, 404);
+
+    const expiring = await create(owner, { name: 'expiring', expires_in_days: 1 });
+    await a.database.db.updateTable('api_tokens').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', expiring.body.id).execute();
+    assert.equal((await request(a, 'GET', '/api/me', { token: expiring.body.token })).status, 401);
+  });
+
+  test('a project token reaches its project only, with at most its role', async () => {
+    const project = await newProject(a, owner);
+    const other = await newProject(a, owner, 'Other');
+    await request(a, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email: editor.email, role: 'editor' } });
+    const flag = await newFlag(a, owner, project, { key: 'scoped' });
+
+    assert.equal((await create(editor, { name: 'too much', project_id: project.id, role: 'owner' })).status, 403);
+    assert.equal((await create(editor, { name: 'not mine', project_id: other.id })).status, 404);
+    assert.equal((await create(editor, { name: 'no project', role: 'viewer' })).status, 400);
+    for (const days of [0, 3651, 1.5, '7']) assert.equal((await create(editor, { name: 'bad', expires_in_days: days })).status, 400);
+
+    const readOnly = (await create(editor, { name: 'read', project_id: project.id, role: 'viewer' })).body.token;
+    assert.equal((await request(b, 'GET', `${flagsPath(project)}/${flag.id}`, { token: readOnly })).status, 200);
+    assert.equal((await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: readOnly })).status, 403);
+    assert.equal((await request(b, 'GET', `/api/projects/${other.id}`, { token: readOnly })).status, 404);
+    assert.deepEqual((await request(b, 'GET', '/api/projects', { token: readOnly })).body.map((p: any) => [p.id, p.role]), [[project.id, 'viewer']]);
+    assert.equal((await request(b, 'POST', '/api/projects', { token: readOnly, body: { name: 'x' } })).status, 403);
+
+    const uncapped = (await create(editor, { name: 'all', project_id: project.id })).body.token;
+    assert.equal((await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: uncapped })).status, 200);
+    assert.equal((await request(b, 'PUT', `/api/projects/${project.id}`, { token: uncapped, body: { name: 'x' } })).status, 403, 'an editor’s token stays an editor');
+
+    // The cap follows the membership: a token outlives a demotion but not its rights.
+    const members = (await request(a, 'GET', `/api/projects/${project.id}/members`, { token: owner.token })).body;
+    const editorMember = members.find((m: any) => m.email === editor.email);
+    await request(a, 'PUT', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token, body: { role: 'viewer' } });
+    assert.equal((await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: uncapped })).status, 403);
+    await request(a, 'DELETE', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token });
+    assert.equal((await request(b, 'GET', `/api/projects/${project.id}`, { token: uncapped })).status, 404);
+  });
+});
