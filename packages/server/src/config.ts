@@ -20,6 +20,10 @@ export interface Config {
   evaluationRetentionDays: number;
   /** Origins allowed by CORS; empty: CORS headers are not sent. `*` allows any. */
   corsOrigins: string[];
+  /** Bearer token that GET /metrics (Prometheus) requires; null: /metrics answers 404. */
+  metricsToken: string | null;
+  /** At shutdown, how long the last history flush may take before its rows are given up. */
+  historyFlushTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -79,5 +83,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     evaluationRetentionDays: intSetting(env, 'EVALUATION_RETENTION_DAYS', 30),
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
+    metricsToken: env.METRICS_TOKEN?.trim() || null,
+    historyFlushTimeoutSeconds: intSetting(env, 'HISTORY_FLUSH_TIMEOUT_SECONDS', 10, 1),
   });
 }

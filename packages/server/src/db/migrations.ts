@@ -135,5 +135,16 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('evaluation_counts_environment_idx').on('evaluation_counts').columns(['environment_id', 'hour_start']).execute();
       },
     },
+    '0002_history_at_size': {
+      async up(db: Kysely<any>) {
+        // Deleting a snapshot (environment delete, prune) checks evaluations.snapshot_id: without
+        // an index, one scan of the whole history table per snapshot.
+        await db.schema.createIndex('evaluations_snapshot_idx').on('evaluations').column('snapshot_id').execute();
+        // Per-flag counts read by key (also after the flag is deleted).
+        await db.schema.createIndex('evaluation_counts_key_idx').on('evaluation_counts').columns(['environment_id', 'flag_key', 'hour_start']).execute();
+        // A successful reset uses up the user's other reset tokens.
+        await db.schema.createIndex('password_resets_user_idx').on('password_resets').column('user_id').execute();
+      },
+    },
   };
 }

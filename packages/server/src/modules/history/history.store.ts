@@ -3,15 +3,13 @@ import { isForeignKeyViolation } from '../../db/errors.js';
 import { nowIso } from '../../db/values.js';
 import type { Batch, BatchEnvironment, HourCounts } from './history.protocol.js';
 
-/** Rows (evaluate requests) per transaction: keeps the SQLite write lock short for the API's own writes. */
-const ROWS_PER_TRANSACTION = 5_000;
 const ROWS_PER_PRUNE = 5_000;
 
 /** Flag evaluations held by stored rows: a byte per flag. */
 const evaluations = (rows: EvaluationTuple[]) => rows.reduce((sum, row) => sum + row[3].length, 0);
 
 /** The rows of a batch, a transaction's worth at a time. */
-function* chunksOf(batch: Batch): Generator<EvaluationTuple[]> {
+function* chunksOf(batch: Batch, rowsPerTransaction: number): Generator<EvaluationTuple[]> {
   let chunk: EvaluationTuple[] = [];
   let offset = 0;
   for (let r = 0; r < batch.requestTime.length; r++) {
@@ -20,7 +18,7 @@ function* chunksOf(batch: Batch): Generator<EvaluationTuple[]> {
     const outcomes = batch.codes.subarray(offset, offset + count);
     offset += count;
     chunk.push([environment.environmentId, environment.snapshotId, batch.requestUser[r] ?? null, outcomes, new Date(batch.requestTime[r]!).toISOString()]);
-    if (chunk.length === ROWS_PER_TRANSACTION) {
+    if (chunk.length === rowsPerTransaction) {
       yield chunk;
       chunk = [];
     }
@@ -32,35 +30,58 @@ function* chunksOf(batch: Batch): Generator<EvaluationTuple[]> {
 export class HistoryStore {
   private readonly storedSnapshots = new Set<string>();
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    /** Rows (evaluate requests) per transaction: keeps the SQLite write lock short for the API's own writes. */
+    private readonly rowsPerTransaction = 5_000,
+  ) {}
 
   /**
-   * Writes a batch. Rows and counts of an environment deleted while they waited are discarded
-   * with it (its history is gone by definition); the rest is written.
+   * Writes a batch, a transaction at a time, and says exactly what became of its rows: written,
+   * discarded (their environment was deleted while they waited: its history is gone by
+   * definition) or failed (a database error; the transactions before it stay written). The hourly
+   * counts are stored in a transaction of their own; countsStored false means the caller must
+   * hand them over again. Never throws.
    */
-  async write(batch: Batch): Promise<{ rows: number; discarded: number; failed: number }> {
-    let live = await this.liveEnvironments(batch.environments.map((env) => env.environmentId));
-    await this.storeSnapshots(batch.environments.filter((env) => live.has(env.environmentId)));
+  async write(batch: Batch): Promise<{ rows: number; discarded: number; failed: number; countsStored: boolean; errors: string[] }> {
+    const errors: string[] = [];
     let rows = 0;
     let discarded = 0;
-    for (const chunk of chunksOf(batch)) {
-      let kept = chunk.filter((row) => live.has(row[0]));
-      try {
-        await this.database.insertEvaluations(kept);
-      } catch (error) {
-        if (!isForeignKeyViolation(error)) throw error;
-        live = await this.liveEnvironments([...live]); // an environment was deleted meanwhile
-        kept = kept.filter((row) => live.has(row[0]));
-        await this.database.insertEvaluations(kept);
+    let live = new Set<string>();
+    try {
+      live = await this.liveEnvironments(batch.environments.map((env) => env.environmentId));
+      await this.storeSnapshots(batch.environments.filter((env) => live.has(env.environmentId)));
+      for (const chunk of chunksOf(batch, this.rowsPerTransaction)) {
+        let kept = chunk.filter((row) => live.has(row[0]));
+        try {
+          await this.database.insertEvaluations(kept);
+        } catch (error) {
+          if (!isForeignKeyViolation(error)) throw error;
+          live = await this.liveEnvironments([...live]); // an environment was deleted meanwhile
+          kept = kept.filter((row) => live.has(row[0]));
+          await this.database.insertEvaluations(kept);
+        }
+        rows += evaluations(kept);
+        discarded += evaluations(chunk) - evaluations(kept);
       }
-      rows += evaluations(kept);
-      discarded += evaluations(chunk) - evaluations(kept);
+    } catch (error) {
+      errors.push(String(error));
     }
-    await this.addCounts(batch.counts.filter((counts) => live.has(counts.environment.environmentId)));
-    return { rows, discarded, failed: 0 };
+    let countsStored = true;
+    try {
+      if (errors.length > 0) live = await this.liveEnvironments(batch.counts.map((counts) => counts.environment.environmentId));
+      await this.addCounts(batch.counts.filter((counts) => live.has(counts.environment.environmentId)));
+    } catch (error) {
+      countsStored = false;
+      errors.push(String(error));
+    }
+    return { rows, discarded, failed: batch.rows - rows - discarded, countsStored, errors };
   }
 
-  /** Deletes history older than the retention, per environment and in small steps (short locks). */
+  /**
+   * Deletes history older than the retention, in small steps (each a short statement: the
+   * SQLite write lock is taken and given back between them).
+   */
   async prune(retentionDays: number): Promise<number> {
     if (retentionDays <= 0) return 0;
     const before = new Date(Date.now() - retentionDays * 24 * 60 * 60 * 1000).toISOString();
@@ -73,14 +94,29 @@ export class HistoryStore {
         deleted += Number(result.numDeletedRows);
         if (Number(result.numDeletedRows) < ROWS_PER_PRUNE) break;
       }
+      // Counts: along (environment_id, hour_start); snapshots: no kept row refers to them (evaluations.snapshot_id is indexed).
+      for (;;) {
+        const old = await db.selectFrom('evaluation_counts').select(['flag_id', 'hour_start']).where('environment_id', '=', id).where('hour_start', '<', before).limit(1000).execute();
+        if (old.length === 0) break;
+        const hours = [...new Set(old.map((row) => row.hour_start))];
+        await db.deleteFrom('evaluation_counts').where('environment_id', '=', id).where('flag_id', 'in', [...new Set(old.map((row) => row.flag_id))]).where('hour_start', 'in', hours).execute();
+      }
+      for (;;) {
+        const result = await db
+          .deleteFrom('evaluation_snapshots')
+          .where('id', 'in', (eb) =>
+            eb
+              .selectFrom('evaluation_snapshots as s')
+              .select('s.id')
+              .where('s.environment_id', '=', id)
+              .where('s.created_at', '<', before)
+              .where(({ not, exists, selectFrom }) => not(exists(selectFrom('evaluations').select('evaluations.id').whereRef('evaluations.snapshot_id', '=', 's.id'))))
+              .limit(ROWS_PER_PRUNE),
+          )
+          .executeTakeFirst();
+        if (Number(result.numDeletedRows) < ROWS_PER_PRUNE) break;
+      }
     }
-    await db.deleteFrom('evaluation_counts').where('hour_start', '<', before).execute();
-    // Snapshots that no kept row refers to any more.
-    await db
-      .deleteFrom('evaluation_snapshots')
-      .where('created_at', '<', before)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('evaluations').select('id').whereRef('evaluations.snapshot_id', '=', 'evaluation_snapshots.id'))))
-      .execute();
     this.storedSnapshots.clear();
     return deleted;
   }

@@ -12,14 +12,14 @@ const store = new HistoryStore(database);
 
 async function handle(message: ToWorker): Promise<void> {
   switch (message.type) {
-    case 'batch':
-      try {
-        post({ type: 'written', ...(await store.write(message.batch)) });
-      } catch (error) {
-        post({ type: 'written', rows: 0, discarded: 0, failed: message.batch.rows });
-        post({ type: 'log', level: 'error', message: 'could not write evaluation history', details: { rows: message.batch.rows, error: String(error) } });
+    case 'batch': {
+      const { errors, ...result } = await store.write(message.batch);
+      post({ type: 'written', batchId: message.batch.id, ...result });
+      if (errors.length > 0) {
+        post({ type: 'log', level: 'error', message: 'could not write all evaluation history', details: { written: result.rows, failed: result.failed, countsStored: result.countsStored, errors } });
       }
       return;
+    }
     case 'prune': {
       const deleted = await store.prune(message.retentionDays);
       if (deleted > 0) post({ type: 'log', level: 'info', message: 'pruned evaluation history', details: { deleted, retentionDays: message.retentionDays } });
