@@ -250,27 +250,126 @@ async function guidon(flagCount: number, setup: Setup): Promise<Row> {
   }
 }
 
+const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
+
+interface DeleteRow {
+  database: string;
+  historyRows: number;
+  deleteSeconds: number;
+  requests: number;
+  p50: number;
+  p99: number;
+  max: number;
+  errors: number;
+}
+
+/**
+ * Issue 7: an environment (staging) holding HISTORY_ROWS history rows over 100 snapshots is
+ * deleted while evaluate runs against another one (production, 10 flags, 10 connections: below
+ * saturation, so the latency shows stalls rather than queueing). Latency is measured from just
+ * before the DELETE is sent until it has answered.
+ */
+async function deleteWhileEvaluating(kind: Setup['database']): Promise<DeleteRow> {
+  const database = await freshDatabase(kind);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [mainJs], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: database.url, WORKERS: '1', RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
+    stdio: 'inherit',
+  });
+  try {
+    await waitForHealth(url, child);
+    const sdkKey = await seed(url, 10);
+    const { token } = await call(url, 'POST', '/auth/login', null, { email: 'bench@example.com', password: 'benchmark password' });
+    const [project] = await call(url, 'GET', '/api/projects', token);
+    const environments = await call(url, 'GET', `/api/projects/${project.id}/environments`, token);
+    const staging = environments.find((env: { key: string }) => env.key === 'staging').id as string;
+
+    // The history, written straight to the database: 100 snapshots of 10 flags, rows spread over the last days.
+    const filler = await openDatabase(loadConfig({ DATABASE_URL: database.url }).database, { migrate: false, poolSize: 2 });
+    const snapshots = Array.from({ length: 100 }, () => crypto.randomUUID());
+    const flagIds = JSON.stringify(Array.from({ length: 10 }, () => crypto.randomUUID()));
+    const flagKeys = JSON.stringify(Array.from({ length: 10 }, (_, i) => `flag_${i}`));
+    await filler.db.insertInto('evaluation_snapshots').values(snapshots.map((id) => ({ id, environment_id: staging, flag_ids: flagIds, flag_keys: flagKeys, created_at: new Date().toISOString() }))).execute();
+    const outcomes = new Uint8Array(10).fill(1);
+    const start = Date.now() - 3 * 24 * 3_600_000;
+    for (let written = 0; written < HISTORY_ROWS; written += 10_000) {
+      const rows = Array.from({ length: Math.min(10_000, HISTORY_ROWS - written) }, (_, i): [string, string, string, Uint8Array, string] => {
+        const n = written + i;
+        return [staging, snapshots[n % 100]!, `user-${n}`, outcomes, new Date(start + n * 100).toISOString()];
+      });
+      await filler.insertEvaluations(rows);
+    }
+    await filler.close();
+
+    let n = 0;
+    let run!: autocannon.Instance;
+    const finished = new Promise<autocannon.Result>((resolve, reject) => {
+      run = autocannon({
+      connections: 10,
+      duration: 3600,
+      url: `${url}/sdk/v1/evaluate`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-sdk-key': sdkKey },
+      requests: [{ setupRequest: (request) => ((request.body = `{"environment":"production","context":{"user_id":"user-${++n}"}}`), request) }],
+      }, (error, result) => (error ? reject(error) : resolve(result)));
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // warm: the project is compiled
+    const began = Date.now();
+    const deleted = await fetch(`${url}/api/projects/${project.id}/environments/${staging}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+    const deleteSeconds = (Date.now() - began) / 1000;
+    run.stop();
+    const result = await finished;
+    if (deleted.status !== 204) throw new Error(`DELETE answered ${deleted.status}`);
+    return {
+      database: kind === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+      historyRows: HISTORY_ROWS,
+      deleteSeconds,
+      requests: result.requests.total,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      errors: result.errors + result.non2xx,
+    };
+  } finally {
+    child.kill('SIGKILL');
+    await database.drop();
+  }
+}
+
 const postgresAnswers = await new pg.Client({ connectionString: POSTGRES_URL }).connect().then(
   (client) => (void client.end(), true),
   () => false,
 );
 
-const rows: Row[] = [await ceiling()];
-for (const count of FLAG_COUNTS) rows.push(await guidon(count, { name: 'Guidon evaluate, SQLite', database: 'sqlite', workers: 1 }));
-if (postgresAnswers) {
-  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL', database: 'postgres', workers: 1 }));
-  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, SQLite, WORKERS=2', database: 'sqlite', workers: 2 }));
-  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL, WORKERS=2', database: 'postgres', workers: 2 }));
-} else {
-  console.warn('PostgreSQL does not answer: its rows and the WORKERS=2 rows are left out.');
-}
-const top = rows[0]!.requestsPerSecond;
+// BENCH_ONLY=delete runs the delete scenario alone.
+if (process.env.BENCH_ONLY !== 'delete') {
+  const rows: Row[] = [await ceiling()];
+  for (const count of FLAG_COUNTS) rows.push(await guidon(count, { name: 'Guidon evaluate, SQLite', database: 'sqlite', workers: 1 }));
+  if (postgresAnswers) {
+    rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL', database: 'postgres', workers: 1 }));
+    rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, SQLite, WORKERS=2', database: 'sqlite', workers: 2 }));
+    rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL, WORKERS=2', database: 'postgres', workers: 2 }));
+  } else {
+    console.warn('PostgreSQL does not answer: its rows and the WORKERS=2 rows are left out.');
+  }
+  const top = rows[0]!.requestsPerSecond;
 
-console.log(`\n${SECONDS} s per case, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
-console.log('| case | flags | req/s | p50 ms | p99 ms | server RSS peak MB | evaluations recorded in history / made | errors | share of ceiling |');
-console.log('|---|---:|---:|---:|---:|---:|---|---:|---:|');
-for (const row of rows) {
-  console.log(
-    `| ${row.name} | ${row.flags} | ${Math.round(row.requestsPerSecond).toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.rssMb === null ? '–' : row.rssMb.toFixed(0)} | ${row.history} | ${row.errors} | ${((100 * row.requestsPerSecond) / top).toFixed(1)}% |`,
-  );
+  console.log(`\n${SECONDS} s per case, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
+  console.log('| case | flags | req/s | p50 ms | p99 ms | server RSS peak MB | evaluations recorded in history / made | errors | share of ceiling |');
+  console.log('|---|---:|---:|---:|---:|---:|---|---:|---:|');
+  for (const row of rows) {
+    console.log(
+      `| ${row.name} | ${row.flags} | ${Math.round(row.requestsPerSecond).toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.rssMb === null ? '–' : row.rssMb.toFixed(0)} | ${row.history} | ${row.errors} | ${((100 * row.requestsPerSecond) / top).toFixed(1)}% |`,
+    );
+  }
+}
+
+const deletes = [await deleteWhileEvaluating('sqlite')];
+if (postgresAnswers) deletes.push(await deleteWhileEvaluating('postgres'));
+console.log(`\nDeleting an environment with history while evaluate runs against another (10 connections), ${new Date().toISOString()}\n`);
+console.log('| database | history rows deleted | DELETE took s | evaluate requests meanwhile | p50 ms | p99 ms | max ms | errors |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+for (const row of deletes) {
+  console.log(`| ${row.database} | ${row.historyRows.toLocaleString('en')} | ${row.deleteSeconds.toFixed(1)} | ${row.requests.toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.max} | ${row.errors} |`);
 }

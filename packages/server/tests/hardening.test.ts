@@ -431,6 +431,7 @@ describe('shutdown with a history flush that cannot finish', () => {
       };
     } else {
       const client = new pg.Client({ connectionString: server.config.database.url });
+      client.on('error', () => undefined); // dropping the test database ends this connection
       await client.connect();
       await client.query('begin');
       await client.query('lock table evaluations in access exclusive mode');
