@@ -8,6 +8,8 @@
  * BENCH_FLAGS (default "10,100,1000") picks the SQLite cases; BENCH_SCALE_FLAGS (default 10) the
  * flags of the PostgreSQL and WORKERS=2 cases, which need PostgreSQL on BENCH_POSTGRES_URL
  * (default postgres://postgres@127.0.0.1:5432/postgres) and are left out when it does not answer.
+ * Then the delete scenario (deleteWhileEvaluating) on each database: BENCH_HISTORY_ROWS (default
+ * 1,000,000) rows. BENCH_ONLY=evaluate or BENCH_ONLY=delete runs one part alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
+import { insertEvaluations } from '../src/modules/history/history.sql.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -298,7 +301,7 @@ async function deleteWhileEvaluating(kind: Setup['database']): Promise<DeleteRow
         const n = written + i;
         return [staging, snapshots[n % 100]!, `user-${n}`, outcomes, new Date(start + n * 100).toISOString()];
       });
-      await filler.insertEvaluations(rows);
+      await insertEvaluations(filler, rows);
     }
     await filler.close();
 
@@ -342,7 +345,7 @@ const postgresAnswers = await new pg.Client({ connectionString: POSTGRES_URL }).
   () => false,
 );
 
-// BENCH_ONLY=delete runs the delete scenario alone.
+// BENCH_ONLY=delete runs the delete scenario alone; BENCH_ONLY=evaluate, the evaluate cases alone.
 if (process.env.BENCH_ONLY !== 'delete') {
   const rows: Row[] = [await ceiling()];
   for (const count of FLAG_COUNTS) rows.push(await guidon(count, { name: 'Guidon evaluate, SQLite', database: 'sqlite', workers: 1 }));
@@ -365,11 +368,15 @@ if (process.env.BENCH_ONLY !== 'delete') {
   }
 }
 
-const deletes = [await deleteWhileEvaluating('sqlite')];
-if (postgresAnswers) deletes.push(await deleteWhileEvaluating('postgres'));
-console.log(`\nDeleting an environment with history while evaluate runs against another (10 connections), ${new Date().toISOString()}\n`);
-console.log('| database | history rows deleted | DELETE took s | evaluate requests meanwhile | p50 ms | p99 ms | max ms | errors |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+// BENCH_DELETE_ON=sqlite (or postgres) runs the delete scenario on one database.
+const deleteOn = (process.env.BENCH_DELETE_ON ?? 'sqlite,postgres').split(',');
+const deletes: DeleteRow[] = [];
+if (process.env.BENCH_ONLY !== 'evaluate') {
+  if (deleteOn.includes('sqlite')) deletes.push(await deleteWhileEvaluating('sqlite'));
+  if (deleteOn.includes('postgres') && postgresAnswers) deletes.push(await deleteWhileEvaluating('postgres'));
+}
+if (deletes.length > 0) console.log(`\nDeleting an environment with history while evaluate runs against another (10 connections), ${new Date().toISOString()}\n`);
+if (deletes.length > 0) console.log('| database | history rows deleted | DELETE took s | evaluate requests meanwhile | p50 ms | p99 ms | max ms | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const row of deletes) {
   console.log(`| ${row.database} | ${row.historyRows.toLocaleString('en')} | ${row.deleteSeconds.toFixed(1)} | ${row.requests.toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.max} | ${row.errors} |`);
 }

@@ -13,6 +13,7 @@ import { sql } from 'kysely';
 import { createRateLimits, MAX_KEYS_IN_MEMORY } from '../src/rate-limits.js';
 import { openDatabase } from '../src/db/database.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
+import { insertEvaluations } from '../src/modules/history/history.sql.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
 import { storeResetToken } from '../src/modules/accounts/accounts.repository.js';
 import { evaluate, eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
@@ -200,7 +201,7 @@ describe('one server', () => {
     await eventually(async () => (await rows(project.production)) === 3 && (await rows(project.staging)) === 3, 'history written');
     // Many rows: more than one deletion step.
     const snapshot = await db.selectFrom('evaluation_snapshots').select('id').where('environment_id', '=', project.production).executeTakeFirstOrThrow();
-    await server.database.insertEvaluations(Array.from({ length: 4500 }, (_, i) => [project.production, snapshot.id, `bulk-${i}`, Uint8Array.of(1), new Date().toISOString()]));
+    await insertEvaluations(server.database, Array.from({ length: 4500 }, (_, i) => [project.production, snapshot.id, `bulk-${i}`, Uint8Array.of(1), new Date().toISOString()]));
     assert.equal((await request(server, 'DELETE', `/api/projects/${project.id}/environments/${project.production}`, { token: user.token })).status, 204);
     assert.equal(await rows(project.production), 0);
     assert.equal(await rows(project.staging), 3);

@@ -1,4 +1,5 @@
-import type { Database, EvaluationTuple } from '../../db/database.js';
+import type { Database } from '../../db/database.js';
+import { insertEvaluations, type EvaluationTuple } from './history.sql.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { nowIso } from '../../db/values.js';
 import type { Batch, BatchEnvironment, HourCounts } from './history.protocol.js';
@@ -54,12 +55,12 @@ export class HistoryStore {
       for (const chunk of chunksOf(batch, this.rowsPerTransaction)) {
         let kept = chunk.filter((row) => live.has(row[0]));
         try {
-          await this.database.insertEvaluations(kept);
+          await insertEvaluations(this.database, kept);
         } catch (error) {
           if (!isForeignKeyViolation(error)) throw error;
           live = await this.liveEnvironments([...live]); // an environment was deleted meanwhile
           kept = kept.filter((row) => live.has(row[0]));
-          await this.database.insertEvaluations(kept);
+          await insertEvaluations(this.database, kept);
         }
         rows += evaluations(kept);
         discarded += evaluations(chunk) - evaluations(kept);
