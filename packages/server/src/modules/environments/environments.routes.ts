@@ -4,12 +4,11 @@ import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { requireProject } from '../projects/projects.repository.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
-import { deleteHistory } from '../history/history.repository.js';
 import { createEnvironment, deleteEnvironment, listEnvironments, renameEnvironment, requireEnvironment } from './environments.repository.js';
 import { CreateEnvironmentBody, EnvironmentParams, UpdateEnvironmentBody } from './environments.schemas.js';
 
 /** /api/projects/{project_id}/environments */
-export const environmentRoutes: ApiPlugin = async (app, { db }) => {
+export const environmentRoutes: ApiPlugin = async (app, { db, history }) => {
   const tags = ['environments'];
   const EnvironmentRef = Type.Ref('Environment');
   const base = '/projects/:project_id/environments';
@@ -50,7 +49,7 @@ export const environmentRoutes: ApiPlugin = async (app, { db }) => {
     schema: { tags, params: EnvironmentParams, response: { 204: Type.Null(), ...errorResponses(401, 404) } },
   }, async (request, reply) => {
     const environment = await requireEnvironment(db, scopeOf(request));
-    await deleteHistory(db, [environment.id]); // in bounded steps, before the cascade would do it in one
+    await history.deleteHistory([environment.id]); // in bounded steps, before the cascade would do it in one
     await deleteEnvironment(db, environment.id);
     return reply.code(204).send(null);
   });

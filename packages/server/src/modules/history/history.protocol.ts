@@ -31,11 +31,16 @@ export interface HourCounts {
   disabled: Uint32Array;
 }
 
-export type ToWorker = { type: 'batch'; batch: Batch } | { type: 'prune'; retentionDays: number } | { type: 'close' };
+export type ToWorker =
+  | { type: 'batch'; batch: Batch }
+  | { type: 'prune'; retentionDays: number }
+  | { type: 'deleteHistory'; requestId: number; environmentIds: string[] }
+  | { type: 'close' };
 
 export type FromWorker =
   | { type: 'ready' }
   /** rows + discarded + failed = the batch's rows; countsStored false: the hourly counts must be handed over again. */
   | { type: 'written'; batchId: number; rows: number; discarded: number; failed: number; countsStored: boolean }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string; details?: Record<string, unknown> }
+  | { type: 'historyDeleted'; requestId: number; error?: string }
   | { type: 'closed' };

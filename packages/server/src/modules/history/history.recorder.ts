@@ -113,6 +113,9 @@ export class HistoryRecorder {
   private readonly unconfirmedCounts = new Map<number, HourCounts[]>();
   /** Counts to hand over again with the next batch. */
   private carriedCounts: HourCounts[] = [];
+  private nextRequestId = 0;
+  /** deleteHistory calls waiting for the worker. */
+  private readonly deletions = new Map<number, () => void>();
   /**
    * Since start, in evaluated flags: recorded; written; dropped (too many waiting); discarded
    * (environment deleted first); failed (database error, a dying worker, or given up at
@@ -153,6 +156,7 @@ export class HistoryRecorder {
     // Its rows are lost, its counts are not: they go to the next worker.
     for (const counts of this.unconfirmedCounts.values()) this.carriedCounts.push(...counts);
     this.unconfirmedCounts.clear();
+    this.settleDeletions(); // the cascade of the environment delete does the rest
     this.log.error({ code, lost }, 'history worker stopped; starting a new one (rows it held are lost and counted as failed; hourly counts are kept)');
     this.spawnWorker().catch((error: unknown) => this.log.error({ err: error }, 'could not start a history worker'));
   }
@@ -183,6 +187,24 @@ export class HistoryRecorder {
     this.batch.add(environment, userId, now, codes, count);
     this.pendingRows += count;
     if (this.batch.rows >= this.options.maxBatchRows) this.handOver();
+  }
+
+  /**
+   * Deletes the history of these environments in bounded steps on the worker's connection (not
+   * on this thread's event loop); resolves when it is gone. Call before deleting the environments.
+   */
+  deleteHistory(environmentIds: string[]): Promise<void> {
+    if (environmentIds.length === 0 || this.closed) return Promise.resolve();
+    const requestId = this.nextRequestId++;
+    return new Promise((resolve) => {
+      this.deletions.set(requestId, resolve);
+      this.send({ type: 'deleteHistory', requestId, environmentIds });
+    });
+  }
+
+  private settleDeletions(): void {
+    for (const resolve of this.deletions.values()) resolve();
+    this.deletions.clear();
   }
 
   /** Counts since start, in evaluated flags. */
@@ -231,6 +253,7 @@ export class HistoryRecorder {
         this.pendingRows = 0;
         this.log.error({ dropped, unstoredHourlyCounts: this.unconfirmedCounts.size > 0, timeoutMs: this.options.closeTimeoutMs }, 'history flush did not finish in time at shutdown: rows dropped');
       }
+      this.settleDeletions();
       void this.worker.terminate();
     })();
     return this.closed;
@@ -278,6 +301,10 @@ export class HistoryRecorder {
         this.stats.countRetries++;
         this.carriedCounts.push(...counts);
       }
+    } else if (message.type === 'historyDeleted') {
+      if (message.error) this.log.error({ error: message.error }, 'could not delete evaluation history in steps; the cascade deletes it');
+      this.deletions.get(message.requestId)?.();
+      this.deletions.delete(message.requestId);
     } else if (message.type === 'log') {
       this.log[message.level](message.details ?? {}, message.message);
     }

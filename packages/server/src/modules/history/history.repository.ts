@@ -1,5 +1,4 @@
 import type { Db } from '../../db/database.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { toArray, toIso } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
@@ -152,46 +151,4 @@ export async function flagMetrics(db: Db, flag: { id: string; key: string } | { 
     buckets.push(bucket);
   }
   return { flag_key: flag.key, buckets, totals };
-}
-
-/** Rows per delete statement: a few milliseconds each, even on SQLite, where a statement holds the event loop. */
-const ROWS_PER_DELETE = 1_000;
-
-/**
- * Runs one bounded delete step, then waits as long as it took (at most 100 ms): on SQLite a
- * statement holds the event loop, and the pause lets the requests that queued meanwhile through.
- */
-async function step(run: () => Promise<number>): Promise<number> {
-  const started = performance.now();
-  const deleted = await run();
-  await sleep(Math.min(100, performance.now() - started));
-  return deleted;
-}
-
-/**
- * Deletes the stored history of these environments in bounded steps, yielding to other requests
- * between them, so that deleting an environment or project with millions of history rows never
- * holds the event loop (SQLite) or the write lock for long. Called before the environment or
- * project row itself is deleted: the cascade then finds (almost) nothing left to delete. Each
- * step deletes rows by primary key, found along an index, so its plan cannot degrade into a scan.
- */
-export async function deleteHistory(db: Db, environmentIds: readonly string[]): Promise<void> {
-  for (const environmentId of environmentIds) {
-    for (;;) {
-      const ids = (await db.selectFrom('evaluations').select('id').where('environment_id', '=', environmentId).limit(ROWS_PER_DELETE).execute()).map((row) => row.id);
-      if (ids.length > 0) await step(async () => Number((await db.deleteFrom('evaluations').where('id', 'in', ids).executeTakeFirst()).numDeletedRows));
-      if (ids.length < ROWS_PER_DELETE) break;
-    }
-    for (;;) {
-      const ids = (await db.selectFrom('evaluation_snapshots').select('id').where('environment_id', '=', environmentId).limit(ROWS_PER_DELETE).execute()).map((row) => row.id);
-      if (ids.length > 0) await step(async () => Number((await db.deleteFrom('evaluation_snapshots').where('id', 'in', ids).executeTakeFirst()).numDeletedRows));
-      if (ids.length < ROWS_PER_DELETE) break;
-    }
-    const flagIds = (await db.selectFrom('evaluation_counts').select('flag_id').distinct().where('environment_id', '=', environmentId).execute()).map((row) => row.flag_id);
-    for (let start = 0; start < flagIds.length; start += 10) {
-      // A flag has one row per hour of retention (720 for 30 days): ten flags are a bounded step.
-      const ids = flagIds.slice(start, start + 10);
-      await step(async () => Number((await db.deleteFrom('evaluation_counts').where('environment_id', '=', environmentId).where('flag_id', 'in', ids).executeTakeFirst()).numDeletedRows));
-    }
-  }
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database } from '../../db/database.js';
 import { insertEvaluations, type EvaluationTuple } from './history.sql.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
@@ -5,6 +6,18 @@ import { nowIso } from '../../db/values.js';
 import type { Batch, BatchEnvironment, HourCounts } from './history.protocol.js';
 
 const ROWS_PER_PRUNE = 5_000;
+/** Rows per statement when an environment's history is deleted. */
+const ROWS_PER_DELETE = 1_000;
+
+/**
+ * Runs one bounded delete step, then pauses half as long as it took (at most 50 ms), so the
+ * API's own writes get the SQLite write lock in between.
+ */
+async function paced(run: () => Promise<unknown>): Promise<void> {
+  const started = performance.now();
+  await run();
+  await sleep(Math.min(50, (performance.now() - started) / 2));
+}
 
 /** Flag evaluations held by stored rows: a byte per flag. */
 const evaluations = (rows: EvaluationTuple[]) => rows.reduce((sum, row) => sum + row[3].length, 0);
@@ -120,6 +133,35 @@ export class HistoryStore {
     }
     this.storedSnapshots.clear();
     return deleted;
+  }
+
+  /**
+   * Deletes the stored history of these environments in bounded steps, before the environment
+   * or project row itself is deleted (the cascade then finds almost nothing left). Runs in the
+   * history worker, so a delete of millions of rows never holds the evaluate thread's event loop;
+   * each step deletes rows by primary key, found along an index, so its plan cannot become a scan.
+   */
+  async deleteHistory(environmentIds: readonly string[]): Promise<void> {
+    const { db } = this.database;
+    for (const environmentId of environmentIds) {
+      for (;;) {
+        const ids = (await db.selectFrom('evaluations').select('id').where('environment_id', '=', environmentId).limit(ROWS_PER_DELETE).execute()).map((row) => row.id);
+        if (ids.length > 0) await paced(() => db.deleteFrom('evaluations').where('id', 'in', ids).execute());
+        if (ids.length < ROWS_PER_DELETE) break;
+      }
+      for (;;) {
+        const ids = (await db.selectFrom('evaluation_snapshots').select('id').where('environment_id', '=', environmentId).limit(ROWS_PER_DELETE).execute()).map((row) => row.id);
+        if (ids.length > 0) await paced(() => db.deleteFrom('evaluation_snapshots').where('id', 'in', ids).execute());
+        for (const id of ids) this.storedSnapshots.delete(id);
+        if (ids.length < ROWS_PER_DELETE) break;
+      }
+      const flagIds = (await db.selectFrom('evaluation_counts').select('flag_id').distinct().where('environment_id', '=', environmentId).execute()).map((row) => row.flag_id);
+      for (let start = 0; start < flagIds.length; start += 10) {
+        // A flag has one row per hour of retention (720 for 30 days): ten flags are a bounded step.
+        const ids = flagIds.slice(start, start + 10);
+        await paced(() => db.deleteFrom('evaluation_counts').where('environment_id', '=', environmentId).where('flag_id', 'in', ids).execute());
+      }
+    }
   }
 
   private async liveEnvironments(ids: string[]): Promise<Set<string>> {

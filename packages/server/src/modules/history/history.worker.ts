@@ -25,6 +25,14 @@ async function handle(message: ToWorker): Promise<void> {
       if (deleted > 0) post({ type: 'log', level: 'info', message: 'pruned evaluation history', details: { deleted, retentionDays: message.retentionDays } });
       return;
     }
+    case 'deleteHistory':
+      try {
+        await store.deleteHistory(message.environmentIds);
+        post({ type: 'historyDeleted', requestId: message.requestId });
+      } catch (error) {
+        post({ type: 'historyDeleted', requestId: message.requestId, error: String(error) });
+      }
+      return;
     case 'close':
       await database.close();
       post({ type: 'closed' });

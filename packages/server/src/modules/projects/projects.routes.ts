@@ -3,12 +3,11 @@ import type { ApiPlugin } from '../../services.js';
 import { onlyProvided } from '../../db/values.js';
 import { errorResponses } from '../../http/schemas.js';
 import { listEnvironments } from '../environments/environments.repository.js';
-import { deleteHistory } from '../history/history.repository.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
 import { CreateProjectBody, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
 
 /** /api/projects */
-export const projectRoutes: ApiPlugin = async (app, { db }) => {
+export const projectRoutes: ApiPlugin = async (app, { db, history }) => {
   const tags = ['projects'];
   const ProjectRef = Type.Ref('Project');
 
@@ -40,7 +39,7 @@ export const projectRoutes: ApiPlugin = async (app, { db }) => {
   }, async (request, reply) => {
     // History first, in bounded steps (the cascade would delete it in one long statement).
     const project = await requireProject(db, request.userId, request.params.project_id);
-    await deleteHistory(db, (await listEnvironments(db, project.id)).map((env) => env.id));
+    await history.deleteHistory((await listEnvironments(db, project.id)).map((env) => env.id));
     await deleteProject(db, request.userId, request.params.project_id);
     return reply.code(204).send(null);
   });
