@@ -414,6 +414,53 @@ describe('exact history counts', () => {
   });
 });
 
+/** Another connection takes the history table, so the history writer waits on it; returns the release. */
+async function holdHistoryTable(testDatabase: { config: TestDatabase['config'] }): Promise<() => Promise<void>> {
+  if (testDatabase.config.kind === 'sqlite') {
+    const raw = new BetterSqlite3(testDatabase.config.path);
+    raw.exec('begin immediate');
+    return async () => {
+      raw.exec('rollback');
+      raw.close();
+    };
+  }
+  const client = new pg.Client({ connectionString: testDatabase.config.url });
+  client.on('error', () => undefined); // dropping the test database ends this connection
+  await client.connect();
+  await client.query('begin');
+  await client.query('lock table evaluations in access exclusive mode');
+  return async () => {
+    await client.query('rollback');
+    await client.end();
+  };
+}
+
+describe('a history writer that dies while writing', () => {
+  test('its hourly counts go to the next writer', { timeout: 60_000 }, async () => {
+    const testDatabase = await createTestDatabase();
+    const { database, environment } = await environmentIn(testDatabase);
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    const release = await holdHistoryTable(testDatabase);
+    const dying = recorder['worker'];
+    try {
+      for (let i = 0; i < 3; i++) recorder.record(environment, `u${i}`, Uint8Array.from([1, 0]), 2);
+      recorder.handOver(); // the writer stores rows before counts: it now waits on the table
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await dying.terminate();
+      await eventually(() => recorder['worker'] !== dying, 'a new worker');
+    } finally {
+      await release();
+    }
+    await recorder.close();
+    assert.deepEqual(await hourCounts(database), [['off', 0, 3], ['on', 3, 0]]);
+    const { written, failed } = recorder.metrics();
+    assert.equal(written + failed, 6, 'every row written or counted as lost');
+    await database.close();
+    await testDatabase.drop();
+  });
+});
+
 describe('shutdown with a history flush that cannot finish', () => {
   test('gives up after HISTORY_FLUSH_TIMEOUT_SECONDS, logs how many rows it dropped, and closes', { timeout: 60_000 }, async () => {
     const server = await startServer({ HISTORY_FLUSH_TIMEOUT_SECONDS: '1' });
@@ -422,25 +469,7 @@ describe('shutdown with a history flush that cannot finish', () => {
     await newFlag(server, user, project, { key: 'stuck', enabled: true });
     await newFlag(server, user, project, { key: 'stuck-too', enabled: false });
     // Another connection holds the history table, so the last flush waits for it.
-    let release: () => Promise<void>;
-    if (server.config.database.kind === 'sqlite') {
-      const raw = new BetterSqlite3(server.config.database.path);
-      raw.exec('begin immediate');
-      release = async () => {
-        raw.exec('rollback');
-        raw.close();
-      };
-    } else {
-      const client = new pg.Client({ connectionString: server.config.database.url });
-      client.on('error', () => undefined); // dropping the test database ends this connection
-      await client.connect();
-      await client.query('begin');
-      await client.query('lock table evaluations in access exclusive mode');
-      release = async () => {
-        await client.query('rollback');
-        await client.end();
-      };
-    }
+    const release = await holdHistoryTable({ config: server.config.database });
     try {
       for (let i = 0; i < 3; i++) assert.equal((await evaluate(server, project.sdk_key, 'production', { user_id: `u${i}` })).status, 200);
       await server.close(); // without a deadline this would wait for the lock forever (PostgreSQL) or 5 s (SQLite) and log nothing

@@ -41,6 +41,8 @@ async function handle(message: ToWorker): Promise<void> {
 
 let queue = Promise.resolve();
 port.on('message', (message: ToWorker) => {
+  // A history delete can take a minute: it runs beside the queue, so batches are written between its steps.
+  if (message.type === 'deleteHistory') return void handle(message);
   queue = queue
     .then(() => handle(message))
     .catch((error: unknown) => post({ type: 'log', level: 'error', message: 'history worker step failed', details: { error: String(error) } }));
