@@ -102,12 +102,7 @@ export class HistoryStore {
     const { db } = this.database;
     let deleted = 0;
     for (const { id } of await db.selectFrom('environments').select('id').execute()) {
-      for (;;) {
-        const old = db.selectFrom('evaluations').select('id').where('environment_id', '=', id).where('evaluated_at', '<', before).limit(ROWS_PER_PRUNE);
-        const result = await db.deleteFrom('evaluations').where('id', 'in', old).executeTakeFirst();
-        deleted += Number(result.numDeletedRows);
-        if (Number(result.numDeletedRows) < ROWS_PER_PRUNE) break;
-      }
+      deleted += await this.deleteEvaluations(id, before, ROWS_PER_PRUNE);
       // Counts: along (environment_id, hour_start); snapshots: no kept row refers to them (evaluations.snapshot_id is indexed).
       for (;;) {
         const old = await db.selectFrom('evaluation_counts').select(['flag_id', 'hour_start']).where('environment_id', '=', id).where('hour_start', '<', before).limit(1000).execute();
@@ -144,11 +139,7 @@ export class HistoryStore {
   async deleteHistory(environmentIds: readonly string[]): Promise<void> {
     const { db } = this.database;
     for (const environmentId of environmentIds) {
-      for (;;) {
-        const ids = (await db.selectFrom('evaluations').select('id').where('environment_id', '=', environmentId).limit(ROWS_PER_DELETE).execute()).map((row) => row.id);
-        if (ids.length > 0) await paced(() => db.deleteFrom('evaluations').where('id', 'in', ids).execute());
-        if (ids.length < ROWS_PER_DELETE) break;
-      }
+      await this.deleteEvaluations(environmentId, null, ROWS_PER_DELETE);
       for (;;) {
         const ids = (await db.selectFrom('evaluation_snapshots').select('id').where('environment_id', '=', environmentId).limit(ROWS_PER_DELETE).execute()).map((row) => row.id);
         if (ids.length > 0) await paced(() => db.deleteFrom('evaluation_snapshots').where('id', 'in', ids).execute());
@@ -162,6 +153,30 @@ export class HistoryStore {
         await paced(() => db.deleteFrom('evaluation_counts').where('environment_id', '=', environmentId).where('flag_id', 'in', ids).execute());
       }
     }
+  }
+
+  /**
+   * Deletes an environment's history rows (older than `before`, or all), `step` at a time, by
+   * primary key. Each step starts where the last one ended on the (environment_id, evaluated_at)
+   * index: on PostgreSQL the deleted rows stay in the index until vacuumed, and starting from the
+   * beginning each time would step over all of them again.
+   */
+  private async deleteEvaluations(environmentId: string, before: string | null, step: number): Promise<number> {
+    const { db } = this.database;
+    let deleted = 0;
+    let from: string | Date | null = null;
+    for (;;) {
+      let query = db.selectFrom('evaluations').select(['id', 'evaluated_at']).where('environment_id', '=', environmentId);
+      if (before !== null) query = query.where('evaluated_at', '<', before);
+      if (from !== null) query = query.where('evaluated_at', '>=', from);
+      const rows = await query.orderBy('evaluated_at').limit(step).execute();
+      if (rows.length === 0) break;
+      await paced(() => db.deleteFrom('evaluations').where('id', 'in', rows.map((row) => row.id)).execute());
+      deleted += rows.length;
+      from = rows.at(-1)!.evaluated_at;
+      if (rows.length < step) break;
+    }
+    return deleted;
   }
 
   private async liveEnvironments(ids: string[]): Promise<Set<string>> {
