@@ -19,7 +19,7 @@ import { storeResetToken } from '../src/modules/accounts/accounts.repository.js'
 import { evaluate, eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 
-const silent = pino({ level: 'silent' });
+const silent = pino({ level: process.env.TEST_LOG ?? 'silent' });
 const newKey = () => `sdk_${randomBytes(24).toString('base64url')}`;
 
 describe('a rotated-out SDK key on another instance', () => {
@@ -443,15 +443,15 @@ describe('a history writer that dies while writing', () => {
     await recorder.start();
     const release = await holdHistoryTable(testDatabase);
     const dying = recorder['worker'];
-    try {
-      for (let i = 0; i < 3; i++) recorder.record(environment, `u${i}`, Uint8Array.from([1, 0]), 2);
-      recorder.handOver(); // the writer stores rows before counts: it now waits on the table
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await dying.terminate();
-      await eventually(() => recorder['worker'] !== dying, 'a new worker');
-    } finally {
-      await release();
-    }
+    for (let i = 0; i < 3; i++) recorder.record(environment, `u${i}`, Uint8Array.from([1, 0]), 2);
+    recorder.handOver(); // the writer stores rows before counts: it now waits on the table
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const terminated = dying.terminate();
+    // Released only once the thread is told to stop: better-sqlite3 must not raise an error into a
+    // terminating thread (it aborts the process); the thread stops when the insert returns.
+    await release();
+    await terminated;
+    await eventually(() => recorder['worker'] !== dying, 'a new worker');
     await recorder.close();
     assert.deepEqual(await hourCounts(database), [['off', 0, 3], ['on', 3, 0]]);
     const { written, failed } = recorder.metrics();

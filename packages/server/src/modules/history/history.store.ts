@@ -63,7 +63,8 @@ export class HistoryStore {
     let discarded = 0;
     let live = new Set<string>();
     try {
-      live = await this.liveEnvironments(batch.environments.map((env) => env.environmentId));
+      // The counts can name environments without rows in this batch (counts handed over again).
+      live = await this.liveEnvironments([...new Set([...batch.environments, ...batch.counts.map((counts) => counts.environment)].map((env) => env.environmentId))]);
       await this.storeSnapshots(batch.environments.filter((env) => live.has(env.environmentId)));
       for (const chunk of chunksOf(batch, this.rowsPerTransaction)) {
         let kept = chunk.filter((row) => live.has(row[0]));
