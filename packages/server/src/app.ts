@@ -28,6 +28,7 @@ import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
+import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
 import { historyRoutes } from './modules/history/history.routes.js';
 import { EvaluationItem } from './modules/history/history.schemas.js';
@@ -109,6 +110,7 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
     request.log.error({ err: error }, 'request failed');
   }
   reply.code(status);
+  reply.header('x-content-type-options', 'nosniff'); // also for answers no hook saw (an unreadable URL)
   reply.type('application/json; charset=utf-8');
   return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
 }
@@ -134,6 +136,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   // The id in every log line of the request, handed back so a caller can quote it.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff'); // every answer says what it is; browsers must not guess
     done();
   });
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(error, request, reply));
@@ -155,7 +158,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
     evaluateCache,
     changes,
-    history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays }),
+    history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays, closeTimeoutMs: config.historyFlushTimeoutSeconds * 1000 }),
     writes: new ProjectWrites(db, changes, () => webhooks.wake(), app.log),
     webhooks,
   };
@@ -188,6 +191,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     await app.register(cors, { origin: config.corsOrigins.includes('*') ? true : config.corsOrigins });
   }
 
+  const metrics = createMetrics(services);
+  app.addHook('onResponse', metrics.observe);
+  await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);

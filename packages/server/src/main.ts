@@ -23,6 +23,11 @@ async function serve(config: Readonly<Config>): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    // The history flush gives up after its own timeout; this is the backstop for anything else that hangs.
+    setTimeout(() => {
+      app.log.error('shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, (config.historyFlushTimeoutSeconds + 10) * 1000).unref();
     try {
       await app.close(); // stops accepting, waits for in-flight requests, flushes evaluation history
       await database.close();

@@ -1,6 +1,6 @@
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { ApiPlugin } from '../../services.js';
-import { NotFound, Unauthorized } from '../../errors.js';
+import { Invalid, NotFound, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { isStorable, toStorable } from '../../http/well-formed.js';
 import type { CompiledProject } from './evaluate.cache.js';
@@ -17,6 +17,9 @@ declare module 'fastify' {
 /** POST /sdk/v1/evaluate: the endpoint applications call at runtime. */
 export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, history }) => {
   app.decorateRequest('sdkProject', null);
+  // The interface promises 400 for a missing or malformed body: a body that is not declared as
+  // JSON (none at all, or form-encoded as curl sends by default) is one. Other routes keep 415.
+  app.addContentTypeParser('*', (_request, _payload, done) => done(new Invalid('body must be JSON, sent with Content-Type: application/json'), undefined));
   /** Outcome codes of the request being answered; reused, since a request is answered synchronously. */
   let codes = new Uint8Array(1024);
 
