@@ -37,6 +37,11 @@ const BODIES: Record<string, () => unknown> = {
   'POST /api/tokens': () => ({ name: `t${next()}` }),
 };
 
+/** A query string that the route needs from a caller allowed to use it. */
+const QUERIES: Record<string, string> = {
+  'GET /api/projects/:project_id/environments/:env_id/metrics': '?flag_key=some_flag',
+};
+
 /**
  * Routes whose handler narrows the declaration by the target: DELETE of a member is open to
  * any member leaving (viewer), but removing someone else needs an owner; this file removes
@@ -49,7 +54,6 @@ const TARGET_NEEDS: Record<string, DeclaredRole> = {
 /** Contract §8–§11: the least role of the routes it names (other routes are held to their own declaration). */
 const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/me': 'user',
-  'GET /api/metrics': 'user',
   'POST /api/tokens': 'login',
   'GET /api/tokens': 'login',
   'DELETE /api/tokens/:token_id': 'login',
@@ -82,6 +86,7 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/projects/:project_id/evaluations': 'viewer',
   'GET /api/projects/:project_id/environments/:env_id/evaluations': 'viewer',
   'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/metrics': 'viewer',
+  'GET /api/projects/:project_id/environments/:env_id/metrics': 'viewer',
   'GET /api/projects/:project_id/audit': 'viewer',
   'POST /api/projects/:project_id/webhooks': 'owner',
   'GET /api/projects/:project_id/webhooks': 'owner',
@@ -97,7 +102,7 @@ const CONTRACT: Record<string, DeclaredRole> = {
 };
 
 /** Routes other branches add or remove: checked when present, not required. */
-const MAY_BE_ABSENT = new Set(['GET /api/metrics', 'GET /api/projects/:project_id/flags', 'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy']);
+const MAY_BE_ABSENT = new Set(['GET /api/projects/:project_id/flags', 'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy']);
 
 let receiverUrl = '';
 
@@ -221,7 +226,7 @@ describe('role matrix: every /api route × every caller', () => {
       path = path.replace(name, value);
     }
     const body = BODIES[key]?.() ?? (method === 'POST' || method === 'PUT' ? {} : undefined);
-    return request(server, method, path, { token: fx.tokens[caller], body });
+    return request(server, method, path + (QUERIES[key] ?? ''), { token: fx.tokens[caller], body });
   }
 
   test('a route that declares no role is refused when the app is built', () => {
