@@ -26,6 +26,7 @@ import { ChangeFeed, changeBusFor } from './modules/evaluate/evaluate.changes.js
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
+import { acrossRoutes } from './modules/flags/across.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
@@ -182,7 +183,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
         if (request.method !== 'GET' && projectId && reply.statusCode < 400) await services.changes.projectChanged(projectId);
         return payload;
       });
-      for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes]) await api.register(routes, services);
+      for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, historyRoutes]) await api.register(routes, services);
     },
     { prefix: '/api' },
   );
