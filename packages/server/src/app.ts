@@ -28,6 +28,7 @@ import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
 import { acrossRoutes } from './modules/flags/across.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
 import { historyRoutes } from './modules/history/history.routes.js';
@@ -187,5 +188,6 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     },
     { prefix: '/api' },
   );
+  await app.register(dashboardRoutes);
   return app;
 }
