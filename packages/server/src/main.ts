@@ -14,7 +14,7 @@ const logStream = () => (process.stdout.isTTY ? pinoPretty({ sync: true, transla
 /** Where a person opens the dashboard: a wildcard listen address is reached as localhost. */
 function dashboardUrl(address: string): string {
   const url = new URL(address);
-  if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
+  if (['0.0.0.0', '[::]', '127.0.0.1', '[::1]'].includes(url.hostname)) url.hostname = 'localhost';
   return url.href;
 }
 

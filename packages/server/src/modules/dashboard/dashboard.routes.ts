@@ -45,6 +45,7 @@ export const dashboardRoutes: FastifyPluginAsync<{ dir?: string }> = async (app,
     root: dir,
     wildcard: false, // one route per built file; everything else reaches the fallback below
     index: false,
+    cacheControl: false, // set below: the hashed assets for a year, the rest revalidated
     setHeaders: (res, path) => {
       // Vite names files under assets/ by content hash: they never change.
       res.setHeader('cache-control', path.includes('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
