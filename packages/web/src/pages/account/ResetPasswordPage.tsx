@@ -26,7 +26,7 @@ export function ResetPasswordPage() {
     if (found.password || found.repeat) return;
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/reset-password', { body: { token, newPassword: password } }));
+      await unwrap(api.POST('/auth/reset-password', { body: { token, newPassword: password }, parseAs: 'text' })); // answers text/plain
       session.signOut(); // every older login token stopped working
       setDone(true);
     } catch (error) {

@@ -128,7 +128,10 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
               {rolloutError}
             </p>
           )}
-          <p className="muted small">When on, users matched by a rule get it; everyone else is in or out by a stable hash of their user_id, so {rollout}% get it.</p>
+          <p className="muted small">
+            While it is on, users a rule matches get it.{' '}
+            {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
+          </p>
         </div>
       </section>
 

@@ -42,7 +42,10 @@ export default function UsagePage() {
 
   const apply = (event: FormEvent) => {
     event.preventDefault();
-    setFilters({ flagKey: flagKey.trim(), userId: userId.trim() });
+    const next = { flagKey: flagKey.trim(), userId: userId.trim() };
+    // The same filters again: fetch the newest evaluations anyway.
+    if (next.flagKey === filters.flagKey && next.userId === filters.userId && cursors.length === 1) void history.refetch();
+    setFilters(next);
     setCursors([undefined]);
   };
 
