@@ -17,4 +17,13 @@ export function ago(iso: string | null, now = Date.now()): string {
   return relative.format(Math.round(hours / 24), 'day');
 }
 
-export const dateTime = (iso: string) => new Date(iso).toLocaleString();
+export const dateTime = (iso: string) => new Date(iso).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+
+/** last_evaluated_at is the start of the hour of the latest evaluation (hourly precision). */
+export function evaluatedAgo(hourStart: string | null, now = Date.now()): string {
+  if (!hourStart) return 'never';
+  if (now - Date.parse(hourStart) < 60 * 60 * 1000) return 'this hour';
+  return ago(new Date(Date.parse(hourStart) + 30 * 60 * 1000).toISOString(), now);
+}
+
+export const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;

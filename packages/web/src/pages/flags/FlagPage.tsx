@@ -8,7 +8,7 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { FlagSwitch } from '../../components/FlagSwitch';
 import { ErrorState, Loading } from '../../components/States';
-import { ago, isStale } from '../../components/time';
+import { ago, evaluatedAgo, isStale } from '../../components/time';
 import { RulesEditor } from './RulesEditor';
 
 const FlagChart = lazy(() => import('../usage/FlagChart'));
@@ -65,7 +65,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
             {state && isStale(state.updated_at, state.last_evaluated_at) && <span className="badge stale">stale</span>}
           </h2>
           <p className="muted">
-            In {environment.name} · last evaluated {ago(state?.last_evaluated_at ?? null)} · changed {ago(flag.updated_at)}
+            In {environment.name} · last evaluated {evaluatedAgo(state?.last_evaluated_at ?? null)} · changed {ago(flag.updated_at)}
           </p>
         </div>
         <nav aria-label="Environments of this flag" className="env-switch">
@@ -105,6 +105,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
               </Slider.Track>
               <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} />
             </Slider.Root>
+            <span className="number-group">
             <label className="visually-hidden" htmlFor="rollout-number">
               Rollout percentage
             </label>
@@ -122,6 +123,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
               onKeyDown={(event) => event.key === 'Enter' && void saveRollout(rollout)}
             />
             <span aria-hidden="true">%</span>
+            </span>
           </div>
           {rolloutError && (
             <p className="error" id="rollout-error" role="alert">

@@ -4,7 +4,7 @@ import type { Environment, ProjectFlag } from '../../api/client';
 import { useEnvironments, useProjectFlags, useSetEnabled } from '../../api/queries';
 import { FlagSwitch } from '../../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../../components/States';
-import { ago, isStale } from '../../components/time';
+import { evaluatedAgo, isStale, plural } from '../../components/time';
 import { CreateFlagDialog } from './CreateFlagDialog';
 
 type Filter = 'all' | 'on' | 'off' | 'stale';
@@ -79,7 +79,7 @@ export function FlagsPage() {
             </fieldset>
           </div>
           <p className="muted" role="status" aria-live="polite" data-testid="flag-count">
-            {rows.length === all.length ? `${all.length} flags` : `${rows.length} of ${all.length} flags`}
+            {rows.length === all.length ? plural(all.length, 'flag') : `${rows.length} of ${plural(all.length, 'flag')}`}
           </p>
           <div className="table-wrap">
             <table className="flags">
@@ -125,20 +125,20 @@ const FlagRow = memo(function FlagRow({ row, envs, projectId }: { row: ProjectFl
           </span>
         )}
         <span className="muted small">
-          {row.name} · last evaluated {ago(lastEvaluated ?? null)}
+          {row.name} · last evaluated {evaluatedAgo(lastEvaluated ?? null)}
         </span>
       </th>
       {envs.map((env) => {
         const state = row.environments[env.key];
         if (!state) {
           return (
-            <td key={env.id} className="absent">
+            <td key={env.id} className="absent" data-env={env.name}>
               <span aria-label={`${row.key} is not in ${env.name}`}>—</span>
             </td>
           );
         }
         return (
-          <td key={env.id}>
+          <td key={env.id} data-env={env.name}>
             <div className="cell">
               <FlagSwitch
                 flagKey={row.key}
@@ -153,7 +153,7 @@ const FlagRow = memo(function FlagRow({ row, envs, projectId }: { row: ProjectFl
                 Open
               </Link>
             </div>
-            {state.rules_count > 0 && <span className="muted small">{state.rules_count === 1 ? '1 rule' : `${state.rules_count} rules`}</span>}
+            {state.rules_count > 0 && <span className="muted small">{plural(state.rules_count, 'rule')}</span>}
           </td>
         );
       })}
