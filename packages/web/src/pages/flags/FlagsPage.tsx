@@ -1,4 +1,4 @@
-import { memo, useDeferredValue, useMemo, useState } from 'react';
+import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import type { Environment, ProjectFlag } from '../../api/client';
 import { useEnvironments, useProjectFlags, useSetEnabled } from '../../api/queries';
@@ -8,6 +8,9 @@ import { evaluatedAgo, isStale, plural } from '../../components/time';
 import { CreateFlagDialog } from './CreateFlagDialog';
 
 type Filter = 'all' | 'on' | 'off' | 'stale';
+
+/** Rows rendered at a time: search covers every flag, the table shows the first matches. */
+const PAGE = 50;
 
 export const rowIsStale = (row: ProjectFlag, now = Date.now()) =>
   Object.values(row.environments).every((state) => isStale(state.updated_at, state.last_evaluated_at, now));
@@ -34,6 +37,9 @@ export function FlagsPage() {
   const [creating, setCreating] = useState(false);
   const deferredSearch = useDeferredValue(search);
   const rows = useMemo(() => filterFlags(flags.data ?? [], deferredSearch, filter), [flags.data, deferredSearch, filter]);
+  const [shown, setShown] = useState(PAGE);
+  const setEnabled = useSetEnabled(projectId);
+  const toggle = useCallback((change: { envId: string; envKey: string; flagId: string; enabled: boolean }) => setEnabled.mutate(change), [setEnabled.mutate]);
 
   if (environments.isPending || flags.isPending) return <Loading what="flags" />;
   if (environments.error || flags.error) return <ErrorState error={environments.error ?? flags.error} retry={() => void Promise.all([environments.refetch(), flags.refetch()])} />;
@@ -94,13 +100,20 @@ export function FlagsPage() {
                 </tr>
               </thead>
               <tbody>
-                {rows.map((row) => (
-                  <FlagRow key={row.key} row={row} envs={envs} projectId={projectId} />
+                {rows.slice(0, shown).map((row) => (
+                  <FlagRow key={row.key} row={row} envs={envs} toggle={toggle} />
                 ))}
               </tbody>
             </table>
             {rows.length === 0 && <p className="state">No flag matches. Clear the search or the filter.</p>}
           </div>
+          {rows.length > shown && (
+            <div className="actions start">
+              <button type="button" className="secondary" onClick={() => setShown(shown + PAGE)}>
+                Show {Math.min(PAGE, rows.length - shown)} more ({rows.length - shown} not shown)
+              </button>
+            </div>
+          )}
         </>
       )}
       {envs.length > 0 && <CreateFlagDialog projectId={projectId} environments={envs} open={creating} onOpenChange={setCreating} />}
@@ -108,8 +121,9 @@ export function FlagsPage() {
   );
 }
 
-const FlagRow = memo(function FlagRow({ row, envs, projectId }: { row: ProjectFlag; envs: Environment[]; projectId: string }) {
-  const setEnabled = useSetEnabled(projectId);
+type Toggle = (change: { envId: string; envKey: string; flagId: string; enabled: boolean }) => void;
+
+const FlagRow = memo(function FlagRow({ row, envs, toggle }: { row: ProjectFlag; envs: Environment[]; toggle: Toggle }) {
   const lastEvaluated = Object.values(row.environments)
     .map((state) => state.last_evaluated_at)
     .filter((at): at is string => at !== null)
@@ -144,7 +158,7 @@ const FlagRow = memo(function FlagRow({ row, envs, projectId }: { row: ProjectFl
                 flagKey={row.key}
                 environment={env.name}
                 checked={state.enabled}
-                onChange={(enabled) => setEnabled.mutate({ envId: env.id, envKey: env.key, flagId: state.flag_id, enabled })}
+                onChange={(enabled) => toggle({ envId: env.id, envKey: env.key, flagId: state.flag_id, enabled })}
               />
               <span className="rollout" title="Rollout">
                 {state.rollout_percentage}%
