@@ -45,8 +45,10 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
   let result: Awaited<typeof call>;
   try {
     result = await call;
-  } catch {
-    throw new ApiError(0, 'The server cannot be reached. Check your connection and try again.');
+  } catch (error) {
+    // fetch rejects with a TypeError when no answer arrives at all.
+    if (error instanceof TypeError) throw new ApiError(0, 'The server cannot be reached. Check your connection and try again.');
+    throw new ApiError(0, `Unexpected answer from the server: ${(error as Error).message}`);
   }
   if (result.response.ok) return result.data as T;
   const message = (result.error as { message?: string } | undefined)?.message ?? result.response.statusText;
