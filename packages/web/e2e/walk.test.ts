@@ -41,12 +41,13 @@ test('a person runs their flags from the dashboard', { timeout: 120_000 }, async
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
-  // Only the deliberate expired-session step may show the browser's "401" resource error.
-  let expect401 = false;
-  const consoleErrors = watchConsole(page, () => (expect401 ? /status of 401/ : null));
+  // Only the deliberate failures (a refused toggle, an expired session) may show the browser's
+  // "failed to load resource" error, each during its own step.
+  let allowed: RegExp | null = null;
+  const consoleErrors = watchConsole(page, () => allowed);
   let projectId = '';
   try {
-    projectId = await walk(page, () => (expect401 = !expect401));
+    projectId = await walk(page, (pattern) => (allowed = pattern));
   } catch (error) {
     // What the page showed when it failed: a screenshot and its alerts.
     const shot = join(process.env.TMPDIR ?? '/tmp', 'guidon-walk-failure.png');
@@ -61,7 +62,7 @@ test('a person runs their flags from the dashboard', { timeout: 120_000 }, async
 });
 
 /** The steps; answers the project's id. */
-async function walk(page: Page, toggle401: () => void): Promise<string> {
+async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => void): Promise<string> {
   const heading = (name: string | RegExp) => page.getByRole('heading', { name }).first().waitFor();
   const section = (name: string) => page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name, exact: true }).click();
 
@@ -174,6 +175,16 @@ async function walk(page: Page, toggle401: () => void): Promise<string> {
   await page.getByRole('status').filter({ hasText: 'Copied new_checkout to Staging, with its rules.' }).waitFor();
   await section('Flags');
   await page.getByRole('switch', { name: 'new_checkout in Staging', checked: true }).waitFor();
+  // A toggle the server refuses moves back, and says so.
+  allowConsoleError(/status of 500/);
+  await page.route('**/api/projects/*/environments/*/flags/*', (route) =>
+    route.request().method() === 'PUT' ? route.fulfill({ status: 500, contentType: 'application/json', body: '{"statusCode":500,"error":"Internal Server Error","message":"Internal server error"}' }) : route.continue(),
+  );
+  await page.getByRole('switch', { name: 'new_checkout in Staging' }).click();
+  await page.getByRole('alert').filter({ hasText: 'Not switched, it is back as it was' }).waitFor();
+  await page.getByRole('switch', { name: 'new_checkout in Staging', checked: true }).waitFor();
+  await page.unrouteAll();
+  allowConsoleError(null);
   await page.getByLabel('Search flags').fill('checkout');
   await page.getByRole('status').filter({ hasText: /^1 flag$/ }).waitFor();
 
@@ -192,12 +203,12 @@ async function walk(page: Page, toggle401: () => void): Promise<string> {
   assert.equal(withOld.status, 401);
 
   // An expired session: to the login page, then back to where the person was.
-  toggle401();
+  allowConsoleError(/status of 401/);
   await page.evaluate(() => localStorage.setItem('guidon.token', 'expired.token.value'));
   await page.goto(`${projectUrl}/environments`);
   await heading('Log in');
   await page.getByText('Your session ended').waitFor();
-  toggle401();
+  allowConsoleError(null);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Log in' }).click();

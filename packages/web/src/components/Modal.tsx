@@ -15,7 +15,7 @@ export function Modal({ open, onOpenChange, title, description, children }: Moda
     <Dialog.Root open={open} onOpenChange={onOpenChange}>
       <Dialog.Portal>
         <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog" aria-describedby={description ? undefined : undefined}>
+        <Dialog.Content className="dialog">
           <Dialog.Title>{title}</Dialog.Title>
           {description ? <Dialog.Description>{description}</Dialog.Description> : <Dialog.Description className="visually-hidden">{title}</Dialog.Description>}
           {children}

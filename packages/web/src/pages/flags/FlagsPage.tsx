@@ -84,6 +84,11 @@ export function FlagsPage() {
               ))}
             </fieldset>
           </div>
+          {setEnabled.error && (
+            <p className="error" role="alert">
+              Not switched, it is back as it was: {setEnabled.error.message}
+            </p>
+          )}
           <p className="muted" role="status" aria-live="polite" data-testid="flag-count">
             {rows.length === all.length ? plural(all.length, 'flag') : `${rows.length} of ${plural(all.length, 'flag')}`}
           </p>
