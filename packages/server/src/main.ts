@@ -48,7 +48,7 @@ async function serve(config: Readonly<Config>): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   // The first line a person reads says where to go.
-  await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (API docs at ${dashboardUrl(address)}docs)` });
+  await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` });
 }
 
 /**
