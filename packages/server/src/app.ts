@@ -26,7 +26,9 @@ import { ChangeFeed, changeBusFor } from './modules/evaluate/evaluate.changes.js
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
+import { acrossRoutes } from './modules/flags/across.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
@@ -215,11 +217,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of [currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of [currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, historyRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },
     { prefix: '/api' },
   );
+  await app.register(dashboardRoutes);
   return app;
 }
