@@ -22,7 +22,7 @@ export interface TestServer {
  * test-database.ts). Rate limits are off unless the test sets them (a file registers far more
  * users than 60 a minute).
  */
-export async function startServer(env: Record<string, string> = {}, options: { database?: TestDatabase; revisionCheckIntervalMs?: number } = {}): Promise<TestServer> {
+export async function startServer(env: Record<string, string> = {}, options: { database?: TestDatabase; revisionCheckIntervalMs?: number; port?: number } = {}): Promise<TestServer> {
   // A database passed in is shared with other servers: the caller drops it.
   const testDatabase = options.database ?? (await createTestDatabase());
   const config = loadConfig({
@@ -43,7 +43,7 @@ export async function startServer(env: Record<string, string> = {}, options: { d
   });
   const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
   const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
