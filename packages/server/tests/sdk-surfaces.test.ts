@@ -220,7 +220,7 @@ describe('OFREP', () => {
     assert.deepEqual(targeted.body, { key: 'targeted', value: true, variant: 'on', reason: 'TARGETING_MATCH', metadata: { reason: 'Matched user_email targeting rule' } });
     const half = await ofrep(server, project.sdk_key, '/half', { context });
     assert.equal(half.body.reason, 'SPLIT');
-    assert.equal(half.body.value, (await evaluate(server, project.sdk_key, 'production', { user_id: 'user_1' })).body.flags.half.enabled);
+    assert.equal(half.body.value, (await evaluate(server, project.sdk_key, 'production', { user_id: 'user_1' })).body.flags.half?.enabled);
     const staged = await ofrep(server, project.sdk_key, '/staged', { context }, { 'x-environment': 'staging' });
     assert.equal(staged.body.value, true);
   });
