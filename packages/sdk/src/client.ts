@@ -403,7 +403,10 @@ class Client implements GuidonClient {
         clearTimeout(this.pollTimer);
         this.pollTimer = undefined;
         // Changes made while the stream was down: one conditional request catches up.
-        if (wasDown) void this.refresh();
+        if (wasDown) {
+          for (const entry of this.contexts.values()) entry.freshUntil = 0;
+          void this.refresh();
+        }
         wasDown = false;
         const rearm = () => {
           clearTimeout(silence);
