@@ -4,7 +4,7 @@
  *
  * Starts the real server (dist/src/main.js) as its own process on a fresh SQLite file, opens
  * BENCH_STREAMS (default 5000) `GET /sdk/v1/stream` connections from this process, then toggles
- * a flag BENCH_TOGGLES (default 3) times and times, per toggle, the arrival of the
+ * a flag BENCH_TOGGLES (default 3) times (after one warm-up toggle) and times, per toggle, the arrival of the
  * refetchEvaluation message on every stream, from just before the toggle request was sent. The
  * baseline, measured in the same run by the same client, is a bare node:http server that holds
  * the same number of event streams and writes one message to each when asked.
@@ -99,14 +99,15 @@ async function openStreams(url: string, headers: Record<string, string>, count: 
 async function fanOut(listeners: Listener[], fire: () => Promise<void>): Promise<{ reached: number; latencies: number[] }> {
   const latencies: number[] = [];
   let reached = 0;
-  for (let round = 0; round < TOGGLES; round++) {
+  // Round 0 warms up both sides (JIT, socket buffers) and is not counted.
+  for (let round = 0; round <= TOGGLES; round++) {
     for (const listener of listeners) listener.reset();
     const start = performance.now();
     await fire();
     const deadline = Date.now() + 10_000;
     while (listeners.some((listener) => listener.messageAt === 0) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
     for (const listener of listeners) {
-      if (listener.messageAt === 0) continue;
+      if (listener.messageAt === 0 || round === 0) continue;
       reached++;
       latencies.push(listener.messageAt - start);
     }
@@ -157,7 +158,7 @@ require('node:http').createServer((req, res) => {
 }
 
 async function call(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
-  const response = await fetch(url + path, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(url + path, { method, headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
   const json = await response.json();
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
   return json;
