@@ -34,7 +34,7 @@ export const evaluateRoutes: ApiPlugin = async (app, services) => {
     for (let i = 0; i < jsonKeys.length; i++) json += jsonKeys[i]! + outcomeByCode(codes[i]!).json;
     json += '}}';
     recordAll(history, environment, context, codes);
-    const etag = etagOf(json);
+    const etag = etagOf(environment, codes);
     reply.header('etag', etag);
     if (notModified(request, etag)) return reply.code(304).send(undefined as never);
     // Already JSON: Fastify sends a string as it is (the response schema documents its shape).

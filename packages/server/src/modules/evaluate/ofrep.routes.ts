@@ -157,7 +157,7 @@ export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, histo
     flags += ']';
     recordAll(history, environment, context, codes);
     // The ETag covers the evaluated flags, not the stream token beside them (which is renewed).
-    const etag = etagOf(flags);
+    const etag = etagOf(environment, codes);
     reply.header('etag', etag);
     if (notModified(request, etag)) return reply.code(304).send(undefined as never);
     const token = await streamTokens.issue({ projectId: environment.projectId, environment: environmentName(request), keyHash: sdkKeyHash(anySdkCredential(request)!) });
