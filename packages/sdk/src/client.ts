@@ -184,11 +184,11 @@ class Client implements GuidonClient {
   }
 
   isEnabled(key: string): boolean {
-    return this.flagState(this.flags, key).enabled;
+    return this.flagState(this.flags, key, this.source !== 'fallback').enabled;
   }
 
   reason(key: string): string {
-    return this.flagState(this.flags, key).reason;
+    return this.flagState(this.flags, key, this.source !== 'fallback').reason;
   }
 
   allFlags(): Flags {
@@ -221,7 +221,7 @@ class Client implements GuidonClient {
   async forContext(context: GuidonContext): Promise<FlagSet> {
     const key = contextKey(context);
     let entry = this.contexts.get(key);
-    if (entry?.flags && entry.freshUntil > Date.now()) return this.flagSet(entry.flags);
+    if (entry?.flags && entry.freshUntil > Date.now()) return this.flagSet(entry.flags, true);
     if (entry?.pending) return entry.pending;
     if (!entry) this.contexts.set(key, (entry = { flags: undefined, etag: undefined, freshUntil: 0 }));
     const cached = entry;
@@ -232,25 +232,27 @@ class Client implements GuidonClient {
       else {
         this.emit('error', answer.error);
         if (!this.options.keepLastKnownOnError) cached.flags = undefined;
-        return this.flagSet(cached.flags ?? this.fallback);
+        return cached.flags ? this.flagSet(cached.flags, true) : this.flagSet(this.fallback, false);
       }
-      return this.flagSet(cached.flags!);
+      return this.flagSet(cached.flags!, true);
     })().finally(() => (cached.pending = undefined));
     return cached.pending;
   }
 
   // ---- answers ---------------------------------------------------------------------------
 
-  private flagState(flags: Flags, key: string): FlagState {
+  /** A flag of a set Guidon answered, else (no answer) its bootstrap value, else false. */
+  private flagState(flags: Flags, key: string, fromGuidon: boolean): FlagState {
     const state = flags[key];
     if (state) return state;
-    return this.fallback[key] ?? { enabled: false, reason: flags === this.fallback || this.source === 'fallback' ? REASON_FALLBACK : REASON_NOT_FOUND };
+    if (fromGuidon) return { enabled: false, reason: REASON_NOT_FOUND };
+    return this.fallback[key] ?? { enabled: false, reason: REASON_FALLBACK };
   }
 
-  private flagSet(flags: Flags): FlagSet {
+  private flagSet(flags: Flags, fromGuidon: boolean): FlagSet {
     return {
-      isEnabled: (key) => this.flagState(flags, key).enabled,
-      reason: (key) => this.flagState(flags, key).reason,
+      isEnabled: (key) => this.flagState(flags, key, fromGuidon).enabled,
+      reason: (key) => this.flagState(flags, key, fromGuidon).reason,
       allFlags: () => ({ ...flags }),
     };
   }

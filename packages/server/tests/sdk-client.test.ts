@@ -109,6 +109,16 @@ describe('@guidon/sdk against a running Guidon', () => {
     assert.equal(c.reason('beta'), REASON_FALLBACK);
   });
 
+  test('once Guidon answers, its values replace the bootstrap, and a flag it did not return reads false', async () => {
+    const c = client(options({ bootstrap: { checkout: true, nope: true }, stream: false }));
+    assert.equal(c.isEnabled('nope'), true, 'before the answer');
+    assert.equal(await c.ready(), true);
+    assert.equal(c.isEnabled('nope'), false);
+    assert.equal(c.reason('nope'), REASON_NOT_FOUND);
+    assert.notEqual(c.reason('checkout'), REASON_BOOTSTRAP);
+    assert.equal((await c.forContext({ user_id: 'x' })).isEnabled('nope'), false);
+  });
+
   test('server down: ready() resolves false, flags read false, an error event says why, nothing throws', async () => {
     const c = client(options({ baseUrl: `http://127.0.0.1:${await freePort()}` }));
     const seen = errors(c);
