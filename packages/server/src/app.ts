@@ -24,6 +24,7 @@ import { environmentRoutes } from './modules/environments/environments.routes.js
 import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
 import { ChangeFeed, changeBusFor } from './modules/evaluate/evaluate.changes.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
+import { ofrepErrorBody } from './modules/evaluate/ofrep.routes.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
 import { acrossRoutes } from './modules/flags/across.routes.js';
@@ -86,7 +87,17 @@ function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyS
   return {
     level: config.logLevel,
     // Fastify logs no headers or bodies by default; these paths stay censored if that changes.
-    redact: { paths: ['req.headers.authorization', 'req.headers["x-sdk-key"]', '*.password', '*.newPassword', '*.token'], censor: '[redacted]' },
+    redact: { paths: ['req.headers.authorization', 'req.headers["x-sdk-key"]', 'req.headers["x-api-key"]', '*.password', '*.newPassword', '*.token'], censor: '[redacted]' },
+    // Fastify's request line, with a stream token in the query string (contract §12) left out.
+    serializers: {
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        url: request.url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]'),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket?.remotePort,
+      }),
+    },
     ...(stream ? { stream } : {}),
   };
 }
@@ -114,6 +125,7 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
   reply.code(status);
   reply.header('x-content-type-options', 'nosniff'); // also for answers no hook saw (an unreadable URL)
   reply.type('application/json; charset=utf-8');
+  if (request.routeOptions.config?.errorShape === 'ofrep') return reply.send(ofrepErrorBody(request, status, message, error));
   return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
 }
 
@@ -190,7 +202,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   if (config.corsOrigins.length > 0) {
-    await app.register(cors, { origin: config.corsOrigins.includes('*') ? true : config.corsOrigins });
+    await app.register(cors, {
+      origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
+      // SDK and OFREP calls from a page: their credential headers, and the ETag and Retry-After they must read.
+      allowedHeaders: ['Content-Type', 'Authorization', 'X-SDK-Key', 'X-API-Key', 'X-Environment', 'If-None-Match', 'Last-Event-ID', 'X-Request-Id'],
+      exposedHeaders: ['ETag', 'Retry-After', 'X-Request-Id'],
+    });
   }
 
   const metrics = createMetrics(services);

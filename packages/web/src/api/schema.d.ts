@@ -370,6 +370,13 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Not modified: the answer is the one the If-None-Match ETag names (no body) */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Default Response */
                 400: {
                     headers: {
@@ -413,6 +420,364 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sdk/v1/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Server-Sent Events: `refetchEvaluation` after each change to the environment, a comment every 15 s. */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description environment key (with an SDK key; a stream token names its own) */
+                    environment?: string;
+                    /** @description stream token from an OFREP bulk answer, for a browser EventSource */
+                    token?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ofrep/v1/evaluate/flags/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description environment key; production when absent */
+                    "x-environment"?: string;
+                };
+                path: {
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description other attributes are accepted and not used */
+                        context?: {
+                            /** @description Guidon user_id */
+                            targetingKey?: string;
+                            /** @description Guidon user_email */
+                            email?: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key: string;
+                            value: boolean;
+                            variant: "on" | "off";
+                            reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC";
+                            metadata: {
+                                /** @description Guidon's reason */
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ofrep/v1/evaluate/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: {
+                    flagConfigEtag?: string;
+                    flagConfigLastModified?: string;
+                };
+                header?: {
+                    /** @description environment key; production when absent */
+                    "x-environment"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description other attributes are accepted and not used */
+                        context?: {
+                            /** @description Guidon user_id */
+                            targetingKey?: string;
+                            /** @description Guidon user_email */
+                            email?: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            flags: {
+                                key: string;
+                                value: boolean;
+                                variant: "on" | "off";
+                                reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC";
+                                metadata: {
+                                    /** @description Guidon's reason */
+                                    reason: string;
+                                };
+                            }[];
+                            eventStreams: {
+                                /** @enum {string} */
+                                type: "sse";
+                                endpoint: {
+                                    /** @description the stream, with a short-lived stream token */
+                                    requestUri: string;
+                                };
+                                inactivityDelaySec: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Not modified (no body) */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            key?: string;
+                            /** @description FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL */
+                            errorCode: string;
+                            errorDetails: string;
+                        };
                     };
                 };
             };

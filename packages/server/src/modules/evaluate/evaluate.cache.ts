@@ -36,6 +36,7 @@ export class EvaluateCache {
   private readonly loading = new Map<string, Promise<CompiledProject | null>>();
   /** Bumped by every invalidation: a load that overlapped one answers its caller but is not kept. */
   private generation = 0;
+  private readonly invalidationListeners = new Set<(projectId: string) => void>();
 
   constructor(private readonly db: Db) {}
 
@@ -63,7 +64,18 @@ export class EvaluateCache {
     return this.bySdkKey.size;
   }
 
+  /**
+   * Calls listener with the project id on each invalidation, whatever caused it (a local write,
+   * another instance's notification, the revision check). It runs before the view is dropped, so
+   * it must defer any reading of the cache. Returns the unsubscribe function.
+   */
+  onInvalidate(listener: (projectId: string) => void): () => void {
+    this.invalidationListeners.add(listener);
+    return () => this.invalidationListeners.delete(listener);
+  }
+
   invalidateProject(projectId: string): void {
+    for (const listener of this.invalidationListeners) listener(projectId);
     this.generation++;
     // A load in flight may have read the state before this write: later requests must not join it.
     this.loading.clear();

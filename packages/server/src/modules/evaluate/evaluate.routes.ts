@@ -1,78 +1,50 @@
-import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { ApiPlugin } from '../../services.js';
-import { Invalid, NotFound, Unauthorized } from '../../errors.js';
+import { Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { isStorable, toStorable } from '../../http/well-formed.js';
-import type { CompiledProject } from './evaluate.cache.js';
-import { outcomeOf } from './outcomes.js';
-import { EvaluateBody, EvaluateResult } from './evaluate.schemas.js';
+import { contextOf, etagOf, evaluateAll, notModified, outcomeByCode, recordAll, sdkKeyHeader, sdkProjectHook } from './evaluation.js';
+import { EvaluateBody, EvaluateResult, NotModified } from './evaluate.schemas.js';
+import { ofrepRoutes } from './ofrep.routes.js';
+import { streamRoutes } from './stream.routes.js';
+import { StreamTokens } from './stream.tokens.js';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The project that owns the request's SDK key (evaluate only). */
-    sdkProject: CompiledProject | null;
-  }
-}
-
-/** POST /sdk/v1/evaluate: the endpoint applications call at runtime. */
-export const evaluateRoutes: ApiPlugin = async (app, { limits, evaluateCache, history }) => {
+/** The SDK surfaces: POST /sdk/v1/evaluate (what applications call at runtime), the change stream, and OFREP. */
+export const evaluateRoutes: ApiPlugin = async (app, services) => {
+  const { limits, evaluateCache, history } = services;
   app.decorateRequest('sdkProject', null);
   // The interface promises 400 for a missing or malformed body: a body that is not declared as
   // JSON (none at all, or form-encoded as curl sends by default) is one. Other routes keep 415.
   app.addContentTypeParser('*', (_request, _payload, done) => done(new Invalid('body must be JSON, sent with Content-Type: application/json'), undefined));
-  /** Outcome codes of the request being answered; reused, since a request is answered synchronously. */
-  let codes = new Uint8Array(1024);
-
-  const missingKey = () => new Unauthorized('Missing or invalid SDK key');
-  /** Finds the project of the SDK key: synchronously on a cache hit, so the hot path makes no promise. */
-  const identify = (request: FastifyRequest, done: HookHandlerDoneFunction) => {
-    const sdkKey = request.headers['x-sdk-key'];
-    if (typeof sdkKey !== 'string' || sdkKey === '') return done(missingKey());
-    const found = evaluateCache.project(sdkKey);
-    if (!(found instanceof Promise)) {
-      request.sdkProject = found;
-      return done();
-    }
-    found.then((project) => {
-      request.sdkProject = project;
-      done(project ? undefined : missingKey());
-    }, done);
-  };
 
   app.post('/sdk/v1/evaluate', {
     // Applications call this thousands of times a second: no per-request log lines (errors are still logged).
     logLevel: 'warn',
     // Contract §2 order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
-    onRequest: (request, _reply, done) => {
-      const limit = limits.evaluate;
-      if (!limit) return identify(request, done);
-      limit.hit(request.ip).then(() => identify(request, done), done);
-    },
+    onRequest: sdkProjectHook(limits, evaluateCache, sdkKeyHeader),
     schema: {
       tags: ['evaluate'],
       security: [{ sdkKey: [] }],
       body: EvaluateBody,
-      response: { 200: EvaluateResult, ...errorResponses(400, 401, 404, 429, 500) },
+      response: { 200: EvaluateResult, 304: NotModified, ...errorResponses(400, 401, 404, 429, 500) },
     },
   }, async (request, reply) => {
     const environment = request.sdkProject?.environments.get(request.body.environment);
     if (!environment) throw new NotFound(`Environment "${request.body.environment}" not found in this project`);
-    const context = { user_id: request.body.context?.user_id ?? undefined, user_email: request.body.context?.user_email ?? undefined };
-    const { flags, jsonKeys } = environment;
-    if (flags.length > codes.length) codes = new Uint8Array(flags.length * 2);
+    const context = contextOf(request.body.context?.user_id, request.body.context?.user_email);
+    const codes = evaluateAll(environment, context);
     // The answer is assembled from JSON fragments precomputed per flag key and per outcome.
+    const { jsonKeys } = environment;
     let json = '{"flags":{';
-    for (let i = 0; i < flags.length; i++) {
-      const outcome = outcomeOf(flags[i]!.evaluate(context));
-      codes[i] = outcome.code;
-      json += jsonKeys[i]! + outcome.json;
-    }
+    for (let i = 0; i < jsonKeys.length; i++) json += jsonKeys[i]! + outcomeByCode(codes[i]!).json;
+    json += '}}';
+    recordAll(history, environment, context, codes);
+    const etag = etagOf(environment, codes);
+    reply.header('etag', etag);
+    if (notModified(request, etag)) return reply.code(304).send(undefined as never);
     // Already JSON: Fastify sends a string as it is (the response schema documents its shape).
-    reply.type('application/json; charset=utf-8').send(`${json}}}` as never);
-    if (flags.length > 0) {
-      const userId = context.user_id === undefined ? null : isStorable(context.user_id) ? context.user_id : toStorable(context.user_id);
-      history.record(environment, userId, codes, flags.length);
-    }
-    return reply;
+    return reply.type('application/json; charset=utf-8').send(json as never);
   });
+
+  const streamTokens = new StreamTokens(services.tokens.keyFor('sdk stream tokens'));
+  await app.register(streamRoutes, { ...services, streamTokens });
+  await app.register(ofrepRoutes, { ...services, streamTokens });
 };
