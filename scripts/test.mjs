@@ -3,6 +3,7 @@
 // so they need the redis-server program. With GUIDON_REQUIRE_SERVICES=1 (CI) a missing one is a
 // failure instead of a skip.
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createConnection } from 'node:net';
 
 const required = process.env.GUIDON_REQUIRE_SERVICES === '1';
@@ -20,7 +21,9 @@ function answers(url, defaultPort) {
 
 const postgres = await answers(postgresUrl, 5432);
 const redis = spawnSync('redis-server', ['--version']).status === 0;
-for (const [name, up] of [['PostgreSQL', postgres], ['redis-server', redis]]) {
+// The dashboard's walk drives Debian's Chromium (never a downloaded browser).
+const chromium = existsSync(process.env.GUIDON_CHROMIUM ?? '/usr/bin/chromium');
+for (const [name, up] of [['PostgreSQL', postgres], ['redis-server', redis], ['Chromium (/usr/bin/chromium, apt-get install chromium)', chromium]]) {
   if (up) continue;
   if (required) {
     console.error(`${name} is not available and GUIDON_REQUIRE_SERVICES=1: failing (docs/deploy.md says how to start it).`);
@@ -40,4 +43,7 @@ function run(label, paths, env) {
 
 const onSqlite = run('engine and server tests on SQLite', ['packages/engine/dist', 'packages/server/dist'], {});
 const onPostgres = postgres ? run('server tests on PostgreSQL', ['packages/server/dist'], { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
-process.exit(onSqlite || onPostgres);
+console.log('\n=== dashboard: API client against the server\'s OpenAPI document ===');
+const apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
+const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;
+process.exit(onSqlite || onPostgres || apiClient || dashboard);

@@ -8,6 +8,8 @@
  * BENCH_FLAGS (default "10,100,1000") picks the SQLite cases; BENCH_SCALE_FLAGS (default 10) the
  * flags of the PostgreSQL and WORKERS=2 cases, which need PostgreSQL on BENCH_POSTGRES_URL
  * (default postgres://postgres@127.0.0.1:5432/postgres) and are left out when it does not answer.
+ * Then the delete scenario (deleteWhileEvaluating) on each database: BENCH_HISTORY_ROWS (default
+ * 1,000,000) rows. BENCH_ONLY=evaluate or BENCH_ONLY=delete runs one part alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
+import { insertEvaluations } from '../src/modules/history/history.sql.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -250,27 +253,138 @@ async function guidon(flagCount: number, setup: Setup): Promise<Row> {
   }
 }
 
+const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
+
+interface DeleteRow {
+  database: string;
+  /** p50 / p99 / max ms of the same load for 10 s just before, without a delete. */
+  quiet: string;
+  historyRows: number;
+  deleteSeconds: number;
+  requests: number;
+  p50: number;
+  p99: number;
+  max: number;
+  errors: number;
+}
+
+/**
+ * Issue 7: an environment (staging) holding HISTORY_ROWS history rows over 100 snapshots is
+ * deleted while evaluate runs against another one (production, 10 flags, 10 connections: below
+ * saturation, so the latency shows stalls rather than queueing). Latency is measured from just
+ * before the DELETE is sent until it has answered.
+ */
+async function deleteWhileEvaluating(kind: Setup['database']): Promise<DeleteRow> {
+  const database = await freshDatabase(kind);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [mainJs], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: database.url, WORKERS: '1', RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
+    stdio: 'inherit',
+  });
+  try {
+    await waitForHealth(url, child);
+    const sdkKey = await seed(url, 10);
+    const { token } = await call(url, 'POST', '/auth/login', null, { email: 'bench@example.com', password: 'benchmark password' });
+    const [project] = await call(url, 'GET', '/api/projects', token);
+    const environments = await call(url, 'GET', `/api/projects/${project.id}/environments`, token);
+    const staging = environments.find((env: { key: string }) => env.key === 'staging').id as string;
+
+    // The history, written straight to the database: 100 snapshots of 10 flags, rows spread over the last days.
+    const filler = await openDatabase(loadConfig({ DATABASE_URL: database.url }).database, { migrate: false, poolSize: 2 });
+    const snapshots = Array.from({ length: 100 }, () => crypto.randomUUID());
+    const flagIds = JSON.stringify(Array.from({ length: 10 }, () => crypto.randomUUID()));
+    const flagKeys = JSON.stringify(Array.from({ length: 10 }, (_, i) => `flag_${i}`));
+    await filler.db.insertInto('evaluation_snapshots').values(snapshots.map((id) => ({ id, environment_id: staging, flag_ids: flagIds, flag_keys: flagKeys, created_at: new Date().toISOString() }))).execute();
+    const outcomes = new Uint8Array(10).fill(1);
+    const start = Date.now() - 3 * 24 * 3_600_000;
+    for (let written = 0; written < HISTORY_ROWS; written += 10_000) {
+      const rows = Array.from({ length: Math.min(10_000, HISTORY_ROWS - written) }, (_, i): [string, string, string, Uint8Array, string] => {
+        const n = written + i;
+        return [staging, snapshots[n % 100]!, `user-${n}`, outcomes, new Date(start + n * 100).toISOString()];
+      });
+      await insertEvaluations(filler, rows);
+    }
+    await filler.close();
+
+    let n = 0;
+    const evaluateLoad = (duration: number) => {
+      let run!: autocannon.Instance;
+      const finished = new Promise<autocannon.Result>((resolve, reject) => {
+        run = autocannon({
+          connections: 10,
+          duration,
+          url: `${url}/sdk/v1/evaluate`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-sdk-key': sdkKey },
+          requests: [{ setupRequest: (request) => ((request.body = `{"environment":"production","context":{"user_id":"user-${++n}"}}`), request) }],
+        }, (error, result) => (error ? reject(error) : resolve(result)));
+      });
+      return { stop: () => run.stop(), finished };
+    };
+    // The same load without a delete first: on a shared machine, the figures to compare against.
+    const quiet = await evaluateLoad(10).finished;
+    const run = evaluateLoad(3600);
+    const began = Date.now();
+    const deleted = await fetch(`${url}/api/projects/${project.id}/environments/${staging}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+    const deleteSeconds = (Date.now() - began) / 1000;
+    run.stop();
+    const result = await run.finished;
+    if (deleted.status !== 204) throw new Error(`DELETE answered ${deleted.status}`);
+    return {
+      database: kind === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+      quiet: `${quiet.latency.p50} / ${quiet.latency.p99} / ${quiet.latency.max}`,
+      historyRows: HISTORY_ROWS,
+      deleteSeconds,
+      requests: result.requests.total,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      errors: result.errors + result.non2xx,
+    };
+  } finally {
+    child.kill('SIGKILL');
+    await database.drop();
+  }
+}
+
 const postgresAnswers = await new pg.Client({ connectionString: POSTGRES_URL }).connect().then(
   (client) => (void client.end(), true),
   () => false,
 );
 
-const rows: Row[] = [await ceiling()];
-for (const count of FLAG_COUNTS) rows.push(await guidon(count, { name: 'Guidon evaluate, SQLite', database: 'sqlite', workers: 1 }));
-if (postgresAnswers) {
-  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL', database: 'postgres', workers: 1 }));
-  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, SQLite, WORKERS=2', database: 'sqlite', workers: 2 }));
-  rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL, WORKERS=2', database: 'postgres', workers: 2 }));
-} else {
-  console.warn('PostgreSQL does not answer: its rows and the WORKERS=2 rows are left out.');
-}
-const top = rows[0]!.requestsPerSecond;
+// BENCH_ONLY=delete runs the delete scenario alone; BENCH_ONLY=evaluate, the evaluate cases alone.
+if (process.env.BENCH_ONLY !== 'delete') {
+  const rows: Row[] = [await ceiling()];
+  for (const count of FLAG_COUNTS) rows.push(await guidon(count, { name: 'Guidon evaluate, SQLite', database: 'sqlite', workers: 1 }));
+  if (postgresAnswers) {
+    rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL', database: 'postgres', workers: 1 }));
+    rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, SQLite, WORKERS=2', database: 'sqlite', workers: 2 }));
+    rows.push(await guidon(SCALE_FLAGS, { name: 'Guidon evaluate, PostgreSQL, WORKERS=2', database: 'postgres', workers: 2 }));
+  } else {
+    console.warn('PostgreSQL does not answer: its rows and the WORKERS=2 rows are left out.');
+  }
+  const top = rows[0]!.requestsPerSecond;
 
-console.log(`\n${SECONDS} s per case, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
-console.log('| case | flags | req/s | p50 ms | p99 ms | server RSS peak MB | evaluations recorded in history / made | errors | share of ceiling |');
-console.log('|---|---:|---:|---:|---:|---:|---|---:|---:|');
-for (const row of rows) {
-  console.log(
-    `| ${row.name} | ${row.flags} | ${Math.round(row.requestsPerSecond).toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.rssMb === null ? '–' : row.rssMb.toFixed(0)} | ${row.history} | ${row.errors} | ${((100 * row.requestsPerSecond) / top).toFixed(1)}% |`,
-  );
+  console.log(`\n${SECONDS} s per case, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
+  console.log('| case | flags | req/s | p50 ms | p99 ms | server RSS peak MB | evaluations recorded in history / made | errors | share of ceiling |');
+  console.log('|---|---:|---:|---:|---:|---:|---|---:|---:|');
+  for (const row of rows) {
+    console.log(
+      `| ${row.name} | ${row.flags} | ${Math.round(row.requestsPerSecond).toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.rssMb === null ? '–' : row.rssMb.toFixed(0)} | ${row.history} | ${row.errors} | ${((100 * row.requestsPerSecond) / top).toFixed(1)}% |`,
+    );
+  }
+}
+
+// BENCH_DELETE_ON=sqlite (or postgres) runs the delete scenario on one database.
+const deleteOn = (process.env.BENCH_DELETE_ON ?? 'sqlite,postgres').split(',');
+const deletes: DeleteRow[] = [];
+if (process.env.BENCH_ONLY !== 'evaluate') {
+  if (deleteOn.includes('sqlite')) deletes.push(await deleteWhileEvaluating('sqlite'));
+  if (deleteOn.includes('postgres') && postgresAnswers) deletes.push(await deleteWhileEvaluating('postgres'));
+}
+if (deletes.length > 0) console.log(`\nDeleting an environment with history while evaluate runs against another (10 connections), ${new Date().toISOString()}\n`);
+if (deletes.length > 0) console.log('| database | without a delete: p50 / p99 / max ms | history rows deleted | DELETE took s | evaluate requests meanwhile | p50 ms | p99 ms | max ms | errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|');
+for (const row of deletes) {
+  console.log(`| ${row.database} | ${row.quiet} | ${row.historyRows.toLocaleString('en')} | ${row.deleteSeconds.toFixed(1)} | ${row.requests.toLocaleString('en')} | ${row.p50} | ${row.p99} | ${row.max} | ${row.errors} |`);
 }

@@ -25,10 +25,14 @@ import { environmentRoutes } from './modules/environments/environments.routes.js
 import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
 import { ChangeFeed, changeBusFor } from './modules/evaluate/evaluate.changes.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
+import { ofrepErrorBody } from './modules/evaluate/ofrep.routes.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
+import { acrossRoutes } from './modules/flags/across.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
+import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
 import { historyRoutes } from './modules/history/history.routes.js';
 import { EvaluationItem } from './modules/history/history.schemas.js';
@@ -84,7 +88,17 @@ function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyS
   return {
     level: config.logLevel,
     // Fastify logs no headers or bodies by default; these paths stay censored if that changes.
-    redact: { paths: ['req.headers.authorization', 'req.headers["x-sdk-key"]', '*.password', '*.newPassword', '*.token'], censor: '[redacted]' },
+    redact: { paths: ['req.headers.authorization', 'req.headers["x-sdk-key"]', 'req.headers["x-api-key"]', '*.password', '*.newPassword', '*.token'], censor: '[redacted]' },
+    // Fastify's request line, with a stream token in the query string (contract §12) left out.
+    serializers: {
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        url: request.url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]'),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket?.remotePort,
+      }),
+    },
     ...(stream ? { stream } : {}),
   };
 }
@@ -110,7 +124,9 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
     request.log.error({ err: error }, 'request failed');
   }
   reply.code(status);
+  reply.header('x-content-type-options', 'nosniff'); // also for answers no hook saw (an unreadable URL)
   reply.type('application/json; charset=utf-8');
+  if (request.routeOptions.config?.errorShape === 'ofrep') return reply.send(ofrepErrorBody(request, status, message, error));
   return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
 }
 
@@ -133,6 +149,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   // The id in every log line of the request, handed back so a caller can quote it.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff'); // every answer says what it is; browsers must not guess
     done();
   });
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(error, request, reply));
@@ -154,7 +171,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
     evaluateCache,
     changes,
-    history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays }),
+    history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays, closeTimeoutMs: config.historyFlushTimeoutSeconds * 1000 }),
     writes: new ProjectWrites(db, changes, () => webhooks.wake(), app.log),
     webhooks,
   };
@@ -184,15 +201,23 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   if (config.corsOrigins.length > 0) {
-    await app.register(cors, { origin: config.corsOrigins.includes('*') ? true : config.corsOrigins });
+    await app.register(cors, {
+      origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
+      // SDK and OFREP calls from a page: their credential headers, and the ETag and Retry-After they must read.
+      allowedHeaders: ['Content-Type', 'Authorization', 'X-SDK-Key', 'X-API-Key', 'X-Environment', 'If-None-Match', 'Last-Event-ID', 'X-Request-Id'],
+      exposedHeaders: ['ETag', 'Retry-After', 'X-Request-Id'],
+    });
   }
 
+  const metrics = createMetrics(services);
+  app.addHook('onResponse', metrics.observe);
+  await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
     await auth.register(accountRoutes, services);
   });
-  await app.register(evaluateRoutes, services);
+  await app.register(evaluateRoutes, { ...services, metrics }); // metrics: for evaluate's direct path
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(
     async (api) => {
@@ -208,11 +233,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of [currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of [currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, historyRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },
     { prefix: '/api' },
   );
+  await app.register(dashboardRoutes);
   return app;
 }

@@ -1,11 +1,22 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
+import pinoPretty from 'pino-pretty';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { relayClusterChanges } from './modules/evaluate/evaluate.changes.js';
+
+/** On a terminal, readable log lines; otherwise (production, files, collectors) JSON lines. */
+const logStream = () => (process.stdout.isTTY ? pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' }) : undefined);
+
+/** Where a person opens the dashboard: a wildcard listen address is reached as localhost. */
+function dashboardUrl(address: string): string {
+  const url = new URL(address);
+  if (['0.0.0.0', '[::]', '127.0.0.1', '[::1]'].includes(url.hostname)) url.hostname = 'localhost';
+  return url.href;
+}
 
 /** One server: listens, and on SIGTERM/SIGINT finishes in-flight requests, flushes history, closes the database. */
 async function serve(config: Readonly<Config>): Promise<void> {
@@ -15,7 +26,8 @@ async function serve(config: Readonly<Config>): Promise<void> {
     poolSize: config.databasePoolSize,
     onPoolError: (error) => log?.error({ err: error }, 'database connection lost; the pool will open a new one'),
   });
-  const app = await buildApp(config, database);
+  const stream = logStream();
+  const app = await buildApp(config, database, stream ? { logStream: stream } : {});
   log = app.log;
 
   let stopping = false;
@@ -23,6 +35,11 @@ async function serve(config: Readonly<Config>): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    // The history flush gives up after its own timeout; this is the backstop for anything else that hangs.
+    setTimeout(() => {
+      app.log.error('shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, (config.historyFlushTimeoutSeconds + 10) * 1000).unref();
     try {
       await app.close(); // stops accepting, waits for in-flight requests, flushes evaluation history
       await database.close();
@@ -35,7 +52,8 @@ async function serve(config: Readonly<Config>): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
-  await app.listen({ port: config.port, host: config.host });
+  // The first line a person reads says where to go.
+  await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` });
 }
 
 /**
@@ -44,7 +62,7 @@ async function serve(config: Readonly<Config>): Promise<void> {
  * Redis), restarts a worker that dies, and on SIGTERM/SIGINT stops them all gracefully.
  */
 async function supervise(config: Readonly<Config>): Promise<void> {
-  const log = pino({ level: config.logLevel });
+  const log = pino({ level: config.logLevel }, logStream() ?? process.stdout);
   const database = await openDatabase(config.database, { poolSize: 1 });
   await database.close();
   if (!config.redisUrl) new RateLimiterClusterMaster();
@@ -71,7 +89,7 @@ async function supervise(config: Readonly<Config>): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 
   for (let i = 0; i < config.workers; i++) cluster.fork();
-  log.info({ workers: config.workers, port: config.port }, 'started the workers');
+  log.info({ workers: config.workers, port: config.port }, `Guidon dashboard at ${dashboardUrl(`http://${config.host}:${config.port}`)}: started the workers`);
 }
 
 async function main(): Promise<void> {

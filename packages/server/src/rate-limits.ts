@@ -9,11 +9,24 @@ const retryAfterSeconds = (state: RateLimiterRes) => Math.max(1, Math.ceil(state
 /** One budget of hits per key and window, counted by one of rate-limiter-flexible's stores. */
 export class Limit {
   private lastFailureLogged = 0;
+  /**
+   * In-memory counters only: the keys counted, oldest first. Past maxKeys the oldest is
+   * forgotten, so an attacker sending many distinct keys (emails) cannot grow memory without bound.
+   */
+  private readonly keys: Set<string> | null;
 
   constructor(
     private readonly limiter: RateLimiterAbstract,
     private readonly log: FastifyBaseLogger,
-  ) {}
+    private readonly maxKeys: number | null = null,
+  ) {
+    this.keys = maxKeys === null ? null : new Set();
+  }
+
+  /** Keys this process holds counters for (in-memory counters only; 0 otherwise). */
+  get trackedKeys(): number {
+    return this.keys?.size ?? 0;
+  }
 
   /** Counts one hit; throws RateLimited when the key is over its budget. */
   async hit(key: string): Promise<void> {
@@ -38,8 +51,18 @@ export class Limit {
     if (state && state.remainingPoints <= 0) throw new RateLimited(retryAfterSeconds(state));
   }
 
+  /** Gives back one hit counted earlier (a login that turned out right). */
+  async giveBack(key: string): Promise<void> {
+    try {
+      await this.limiter.reward(key, 1);
+    } catch (error) {
+      this.failOpen(error);
+    }
+  }
+
   /** The refusal when over budget; null when the hit is allowed. */
   private async consume(key: string): Promise<RateLimiterRes | null> {
+    this.track(key);
     try {
       await this.limiter.consume(key);
       return null;
@@ -48,6 +71,16 @@ export class Limit {
       this.failOpen(error);
       return null;
     }
+  }
+
+  private track(key: string): void {
+    if (!this.keys) return;
+    this.keys.delete(key);
+    this.keys.add(key); // most recent last
+    if (this.keys.size <= this.maxKeys!) return;
+    const oldest = this.keys.values().next().value!;
+    this.keys.delete(oldest);
+    void this.limiter.delete(oldest).catch(() => undefined); // also clears its expiry timer
   }
 
   /** A broken counter store (Redis gone) must not take the service down: allow, and say so in the log (every 10 s at most). */
@@ -66,7 +99,12 @@ export interface RateLimits {
   login: Limit | null;
   failedLogin: Limit;
   forgotPassword: Limit;
+  /** Per client address, over forgot-password and reset-password together. */
+  passwordReset: Limit | null;
 }
+
+/** In-memory counters kept per limit at most (the oldest key is forgotten first). */
+export const MAX_KEYS_IN_MEMORY = 10_000;
 
 /**
  * Where the counters live: this process's memory; Redis, shared by every instance (REDIS_URL);
@@ -88,7 +126,8 @@ function limiter(store: CounterStore, options: { keyPrefix: string; points: numb
 }
 
 export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseLogger, store: CounterStore = { kind: 'memory' }): RateLimits {
-  const limit = (keyPrefix: string, points: number, duration: number) => new Limit(limiter(store, { keyPrefix, points, duration }), log);
+  const limit = (keyPrefix: string, points: number, duration: number) =>
+    new Limit(limiter(store, { keyPrefix, points, duration }), log, store.kind === 'memory' ? MAX_KEYS_IN_MEMORY : null);
   const optional = (keyPrefix: string, perMinute: number) => (perMinute > 0 ? limit(keyPrefix, perMinute, 60) : null);
   return {
     evaluate: optional('evaluate', config.evaluatePerMinute),
@@ -96,5 +135,6 @@ export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseL
     login: optional('login', config.authPerMinute),
     failedLogin: limit('failed-login', 10, 15 * 60),
     forgotPassword: limit('forgot-password', 5, 60 * 60),
+    passwordReset: optional('password-reset', config.authPerMinute),
   };
 }

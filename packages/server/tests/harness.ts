@@ -24,7 +24,7 @@ export interface TestServer {
  */
 export async function startServer(
   env: Record<string, string> = {},
-  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; changeNotifications?: boolean } = {},
+  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; changeNotifications?: boolean; port?: number } = {},
 ): Promise<TestServer> {
   // A database passed in is shared with other servers: the caller drops it.
   const testDatabase = options.database ?? (await createTestDatabase());

@@ -15,7 +15,7 @@ describe('evaluation history API', () => {
   const projectHistory = (query = '') => request<{ items: HistoryItem[]; next_cursor: string | null }>(server, 'GET', `/api/projects/${project.id}/evaluations${query}`, { token: user.token });
 
   before(async () => {
-    server = await startServer();
+    server = await startServer({ METRICS_TOKEN: 'history-test-token' });
     user = await newUser(server);
     project = await newProject(server, user);
     for (const key of ['alpha', 'beta', 'gamma']) flagIds[key] = (await newFlag(server, user, project, { key, enabled: key !== 'gamma' })).id;
@@ -101,7 +101,7 @@ describe('evaluation history API', () => {
     assert.equal((await request(server, 'GET', `${flagsPath(project)}/${flagIds.alpha}/metrics`, { token: stranger.token })).status, 404);
     assert.equal((await request(server, 'GET', '/api/projects/nope/evaluations', { token: user.token })).status, 404);
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}/evaluations`)).status, 401);
-    assert.equal((await request(server, 'GET', '/api/metrics')).status, 401);
+    assert.equal((await request(server, 'GET', '/api/metrics', { token: user.token })).status, 404, 'replaced by the Prometheus /metrics');
   });
 
   test('per-hour metrics of a flag count every evaluation', async () => {
@@ -124,13 +124,13 @@ describe('evaluation history API', () => {
     }
   });
 
-  test('GET /api/metrics reports what the history writer wrote and dropped', async () => {
-    const metrics = await request(server, 'GET', '/api/metrics', { token: user.token });
+  test('GET /metrics (Prometheus, with METRICS_TOKEN) reports what the history writer wrote and dropped', async () => {
+    const metrics = await request(server, 'GET', '/metrics', { token: 'history-test-token' });
     assert.equal(metrics.status, 200);
-    const history = metrics.body.evaluation_history;
-    assert.ok(history.written >= 13, JSON.stringify(history));
-    assert.equal(history.dropped, 0);
-    assert.equal(history.pending, 0);
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics.text)?.[1]);
+    assert.ok(value('guidon_history_rows_total{state="written"}') >= 13, metrics.text);
+    assert.equal(value('guidon_history_rows_total{state="dropped"}'), 0);
+    assert.equal(value('guidon_history_pending_rows'), 0);
   });
 
   test('a user_id the database cannot store as sent is answered, and kept with U+FFFD in its place', async () => {
@@ -240,6 +240,7 @@ describe('history writer', () => {
     const hourStart = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
     const store = new HistoryStore(database);
     const written = await store.write({
+      id: 0,
       environments: [environment, recompiled],
       requestEnvironment: Uint32Array.from([0, 1]),
       requestTime: Float64Array.from([Date.now(), Date.now()]),
@@ -251,7 +252,7 @@ describe('history writer', () => {
         { environment: recompiled, hourStart, enabled: Uint32Array.from([0, 1]), disabled: Uint32Array.from([1, 0]) },
       ],
     });
-    assert.deepEqual(written, { rows: 4, discarded: 0, failed: 0 });
+    assert.deepEqual(written, { rows: 4, discarded: 0, failed: 0, countsStored: true, errors: [] });
     const counts = await database.db.selectFrom('evaluation_counts').select(['flag_key', 'enabled_count', 'disabled_count']).orderBy('flag_key').execute();
     assert.deepEqual(counts.map((row) => [row.flag_key, Number(row.enabled_count), Number(row.disabled_count)]), [['off', 1, 1], ['on', 1, 1]]);
     await database.close();
@@ -264,6 +265,7 @@ describe('history writer', () => {
     const old = new Date(Date.now() - 40 * day);
     const oldHour = new Date(Math.floor(old.getTime() / 3_600_000) * 3_600_000).toISOString();
     await store.write({
+      id: 0,
       environments: [environment],
       requestEnvironment: Uint32Array.from([0, 0]),
       requestTime: Float64Array.from([old.getTime(), Date.now()]),

@@ -9,9 +9,6 @@ import type { Schema } from './schema.js';
 
 export type Db = Kysely<Schema>;
 
-/** One history row (one evaluate request): environment_id, snapshot_id, user_id, outcomes, evaluated_at. */
-export type EvaluationTuple = [string, string, string | null, Uint8Array, string];
-
 export interface OpenOptions {
   /** Run migrations first (the main process does; the history worker does not). */
   migrate?: boolean;
@@ -30,8 +27,8 @@ export interface OpenOptions {
 export interface Database {
   db: Db;
   dialect: Dialect;
-  /** Appends history rows in one transaction, on the fastest path the driver has. */
-  insertEvaluations(rows: readonly EvaluationTuple[]): Promise<void>;
+  /** SQLite only: the driver's own handle, for the few writes that need its prepared statements (history). */
+  sqlite?: BetterSqlite3.Database;
   /** Throws when the database does not answer (GET /health). */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -57,33 +54,6 @@ function sqliteAdapter(raw: BetterSqlite3.Database): SqliteDatabase {
   };
 }
 
-const EVALUATION_COLUMNS = '(environment_id, snapshot_id, user_id, outcomes, evaluated_at)';
-const ROWS_PER_STATEMENT = 100; // 500 bound parameters, far under SQLite's limit
-
-/** Multi-row INSERTs from statements prepared once, in one transaction. */
-function sqliteEvaluationInserter(raw: BetterSqlite3.Database) {
-  const statements = new Map<number, BetterSqlite3.Statement>();
-  const statement = (rows: number) => {
-    let prepared = statements.get(rows);
-    if (!prepared) {
-      prepared = raw.prepare(`insert into evaluations ${EVALUATION_COLUMNS} values ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`);
-      statements.set(rows, prepared);
-    }
-    return prepared;
-  };
-  return raw.transaction((rows: readonly EvaluationTuple[]) => {
-    for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-      const end = Math.min(start + ROWS_PER_STATEMENT, rows.length);
-      const values: unknown[] = [];
-      for (let i = start; i < end; i++) {
-        const row = rows[i]!;
-        values.push(row[0], row[1], row[2], row[3], row[4]);
-      }
-      statement(end - start).run(values);
-    }
-  });
-}
-
 function openSqlite(path: string, options: OpenOptions): Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const raw = new BetterSqlite3(path);
@@ -93,30 +63,15 @@ function openSqlite(path: string, options: OpenOptions): Database {
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqliteAdapter(raw) }) });
-  const insertEvaluations = sqliteEvaluationInserter(raw);
   return {
     db,
     dialect: 'sqlite',
-    insertEvaluations: async (rows) => {
-      insertEvaluations(rows);
-    },
+    sqlite: raw,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
     close: () => db.destroy(),
   };
-}
-
-/**
- * History rows in one statement whatever their number: arrays unnested server-side (one bound
- * parameter per column, where multi-row VALUES would hit the 65,535-parameter limit).
- */
-async function insertEvaluationsPostgres(db: Db, rows: readonly EvaluationTuple[]): Promise<void> {
-  if (rows.length === 0) return;
-  const column = (index: number) => rows.map((row) => row[index]);
-  const outcomes = rows.map((row) => Buffer.from(row[3].buffer, row[3].byteOffset, row[3].byteLength));
-  await sql`insert into evaluations ${sql.raw(EVALUATION_COLUMNS)}
-    select * from unnest(${column(0)}::uuid[], ${column(1)}::uuid[], ${column(2)}::text[], ${outcomes}::bytea[], ${column(4)}::timestamptz[])`.execute(db);
 }
 
 function openPostgres(url: string, options: OpenOptions): Database {
@@ -126,7 +81,6 @@ function openPostgres(url: string, options: OpenOptions): Database {
   return {
     db,
     dialect: 'postgres',
-    insertEvaluations: (rows) => insertEvaluationsPostgres(db, rows),
     ping: async () => {
       await sql`select 1`.execute(db);
     },

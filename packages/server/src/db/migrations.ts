@@ -136,7 +136,18 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('evaluation_counts_environment_idx').on('evaluation_counts').columns(['environment_id', 'hour_start']).execute();
       },
     },
-    // Issue 10 (0002 is left to issue 7's work): members, API tokens, the audit log, webhooks.
+    '0002_history_at_size': {
+      async up(db: Kysely<any>) {
+        // Deleting a snapshot (environment delete, prune) checks evaluations.snapshot_id: without
+        // an index, one scan of the whole history table per snapshot.
+        await db.schema.createIndex('evaluations_snapshot_idx').on('evaluations').column('snapshot_id').execute();
+        // Per-flag counts read by key (also after the flag is deleted).
+        await db.schema.createIndex('evaluation_counts_key_idx').on('evaluation_counts').columns(['environment_id', 'flag_key', 'hour_start']).execute();
+        // A successful reset uses up the user's other reset tokens.
+        await db.schema.createIndex('password_resets_user_idx').on('password_resets').column('user_id').execute();
+      },
+    },
+    // Members, API tokens, the audit log, webhooks.
     '0003_teams': {
       async up(db: Kysely<any>) {
         // A membership, or an invitation while user_id is null (the email is the invitee's).

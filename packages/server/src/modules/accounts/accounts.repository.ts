@@ -20,9 +20,22 @@ export async function storeResetToken(db: Db, tokenHash: string, userId: string,
   await db.insertInto('password_resets').values({ token_hash: tokenHash, user_id: userId, expires_at: expiresAt, created_at: nowIso() }).execute();
 }
 
+/** Whether the reset token exists, is unused and has not expired (resetPassword checks again, atomically). */
+export async function isUsableResetToken(db: Db, tokenHash: string): Promise<boolean> {
+  const found = await db
+    .selectFrom('password_resets')
+    .select('user_id')
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', nowIso())
+    .executeTakeFirst();
+  return found !== undefined;
+}
+
 /**
  * Uses the reset token (once, before it expires) to set a new password and revoke every login
- * token issued so far. False when the token is unknown, used or expired.
+ * token issued so far; the user's other reset tokens are used up with it. False when the token is
+ * unknown, used or expired.
  */
 export function resetPassword(db: Db, tokenHash: string, passwordHash: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
@@ -36,6 +49,7 @@ export function resetPassword(db: Db, tokenHash: string, passwordHash: string): 
       .returning('user_id')
       .executeTakeFirst();
     if (!used) return false;
+    await trx.updateTable('password_resets').set({ used_at: now }).where('user_id', '=', used.user_id).where('used_at', 'is', null).execute();
     await trx
       .updateTable('users')
       .set((eb) => ({ password_hash: passwordHash, token_version: eb('token_version', '+', 1) }))

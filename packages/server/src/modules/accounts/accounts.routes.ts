@@ -5,7 +5,7 @@ import type { Services, ApiPlugin } from '../../services.js';
 import { Forbidden, Invalid, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { createUser, findUserByEmail, findUserById, resetPassword, storeResetToken } from './accounts.repository.js';
+import { createUser, findUserByEmail, findUserById, isUsableResetToken, resetPassword, storeResetToken } from './accounts.repository.js';
 import { authenticateApiToken, TOKEN_PREFIX } from '../api-tokens/api-tokens.repository.js';
 import { acceptInvitation, hasPendingInvitation, pendingInvitations } from '../members/members.repository.js';
 import { CurrentUser, ForgotPasswordBody, LoginBody, LoginResult, MessageResult, RegisterBody, RegisteredUser, ResetPasswordBody } from './accounts.schemas.js';
@@ -45,17 +45,19 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
   }, async (request) => {
     const email = normalizeEmail(request.body.email);
     const failureKey = `${request.ip}|${email}`;
-    await limits.failedLogin.check(failureKey);
+    // Counted before the password check, so parallel guesses cannot all slip under the limit; a right password gives it back.
+    await limits.failedLogin.hit(failureKey);
     const user = await findUserByEmail(db, email);
-    if (!(await verifyPassword(user?.password_hash, request.body.password)) || !user) {
-      await limits.failedLogin.tryHit(failureKey);
-      throw new Unauthorized('Invalid email or password');
-    }
+    if (!(await verifyPassword(user?.password_hash, request.body.password)) || !user) throw new Unauthorized('Invalid email or password');
+    await limits.failedLogin.giveBack(failureKey);
     return { token: await tokens.issue({ userId: user.id, tokenVersion: user.token_version }) };
   });
 
+  const passwordResetLimit = async (request: FastifyRequest) => limits.passwordReset?.hit(request.ip);
+
   app.post('/auth/forgot-password', {
-    schema: { tags, body: ForgotPasswordBody, response: { 200: MessageResult, ...errorResponses(400) } },
+    onRequest: passwordResetLimit,
+    schema: { tags, body: ForgotPasswordBody, response: { 200: MessageResult, ...errorResponses(400, 429) } },
   }, async (request) => {
     // The answer, and its timing, must not tell whether the account exists: the work runs after it.
     const email = normalizeEmail(request.body.email);
@@ -73,13 +75,16 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
   }
 
   app.post('/auth/reset-password', {
+    onRequest: passwordResetLimit,
     schema: {
       tags,
       body: ResetPasswordBody,
-      response: { 200: { description: 'Password reset successful', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errorResponses(400) },
+      response: { 200: { description: 'Password reset successful', content: { 'text/plain': { schema: { type: 'string' } } } }, ...errorResponses(400, 429) },
     },
   }, async (request, reply) => {
-    const done = await resetPassword(db, hashResetToken(request.body.token), await hashPassword(request.body.newPassword));
+    // The token first: a bogus one must not cost an argon2 hash (memory-hard, on the shared thread pool).
+    const tokenHash = hashResetToken(request.body.token);
+    const done = (await isUsableResetToken(db, tokenHash)) && (await resetPassword(db, tokenHash, await hashPassword(request.body.newPassword)));
     if (!done) throw new Invalid('Reset token is invalid, expired or already used');
     return reply.type('text/plain; charset=utf-8').send('Password reset successful');
   });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import type { Db } from '../../db/database.js';
 
@@ -21,6 +21,11 @@ export class LoginTokens {
     await db.insertInto('settings').values({ key: 'jwt_secret', value: generated }).onConflict((c) => c.column('key').doNothing()).execute();
     const row = await db.selectFrom('settings').select('value').where('key', '=', 'jwt_secret').executeTakeFirstOrThrow();
     return new LoginTokens(new TextEncoder().encode(row.value));
+  }
+
+  /** A key of its own for another kind of token (e.g. SDK stream tokens), derived from the same secret. */
+  keyFor(purpose: string): Uint8Array {
+    return createHmac('sha256', this.key).update(purpose).digest();
   }
 
   issue(claims: TokenClaims): Promise<string> {

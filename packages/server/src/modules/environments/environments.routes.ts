@@ -13,7 +13,7 @@ const change = (action: string, before: Environment | null, after: Environment |
 };
 
 /** /api/projects/{project_id}/environments */
-export const environmentRoutes: ApiPlugin = async (app, { db, writes }) => {
+export const environmentRoutes: ApiPlugin = async (app, { db, writes, history }) => {
   const tags = ['environments'];
   const EnvironmentRef = Type.Ref('Environment');
   const base = '/projects/:project_id/environments';
@@ -60,10 +60,12 @@ export const environmentRoutes: ApiPlugin = async (app, { db, writes }) => {
     config: { role: 'editor' },
     schema: { tags, params: EnvironmentParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
+    const environment = await requireEnvironment(db, scopeOf(request));
+    await history.deleteHistory([environment.id]); // in bounded steps, before the cascade would do it in one
     await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
-      const environment = await requireEnvironment(trx, scopeOf(request));
-      await deleteEnvironment(trx, environment.id);
-      record(change('environment.deleted', environment, null));
+      const current = await requireEnvironment(trx, scopeOf(request));
+      await deleteEnvironment(trx, current.id);
+      record(change('environment.deleted', current, null));
     });
     return reply.code(204).send(null);
   });

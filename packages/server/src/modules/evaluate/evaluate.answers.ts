@@ -1,8 +1,7 @@
-import { hash } from 'node:crypto';
-import { isStorable, toStorable } from '../../http/well-formed.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
-import { OUTCOMES, outcomeOf } from './outcomes.js';
+import { contextOf, etagOf, evaluateAll, recordAll } from './evaluation.js';
+import { OUTCOMES } from './outcomes.js';
 
 /** An evaluate answer: its JSON (bytes when kept for reuse), and the ETag that hashes it (contract §12). */
 export interface Answer {
@@ -12,25 +11,6 @@ export interface Answer {
   /** In bytes. */
   readonly length: number;
   readonly etag: string;
-}
-
-/** Per compiled flag list, the SHA-1 of its keys in order (computed once per compile). */
-const keyDigests = new WeakMap<readonly string[], Uint8Array>();
-let scratch = new Uint8Array(1024 + 20);
-
-/**
- * A weak ETag that hashes the answer (contract §12). An answer is fully determined by its flag
- * keys, in order, and each flag's outcome code (outcomes.ts, fixed forever), so the tag hashes
- * that compact form: the same answer gives the same tag on every instance.
- */
-export function etagOf(environment: CompiledEnvironment, outcomes: Uint8Array): string {
-  let keys = keyDigests.get(environment.flagKeys);
-  if (!keys) keyDigests.set(environment.flagKeys, (keys = hash('sha1', JSON.stringify(environment.flagKeys), 'buffer')));
-  const count = environment.flagKeys.length;
-  if (scratch.length < count + 20) scratch = new Uint8Array((count + 20) * 2);
-  scratch.set(keys, 0);
-  scratch.set(outcomes.subarray(0, count), 20);
-  return `W/"${hash('sha1', scratch.subarray(0, count + 20), 'base64url')}"`;
 }
 
 /** Answers kept per environment: at most this many, and at most this many bytes of them. */
@@ -130,22 +110,14 @@ export function answerOf(environment: CompiledEnvironment, codes: Uint8Array): A
   return answers.answer(codes);
 }
 
-/** Outcome codes of the request being answered; reused, since a request is answered synchronously. */
-let codes = new Uint8Array(1024);
-
 /**
- * What evaluate does for a request that passed its checks (contract §2), by whichever path it came:
- * every flag evaluated for the context, the answer, and the request recorded in history.
+ * What evaluate does for a request that passed its checks (contract §2), by whichever path it came
+ * (evaluate.routes.ts, evaluate.direct.ts): every flag evaluated for the context, the request
+ * recorded in history, and the answer.
  */
 export function answerFor(environment: CompiledEnvironment, userId: string | null | undefined, userEmail: string | null | undefined, history: HistoryRecorder): Answer {
-  const context = { user_id: userId ?? undefined, user_email: userEmail ?? undefined };
-  const { flags } = environment;
-  if (flags.length > codes.length) codes = new Uint8Array(flags.length * 2);
-  for (let i = 0; i < flags.length; i++) codes[i] = outcomeOf(flags[i]!.evaluate(context)).code;
-  const answer = answerOf(environment, codes);
-  if (flags.length > 0) {
-    const storedId = context.user_id === undefined ? null : isStorable(context.user_id) ? context.user_id : toStorable(context.user_id);
-    history.record(environment, storedId, codes, flags.length);
-  }
-  return answer;
+  const context = contextOf(userId, userEmail);
+  const codes = evaluateAll(environment, context);
+  recordAll(history, environment, context, codes);
+  return answerOf(environment, codes);
 }

@@ -31,10 +31,12 @@ export interface CompiledProject {
  */
 export class EvaluateCache {
   private readonly bySdkKey = new Map<string, CompiledProject>();
-  private readonly sdkKeyOfProject = new Map<string, string>();
+  /** Every SDK key a project is compiled under: after a key rotation seen late, the old and the new one. */
+  private readonly sdkKeysOfProject = new Map<string, Set<string>>();
   private readonly loading = new Map<string, Promise<CompiledProject | null>>();
   /** Bumped by every invalidation: a load that overlapped one answers its caller but is not kept. */
   private generation = 0;
+  private readonly invalidationListeners = new Set<(projectId: string) => void>();
 
   constructor(private readonly db: Db) {}
 
@@ -52,21 +54,34 @@ export class EvaluateCache {
     return pending;
   }
 
-  /** projectId → revision of every compiled project. */
-  revisions(): Map<string, number> {
-    const revisions = new Map<string, number>();
-    for (const project of this.bySdkKey.values()) revisions.set(project.projectId, project.revision);
-    return revisions;
+  /** Every compiled entry (one per SDK key), with the revision it was compiled at. */
+  entries(): { projectId: string; revision: number }[] {
+    return [...this.bySdkKey.values()].map(({ projectId, revision }) => ({ projectId, revision }));
+  }
+
+  /** Compiled entries held (one per SDK key). */
+  get size(): number {
+    return this.bySdkKey.size;
+  }
+
+  /**
+   * Calls listener with the project id on each invalidation, whatever caused it (a local write,
+   * another instance's notification, the revision check). It runs before the view is dropped, so
+   * it must defer any reading of the cache. Returns the unsubscribe function.
+   */
+  onInvalidate(listener: (projectId: string) => void): () => void {
+    this.invalidationListeners.add(listener);
+    return () => this.invalidationListeners.delete(listener);
   }
 
   invalidateProject(projectId: string): void {
+    for (const listener of this.invalidationListeners) listener(projectId);
     this.generation++;
     // A load in flight may have read the state before this write: later requests must not join it.
     this.loading.clear();
-    const sdkKey = this.sdkKeyOfProject.get(projectId);
-    if (sdkKey === undefined) return;
-    this.sdkKeyOfProject.delete(projectId);
-    this.bySdkKey.delete(sdkKey);
+    // Every entry of the project: one compiled under a rotated-out key must not outlive the rotation.
+    for (const sdkKey of this.sdkKeysOfProject.get(projectId) ?? []) this.bySdkKey.delete(sdkKey);
+    this.sdkKeysOfProject.delete(projectId);
   }
 
   private async load(sdkKey: string): Promise<CompiledProject | null> {
@@ -88,7 +103,9 @@ export class EvaluateCache {
     const project: CompiledProject = { projectId: stored.id, revision: stored.revision, environments };
     if (generation === this.generation) {
       this.bySdkKey.set(sdkKey, project);
-      this.sdkKeyOfProject.set(stored.id, sdkKey);
+      let keys = this.sdkKeysOfProject.get(stored.id);
+      if (!keys) this.sdkKeysOfProject.set(stored.id, (keys = new Set()));
+      keys.add(sdkKey);
     }
     return project;
   }

@@ -73,17 +73,34 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
 }
 
 /** Redis pub/sub: a subscriber connection (ioredis resubscribes after a reconnect) and the shared client to publish. */
-export function redisBus(publisher: Redis, subscriber: Redis): ChangeBus {
+export function redisBus(publisher: Redis, subscriber: Redis, log: FastifyBaseLogger): ChangeBus {
+  let closed = false;
+  /**
+   * ioredis resubscribes after a reconnect only to channels it once subscribed to: the first
+   * subscription is retried here until it succeeds (Redis may be down when the instance starts).
+   */
+  async function subscribe(onReconnect: () => void, retryMs: number): Promise<void> {
+    if (closed) return;
+    try {
+      await subscriber.subscribe(CHANNEL);
+      if (retryMs > 250) onReconnect(); // changes made while we were not listening
+    } catch (error) {
+      if (closed) return;
+      if (retryMs === 250) log.error({ err: error }, 'change notifications: could not subscribe on Redis; retrying');
+      setTimeout(() => void subscribe(onReconnect, Math.min(retryMs * 2, 5000)), retryMs).unref();
+    }
+  }
   return {
     async start(onMessage, onReconnect) {
       subscriber.on('message', (_channel: string, message: string) => onMessage(message));
       subscriber.on('ready', onReconnect);
-      await subscriber.subscribe(CHANNEL).catch(() => undefined); // retried on reconnect
+      void subscribe(onReconnect, 250);
     },
     async publish(message) {
       await publisher.publish(CHANNEL, message);
     },
     async close() {
+      closed = true;
       subscriber.disconnect();
     },
   };
@@ -114,7 +131,7 @@ export function clusterBus(): ChangeBus {
  * LISTEN/NOTIFY, else (SQLite under WORKERS) the cluster's primary; a lone SQLite process needs none.
  */
 export function changeBusFor(config: Readonly<Config>, db: Db, redis: Redis | null, log: FastifyBaseLogger): ChangeBus | null {
-  if (redis && config.redisUrl) return redisBus(redis, createRedis(config.redisUrl, log, { queueWhileOffline: true }));
+  if (redis && config.redisUrl) return redisBus(redis, createRedis(config.redisUrl, log, { queueWhileOffline: true }), log);
   if (config.database.kind === 'postgres') return postgresBus(db, config.database.url, log);
   if (cluster.isWorker) return clusterBus();
   return null;
@@ -140,6 +157,8 @@ export class ChangeFeed {
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
   private lastCheckFailureLogged = 0;
+  /** When a revision check last confirmed (or corrected) every compiled project. */
+  private lastConfirmedAt = Date.now();
 
   constructor(
     private readonly db: Db,
@@ -173,6 +192,11 @@ export class ChangeFeed {
     });
   }
 
+  /** Seconds since the compiled view was last confirmed current: how stale it can be if a notification was lost. */
+  lagSeconds(): number {
+    return (Date.now() - this.lastConfirmedAt) / 1000;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.bus?.close();
@@ -188,12 +212,15 @@ export class ChangeFeed {
     if (this.checking) return;
     this.checking = true;
     try {
-      const compiled = this.cache.revisions();
-      if (compiled.size === 0) return;
-      const current = await currentRevisions(this.db, [...compiled.keys()]);
-      for (const [projectId, revision] of compiled) {
-        if (current.get(projectId) !== revision) this.cache.invalidateProject(projectId);
+      // Every entry, not one per project: a project can be compiled under two SDK keys at different revisions.
+      const compiled = this.cache.entries();
+      if (compiled.length > 0) {
+        const current = await currentRevisions(this.db, [...new Set(compiled.map((entry) => entry.projectId))]);
+        for (const { projectId, revision } of compiled) {
+          if (current.get(projectId) !== revision) this.cache.invalidateProject(projectId);
+        }
       }
+      this.lastConfirmedAt = Date.now();
     } catch (error) {
       if (Date.now() - this.lastCheckFailureLogged > 10_000) {
         this.lastCheckFailureLogged = Date.now();

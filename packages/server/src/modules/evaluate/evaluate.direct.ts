@@ -4,6 +4,7 @@ import { Ajv } from 'ajv';
 import type { FastifyInstance, preParsingHookHandler } from 'fastify';
 import type { Static } from 'typebox';
 import type { Services } from '../../services.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { requestIdOf } from '../../http/request-id.js';
 import { answerFor } from './evaluate.answers.js';
 import { EvaluateBody } from './evaluate.schemas.js';
@@ -28,10 +29,11 @@ export const bodyReadBefore: preParsingHookHandler = (request, _reply, payload, 
 
 /**
  * The hooks of the evaluate route when nothing else applies to it: onRequest, the request-id hook
- * of app.ts and the route's SDK-key hook; preParsing, bodyReadBefore. (The direct path sets the
- * request-id header itself; tests/evaluate-direct.test.ts compares its answers with Fastify's.)
+ * of app.ts (X-Request-Id, nosniff) and the route's SDK-key hook; preParsing, bodyReadBefore;
+ * onResponse, the metrics' observe. The direct path does what they do for a 200 itself;
+ * tests/evaluate-direct.test.ts compares its answers with Fastify's.
  */
-const OWN_HOOKS = '(onRequest) 2\n(preParsing) ["bodyReadBefore()"]';
+const OWN_HOOKS = '(onRequest) 2\n(preParsing) ["bodyReadBefore()"]\n(onResponse) ["observe()"]';
 
 /**
  * POST /sdk/v1/evaluate in front of Fastify: Fastify's request pipeline costs evaluate more than
@@ -42,16 +44,17 @@ const OWN_HOOKS = '(onRequest) 2\n(preParsing) ["bodyReadBefore()"]';
  * environment. So limits, validation, errors and their order (contract §2, §3) stay in one place.
  * It stays off when any hook besides the route's own applies to the route, since it would skip it.
  */
-export function directEvaluate(app: FastifyInstance, { config, limits, evaluateCache, history }: Services): void {
+export function directEvaluate(app: FastifyInstance, { config, limits, evaluateCache, history }: Services, metrics: Metrics): void {
   // The route's schema, compiled as app.ts compiles bodies (no coercion, no defaults): what passes here passes there.
   const valid = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false }).compile(EvaluateBody);
   let on = false;
 
   app.addHook('onReady', async () => {
-    const route = app.printRoutes({ includeHooks: true, commonPrefix: false, method: 'POST' }).split('\n');
-    const at = route.findIndex((line) => line.endsWith(`${PATH} (POST)`));
+    // printRoutes draws a tree: the route's line, then one `• (hook) [names]` line per kind of hook.
+    const lines = app.printRoutes({ includeHooks: true, commonPrefix: false, method: 'POST' }).split('\n').map((line) => line.replace(/^[\s│├└─]*/, ''));
+    const at = lines.indexOf(`${PATH} (POST)`);
     const hooks: string[] = [];
-    for (let i = at + 1; at >= 0 && i < route.length && route[i]!.trim().startsWith('•'); i++) hooks.push(route[i]!.trim().slice(2));
+    for (let i = at + 1; at >= 0 && i < lines.length && lines[i]!.startsWith('• '); i++) hooks.push(lines[i]!.slice(2));
     const summary = hooks.map((line) => (line.startsWith('(onRequest) ') ? `(onRequest) ${(JSON.parse(line.slice(12)) as string[]).length}` : line));
     on = summary.join('\n') === OWN_HOOKS;
     if (!on) app.log.warn({ hooks }, `hooks apply to POST ${PATH} that its direct path would skip: every evaluate request goes through Fastify`);
@@ -76,10 +79,11 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
     const length = Number(headers['content-length']);
     if (!(length > 0 && length <= BODY_LIMIT) || headers['transfer-encoding'] !== undefined) return false;
     const sdkKey = headers['x-sdk-key'];
-    if (typeof sdkKey !== 'string' || sdkKey === '') return false;
+    if (typeof sdkKey !== 'string' || sdkKey === '' || headers['if-none-match'] !== undefined) return false; // 304s: Fastify's
     const project = evaluateCache.project(sdkKey);
     if (project === null || project instanceof Promise) return false; // Fastify's hook waits for the same load
 
+    const started = performance.now();
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('error', () => response.destroy());
@@ -104,11 +108,14 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
       const { context } = parsed as EvaluateBody;
       const answer = answerFor(environment, context?.user_id, context?.user_email, history);
       response.writeHead(200, {
+        'x-request-id': requestIdOf(request),
+        'x-content-type-options': 'nosniff',
+        etag: answer.etag,
         'content-type': 'application/json; charset=utf-8',
         'content-length': answer.length,
-        'x-request-id': requestIdOf(request),
       });
       response.end(answer.body, answer.encoding);
+      metrics.count('POST', PATH, 200, (performance.now() - started) / 1000);
     });
     return true;
   }

@@ -69,3 +69,9 @@ export async function currentRevisions(db: Db, projectIds: string[]): Promise<Ma
   }
   return revisions;
 }
+
+/** The project's current SDK key; null when the project no longer exists. */
+export async function currentSdkKey(db: Db, projectId: string): Promise<string | null> {
+  const row = await db.selectFrom('projects').select('sdk_key').where('id', '=', projectId).executeTakeFirst();
+  return row?.sdk_key ?? null;
+}

@@ -1,62 +1,49 @@
-import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { ApiPlugin } from '../../services.js';
-import { NotFound, Unauthorized } from '../../errors.js';
+import type { FastifyPluginAsync, RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import type { CompiledProject } from './evaluate.cache.js';
 import { answerFor } from './evaluate.answers.js';
 import { bodyReadBefore, directEvaluate } from './evaluate.direct.js';
-import { EvaluateBody, EvaluateResult } from './evaluate.schemas.js';
+import { notModified, sdkKeyHeader, sdkProjectHook } from './evaluation.js';
+import { EvaluateBody, EvaluateResult, NotModified } from './evaluate.schemas.js';
+import { ofrepRoutes } from './ofrep.routes.js';
+import { streamRoutes } from './stream.routes.js';
+import { StreamTokens } from './stream.tokens.js';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The project that owns the request's SDK key (evaluate only). */
-    sdkProject: CompiledProject | null;
-  }
-}
-
-/** POST /sdk/v1/evaluate: the endpoint applications call at runtime. */
-export const evaluateRoutes: ApiPlugin = async (app, services) => {
+/** The SDK surfaces: POST /sdk/v1/evaluate (what applications call at runtime), the change stream, and OFREP. */
+export const evaluateRoutes: FastifyPluginAsync<Services & { metrics: Metrics }, RawServerDefault, TypeBoxTypeProvider> = async (app, { metrics, ...services }) => {
   const { limits, evaluateCache, history } = services;
   app.decorateRequest('sdkProject', null);
-
-  const missingKey = () => new Unauthorized('Missing or invalid SDK key');
-  /** Finds the project of the SDK key: synchronously on a cache hit, so the hot path makes no promise. */
-  const identify = (request: FastifyRequest, done: HookHandlerDoneFunction) => {
-    const sdkKey = request.headers['x-sdk-key'];
-    if (typeof sdkKey !== 'string' || sdkKey === '') return done(missingKey());
-    const found = evaluateCache.project(sdkKey);
-    if (!(found instanceof Promise)) {
-      request.sdkProject = found;
-      return done();
-    }
-    found.then((project) => {
-      request.sdkProject = project;
-      done(project ? undefined : missingKey());
-    }, done);
-  };
+  // The interface promises 400 for a missing or malformed body: a body that is not declared as
+  // JSON (none at all, or form-encoded as curl sends by default) is one. Other routes keep 415.
+  app.addContentTypeParser('*', (_request, _payload, done) => done(new Invalid('body must be JSON, sent with Content-Type: application/json'), undefined));
 
   app.post('/sdk/v1/evaluate', {
     // Applications call this thousands of times a second: no per-request log lines (errors are still logged).
     logLevel: 'warn',
     // Contract §2 order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
-    onRequest: function sdkProjectHook(request, _reply, done) {
-      const limit = limits.evaluate;
-      if (!limit) return identify(request, done);
-      limit.hit(request.ip).then(() => identify(request, done), done);
-    },
+    onRequest: sdkProjectHook(limits, evaluateCache, sdkKeyHeader),
     preParsing: bodyReadBefore,
     schema: {
       tags: ['evaluate'],
       security: [{ sdkKey: [] }],
       body: EvaluateBody,
-      response: { 200: EvaluateResult, ...errorResponses(400, 401, 404, 429, 500) },
+      response: { 200: EvaluateResult, 304: NotModified, ...errorResponses(400, 401, 404, 429, 500) },
     },
   }, (request, reply) => {
     const environment = request.sdkProject?.environments.get(request.body.environment);
     if (!environment) throw new NotFound(`Environment "${request.body.environment}" not found in this project`);
     const answer = answerFor(environment, request.body.context?.user_id, request.body.context?.user_email, history);
+    reply.header('etag', answer.etag);
+    if (notModified(request.headers, answer.etag)) reply.code(304).send(undefined as never);
     // Already JSON (the response schema documents its shape).
-    reply.type('application/json; charset=utf-8').send(answer.body as never);
+    else reply.type('application/json; charset=utf-8').send(answer.body as never);
   });
-  directEvaluate(app, services);
+  directEvaluate(app, services, metrics);
+
+  const streamTokens = new StreamTokens(services.tokens.keyFor('sdk stream tokens'));
+  await app.register(streamRoutes, { ...services, streamTokens });
+  await app.register(ofrepRoutes, { ...services, streamTokens });
 };

@@ -16,3 +16,5 @@ export const EvaluateBody = Type.Object({
 export const EvaluateResult = Type.Object({
   flags: Type.Record(Type.String(), Type.Object({ enabled: Type.Boolean(), reason: Type.String() })),
 });
+
+export const NotModified = Type.Null({ description: 'Not modified: the answer is the one the If-None-Match ETag names (no body)' });

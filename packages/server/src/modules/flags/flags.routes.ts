@@ -15,7 +15,8 @@ export const flagScopeOf = (request: FlagRequest) => ({
 });
 
 type Flag = Awaited<ReturnType<typeof requireFlag>>;
-const change = (action: string, before: Flag | null, after: Flag | null) => {
+/** The audit record of a change to a flag. */
+export const flagChange = (action: string, before: Flag | null, after: Flag | null) => {
   const flag = (after ?? before)!;
   return { action, resource_type: 'flag' as const, resource_id: flag.id, resource_key: flag.key, environment_id: flag.environment_id, before, after };
 };
@@ -35,7 +36,7 @@ export const flagRoutes: ApiPlugin = async (app, { db, writes }) => {
     const { name, key, description = null, enabled = false, rollout_percentage = 0 } = request.body;
     const flag = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const created = await createFlag(trx, await environmentOf(trx, request), { name, key, description, enabled, rollout_percentage });
-      record(change('flag.created', null, created));
+      record(flagChange('flag.created', null, created));
       return created;
     });
     return reply.code(201).send(flag);
@@ -59,7 +60,7 @@ export const flagRoutes: ApiPlugin = async (app, { db, writes }) => {
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const before = await requireFlag(trx, flagScopeOf(request));
       const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage }));
-      record(change('flag.updated', before, after));
+      record(flagChange('flag.updated', before, after));
       return after;
     });
   });
@@ -71,7 +72,7 @@ export const flagRoutes: ApiPlugin = async (app, { db, writes }) => {
     writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const before = await requireFlag(trx, flagScopeOf(request));
       const after = await toggleFlag(trx, before.id);
-      record(change('flag.toggled', before, after));
+      record(flagChange('flag.toggled', before, after));
       return after;
     }),
   );
@@ -83,7 +84,7 @@ export const flagRoutes: ApiPlugin = async (app, { db, writes }) => {
     await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const flag = await requireFlag(trx, flagScopeOf(request));
       await deleteFlag(trx, flag.id);
-      record(change('flag.deleted', flag, null));
+      record(flagChange('flag.deleted', flag, null));
     });
     return reply.code(204).send(null);
   });

@@ -12,6 +12,8 @@ export interface BatchEnvironment {
  * `environments`), time and user id, and per evaluated flag one byte, its outcome code (evaluate/outcomes.ts).
  */
 export interface Batch {
+  /** Names the batch in the worker's answer (its counts are kept until that answer says they are stored). */
+  id: number;
   environments: BatchEnvironment[];
   requestEnvironment: Uint32Array;
   requestTime: Float64Array;
@@ -29,10 +31,16 @@ export interface HourCounts {
   disabled: Uint32Array;
 }
 
-export type ToWorker = { type: 'batch'; batch: Batch } | { type: 'prune'; retentionDays: number } | { type: 'close' };
+export type ToWorker =
+  | { type: 'batch'; batch: Batch }
+  | { type: 'prune'; retentionDays: number }
+  | { type: 'deleteHistory'; requestId: number; environmentIds: string[] }
+  | { type: 'close' };
 
 export type FromWorker =
   | { type: 'ready' }
-  | { type: 'written'; rows: number; discarded: number; failed: number }
+  /** rows + discarded + failed = the batch's rows; countsStored false: the hourly counts must be handed over again. */
+  | { type: 'written'; batchId: number; rows: number; discarded: number; failed: number; countsStored: boolean }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string; details?: Record<string, unknown> }
+  | { type: 'historyDeleted'; requestId: number; error?: string }
   | { type: 'closed' };

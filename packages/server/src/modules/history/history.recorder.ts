@@ -13,6 +13,8 @@ export interface RecorderOptions {
   retentionDays: number;
   /** How often old history is pruned. */
   pruneIntervalMs: number;
+  /** At shutdown, how long the last flush may take before its rows are given up (and counted). */
+  closeTimeoutMs: number;
 }
 
 const DEFAULTS: RecorderOptions = {
@@ -21,6 +23,7 @@ const DEFAULTS: RecorderOptions = {
   maxBatchRows: 250_000,
   retentionDays: 30,
   pruneIntervalMs: 60 * 60 * 1000,
+  closeTimeoutMs: 10_000,
 };
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -65,8 +68,9 @@ class BatchBuilder {
     return this.codeLength;
   }
 
-  build(counts: HourCounts[]): Batch {
+  build(id: number, counts: HourCounts[]): Batch {
     return {
+      id,
       environments: this.environments.map(describe),
       requestEnvironment: this.requestEnvironment.slice(0, this.requests),
       requestTime: this.requestTime.slice(0, this.requests),
@@ -104,8 +108,20 @@ export class HistoryRecorder {
   private readonly timers: NodeJS.Timeout[] = [];
   private lastDropWarning = 0;
   private readonly options: RecorderOptions;
-  /** Rows dropped because too many were waiting, and rows written; since start. */
-  readonly stats = { written: 0, dropped: 0, discarded: 0, failed: 0 };
+  private nextBatchId = 0;
+  /** Hourly counts handed to the worker and not yet confirmed stored, by batch: handed over again if it fails or dies. */
+  private readonly unconfirmedCounts = new Map<number, HourCounts[]>();
+  /** Counts to hand over again with the next batch. */
+  private carriedCounts: HourCounts[] = [];
+  private nextRequestId = 0;
+  /** deleteHistory calls waiting for the worker. */
+  private readonly deletions = new Map<number, () => void>();
+  /**
+   * Since start, in evaluated flags: recorded; written; dropped (too many waiting); discarded
+   * (environment deleted first); failed (database error, a dying worker, or given up at
+   * shutdown). countRetries: hourly counts handed over again.
+   */
+  readonly stats = { recorded: 0, written: 0, dropped: 0, discarded: 0, failed: 0, countRetries: 0 };
 
   constructor(
     private readonly database: Config['database'],
@@ -137,7 +153,11 @@ export class HistoryRecorder {
     const lost = this.pendingRows - this.batch.rows;
     this.stats.failed += lost;
     this.pendingRows -= lost;
-    this.log.error({ code, lost }, 'history worker stopped; starting a new one');
+    // Its rows are lost, its counts are not: they go to the next worker.
+    for (const counts of this.unconfirmedCounts.values()) this.carriedCounts.push(...counts);
+    this.unconfirmedCounts.clear();
+    this.settleDeletions(); // the cascade of the environment delete does the rest
+    this.log.error({ code, lost }, 'history worker stopped; starting a new one (rows it held are lost and counted as failed; hourly counts are kept)');
     this.spawnWorker().catch((error: unknown) => this.log.error({ err: error }, 'could not start a history worker'));
   }
 
@@ -159,6 +179,7 @@ export class HistoryRecorder {
       this.hour = hour;
     }
     this.count(environment, codes, count);
+    this.stats.recorded += count;
     if (this.pendingRows + count > this.options.maxPendingRows) {
       this.drop(count);
       return;
@@ -168,6 +189,24 @@ export class HistoryRecorder {
     if (this.batch.rows >= this.options.maxBatchRows) this.handOver();
   }
 
+  /**
+   * Deletes the history of these environments in bounded steps on the worker's connection (not
+   * on this thread's event loop); resolves when it is gone. Call before deleting the environments.
+   */
+  deleteHistory(environmentIds: string[]): Promise<void> {
+    if (environmentIds.length === 0 || this.closed) return Promise.resolve();
+    const requestId = this.nextRequestId++;
+    return new Promise((resolve) => {
+      this.deletions.set(requestId, resolve);
+      this.send({ type: 'deleteHistory', requestId, environmentIds });
+    });
+  }
+
+  private settleDeletions(): void {
+    for (const resolve of this.deletions.values()) resolve();
+    this.deletions.clear();
+  }
+
   /** Counts since start, in evaluated flags. */
   metrics() {
     return { ...this.stats, pending: this.pendingRows };
@@ -175,31 +214,47 @@ export class HistoryRecorder {
 
   /** Hands everything recorded so far to the worker. */
   handOver(): void {
-    if (this.batch.requests === 0 && this.counts.size === 0) return;
+    if (this.batch.requests === 0 && this.counts.size === 0 && this.carriedCounts.length === 0) return;
     const counts = [...this.counts.values()].map(({ environment, enabled, disabled }) => ({
       environment: describe(environment),
       hourStart: new Date(this.hour * HOUR_MS).toISOString(),
       enabled,
       disabled,
     }));
-    const batch = this.batch.build(counts);
+    counts.push(...this.carriedCounts);
+    const batch = this.batch.build(this.nextBatchId++, counts);
     this.batch = new BatchBuilder();
     this.counts = new Map();
+    this.carriedCounts = [];
+    this.unconfirmedCounts.set(batch.id, counts);
     this.send({ type: 'batch', batch });
   }
 
-  /** Hands over what is left and waits until the worker has written it (graceful shutdown). */
+  /**
+   * Hands over what is left and waits until the worker has written it (graceful shutdown), for
+   * closeTimeoutMs at most: then what is still waiting is given up, counted as failed and logged,
+   * and the worker is stopped (not awaited: it may be stuck in a database call).
+   */
   close(): Promise<void> {
     this.closed ??= (async () => {
       for (const timer of this.timers) clearInterval(timer);
       this.handOver();
-      const done = new Promise<void>((resolve) => {
-        this.worker.on('message', (message: FromWorker) => message.type === 'closed' && resolve());
-        this.worker.once('exit', () => resolve()); // a worker that dies now must not hold the shutdown
+      let deadline: NodeJS.Timeout | undefined;
+      const finished = await new Promise<boolean>((resolve) => {
+        this.worker.on('message', (message: FromWorker) => message.type === 'closed' && resolve(true));
+        this.worker.once('exit', () => resolve(true)); // a worker that dies now must not hold the shutdown
+        deadline = setTimeout(() => resolve(false), this.options.closeTimeoutMs);
+        this.send({ type: 'close' });
       });
-      this.send({ type: 'close' });
-      await done;
-      await this.worker.terminate();
+      clearTimeout(deadline);
+      if (!finished) {
+        const dropped = this.pendingRows;
+        this.stats.failed += dropped;
+        this.pendingRows = 0;
+        this.log.error({ dropped, unstoredHourlyCounts: this.unconfirmedCounts.size > 0, timeoutMs: this.options.closeTimeoutMs }, 'history flush did not finish in time at shutdown: rows dropped');
+      }
+      this.settleDeletions();
+      void this.worker.terminate();
     })();
     return this.closed;
   }
@@ -240,6 +295,16 @@ export class HistoryRecorder {
       this.stats.written += message.rows;
       this.stats.discarded += message.discarded;
       this.stats.failed += message.failed;
+      const counts = this.unconfirmedCounts.get(message.batchId);
+      this.unconfirmedCounts.delete(message.batchId);
+      if (!message.countsStored && counts && !this.closed) {
+        this.stats.countRetries++;
+        this.carriedCounts.push(...counts);
+      }
+    } else if (message.type === 'historyDeleted') {
+      if (message.error) this.log.error({ error: message.error }, 'could not delete evaluation history in steps; the cascade deletes it');
+      this.deletions.get(message.requestId)?.();
+      this.deletions.delete(message.requestId);
     } else if (message.type === 'log') {
       this.log[message.level](message.details ?? {}, message.message);
     }

@@ -45,6 +45,7 @@ function decodeCursor(raw: string): Cursor {
  */
 export async function listEvaluations(db: Db, filter: EvaluationFilter) {
   const cursor = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
+  if (filter.environmentIds.length === 0) return { items: [], next_cursor: null }; // `in ()` is not SQL
   const snapshots = new Map<string, Snapshot>();
   let onlySnapshots: string[] | undefined;
   if (filter.flagKey !== undefined) {
@@ -119,23 +120,32 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
 
 const HOUR_MS = 60 * 60 * 1000;
 
-/** Per-hour counts of a flag over the last `hours` hours (the current one included), oldest first. */
-export async function flagMetrics(db: Db, flag: { id: string; key: string }, hours: number) {
+/**
+ * Per-hour counts over the last `hours` hours (the current one included), oldest first: of a flag
+ * by id, or by key within an environment (also for a deleted flag, whose counts are kept; a key
+ * used by two flags one after the other sums both).
+ */
+export async function flagMetrics(db: Db, flag: { id: string; key: string } | { environmentId: string; key: string }, hours: number) {
   const currentHour = Math.floor(Date.now() / HOUR_MS);
   const first = new Date((currentHour - hours + 1) * HOUR_MS).toISOString();
-  const rows = await db
+  let query = db
     .selectFrom('evaluation_counts')
     .select(['hour_start', 'enabled_count', 'disabled_count'])
-    .where('flag_id', '=', flag.id)
-    .where('hour_start', '>=', first)
-    .execute();
-  const byHour = new Map(rows.map((row) => [toIso(row.hour_start), row]));
+    .where('hour_start', '>=', first);
+  query = 'id' in flag ? query.where('flag_id', '=', flag.id) : query.where('environment_id', '=', flag.environmentId).where('flag_key', '=', flag.key);
+  const byHour = new Map<string, { enabled: number; disabled: number }>();
+  for (const row of await query.execute()) {
+    const hour = byHour.get(toIso(row.hour_start)) ?? { enabled: 0, disabled: 0 };
+    hour.enabled += Number(row.enabled_count);
+    hour.disabled += Number(row.disabled_count);
+    byHour.set(toIso(row.hour_start), hour);
+  }
   const buckets = [];
   const totals = { enabled: 0, disabled: 0 };
   for (let hour = currentHour - hours + 1; hour <= currentHour; hour++) {
     const start = new Date(hour * HOUR_MS).toISOString();
     const row = byHour.get(start);
-    const bucket = { start, enabled: Number(row?.enabled_count ?? 0), disabled: Number(row?.disabled_count ?? 0) };
+    const bucket = { start, enabled: row?.enabled ?? 0, disabled: row?.disabled ?? 0 };
     totals.enabled += bucket.enabled;
     totals.disabled += bucket.disabled;
     buckets.push(bucket);

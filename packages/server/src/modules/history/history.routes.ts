@@ -8,10 +8,10 @@ import { flagScopeOf } from '../flags/flags.routes.js';
 import { FlagParams } from '../flags/flags.schemas.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import { flagMetrics, listEvaluations } from './history.repository.js';
-import { EvaluationPage, EvaluationQuery, FlagMetrics, MetricsQuery, ServiceMetrics } from './history.schemas.js';
+import { EvaluationPage, EvaluationQuery, FlagKeyMetricsQuery, FlagMetrics, MetricsQuery } from './history.schemas.js';
 
-/** Evaluation history (contract §6) and the history writer's own counters. */
-export const historyRoutes: ApiPlugin = async (app, { db, history }) => {
+/** Evaluation history (contract §6) and per-flag counts. */
+export const historyRoutes: ApiPlugin = async (app, { db }) => {
   const tags = ['history'];
 
   app.get('/projects/:project_id/evaluations', {
@@ -35,8 +35,17 @@ export const historyRoutes: ApiPlugin = async (app, { db, history }) => {
     schema: { tags, params: FlagParams, querystring: MetricsQuery, response: { 200: FlagMetrics, ...errorResponses(400, 401, 404) } },
   }, async (request) => flagMetrics(db, await requireFlag(db, flagScopeOf(request)), request.query.hours ?? 24));
 
-  app.get('/metrics', {
-    config: { role: 'user' },
-    schema: { tags, response: { 200: ServiceMetrics, ...errorResponses(401) } },
-  }, async () => ({ evaluation_history: history.metrics() }));
+  app.get('/projects/:project_id/environments/:env_id/metrics', {
+    config: { role: 'viewer' },
+    schema: {
+      tags,
+      description: 'Per-hour counts of a flag by key in this environment; readable after the flag is deleted, while its counts are kept.',
+      params: EnvironmentParams,
+      querystring: FlagKeyMetricsQuery,
+      response: { 200: FlagMetrics, ...errorResponses(400, 401, 404) },
+    },
+  }, async (request) => {
+    const environment = await requireEnvironment(db, { projectId: request.params.project_id, envId: request.params.env_id });
+    return flagMetrics(db, { environmentId: environment.id, key: request.query.flag_key }, request.query.hours ?? 24);
+  });
 };

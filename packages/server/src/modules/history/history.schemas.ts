@@ -31,18 +31,13 @@ export const MetricsQuery = Type.Object({
   hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 30, default: 24 })),
 });
 
+export const FlagKeyMetricsQuery = Type.Object({
+  flag_key: Type.String({ minLength: 1, maxLength: 100 }),
+  hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 30, default: 24 })),
+});
+
 export const FlagMetrics = Type.Object({
   flag_key: Type.String(),
   buckets: Type.Array(Type.Object({ start: Timestamp, enabled: Type.Integer(), disabled: Type.Integer() }), { description: 'one per hour, oldest first' }),
   totals: Type.Object({ enabled: Type.Integer(), disabled: Type.Integer() }),
-});
-
-export const ServiceMetrics = Type.Object({
-  evaluation_history: Type.Object({
-    written: Type.Integer({ description: 'evaluations (flag outcomes) written since this process started' }),
-    dropped: Type.Integer({ description: 'evaluations not recorded because the history writer fell behind (hourly counts still include them)' }),
-    discarded: Type.Integer({ description: 'evaluations of environments deleted before their history was written' }),
-    failed: Type.Integer({ description: 'evaluations lost to database errors' }),
-    pending: Type.Integer({ description: 'evaluations waiting to be written' }),
-  }),
 });

@@ -1,17 +1,29 @@
-import type { Database, EvaluationTuple } from '../../db/database.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Database } from '../../db/database.js';
+import { insertEvaluations, type EvaluationTuple } from './history.sql.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { nowIso } from '../../db/values.js';
 import type { Batch, BatchEnvironment, HourCounts } from './history.protocol.js';
 
-/** Rows (evaluate requests) per transaction: keeps the SQLite write lock short for the API's own writes. */
-const ROWS_PER_TRANSACTION = 5_000;
 const ROWS_PER_PRUNE = 5_000;
+/** Rows per statement when an environment's history is deleted. */
+const ROWS_PER_DELETE = 1_000;
+
+/**
+ * Runs one bounded delete step, then pauses half as long as it took (at most 50 ms), so the
+ * API's own writes get the SQLite write lock in between.
+ */
+async function paced(run: () => Promise<unknown>): Promise<void> {
+  const started = performance.now();
+  await run();
+  await sleep(Math.min(50, (performance.now() - started) / 2));
+}
 
 /** Flag evaluations held by stored rows: a byte per flag. */
 const evaluations = (rows: EvaluationTuple[]) => rows.reduce((sum, row) => sum + row[3].length, 0);
 
 /** The rows of a batch, a transaction's worth at a time. */
-function* chunksOf(batch: Batch): Generator<EvaluationTuple[]> {
+function* chunksOf(batch: Batch, rowsPerTransaction: number): Generator<EvaluationTuple[]> {
   let chunk: EvaluationTuple[] = [];
   let offset = 0;
   for (let r = 0; r < batch.requestTime.length; r++) {
@@ -20,7 +32,7 @@ function* chunksOf(batch: Batch): Generator<EvaluationTuple[]> {
     const outcomes = batch.codes.subarray(offset, offset + count);
     offset += count;
     chunk.push([environment.environmentId, environment.snapshotId, batch.requestUser[r] ?? null, outcomes, new Date(batch.requestTime[r]!).toISOString()]);
-    if (chunk.length === ROWS_PER_TRANSACTION) {
+    if (chunk.length === rowsPerTransaction) {
       yield chunk;
       chunk = [];
     }
@@ -32,56 +44,139 @@ function* chunksOf(batch: Batch): Generator<EvaluationTuple[]> {
 export class HistoryStore {
   private readonly storedSnapshots = new Set<string>();
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    /** Rows (evaluate requests) per transaction: keeps the SQLite write lock short for the API's own writes. */
+    private readonly rowsPerTransaction = 5_000,
+  ) {}
 
   /**
-   * Writes a batch. Rows and counts of an environment deleted while they waited are discarded
-   * with it (its history is gone by definition); the rest is written.
+   * Writes a batch, a transaction at a time, and says exactly what became of its rows: written,
+   * discarded (their environment was deleted while they waited: its history is gone by
+   * definition) or failed (a database error; the transactions before it stay written). The hourly
+   * counts are stored in a transaction of their own; countsStored false means the caller must
+   * hand them over again. Never throws.
    */
-  async write(batch: Batch): Promise<{ rows: number; discarded: number; failed: number }> {
-    let live = await this.liveEnvironments(batch.environments.map((env) => env.environmentId));
-    await this.storeSnapshots(batch.environments.filter((env) => live.has(env.environmentId)));
+  async write(batch: Batch): Promise<{ rows: number; discarded: number; failed: number; countsStored: boolean; errors: string[] }> {
+    const errors: string[] = [];
     let rows = 0;
     let discarded = 0;
-    for (const chunk of chunksOf(batch)) {
-      let kept = chunk.filter((row) => live.has(row[0]));
-      try {
-        await this.database.insertEvaluations(kept);
-      } catch (error) {
-        if (!isForeignKeyViolation(error)) throw error;
-        live = await this.liveEnvironments([...live]); // an environment was deleted meanwhile
-        kept = kept.filter((row) => live.has(row[0]));
-        await this.database.insertEvaluations(kept);
+    let live = new Set<string>();
+    try {
+      // The counts can name environments without rows in this batch (counts handed over again).
+      live = await this.liveEnvironments([...new Set([...batch.environments, ...batch.counts.map((counts) => counts.environment)].map((env) => env.environmentId))]);
+      await this.storeSnapshots(batch.environments.filter((env) => live.has(env.environmentId)));
+      for (const chunk of chunksOf(batch, this.rowsPerTransaction)) {
+        let kept = chunk.filter((row) => live.has(row[0]));
+        try {
+          await insertEvaluations(this.database, kept);
+        } catch (error) {
+          if (!isForeignKeyViolation(error)) throw error;
+          live = await this.liveEnvironments([...live]); // an environment was deleted meanwhile
+          kept = kept.filter((row) => live.has(row[0]));
+          await insertEvaluations(this.database, kept);
+        }
+        rows += evaluations(kept);
+        discarded += evaluations(chunk) - evaluations(kept);
       }
-      rows += evaluations(kept);
-      discarded += evaluations(chunk) - evaluations(kept);
+    } catch (error) {
+      errors.push(String(error));
     }
-    await this.addCounts(batch.counts.filter((counts) => live.has(counts.environment.environmentId)));
-    return { rows, discarded, failed: 0 };
+    let countsStored = true;
+    try {
+      if (errors.length > 0) live = await this.liveEnvironments(batch.counts.map((counts) => counts.environment.environmentId));
+      await this.addCounts(batch.counts.filter((counts) => live.has(counts.environment.environmentId)));
+    } catch (error) {
+      countsStored = false;
+      errors.push(String(error));
+    }
+    return { rows, discarded, failed: batch.rows - rows - discarded, countsStored, errors };
   }
 
-  /** Deletes history older than the retention, per environment and in small steps (short locks). */
+  /**
+   * Deletes history older than the retention, in small steps (each a short statement: the
+   * SQLite write lock is taken and given back between them).
+   */
   async prune(retentionDays: number): Promise<number> {
     if (retentionDays <= 0) return 0;
     const before = new Date(Date.now() - retentionDays * 24 * 60 * 60 * 1000).toISOString();
     const { db } = this.database;
     let deleted = 0;
     for (const { id } of await db.selectFrom('environments').select('id').execute()) {
+      deleted += await this.deleteEvaluations(id, before, ROWS_PER_PRUNE);
+      // Counts: along (environment_id, hour_start); snapshots: no kept row refers to them (evaluations.snapshot_id is indexed).
       for (;;) {
-        const old = db.selectFrom('evaluations').select('id').where('environment_id', '=', id).where('evaluated_at', '<', before).limit(ROWS_PER_PRUNE);
-        const result = await db.deleteFrom('evaluations').where('id', 'in', old).executeTakeFirst();
-        deleted += Number(result.numDeletedRows);
+        const old = await db.selectFrom('evaluation_counts').select(['flag_id', 'hour_start']).where('environment_id', '=', id).where('hour_start', '<', before).limit(1000).execute();
+        if (old.length === 0) break;
+        const hours = [...new Set(old.map((row) => row.hour_start))];
+        await db.deleteFrom('evaluation_counts').where('environment_id', '=', id).where('flag_id', 'in', [...new Set(old.map((row) => row.flag_id))]).where('hour_start', 'in', hours).execute();
+      }
+      for (;;) {
+        const result = await db
+          .deleteFrom('evaluation_snapshots')
+          .where('id', 'in', (eb) =>
+            eb
+              .selectFrom('evaluation_snapshots as s')
+              .select('s.id')
+              .where('s.environment_id', '=', id)
+              .where('s.created_at', '<', before)
+              .where(({ not, exists, selectFrom }) => not(exists(selectFrom('evaluations').select('evaluations.id').whereRef('evaluations.snapshot_id', '=', 's.id'))))
+              .limit(ROWS_PER_PRUNE),
+          )
+          .executeTakeFirst();
         if (Number(result.numDeletedRows) < ROWS_PER_PRUNE) break;
       }
     }
-    await db.deleteFrom('evaluation_counts').where('hour_start', '<', before).execute();
-    // Snapshots that no kept row refers to any more.
-    await db
-      .deleteFrom('evaluation_snapshots')
-      .where('created_at', '<', before)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('evaluations').select('id').whereRef('evaluations.snapshot_id', '=', 'evaluation_snapshots.id'))))
-      .execute();
     this.storedSnapshots.clear();
+    return deleted;
+  }
+
+  /**
+   * Deletes the stored history of these environments in bounded steps, before the environment
+   * or project row itself is deleted (the cascade then finds almost nothing left). Runs in the
+   * history worker, so a delete of millions of rows never holds the evaluate thread's event loop;
+   * each step deletes rows by primary key, found along an index, so its plan cannot become a scan.
+   */
+  async deleteHistory(environmentIds: readonly string[]): Promise<void> {
+    const { db } = this.database;
+    for (const environmentId of environmentIds) {
+      await this.deleteEvaluations(environmentId, null, ROWS_PER_DELETE);
+      for (;;) {
+        const ids = (await db.selectFrom('evaluation_snapshots').select('id').where('environment_id', '=', environmentId).limit(ROWS_PER_DELETE).execute()).map((row) => row.id);
+        if (ids.length > 0) await paced(() => db.deleteFrom('evaluation_snapshots').where('id', 'in', ids).execute());
+        for (const id of ids) this.storedSnapshots.delete(id);
+        if (ids.length < ROWS_PER_DELETE) break;
+      }
+      const flagIds = (await db.selectFrom('evaluation_counts').select('flag_id').distinct().where('environment_id', '=', environmentId).execute()).map((row) => row.flag_id);
+      for (let start = 0; start < flagIds.length; start += 10) {
+        // A flag has one row per hour of retention (720 for 30 days): ten flags are a bounded step.
+        const ids = flagIds.slice(start, start + 10);
+        await paced(() => db.deleteFrom('evaluation_counts').where('environment_id', '=', environmentId).where('flag_id', 'in', ids).execute());
+      }
+    }
+  }
+
+  /**
+   * Deletes an environment's history rows (older than `before`, or all), `step` at a time, by
+   * primary key. Each step starts where the last one ended on the (environment_id, evaluated_at)
+   * index: on PostgreSQL the deleted rows stay in the index until vacuumed, and starting from the
+   * beginning each time would step over all of them again.
+   */
+  private async deleteEvaluations(environmentId: string, before: string | null, step: number): Promise<number> {
+    const { db } = this.database;
+    let deleted = 0;
+    let from: string | Date | null = null;
+    for (;;) {
+      let query = db.selectFrom('evaluations').select(['id', 'evaluated_at']).where('environment_id', '=', environmentId);
+      if (before !== null) query = query.where('evaluated_at', '<', before);
+      if (from !== null) query = query.where('evaluated_at', '>=', from);
+      const rows = await query.orderBy('evaluated_at').limit(step).execute();
+      if (rows.length === 0) break;
+      await paced(() => db.deleteFrom('evaluations').where('id', 'in', rows.map((row) => row.id)).execute());
+      deleted += rows.length;
+      from = rows.at(-1)!.evaluated_at;
+      if (rows.length < step) break;
+    }
     return deleted;
   }
 

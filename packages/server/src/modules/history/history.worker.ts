@@ -12,19 +12,27 @@ const store = new HistoryStore(database);
 
 async function handle(message: ToWorker): Promise<void> {
   switch (message.type) {
-    case 'batch':
-      try {
-        post({ type: 'written', ...(await store.write(message.batch)) });
-      } catch (error) {
-        post({ type: 'written', rows: 0, discarded: 0, failed: message.batch.rows });
-        post({ type: 'log', level: 'error', message: 'could not write evaluation history', details: { rows: message.batch.rows, error: String(error) } });
+    case 'batch': {
+      const { errors, ...result } = await store.write(message.batch);
+      post({ type: 'written', batchId: message.batch.id, ...result });
+      if (errors.length > 0) {
+        post({ type: 'log', level: 'error', message: 'could not write all evaluation history', details: { written: result.rows, failed: result.failed, countsStored: result.countsStored, errors } });
       }
       return;
+    }
     case 'prune': {
       const deleted = await store.prune(message.retentionDays);
       if (deleted > 0) post({ type: 'log', level: 'info', message: 'pruned evaluation history', details: { deleted, retentionDays: message.retentionDays } });
       return;
     }
+    case 'deleteHistory':
+      try {
+        await store.deleteHistory(message.environmentIds);
+        post({ type: 'historyDeleted', requestId: message.requestId });
+      } catch (error) {
+        post({ type: 'historyDeleted', requestId: message.requestId, error: String(error) });
+      }
+      return;
     case 'close':
       await database.close();
       post({ type: 'closed' });
@@ -33,6 +41,8 @@ async function handle(message: ToWorker): Promise<void> {
 
 let queue = Promise.resolve();
 port.on('message', (message: ToWorker) => {
+  // A history delete can take a minute: it runs beside the queue, so batches are written between its steps.
+  if (message.type === 'deleteHistory') return void handle(message);
   queue = queue
     .then(() => handle(message))
     .catch((error: unknown) => post({ type: 'log', level: 'error', message: 'history worker step failed', details: { error: String(error) } }));

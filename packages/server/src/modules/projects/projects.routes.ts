@@ -3,11 +3,12 @@ import type { ApiPlugin } from '../../services.js';
 import { newId, onlyProvided } from '../../db/values.js';
 import { errorResponses } from '../../http/schemas.js';
 import { lowerOf } from '../members/access.js';
+import { listEnvironments } from '../environments/environments.repository.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
 import { CreateProjectBody, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
 
 /** /api/projects */
-export const projectRoutes: ApiPlugin = async (app, { db, writes }) => {
+export const projectRoutes: ApiPlugin = async (app, { db, writes, history }) => {
   const tags = ['projects'];
   const ProjectRef = Type.Ref('Project');
   const record = (action: string, before: object | null, after: { id: string }) => ({ action, resource_type: 'project' as const, resource_id: after.id, before, after });
@@ -73,7 +74,10 @@ export const projectRoutes: ApiPlugin = async (app, { db, writes }) => {
     config: { role: 'owner' },
     schema: { tags, params: ProjectParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
-    await writes.apply(request.actor, request.params.project_id, (trx) => deleteProject(trx, request.params.project_id));
+    // History first, in bounded steps (the cascade would delete it in one long statement).
+    const projectId = request.params.project_id;
+    await history.deleteHistory((await listEnvironments(db, projectId)).map((env) => env.id));
+    await writes.apply(request.actor, projectId, (trx) => deleteProject(trx, projectId));
     return reply.code(204).send(null);
   });
 };

@@ -1,0 +1,168 @@
+import type { FastifyError, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { AppError } from '../../errors.js';
+import { contextOf, anySdkCredential, etagOf, evaluateAll, evaluateOne, flagIndex, notModified, recordAll, sdkProjectHook, type SdkPlugin } from './evaluation.js';
+import { OUTCOMES, type Outcome } from './outcomes.js';
+import { sdkKeyHash } from './stream.tokens.js';
+
+/**
+ * OFREP, the OpenFeature Remote Evaluation Protocol (contract §12): any OpenFeature OFREP
+ * provider evaluates Guidon's flags through it. Same semantics, rate limit and history as evaluate.
+ */
+
+const OfrepRequest = Type.Object({
+  context: Type.Optional(
+    Type.Object(
+      {
+        targetingKey: Type.Optional(Type.String({ maxLength: 1024, description: 'Guidon user_id' })),
+        email: Type.Optional(Type.String({ maxLength: 1024, description: 'Guidon user_email' })),
+      },
+      { description: 'other attributes are accepted and not used' },
+    ),
+  ),
+});
+
+const OfrepFlag = Type.Object({
+  key: Type.String(),
+  value: Type.Boolean(),
+  variant: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC')]),
+  metadata: Type.Object({ reason: Type.String({ description: "Guidon's reason" }) }),
+});
+
+const OfrepBulk = Type.Object({
+  flags: Type.Array(OfrepFlag),
+  eventStreams: Type.Array(
+    Type.Object({
+      type: Type.Literal('sse'),
+      endpoint: Type.Object({ requestUri: Type.String({ description: 'the stream, with a short-lived stream token' }) }),
+      inactivityDelaySec: Type.Integer(),
+    }),
+  ),
+});
+
+const OfrepError = Type.Object({
+  key: Type.Optional(Type.String()),
+  errorCode: Type.String({ description: 'FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR or GENERAL' }),
+  errorDetails: Type.String(),
+});
+
+const EnvironmentHeader = Type.Object({ 'x-environment': Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'environment key; production when absent' })) });
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** 'ofrep': errors answer in OFREP's shape (ofrepErrorBody) instead of contract §3's. */
+    errorShape?: 'ofrep';
+  }
+}
+
+/** An OFREP error: the code travels in the body (see ofrepErrorBody). */
+export class OfrepFailure extends AppError {
+  constructor(
+    statusCode: number,
+    readonly errorCode: 'FLAG_NOT_FOUND' | 'INVALID_CONTEXT' | 'PARSE_ERROR' | 'GENERAL',
+    message: string,
+  ) {
+    super(statusCode, message);
+  }
+}
+
+/** The body of an OFREP route's error (app.ts sendError asks for it): `{key?, errorCode, errorDetails}`. */
+export function ofrepErrorBody(request: FastifyRequest, status: number, message: string, error: unknown) {
+  const key = (request.params as { key?: string } | undefined)?.key;
+  let errorCode: string;
+  if (error instanceof OfrepFailure) errorCode = error.errorCode;
+  else if (status === 400) errorCode = (error as FastifyError).validation ? 'INVALID_CONTEXT' : 'PARSE_ERROR';
+  else errorCode = 'GENERAL';
+  return { ...(key === undefined ? {} : { key }), errorCode, errorDetails: message };
+}
+
+/** `"value":…,"variant":…,"reason":…,"metadata":{…}` for each outcome code, ready to splice. */
+const FRAGMENTS: readonly string[] = OUTCOMES.map((outcome) => {
+  const json = JSON.stringify({ value: outcome.enabled, variant: outcome.enabled ? 'on' : 'off', reason: ofrepReason(outcome), metadata: { reason: outcome.reason } });
+  return json.slice(1, -1);
+});
+
+/** Contract §12: disabled, enabled for everyone, a targeting rule, or the rollout bucket. */
+function ofrepReason(outcome: Outcome): string {
+  if (outcome.code === 0) return 'DISABLED';
+  if (outcome.code === 1) return 'STATIC';
+  if (outcome.code <= 4) return 'TARGETING_MATCH';
+  return 'SPLIT';
+}
+
+/** Keys as `{"key":"…",` once per compiled flag list. */
+const keyPrefixes = new WeakMap<readonly string[], string[]>();
+function keyPrefix(flagKeys: readonly string[], i: number): string {
+  let prefixes = keyPrefixes.get(flagKeys);
+  if (!prefixes) keyPrefixes.set(flagKeys, (prefixes = flagKeys.map((key) => `{"key":${JSON.stringify(key)},`)));
+  return prefixes[i]!;
+}
+
+export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, history, streamTokens }) => {
+  const config = { errorShape: 'ofrep' as const };
+  const onRequest = sdkProjectHook(limits, evaluateCache, anySdkCredential);
+  const environmentName = (request: FastifyRequest) => {
+    const header = request.headers['x-environment'];
+    return typeof header === 'string' ? header : 'production';
+  };
+  const environmentOf = (request: FastifyRequest) => {
+    const name = environmentName(request);
+    const environment = request.sdkProject?.environments.get(name);
+    if (!environment) throw new OfrepFailure(404, 'GENERAL', `Environment "${name}" not found in this project`);
+    return environment;
+  };
+
+  app.post('/ofrep/v1/evaluate/flags/:key', {
+    logLevel: 'warn',
+    config,
+    onRequest,
+    schema: {
+      tags: ['ofrep'],
+      security: [{ sdkKey: [] }],
+      params: Type.Object({ key: Type.String() }),
+      headers: EnvironmentHeader,
+      body: OfrepRequest,
+      response: { 200: OfrepFlag, 400: OfrepError, 401: OfrepError, 404: OfrepError, 429: OfrepError, 500: OfrepError },
+    },
+  }, async (request, reply) => {
+    const { key } = request.params;
+    const environment = environmentOf(request);
+    const index = flagIndex(environment, key);
+    if (index < 0) throw new OfrepFailure(404, 'FLAG_NOT_FOUND', `Flag "${key}" not found in environment "${environmentName(request)}"`);
+    const context = contextOf(request.body.context?.targetingKey, request.body.context?.email);
+    const outcome = evaluateOne(history, environment, index, context);
+    return reply.type('application/json; charset=utf-8').send(`${keyPrefix(environment.flagKeys, index)}${FRAGMENTS[outcome.code]}}` as never);
+  });
+
+  app.post('/ofrep/v1/evaluate/flags', {
+    logLevel: 'warn',
+    config,
+    onRequest,
+    schema: {
+      tags: ['ofrep'],
+      security: [{ sdkKey: [] }],
+      headers: EnvironmentHeader,
+      // The stock web provider adds its last stream message's etag and time: accepted, not needed.
+      querystring: Type.Object({ flagConfigEtag: Type.Optional(Type.String()), flagConfigLastModified: Type.Optional(Type.String()) }),
+      body: OfrepRequest,
+      response: { 200: OfrepBulk, 304: Type.Null({ description: 'Not modified (no body)' }), 400: OfrepError, 401: OfrepError, 404: OfrepError, 429: OfrepError, 500: OfrepError },
+    },
+  }, async (request, reply) => {
+    const environment = environmentOf(request);
+    const context = contextOf(request.body.context?.targetingKey, request.body.context?.email);
+    const codes = evaluateAll(environment, context);
+    let flags = '[';
+    for (let i = 0; i < environment.flags.length; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.flagKeys, i)}${FRAGMENTS[codes[i]!]}}`;
+    flags += ']';
+    recordAll(history, environment, context, codes);
+    // The ETag covers the evaluated flags, not the stream token beside them (which is renewed).
+    const etag = etagOf(environment, codes);
+    reply.header('etag', etag);
+    if (notModified(request.headers, etag)) return reply.code(304).send(undefined as never);
+    const token = await streamTokens.issue({ projectId: environment.projectId, environment: environmentName(request), keyHash: sdkKeyHash(anySdkCredential(request)!) });
+    const requestUri = `/sdk/v1/stream?token=${encodeURIComponent(token)}`;
+    const eventStreams = JSON.stringify([{ type: 'sse', endpoint: { requestUri }, inactivityDelaySec: 120 }]);
+    return reply.type('application/json; charset=utf-8').send(`{"flags":${flags},"eventStreams":${eventStreams}}` as never);
+  });
+};

@@ -1,0 +1,113 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.js';
+import type { EvaluateCache } from './evaluate.cache.js';
+import { currentSdkKey } from './evaluate.repository.js';
+import { sdkKeyHash } from './stream.tokens.js';
+
+/** One open Server-Sent Events answer. */
+export interface OpenStream {
+  readonly projectId: string;
+  readonly environment: string;
+  readonly keyHash: string;
+  write(chunk: string): void;
+  close(): void;
+}
+
+export interface StreamHubOptions {
+  /** A comment line this often keeps proxies and load balancers from closing idle streams (contract §12: 15 s). */
+  heartbeatMs: number;
+  /** Changes within this window after the first are sent as one message. */
+  coalesceMs: number;
+}
+
+/** The message a stream gets for a change: its id is the project's revision, for Last-Event-ID. */
+export function refetchMessage(revision: number): string {
+  const data = JSON.stringify({ type: 'refetchEvaluation', etag: String(revision), lastModified: Math.floor(Date.now() / 1000) });
+  return `id: ${revision}\nevent: message\ndata: ${data}\n\n`;
+}
+
+/**
+ * Fans changes out to the open streams. It listens to the compiled view's invalidations, so
+ * every change reaches it the way it reaches evaluate: a local write, another instance's
+ * notification, or the revision check. Per changed project it reads the current SDK key once
+ * and recompiles the project once (which also warms the cache for the refetches that follow),
+ * then writes one message to each stream; streams of a rotated-out key, a deleted project or a
+ * deleted environment are closed.
+ */
+export class StreamHub {
+  private readonly byProject = new Map<string, Set<OpenStream>>();
+  private readonly pending = new Map<string, NodeJS.Timeout>();
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly db: Db,
+    private readonly cache: EvaluateCache,
+    private readonly log: FastifyBaseLogger,
+    private readonly options: StreamHubOptions = { heartbeatMs: 15_000, coalesceMs: 50 },
+  ) {
+    this.unsubscribe = cache.onInvalidate((projectId) => this.changed(projectId));
+    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  get size(): number {
+    let count = 0;
+    for (const streams of this.byProject.values()) count += streams.size;
+    return count;
+  }
+
+  add(stream: OpenStream): void {
+    let streams = this.byProject.get(stream.projectId);
+    if (!streams) this.byProject.set(stream.projectId, (streams = new Set()));
+    streams.add(stream);
+  }
+
+  remove(stream: OpenStream): void {
+    const streams = this.byProject.get(stream.projectId);
+    if (!streams?.delete(stream)) return;
+    if (streams.size === 0) this.byProject.delete(stream.projectId);
+  }
+
+  /** Ends every stream (before the server closes, which waits for open answers). */
+  close(): void {
+    this.unsubscribe();
+    clearInterval(this.heartbeat);
+    for (const timer of this.pending.values()) clearTimeout(timer);
+    this.pending.clear();
+    for (const streams of [...this.byProject.values()]) for (const stream of [...streams]) stream.close();
+    this.byProject.clear();
+  }
+
+  private changed(projectId: string): void {
+    if (!this.byProject.has(projectId) || this.pending.has(projectId)) return;
+    this.pending.set(
+      projectId,
+      setTimeout(() => {
+        this.pending.delete(projectId);
+        this.refresh(projectId).catch((error: unknown) => {
+          // The database is away: try again shortly, the change is still to be sent.
+          this.log.warn({ err: error, projectId }, 'could not send a change to the open streams; retrying');
+          setTimeout(() => this.changed(projectId), 1000).unref();
+        });
+      }, this.options.coalesceMs),
+    );
+  }
+
+  private async refresh(projectId: string): Promise<void> {
+    const sdkKey = await currentSdkKey(this.db, projectId);
+    const project = sdkKey === null ? null : await this.cache.project(sdkKey);
+    const streams = this.byProject.get(projectId);
+    if (!streams) return;
+    const keyHash = sdkKey === null ? null : sdkKeyHash(sdkKey);
+    const message = project ? refetchMessage(project.revision) : '';
+    for (const stream of [...streams]) {
+      if (!project || stream.keyHash !== keyHash || !project.environments.has(stream.environment)) stream.close();
+      else stream.write(message);
+    }
+  }
+
+  private beat(): void {
+    for (const streams of this.byProject.values()) for (const stream of streams) stream.write(':\n\n');
+  }
+}

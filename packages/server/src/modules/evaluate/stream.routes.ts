@@ -1,0 +1,100 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import { Type } from 'typebox';
+import { Invalid, NotFound, Unauthorized } from '../../errors.js';
+import { errorResponses } from '../../http/schemas.js';
+import type { CompiledProject } from './evaluate.cache.js';
+import { currentSdkKey } from './evaluate.repository.js';
+import { anySdkCredential, sdkProjectHook, type SdkPlugin } from './evaluation.js';
+import { StreamHub, refetchMessage, type OpenStream } from './stream.hub.js';
+import { sdkKeyHash, type StreamScope } from './stream.tokens.js';
+
+const StreamQuery = Type.Object({
+  environment: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'environment key (with an SDK key; a stream token names its own)' })),
+  token: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'stream token from an OFREP bulk answer, for a browser EventSource' })),
+});
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified stream token of the request (stream route only). */
+    streamScope: StreamScope | null;
+  }
+}
+
+/** GET /sdk/v1/stream: Server-Sent Events, one refetchEvaluation message per change (contract §12). */
+export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, streamTokens }) => {
+  const hub = new StreamHub(db, evaluateCache, app.log);
+  // The server waits for open answers when it closes: end the streams first.
+  app.addHook('preClose', async () => hub.close());
+  app.decorateRequest('streamScope', null);
+
+  const byKey = sdkProjectHook(limits, evaluateCache, anySdkCredential);
+  const invalidToken = () => new Unauthorized('Missing or invalid stream token');
+
+  app.get('/sdk/v1/stream', {
+    onRequest: (request, reply, done) => {
+      const token = (request.query as { token?: unknown }).token;
+      if (typeof token !== 'string') return byKey(request, reply, done);
+      const verify = async () => {
+        await limits.evaluate?.hit(request.ip);
+        request.streamScope = await streamTokens.verify(token);
+        if (!request.streamScope) throw invalidToken();
+      };
+      verify().then(() => done(), done);
+    },
+    schema: {
+      tags: ['evaluate'],
+      description: 'Server-Sent Events: `refetchEvaluation` after each change to the environment, a comment every 15 s.',
+      security: [{ sdkKey: [] }],
+      querystring: StreamQuery,
+      response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(400, 401, 404, 429) },
+    },
+  }, async (request, reply) => {
+    let project: CompiledProject | null;
+    let environment: string;
+    let keyHash: string;
+    const scope = request.streamScope;
+    if (scope) {
+      // A token outlives nothing: its project must still exist under the key it was issued for.
+      const sdkKey = await currentSdkKey(db, scope.projectId);
+      if (sdkKey === null || sdkKeyHash(sdkKey) !== scope.keyHash) throw invalidToken();
+      project = await evaluateCache.project(sdkKey);
+      environment = scope.environment;
+      keyHash = scope.keyHash;
+    } else {
+      project = request.sdkProject;
+      if (request.query.environment === undefined) throw new Invalid("querystring must have required property 'environment'");
+      environment = request.query.environment;
+      keyHash = sdkKeyHash(anySdkCredential(request)!);
+    }
+    if (!project) throw invalidToken();
+    if (!project.environments.has(environment)) throw new NotFound(`Environment "${environment}" not found in this project`);
+
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      ...reply.getHeaders(),
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      'x-accel-buffering': 'no',
+    } as OutgoingHttpHeaders);
+    raw.socket?.setNoDelay(true);
+    // Reconnect after 1 s; a client that saw an older revision than the current one refetches at once.
+    raw.write('retry: 1000\n\n');
+    const lastEventId = request.headers['last-event-id'];
+    if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) raw.write(refetchMessage(project.revision));
+
+    const stream: OpenStream = {
+      projectId: project.projectId,
+      environment,
+      keyHash,
+      write(chunk) {
+        // A client that reads nothing for ~1 MiB of messages is gone: let it reconnect.
+        if (raw.writableLength > 1024 * 1024) raw.destroy();
+        else raw.write(chunk);
+      },
+      close: () => raw.end(),
+    };
+    hub.add(stream);
+    raw.on('close', () => hub.remove(stream));
+  });
+};

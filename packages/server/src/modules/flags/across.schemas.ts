@@ -1,0 +1,28 @@
+import { Type } from 'typebox';
+import { Timestamp, Uuid } from '../../http/schemas.js';
+
+/** One flag key in one environment, as the side-by-side view shows it (contract §13). */
+const FlagInEnvironment = Type.Object({
+  flag_id: Uuid,
+  enabled: Type.Boolean(),
+  rollout_percentage: Type.Integer(),
+  rules_count: Type.Integer({ description: 'rules of the flag, enabled or not' }),
+  last_evaluated_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'start of the latest hour with an evaluation of the flag (hourly precision, from the hourly counts); null when never evaluated',
+  }),
+  updated_at: Timestamp,
+});
+
+export const ProjectFlag = Type.Object(
+  {
+    key: Type.String(),
+    name: Type.String({ description: 'the name in the first environment (by creation) that has the key' }),
+    environments: Type.Record(Type.String(), FlagInEnvironment, { description: 'by environment key; an environment without the flag is absent' }),
+  },
+  { $id: 'ProjectFlag' },
+);
+
+export const CopyFlagBody = Type.Object({
+  target_environment_id: Uuid,
+  overwrite: Type.Optional(Type.Boolean({ description: 'replace a flag with the same key in the target (keeps its id and history)' })),
+});

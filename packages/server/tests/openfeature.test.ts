@@ -1,0 +1,158 @@
+/**
+ * OpenFeature against the real server: Guidon's own providers (@guidon/openfeature, server and
+ * web), and the stock OFREP providers unmodified: @openfeature/ofrep-provider in this process,
+ * @openfeature/ofrep-web-provider in a child process with Node 20's --experimental-eventsource.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { OpenFeature, ProviderEvents, type Client } from '@openfeature/server-sdk';
+import { OpenFeature as WebOpenFeature, ProviderEvents as WebProviderEvents } from '@openfeature/web-sdk';
+import { OFREPProvider } from '@openfeature/ofrep-provider';
+import { GuidonServerProvider } from '@guidon/openfeature/server';
+import { GuidonWebProvider } from '@guidon/openfeature/web';
+import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+
+describe('OpenFeature against Guidon', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+  let checkoutId: string;
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+    project = await newProject(server, user);
+    checkoutId = (await newFlag(server, user, project, { key: 'checkout', enabled: false })).id;
+    const targeted = await newFlag(server, user, project, { key: 'targeted', enabled: false });
+    await request(server, 'PUT', `${flagsPath(project)}/${targeted.id}`, { token: user.token, body: { enabled: true, rollout_percentage: 1 } });
+    await request(server, 'POST', `${flagsPath(project)}/${targeted.id}/rules`, { token: user.token, body: { rule_type: 'user_email', rule_value: 'ada@example.com' } });
+    await newFlag(server, user, project, { key: 'everyone', enabled: true });
+  });
+  after(async () => {
+    await OpenFeature.close();
+    await WebOpenFeature.close();
+    await server.close();
+  });
+
+  const toggleCheckout = () => request(server, 'POST', `${flagsPath(project)}/${checkoutId}/toggle`, { token: user.token });
+  const checkoutIsOn = async () => (await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'production' } })).body.flags.checkout.enabled as boolean;
+
+  test('GuidonServerProvider: values, reasons mapped as contract §12, TYPE_MISMATCH, FLAG_NOT_FOUND, CONFIGURATION_CHANGED with keys', async () => {
+    const provider = new GuidonServerProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production' });
+    await OpenFeature.setProviderAndWait('guidon', provider);
+    const client: Client = OpenFeature.getClient('guidon');
+    const ada = { targetingKey: 'user-1', email: 'ada@example.com' };
+    assert.deepEqual(await client.getBooleanDetails('targeted', false, ada), {
+      flagKey: 'targeted',
+      value: true,
+      variant: 'on',
+      reason: 'TARGETING_MATCH',
+      flagMetadata: { reason: 'Matched user_email targeting rule' },
+    });
+    const everyone = await client.getBooleanDetails('everyone', false, { targetingKey: 'u' });
+    assert.deepEqual([everyone.value, everyone.reason], [true, 'STATIC']);
+    const off = await client.getBooleanDetails('checkout', true, { targetingKey: 'u' });
+    assert.deepEqual([off.value, off.reason, off.variant], [await checkoutIsOn(), (await checkoutIsOn()) ? 'STATIC' : 'DISABLED', (await checkoutIsOn()) ? 'on' : 'off']);
+    const split = await client.getBooleanDetails('targeted', false, { targetingKey: 'u', email: 'bob@example.com' });
+    assert.equal(split.reason, 'SPLIT');
+    const typed = await client.getStringDetails('everyone', 'x', {});
+    assert.deepEqual([typed.value, typed.errorCode], ['x', 'TYPE_MISMATCH']);
+    const missing = await client.getBooleanDetails('nope', true, {});
+    assert.deepEqual([missing.value, missing.errorCode], [true, 'FLAG_NOT_FOUND']);
+
+    const changes: string[][] = [];
+    client.addHandler(ProviderEvents.ConfigurationChanged, (event) => changes.push(event?.flagsChanged ?? []));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
+    await toggleCheckout();
+    await eventually(() => changes.length > 0, 'CONFIGURATION_CHANGED');
+    assert.deepEqual(changes[0], ['checkout']);
+    await eventually(async () => (await client.getBooleanValue('checkout', false, { targetingKey: 'u' })) === (await checkoutIsOn()), 'the new value');
+  });
+
+  test('GuidonServerProvider: ERROR when Guidon cannot be reached, and the default value', async () => {
+    const provider = new GuidonServerProvider({ baseUrl: 'http://127.0.0.1:9', sdkKey: project.sdk_key, environment: 'production', stream: false });
+    const errors: unknown[] = [];
+    OpenFeature.getClient('down').addHandler(ProviderEvents.Error, (event) => errors.push(event));
+    await OpenFeature.setProviderAndWait('down', provider).catch(() => undefined);
+    assert.ok(errors.length > 0);
+    const details = await OpenFeature.getClient('down').getBooleanDetails('checkout', true, {});
+    assert.equal(details.value, true);
+    assert.equal(details.reason, 'ERROR');
+  });
+
+  test('GuidonWebProvider: the static context, a context change, and CONFIGURATION_CHANGED', async () => {
+    const provider = new GuidonWebProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', storage: false });
+    await WebOpenFeature.setContext('guidon', { targetingKey: 'user-1' });
+    await WebOpenFeature.setProviderAndWait('guidon', provider);
+    const client = WebOpenFeature.getClient('guidon');
+    assert.equal(client.getBooleanDetails('targeted', false).reason, 'SPLIT');
+    await WebOpenFeature.setContext('guidon', { targetingKey: 'user-1', email: 'ada@example.com' });
+    assert.deepEqual([client.getBooleanValue('targeted', false), client.getBooleanDetails('targeted', false).reason], [true, 'TARGETING_MATCH']);
+    assert.equal(client.getNumberDetails('targeted', 3).errorCode, 'TYPE_MISMATCH');
+
+    const changes: string[][] = [];
+    client.addHandler(WebProviderEvents.ConfigurationChanged, (event) => changes.push(event?.flagsChanged ?? []));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
+    await toggleCheckout();
+    await eventually(() => changes.length > 0, 'CONFIGURATION_CHANGED');
+    assert.deepEqual(changes[0], ['checkout']);
+    assert.equal(client.getBooleanValue('checkout', false), await checkoutIsOn());
+  });
+
+  test('the stock @openfeature/ofrep-provider, unmodified', async () => {
+    const provider = new OFREPProvider({ baseUrl: server.url, headers: [['X-SDK-Key', project.sdk_key]] });
+    await OpenFeature.setProviderAndWait('stock', provider);
+    const client = OpenFeature.getClient('stock');
+    const details = await client.getBooleanDetails('targeted', false, { targetingKey: 'user-1', email: 'ada@example.com' });
+    assert.deepEqual([details.value, details.variant, details.reason, details.errorCode], [true, 'on', 'TARGETING_MATCH', undefined]);
+    assert.deepEqual(details.flagMetadata, { reason: 'Matched user_email targeting rule' });
+    assert.equal((await client.getBooleanDetails('everyone', false, {})).value, true);
+    const missing = await client.getBooleanDetails('nope', true, {});
+    assert.deepEqual([missing.value, missing.errorCode], [true, 'FLAG_NOT_FOUND']);
+    const typed = await client.getStringDetails('everyone', 'x', {});
+    assert.deepEqual([typed.value, typed.errorCode], ['x', 'TYPE_MISMATCH']);
+    const wrongKey = new OFREPProvider({ baseUrl: server.url, headers: [['X-SDK-Key', 'sdk_wrong']] });
+    await OpenFeature.setProviderAndWait('stock-wrong', wrongKey);
+    const refused = await OpenFeature.getClient('stock-wrong').getBooleanDetails('everyone', false, {});
+    assert.deepEqual([refused.value, refused.reason], [false, 'ERROR']);
+  });
+
+  test('the stock @openfeature/ofrep-web-provider, unmodified, in Node 20 with --experimental-eventsource', async (t) => {
+    const child = spawn(process.execPath, ['--experimental-eventsource', new URL('./ofrep-web-child.js', import.meta.url).pathname], {
+      env: { ...process.env, GUIDON_URL: server.url, GUIDON_SDK_KEY: project.sdk_key },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    t.after(() => child.kill());
+    const steps = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+    const nextStep = async () => {
+      const { value, done } = await steps.next();
+      assert.ok(!done, 'the child ended early');
+      return JSON.parse(value as string);
+    };
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+
+    const ready = await nextStep();
+    assert.equal(ready.step, 'ready');
+    assert.equal(ready.flags.checkout.value, await checkoutIsOn());
+    assert.equal(ready.flags.targeted.reason, 'SPLIT');
+    assert.equal(ready.typed.errorCode, 'TYPE_MISMATCH');
+
+    // A change reaches it over the stream (the URL and token came in the bulk answer's eventStreams).
+    await toggleCheckout();
+    const changed = await nextStep();
+    assert.equal(changed.step, 'changed');
+    assert.deepEqual(changed.flagsChanged, ['checkout']);
+    assert.equal(changed.flags.checkout.value, await checkoutIsOn());
+
+    // It keeps its ETag when only the user's attributes change: that must not be answered 304.
+    child.stdin!.write('next\n');
+    let step = await nextStep();
+    while (step.step === 'changed') step = await nextStep();
+    assert.equal(step.step, 'context');
+    assert.deepEqual([step.flags.targeted.value, step.flags.targeted.reason], [true, 'TARGETING_MATCH']);
+    child.stdin!.write('next\n');
+    assert.equal(await exited, 0);
+  });
+});

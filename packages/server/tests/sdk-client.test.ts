@@ -1,0 +1,315 @@
+/**
+ * @guidon/sdk against the real server: answers, fallbacks (server down, 401, 404, 429, 500,
+ * timeout), bootstrap, stored answers, changes over the stream, the stream resuming after a
+ * restart, forContext's cache, and two instances on PostgreSQL.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { createClient, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type ClientOptions, type GuidonClient, type GuidonError } from '@guidon/sdk';
+import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { createTestDatabase, onPostgres } from './test-database.js';
+
+async function within(ms: number, what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Real fetch, with a note of each call (what it sent and the status it got). */
+function countingFetch() {
+  const calls: { url: string; body: string; ifNoneMatch: string | null; status: number }[] = [];
+  const counted: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    calls.push({ url: String(input), body: String(init?.body ?? ''), ifNoneMatch: new Headers(init?.headers).get('if-none-match'), status: response.status });
+    return response;
+  };
+  return { calls, fetch: counted, evaluations: () => calls.filter((call) => call.url.endsWith('/sdk/v1/evaluate')) };
+}
+
+/** A tiny HTTP server of the test's own, answering as `handler` says (a real 500, a request that never gets an answer). */
+async function tinyServer(handler: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+const clients: GuidonClient[] = [];
+function client(options: ClientOptions): GuidonClient {
+  const made = createClient(options);
+  clients.push(made);
+  return made;
+}
+after(() => clients.forEach((c) => c.close()));
+
+function errors(c: GuidonClient): GuidonError[] {
+  const seen: GuidonError[] = [];
+  c.on('error', (error) => seen.push(error));
+  return seen;
+}
+
+describe('@guidon/sdk against a running Guidon', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+  let flagId: string;
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+    project = await newProject(server, user);
+    flagId = (await newFlag(server, user, project, { key: 'checkout', enabled: false })).id;
+    const targeted = await newFlag(server, user, project, { key: 'beta', enabled: true });
+    await request(server, 'POST', `${flagsPath(project)}/${targeted.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'vip' } });
+  });
+  after(() => server.close());
+
+  const options = (extra: Partial<ClientOptions> = {}): ClientOptions => ({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', ...extra });
+  const toggle = () => request(server, 'POST', `${flagsPath(project)}/${flagId}/toggle`, { token: user.token });
+
+  test('ready() says it has flags; isEnabled, reason and allFlags read them; a flag Guidon did not return reads false', async () => {
+    const c = client(options({ context: { user_id: 'vip' } }));
+    assert.equal(await c.ready(), true);
+    assert.equal(c.isEnabled('beta'), true);
+    assert.equal(c.reason('beta'), 'Matched user_id targeting rule');
+    assert.equal(c.isEnabled('checkout'), false);
+    assert.deepEqual(Object.keys(c.allFlags()).sort(), ['beta', 'checkout']);
+    assert.equal(c.isEnabled('nope'), false);
+    assert.equal(c.reason('nope'), REASON_NOT_FOUND);
+    assert.equal(await c.identify({ user_id: 'someone' }), true);
+    assert.equal(c.reason('beta'), 'Flag enabled globally');
+  });
+
+  test('a toggle reaches the change event within 1 s, with the changed key', async () => {
+    const c = client(options());
+    await c.ready();
+    const changes: string[][] = [];
+    c.on('change', ({ keys }) => changes.push(keys));
+    const before = c.isEnabled('checkout');
+    // Let the stream connect before the change (the first answer does not wait for it).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const toggledAt = Date.now();
+    await toggle();
+    await within(1000 - (Date.now() - toggledAt), 'the change event', () => changes.length > 0);
+    assert.deepEqual(changes[0], ['checkout']);
+    assert.equal(c.isEnabled('checkout'), !before);
+  });
+
+  test('bootstrap values hold before the first answer and when Guidon cannot be reached; other flags read false', async () => {
+    const c = client(options({ bootstrap: { checkout: true }, baseUrl: `http://127.0.0.1:${await freePort()}`, stream: false }));
+    assert.equal(c.isEnabled('checkout'), true, 'before any answer');
+    assert.equal(c.reason('checkout'), REASON_BOOTSTRAP);
+    assert.equal(await c.ready(), false);
+    assert.equal(c.isEnabled('checkout'), true);
+    assert.equal(c.isEnabled('beta'), false);
+    assert.equal(c.reason('beta'), REASON_FALLBACK);
+  });
+
+  test('once Guidon answers, its values replace the bootstrap, and a flag it did not return reads false', async () => {
+    const c = client(options({ bootstrap: { checkout: true, nope: true }, stream: false }));
+    assert.equal(c.isEnabled('nope'), true, 'before the answer');
+    assert.equal(await c.ready(), true);
+    assert.equal(c.isEnabled('nope'), false);
+    assert.equal(c.reason('nope'), REASON_NOT_FOUND);
+    assert.notEqual(c.reason('checkout'), REASON_BOOTSTRAP);
+    assert.equal((await c.forContext({ user_id: 'x' })).isEnabled('nope'), false);
+  });
+
+  test('server down: ready() resolves false, flags read false, an error event says why, nothing throws', async () => {
+    const c = client(options({ baseUrl: `http://127.0.0.1:${await freePort()}` }));
+    const seen = errors(c);
+    c.on('error', () => {
+      throw new Error('a listener that throws does not stop the client');
+    });
+    assert.equal(await c.ready(), false);
+    assert.equal(c.isEnabled('checkout'), false);
+    assert.ok(seen.some((error) => error.kind === 'network'), JSON.stringify(seen));
+    const broken = client({ baseUrl: 'not a url', sdkKey: '', environment: '' });
+    assert.equal(await broken.ready(), false);
+    assert.equal(broken.isEnabled('x'), false);
+    assert.equal((await broken.forContext({ user_id: 'u' })).isEnabled('x'), false);
+  });
+
+  test('401 (wrong key) and 404 (unknown environment) fall back to false', async () => {
+    const wrongKey = client(options({ sdkKey: 'sdk_wrong', bootstrap: { checkout: true } }));
+    const keyErrors = errors(wrongKey);
+    assert.equal(await wrongKey.ready(), false);
+    assert.equal(keyErrors[0]?.status, 401);
+    assert.equal(wrongKey.isEnabled('checkout'), true, 'the bootstrap value');
+    assert.equal(wrongKey.isEnabled('beta'), false);
+    const unknownEnvironment = client(options({ environment: 'nope' }));
+    const environmentErrors = errors(unknownEnvironment);
+    assert.equal(await unknownEnvironment.ready(), false);
+    assert.equal(environmentErrors[0]?.status, 404);
+    assert.equal(unknownEnvironment.isEnabled('checkout'), false);
+  });
+
+  test('500 and a timeout fall back to false (a small server of the test answers 500, or never)', async (t) => {
+    const failing = await tinyServer((_request, response) => {
+      response.writeHead(500, { 'content-type': 'application/json' });
+      response.end('{"statusCode":500,"error":"Internal Server Error","message":"Internal server error"}');
+    });
+    const silent = await tinyServer(() => undefined);
+    t.after(() => {
+      failing.server.closeAllConnections();
+      failing.server.close();
+      silent.server.closeAllConnections();
+      silent.server.close();
+    });
+    const c500 = client(options({ baseUrl: failing.url }));
+    const seen500 = errors(c500);
+    assert.equal(await c500.ready(), false);
+    assert.equal(seen500[0]?.status, 500);
+    assert.equal(c500.isEnabled('checkout'), false);
+
+    const slow = client(options({ baseUrl: silent.url, timeoutMs: 200, stream: false }));
+    const seenTimeout = errors(slow);
+    assert.equal(await slow.ready(), false);
+    assert.equal(seenTimeout[0]?.kind, 'timeout');
+    assert.equal(slow.isEnabled('checkout'), false);
+  });
+
+  test('keepLastKnownOnError keeps the last set when Guidon goes away; without it flags fall back', async (t) => {
+    const database = await createTestDatabase();
+    const own = await startServer({}, { database });
+    t.after(async () => {
+      await own.close().catch(() => undefined);
+      await database.drop();
+    });
+    const ownUser = await newUser(own);
+    const p = await newProject(own, ownUser);
+    await newFlag(own, ownUser, p, { key: 'on', enabled: true });
+    const keeping = client({ baseUrl: own.url, sdkKey: p.sdk_key, environment: 'production', keepLastKnownOnError: true, pollIntervalMs: 100 });
+    const dropping = client({ baseUrl: own.url, sdkKey: p.sdk_key, environment: 'production', pollIntervalMs: 100 });
+    let stale = false;
+    keeping.on('stale', () => (stale = true));
+    assert.equal(await keeping.ready(), true);
+    assert.equal(await dropping.ready(), true);
+    await own.close();
+    await eventually(() => !dropping.isEnabled('on'), 'the client without keepLastKnownOnError to fall back');
+    await eventually(() => stale, 'the keeping client to say it is stale');
+    assert.equal(keeping.isEnabled('on'), true);
+    assert.equal(keeping.reason('on'), 'Flag enabled globally');
+  });
+
+  test('429: the error carries Retry-After, and no request is sent before it is over', async (t) => {
+    const limited = await startServer({ RATE_LIMIT_EVALUATE: '2' });
+    t.after(() => limited.close());
+    const u = await newUser(limited);
+    const p = await newProject(limited, u);
+    await newFlag(limited, u, p, { key: 'on', enabled: true });
+    const counting = countingFetch();
+    const c = client({ baseUrl: limited.url, sdkKey: p.sdk_key, environment: 'production', stream: false, fetch: counting.fetch });
+    const seen = errors(c);
+    assert.equal(await c.ready(), true);
+    await c.forContext({ user_id: 'a' }); // the second request of the budget
+    const refused = await c.forContext({ user_id: 'b' });
+    assert.equal(refused.isEnabled('on'), false);
+    const rateLimited = seen.find((error) => error.status === 429);
+    assert.ok(rateLimited && rateLimited.retryAfterMs! >= 1000, JSON.stringify(seen));
+    const sent = counting.calls.length;
+    await c.forContext({ user_id: 'c' });
+    assert.equal(await c.identify({ user_id: 'd' }), false);
+    assert.equal(counting.calls.length, sent, 'nothing sent while Retry-After runs');
+  });
+
+  test('forContext: one request per distinct context until a change arrives over the stream', async () => {
+    const counting = countingFetch();
+    const c = client(options({ fetch: counting.fetch }));
+    await c.ready();
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
+    const answers = await Promise.all([c.forContext({ user_id: 'vip' }), c.forContext({ user_id: 'vip' }), c.forContext({ user_id: 'other' })]);
+    for (let i = 0; i < 5; i++) await c.forContext({ user_id: 'vip' });
+    const sentFor = (userId: string) => counting.evaluations().filter((call) => call.body.includes(`"user_id":"${userId}"`)).length;
+    // One each; a stream message that lands among these calls (the revision check's echo of an
+    // earlier test's toggle) may cost one more: never the seven an uncached client would send.
+    assert.ok(sentFor('vip') >= 1 && sentFor('vip') <= 2, `vip: ${sentFor('vip')} requests for 7 calls`);
+    assert.equal(sentFor('other'), 1);
+    assert.equal(answers[0]!.reason('beta'), 'Matched user_id targeting rule');
+    assert.equal(answers[2]!.reason('beta'), 'Flag enabled globally');
+    const checkout = answers[0]!.isEnabled('checkout');
+
+    await toggle();
+    await eventually(async () => (await c.forContext({ user_id: 'vip' })).isEnabled('checkout') !== checkout, 'the cache to be invalidated by the change');
+  });
+
+  test('polling with ETag: unchanged flags come back 304', async () => {
+    const counting = countingFetch();
+    const c = client(options({ stream: false, pollIntervalMs: 50, fetch: counting.fetch }));
+    await c.ready();
+    await eventually(() => counting.evaluations().some((call) => call.status === 304 && call.ifNoneMatch), 'a poll answered 304');
+  });
+
+  test('a stored answer shows at once on the next start, and is revalidated with its ETag', async () => {
+    const saved = new Map<string, string>();
+    const storage = { getItem: (key: string) => saved.get(key) ?? null, setItem: (key: string, value: string) => void saved.set(key, value) };
+    const first = client(options({ storage, context: { user_id: 'vip' }, stream: false }));
+    await first.ready();
+    first.close();
+    const counting = countingFetch();
+    const second = client(options({ storage, context: { user_id: 'vip' }, stream: false, fetch: counting.fetch }));
+    assert.equal(second.isEnabled('beta'), true, 'before any answer');
+    assert.equal(await second.ready(), true);
+    assert.equal(counting.evaluations()[0]?.status, 304);
+  });
+
+  test('CommonJS: require() gets the same API', () => {
+    const required = createRequire(import.meta.url)('@guidon/sdk') as typeof import('@guidon/sdk');
+    assert.equal(typeof required.createClient, 'function');
+    assert.equal(required.REASON_FALLBACK, REASON_FALLBACK);
+  });
+});
+
+describe('the stream resumes after a server restart', () => {
+  test('a client keeps following changes once the server is back on its address', async (t) => {
+    const database = await createTestDatabase();
+    const port = await freePort();
+    let server = await startServer({}, { database, port });
+    t.after(async () => {
+      await server.close().catch(() => undefined);
+      await database.drop();
+    });
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
+    const c = client({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', pollIntervalMs: 60_000 });
+    assert.equal(await c.ready(), true);
+
+    await server.close();
+    server = await startServer({}, { database, port });
+    const login = await request(server, 'POST', '/auth/login', { body: { email: user.email, password: user.password } });
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: login.body.token });
+    // Backoff reconnects within a few seconds; polling is a minute away, so this came over the stream.
+    await eventually(() => c.isEnabled('f'), 'the change made after the restart', 15_000);
+  });
+});
+
+describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in the PostgreSQL pass of npm test' }, () => {
+  test('a toggle on A reaches a client streaming from B within 1 s', async (t) => {
+    const database = await createTestDatabase();
+    // No periodic revision check: the change travels by PostgreSQL LISTEN/NOTIFY.
+    const a = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
+    const b = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
+    t.after(async () => {
+      await a.close();
+      await b.close();
+      await database.drop();
+    });
+    const user = await newUser(a);
+    const project = await newProject(a, user);
+    const flag = await newFlag(a, user, project, { key: 'f', enabled: false });
+    const c = client({ baseUrl: b.url, sdkKey: project.sdk_key, environment: 'production' });
+    assert.equal(await c.ready(), true);
+    let changed = false;
+    c.on('change', () => (changed = true));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
+    const toggledAt = Date.now();
+    await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    await within(1000 - (Date.now() - toggledAt), 'the change on B', () => changed);
+    assert.equal(c.isEnabled('f'), true);
+  });
+});

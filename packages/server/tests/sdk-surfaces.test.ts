@@ -1,0 +1,315 @@
+/**
+ * The SDK surfaces of contract §12 over HTTP: ETag / 304 on evaluate, the change stream
+ * (messages, heartbeats' shape, Last-Event-ID, stream tokens, a rotated key), and OFREP single and
+ * bulk (shapes, errors, 304, history, the shared rate limit, CORS).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { openStream, type TestStream } from './stream-client.js';
+
+/** The propagation target of issue 9: a change reaches a stream within 1 s. */
+async function within(ms: number, what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const ofrep = (server: TestServer, sdkKey: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  request(server, 'POST', `/ofrep/v1/evaluate/flags${path}`, { headers: { 'x-sdk-key': sdkKey, ...headers }, body });
+
+describe('ETag on POST /sdk/v1/evaluate', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+    project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'beta', enabled: true });
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/rules`, { token: user.token, body: { rule_type: 'email_domain', rule_value: 'corp.com' } });
+    await newFlag(server, user, project, { key: 'dark', enabled: false });
+  });
+  after(() => server.close());
+
+  test('the same answer has the same weak ETag, and If-None-Match with it gets 304 without a body', async () => {
+    const first = await evaluate(server, project.sdk_key, 'production', { user_id: 'u1' });
+    const etag = first.headers.get('etag');
+    assert.match(etag ?? '', /^W\/"[\w-]+"$/);
+    const again = await evaluate(server, project.sdk_key, 'production', { user_id: 'u2' });
+    assert.equal(again.headers.get('etag'), etag, 'another user with the same answer');
+    const conditional = await request(server, 'POST', '/sdk/v1/evaluate', {
+      sdkKey: project.sdk_key,
+      headers: { 'if-none-match': etag! },
+      body: { environment: 'production', context: { user_id: 'u1' } },
+    });
+    assert.equal(conditional.status, 304);
+    assert.equal(conditional.text, '');
+    assert.equal(conditional.headers.get('etag'), etag);
+  });
+
+  test('a changed user attribute that changes the answer is not answered 304', async () => {
+    const plain = await evaluate(server, project.sdk_key, 'production', { user_id: 'u1', user_email: 'a@example.com' });
+    const changed = await request(server, 'POST', '/sdk/v1/evaluate', {
+      sdkKey: project.sdk_key,
+      headers: { 'if-none-match': plain.headers.get('etag')! },
+      body: { environment: 'production', context: { user_id: 'u1', user_email: 'a@corp.com' } },
+    });
+    assert.equal(changed.status, 200);
+    assert.equal(changed.body.flags.beta.reason, 'Matched email_domain targeting rule');
+    assert.notEqual(changed.headers.get('etag'), plain.headers.get('etag'));
+  });
+
+  test('a change to a flag changes the ETag', async () => {
+    const before = await evaluate(server, project.sdk_key, 'production', {});
+    const dark = (await request(server, 'GET', flagsPath(project), { token: user.token })).body.find((f: { key: string }) => f.key === 'dark');
+    await request(server, 'POST', `${flagsPath(project)}/${dark.id}/toggle`, { token: user.token });
+    const after = await request(server, 'POST', '/sdk/v1/evaluate', {
+      sdkKey: project.sdk_key,
+      headers: { 'if-none-match': before.headers.get('etag')! },
+      body: { environment: 'production', context: {} },
+    });
+    assert.equal(after.status, 200);
+    assert.equal(after.body.flags.dark.enabled, true);
+  });
+});
+
+describe('GET /sdk/v1/stream', () => {
+  let server: TestServer;
+  let user: TestUser;
+  const streams: TestStream[] = [];
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+  });
+  after(async () => {
+    for (const stream of streams) stream.close();
+    await server.close();
+  });
+
+  const open = async (path: string, headers: Record<string, string> = {}) => {
+    const stream = await openStream(server.url + path, headers);
+    streams.push(stream);
+    return stream;
+  };
+
+  test('401 without or with a wrong key or token, 404 for an unknown environment, 400 without one', async () => {
+    const project = await newProject(server, user);
+    assert.equal((await open('/sdk/v1/stream?environment=production')).status, 401);
+    assert.equal((await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': 'sdk_nope' })).status, 401);
+    assert.equal((await open('/sdk/v1/stream?token=not.a.token')).status, 401);
+    const unknown = await request(server, 'GET', '/sdk/v1/stream?environment=nope', { sdkKey: project.sdk_key });
+    assert.equal(unknown.status, 404);
+    assert.match(unknown.body.message, /nope/);
+    const missing = await request(server, 'GET', '/sdk/v1/stream', { sdkKey: project.sdk_key });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.body.statusCode, 400);
+  });
+
+  test('a toggle reaches the stream within 1 s as refetchEvaluation with the revision as id; other projects hear nothing', async () => {
+    const project = await newProject(server, user);
+    const other = await newProject(server, user, 'other');
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
+    const stream = await open('/sdk/v1/stream?environment=production', { authorization: `Bearer ${project.sdk_key}` });
+    const quiet = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': other.sdk_key });
+    assert.equal(stream.status, 200);
+    assert.match(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
+    assert.equal(stream.messages.length, 0);
+
+    const toggledAt = Date.now();
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    await within(1000 - (Date.now() - toggledAt), 'a message after the toggle', () => stream.messages.length > 0);
+    const [message] = stream.messages;
+    assert.equal(message!.event, 'message');
+    const data = JSON.parse(message!.data);
+    assert.equal(data.type, 'refetchEvaluation');
+    assert.equal(typeof data.etag, 'string');
+    assert.ok(Math.abs(data.lastModified - Date.now() / 1000) < 60);
+    assert.match(message!.id ?? '', /^\d+$/);
+    assert.match(stream.raw, /^retry: \d+/);
+    assert.equal(quiet.messages.length, 0);
+  });
+
+  test('Last-Event-ID older than the current revision gets a message at once; the current one gets none', async () => {
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
+    const first = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key });
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    // The stored revision after the toggle; a first message may carry the one compiled just before
+    // the bump, and the revision check then sends the stored one.
+    const stored = await server.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow();
+    const current = String(stored.revision);
+    await eventually(() => first.messages.at(-1)?.id === current, 'a message with the stored revision');
+
+    const upToDate = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key, 'last-event-id': current });
+    const behind = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key, 'last-event-id': String(Number(current) - 1) });
+    await eventually(() => behind.messages.length === 1, 'the catch-up message');
+    assert.equal(behind.messages[0]!.id, current);
+    assert.equal(upToDate.messages.length, 0);
+  });
+
+  test('regenerating the key closes its streams; the new key streams', async () => {
+    const project = await newProject(server, user);
+    const stream = await open('/sdk/v1/stream?environment=staging', { 'x-sdk-key': project.sdk_key });
+    assert.equal(stream.status, 200);
+    let ended = false;
+    void stream.ended.then(() => (ended = true));
+    const regenerated = await request(server, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
+    assert.equal(regenerated.status, 200);
+    await eventually(() => ended, 'the stream of the old key to end');
+    assert.equal((await open('/sdk/v1/stream?environment=staging', { 'x-sdk-key': project.sdk_key })).status, 401);
+    assert.equal((await open('/sdk/v1/stream?environment=staging', { 'x-sdk-key': regenerated.body.sdk_key })).status, 200);
+  });
+
+  test('a stream token from the OFREP bulk answer opens the stream of its environment, and never appears in the logs', async () => {
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: false }, project.staging);
+    const bulk = await ofrep(server, project.sdk_key, '', { context: {} }, { 'x-environment': 'staging' });
+    assert.equal(bulk.status, 200);
+    const [eventStream] = bulk.body.eventStreams;
+    assert.equal(eventStream.type, 'sse');
+    const uri: string = eventStream.endpoint.requestUri;
+    assert.match(uri, /^\/sdk\/v1\/stream\?token=/);
+    const token = decodeURIComponent(new URL(uri, server.url).searchParams.get('token')!);
+
+    const stream = await open(uri);
+    assert.equal(stream.status, 200);
+    await request(server, 'POST', `${flagsPath(project, project.staging)}/${flag.id}/toggle`, { token: user.token });
+    await eventually(() => stream.messages.length > 0, 'a message on the token stream');
+
+    // Scoped: a token of one project opens nothing else, and the key's rotation retires it.
+    await request(server, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
+    await eventually(async () => (await openStream(server.url + uri)).status === 401, 'the token to be refused after the key changed');
+
+    const logs = server.logs.join('');
+    assert.ok(logs.includes('/sdk/v1/stream?token=[redacted]'), 'the stream request is logged, redacted');
+    assert.ok(!logs.includes(token), 'the token is not in the logs');
+    assert.ok(!logs.includes(project.sdk_key), 'nor is the SDK key');
+  });
+});
+
+describe('OFREP', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+
+  before(async () => {
+    server = await startServer({ CORS_ORIGINS: 'https://app.example.com' });
+    user = await newUser(server);
+    project = await newProject(server, user);
+    await newFlag(server, user, project, { key: 'off', enabled: false });
+    await newFlag(server, user, project, { key: 'on', enabled: true });
+    await newFlag(server, user, project, { key: 'half', enabled: true, rollout_percentage: 50 });
+    const targeted = await newFlag(server, user, project, { key: 'targeted', enabled: true, rollout_percentage: 0 });
+    await request(server, 'POST', `${flagsPath(project)}/${targeted.id}/rules`, { token: user.token, body: { rule_type: 'user_email', rule_value: 'ada@example.com' } });
+    await newFlag(server, user, project, { key: 'staged', enabled: true }, project.staging);
+  });
+  after(() => server.close());
+
+  test('single: value, variant, OFREP reason and Guidon reason in metadata, with every credential header', async () => {
+    const context = { targetingKey: 'user_1', email: 'ada@example.com', plan: 'pro' };
+    const off = await ofrep(server, project.sdk_key, '/off', { context });
+    assert.equal(off.status, 200);
+    assert.deepEqual(off.body, { key: 'off', value: false, variant: 'off', reason: 'DISABLED', metadata: { reason: 'Flag is globally disabled' } });
+    const on = await request(server, 'POST', '/ofrep/v1/evaluate/flags/on', { headers: { 'x-api-key': project.sdk_key }, body: { context } });
+    assert.deepEqual(on.body, { key: 'on', value: true, variant: 'on', reason: 'STATIC', metadata: { reason: 'Flag enabled globally' } });
+    const targeted = await request(server, 'POST', '/ofrep/v1/evaluate/flags/targeted', { token: project.sdk_key, body: { context } });
+    assert.deepEqual(targeted.body, { key: 'targeted', value: true, variant: 'on', reason: 'TARGETING_MATCH', metadata: { reason: 'Matched user_email targeting rule' } });
+    const half = await ofrep(server, project.sdk_key, '/half', { context });
+    assert.equal(half.body.reason, 'SPLIT');
+    assert.equal(half.body.value, (await evaluate(server, project.sdk_key, 'production', { user_id: 'user_1' })).body.flags.half?.enabled);
+    const staged = await ofrep(server, project.sdk_key, '/staged', { context }, { 'x-environment': 'staging' });
+    assert.equal(staged.body.value, true);
+  });
+
+  test('errors carry key and errorCode: 404 FLAG_NOT_FOUND, 400 INVALID_CONTEXT and PARSE_ERROR, 401', async () => {
+    const missing = await ofrep(server, project.sdk_key, '/nope', { context: {} });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.key, 'nope');
+    assert.equal(missing.body.errorCode, 'FLAG_NOT_FOUND');
+    assert.equal(typeof missing.body.errorDetails, 'string');
+    const invalid = await ofrep(server, project.sdk_key, '/on', { context: { targetingKey: 42 } });
+    assert.equal(invalid.status, 400);
+    assert.deepEqual([invalid.body.key, invalid.body.errorCode], ['on', 'INVALID_CONTEXT']);
+    const unparsable = await ofrep(server, project.sdk_key, '/on', '{"context":');
+    assert.equal(unparsable.status, 400);
+    assert.deepEqual([unparsable.body.key, unparsable.body.errorCode], ['on', 'PARSE_ERROR']);
+    const bulkInvalid = await ofrep(server, project.sdk_key, '', { context: 'nope' });
+    assert.equal(bulkInvalid.status, 400);
+    assert.equal(bulkInvalid.body.errorCode, 'INVALID_CONTEXT');
+    const unauthorized = await ofrep(server, 'sdk_wrong', '/on', { context: {} });
+    assert.equal(unauthorized.status, 401);
+    assert.equal(unauthorized.body.key, 'on');
+    const environment = await ofrep(server, project.sdk_key, '', { context: {} }, { 'x-environment': 'nope' });
+    assert.equal(environment.status, 404);
+    assert.match(environment.body.errorDetails, /nope/);
+  });
+
+  test('bulk: every flag of the environment, eventStreams, ETag and 304 without a body; a changed attribute is not 304', async () => {
+    const bulk = await ofrep(server, project.sdk_key, '', { context: { targetingKey: 'user_1' } });
+    assert.equal(bulk.status, 200);
+    assert.deepEqual(bulk.body.flags.map((flag: { key: string }) => flag.key), ['off', 'on', 'half', 'targeted']);
+    for (const flag of bulk.body.flags) assert.equal(typeof flag.value, 'boolean');
+    const etag = bulk.headers.get('etag')!;
+    const same = await ofrep(server, project.sdk_key, '', { context: { targetingKey: 'user_1' } }, { 'if-none-match': etag });
+    assert.equal(same.status, 304);
+    assert.equal(same.text, '');
+    const changed = await ofrep(server, project.sdk_key, '', { context: { targetingKey: 'user_1', email: 'ada@example.com' } }, { 'if-none-match': etag });
+    assert.equal(changed.status, 200);
+    assert.equal(changed.body.flags.find((flag: { key: string }) => flag.key === 'targeted').value, true);
+  });
+
+  test('evaluations through OFREP are recorded in history like evaluate\'s', async () => {
+    const p = await newProject(server, user, 'history');
+    await newFlag(server, user, p, { key: 'a', enabled: true });
+    await newFlag(server, user, p, { key: 'b', enabled: false });
+    await ofrep(server, p.sdk_key, '/b', { context: { targetingKey: 'ofrep-single' } });
+    await ofrep(server, p.sdk_key, '', { context: { targetingKey: 'ofrep-bulk' } });
+    const items = async () => (await request(server, 'GET', `/api/projects/${p.id}/evaluations`, { token: user.token })).body.items as { flag_key: string; user_id: string; enabled: boolean; reason: string }[];
+    await eventually(async () => (await items()).length === 3, 'three history items');
+    const seen = (await items()).map((item) => `${item.user_id} ${item.flag_key} ${item.enabled} ${item.reason}`).sort();
+    assert.deepEqual(seen, ['ofrep-bulk a true Flag enabled globally', 'ofrep-bulk b false Flag is globally disabled', 'ofrep-single b false Flag is globally disabled']);
+  });
+
+  test('CORS: the preflight allows the credential headers; ETag and Retry-After are exposed', async () => {
+    const preflight = await request(server, 'OPTIONS', '/ofrep/v1/evaluate/flags', {
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'x-sdk-key,x-environment,if-none-match,content-type,authorization,x-api-key',
+      },
+    });
+    assert.ok(preflight.status === 204 || preflight.status === 200, String(preflight.status));
+    const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').toLowerCase();
+    for (const header of ['x-sdk-key', 'x-api-key', 'authorization', 'x-environment', 'if-none-match', 'content-type']) assert.ok(allowed.includes(header), `${header} in ${allowed}`);
+    const answer = await ofrep(server, project.sdk_key, '', { context: {} }, { origin: 'https://app.example.com' });
+    assert.equal(answer.headers.get('access-control-allow-origin'), 'https://app.example.com');
+    const exposed = (answer.headers.get('access-control-expose-headers') ?? '').toLowerCase();
+    assert.ok(exposed.includes('etag') && exposed.includes('retry-after'), exposed);
+  });
+});
+
+describe('the rate limit is shared by evaluate, OFREP and the stream', () => {
+  let server: TestServer;
+  after(() => server?.close());
+
+  test('past the budget OFREP answers 429 with Retry-After and an OFREP body', async () => {
+    server = await startServer({ RATE_LIMIT_EVALUATE: '3' });
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    await newFlag(server, user, project, { key: 'f', enabled: true });
+    assert.equal((await evaluate(server, project.sdk_key, 'production')).status, 200);
+    assert.equal((await ofrep(server, project.sdk_key, '/f', { context: {} })).status, 200);
+    assert.equal((await ofrep(server, project.sdk_key, '', { context: {} })).status, 200);
+    const limited = await ofrep(server, project.sdk_key, '/f', { context: {} });
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal(limited.body.errorCode, 'GENERAL');
+    assert.equal((await evaluate(server, project.sdk_key, 'production')).status, 429);
+    assert.equal((await request(server, 'GET', '/sdk/v1/stream?environment=production', { sdkKey: project.sdk_key })).status, 429);
+  });
+});

@@ -1,0 +1,280 @@
+/**
+ * The dashboard walked through in Debian's Chromium, as a person would: every element found by
+ * its role and accessible name. Sign up → project → flag → rules (reordered by keyboard) → switch
+ * on → try it → history → copy to staging → rotate the key → expired session → forgot/reset
+ * password through an SMTP server started here. No console error on any page.
+ *
+ * GUIDON_SCREENSHOTS=<dir> also saves screenshots of the main pages (desktop and phone, light and
+ * dark) into that directory: `npm run screenshots -w packages/web`.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { eventually, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { bucketOf } from '@guidon/engine';
+import { hasChromium, launch, startMailbox, watchConsole, type Mailbox } from './browser.js';
+
+let server: TestServer;
+let mailbox: Mailbox;
+let browser: Browser;
+
+before(async () => {
+  assert.ok(hasChromium(), 'Chromium is installed (apt-get install chromium)');
+  mailbox = await startMailbox();
+  server = await startServer({ SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test' });
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  await mailbox?.close();
+});
+
+const email = `walker-${process.pid}@example.com`;
+const password = 'correct horse battery';
+const newPassword = 'a brand new passphrase';
+
+test('a person runs their flags from the dashboard', { timeout: 120_000 }, async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  // Only the deliberate failures (a refused toggle, an expired session) may show the browser's
+  // "failed to load resource" error, each during its own step.
+  let allowed: RegExp | null = null;
+  const consoleErrors = watchConsole(page, () => allowed);
+  let projectId = '';
+  try {
+    projectId = await walk(page, (pattern) => (allowed = pattern));
+  } catch (error) {
+    // What the page showed when it failed: a screenshot and its alerts.
+    const shot = join(process.env.TMPDIR ?? '/tmp', 'guidon-walk-failure.png');
+    await page.screenshot({ path: shot }).catch(() => undefined);
+    const alerts = (await page.getByRole('alert').allTextContents().catch(() => [])).join(' | ');
+    throw new Error(`${(error as Error).message}\nat ${page.url()} (screenshot ${shot}); alerts: ${alerts || 'none'}`);
+  }
+  assert.deepEqual(consoleErrors, [], 'no console errors on any page');
+
+  if (process.env.GUIDON_SCREENSHOTS) await screenshots(process.env.GUIDON_SCREENSHOTS, await token(page), projectId);
+  await context.close();
+});
+
+/** The steps; answers the project's id. */
+async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => void): Promise<string> {
+  const heading = (name: string | RegExp) => page.getByRole('heading', { name }).first().waitFor();
+  const section = (name: string) => page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name, exact: true }).click();
+
+  // Sign up: the root sends a visitor to log in, which links to sign-up.
+  await page.goto(server.url);
+  await heading('Log in');
+  await page.getByRole('link', { name: 'Create an account' }).click();
+  await heading('Create your account');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill('short');
+  await page.getByRole('button', { name: 'Sign up' }).click();
+  await page.getByRole('alert').filter({ hasText: 'Use at least 8 characters' }).waitFor();
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign up' }).click();
+  await heading('Projects');
+  await heading('No projects yet');
+
+  // A project: the dialog traps focus and names what comes with it.
+  await page.getByRole('button', { name: 'Create your first project' }).click();
+  const projectDialog = page.getByRole('dialog', { name: 'New project' });
+  await projectDialog.getByLabel('Name').fill('Shop');
+  await projectDialog.getByRole('button', { name: 'Create project' }).click();
+  await heading('Shop');
+  await heading('No flags yet');
+  const projectUrl = page.url();
+  const projectId = projectUrl.split('/projects/')[1]!;
+
+  // A flag: the key rule is checked before submit.
+  await page.getByRole('button', { name: 'Create your first flag' }).click();
+  const flagDialog = page.getByRole('dialog', { name: 'New flag' });
+  await flagDialog.getByLabel('Name').fill('New checkout');
+  assert.equal(await flagDialog.getByLabel('Key').inputValue(), 'new_checkout', 'the key is suggested from the name');
+  await flagDialog.getByLabel('Key').fill('New Checkout');
+  await flagDialog.getByRole('button', { name: 'Create flag' }).click();
+  await flagDialog.getByRole('alert').filter({ hasText: 'The key allows a-z, 0-9, _ and -' }).waitFor();
+  await flagDialog.getByLabel('Key').fill('new_checkout');
+  await flagDialog.getByRole('button', { name: 'Create flag' }).click();
+  await heading(/New checkout/);
+
+  // Two rules, then the second moved to the top with the keyboard (drag handle, Space, arrow, Space).
+  for (const [type, value] of [['Email domain', 'example.com'], ['User id', 'user-42']] as const) {
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    const ruleDialog = page.getByRole('dialog', { name: 'Add rule' });
+    await ruleDialog.getByRole('radio', { name: type }).check();
+    await ruleDialog.getByLabel('Value').fill(value);
+    await ruleDialog.getByRole('button', { name: 'Add rule' }).click();
+    await ruleDialog.waitFor({ state: 'detached' });
+  }
+  const rules = page.getByRole('list').filter({ has: page.getByRole('button', { name: /^Reorder rule/ }) });
+  await rules.getByRole('listitem').nth(1).filter({ hasText: 'user-42' }).waitFor();
+  await page.getByRole('button', { name: 'Reorder rule 2 of 2: User id user-42' }).focus();
+  // dnd-kit measures between key presses: give it a frame or two.
+  for (const key of ['Space', 'ArrowUp', 'Space']) {
+    await page.keyboard.press(key);
+    await page.waitForTimeout(250);
+  }
+  await page.getByRole('button', { name: 'Reorder rule 1 of 2: User id user-42' }).waitFor();
+  await eventually(async () => {
+    const flags = await request(server, 'GET', `/api/projects/${projectId}/flags`, { token: await token(page) });
+    const flagId = flags.body[0].environments.production.flag_id;
+    const stored = await request(server, 'GET', `/api/projects/${projectId}/environments/${page.url().split('/flags/')[1]!.split('/')[0]}/flags/${flagId}/rules`, { token: await token(page) });
+    return stored.body[0]?.rule_value === 'user-42';
+  }, 'the new rule order stored');
+
+  // Switch it on in Production; the state survives a reload (and so does the session).
+  const productionSwitch = page.getByRole('switch', { name: 'new_checkout in Production' });
+  assert.equal(await productionSwitch.getAttribute('aria-checked'), 'false');
+  await productionSwitch.click();
+  await page.getByRole('switch', { name: 'new_checkout in Production', checked: true }).waitFor();
+  await page.reload();
+  await page.getByRole('switch', { name: 'new_checkout in Production', checked: true }).waitFor();
+
+  // Half the users outside the rules: typed into the number beside the slider.
+  await page.getByLabel('Rollout percentage', { exact: true }).fill('50');
+  await page.getByLabel('Rollout percentage', { exact: true }).press('Enter');
+  await page.getByText('Of everyone else, 50% get it').waitFor();
+
+  // Try it: the real evaluate endpoint, reasons as it answers them.
+  await section('Try it');
+  const tryIt = async (userId: string, userEmail: string, reason: string) => {
+    await page.getByLabel('user_id').fill(userId);
+    await page.getByLabel('user_email').fill(userEmail);
+    await page.getByRole('button', { name: 'Evaluate' }).click();
+    await page.getByRole('row', { name: `new_checkout On ${reason}` }).or(page.getByRole('row', { name: `new_checkout Off ${reason}` })).waitFor();
+  };
+  await tryIt('user-7', 'bob@example.com', 'Matched email_domain targeting rule');
+  await tryIt('user-42', 'ada@other.org', 'Matched user_id targeting rule');
+  const rolloutReason = bucketOf('new_checkout', 'user-9') < 50 ? 'User in 50% rollout' : 'User not in 50% rollout';
+  await tryIt('user-9', 'eve@other.org', rolloutReason);
+
+  // History shows those evaluations, newest first, and filters by user.
+  await section('Usage');
+  await heading('Evaluation history');
+  await eventually(async () => {
+    await page.getByRole('button', { name: 'Filter' }).click();
+    return (await page.getByRole('row').filter({ hasText: 'new_checkout' }).count()) >= 3;
+  }, 'three evaluations in the history');
+  const firstRow = page.getByRole('row').filter({ hasText: 'new_checkout' }).first();
+  assert.match((await firstRow.textContent()) ?? '', new RegExp(`user-9.*${rolloutReason}`), 'newest first');
+  await page.getByLabel('User id').fill('user-42');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await eventually(async () => (await page.getByRole('row').filter({ hasText: 'new_checkout' }).count()) === 1, 'only user-42');
+  assert.match((await page.getByRole('row').filter({ hasText: 'new_checkout' }).textContent()) ?? '', /Matched user_id targeting rule/);
+
+  // Copy the flag to Staging; it appears there in the side-by-side view.
+  await section('Flags');
+  await page.getByRole('link', { name: 'Open new_checkout in Production' }).click();
+  await page.getByLabel('Target environment').selectOption({ label: 'Staging' });
+  await page.getByRole('button', { name: 'Copy flag' }).click();
+  await page.getByRole('status').filter({ hasText: 'Copied new_checkout to Staging, with its rules.' }).waitFor();
+  await section('Flags');
+  await page.getByRole('switch', { name: 'new_checkout in Staging', checked: true }).waitFor();
+  // A toggle the server refuses moves back, and says so.
+  allowConsoleError(/status of 500/);
+  await page.route('**/api/projects/*/environments/*/flags/*', (route) =>
+    route.request().method() === 'PUT' ? route.fulfill({ status: 500, contentType: 'application/json', body: '{"statusCode":500,"error":"Internal Server Error","message":"Internal server error"}' }) : route.continue(),
+  );
+  await page.getByRole('switch', { name: 'new_checkout in Staging' }).click();
+  await page.getByRole('alert').filter({ hasText: 'Not switched, it is back as it was' }).waitFor();
+  await page.getByRole('switch', { name: 'new_checkout in Staging', checked: true }).waitFor();
+  await page.unrouteAll();
+  allowConsoleError(null);
+  await page.getByLabel('Search flags').fill('checkout');
+  await page.getByRole('status').filter({ hasText: /^1 flag$/ }).waitFor();
+
+  // Rotate the key: the dialog says the old one stops at once, and it does.
+  const oldKey = (await request(server, 'GET', `/api/projects/${projectId}`, { token: await token(page) })).body.sdk_key as string;
+  await section('Settings');
+  await page.getByRole('button', { name: 'Rotate SDK key' }).click();
+  const rotate = page.getByRole('dialog', { name: 'Rotate the SDK key?' });
+  await rotate.getByText('The old key stops working at once').waitFor();
+  await rotate.getByRole('button', { name: 'Rotate key' }).click();
+  await rotate.waitFor({ state: 'detached' });
+  const newKey = (await request(server, 'GET', `/api/projects/${projectId}`, { token: await token(page) })).body.sdk_key as string;
+  assert.notEqual(newKey, oldKey);
+  await page.getByLabel('SDK key').filter({ hasText: newKey }).waitFor();
+  const withOld = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: oldKey, body: { environment: 'production' } });
+  assert.equal(withOld.status, 401);
+
+  // An expired session: to the login page, then back to where the person was.
+  allowConsoleError(/status of 401/);
+  await page.evaluate(() => localStorage.setItem('guidon.token', 'expired.token.value'));
+  await page.goto(`${projectUrl}/environments`);
+  await heading('Log in');
+  await page.getByText('Your session ended').waitFor();
+  allowConsoleError(null);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await heading('New environment');
+  assert.equal(new URL(page.url()).pathname, `/projects/${projectId}/environments`);
+
+  // Log out, then forgot / reset password through the emailed link.
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await heading('Log in');
+  await page.getByRole('link', { name: 'Forgot your password?' }).click();
+  await page.getByLabel('Email').fill(email);
+  await page.getByRole('button', { name: 'Send reset link' }).click();
+  await page.getByRole('status').filter({ hasText: 'Check your inbox' }).waitFor();
+  await eventually(() => mailbox.to(email).length > 0, 'the reset email');
+  const link = /http:\/\/guidon\.test(\/reset-password\?token=[^\s"'<>]+)/.exec(mailbox.to(email)[0]!)?.[1];
+  assert.ok(link, 'the email has the reset link');
+  await page.goto(server.url + link);
+  await heading('Choose a new password');
+  await page.getByLabel('New password', { exact: true }).fill(newPassword);
+  await page.getByLabel('Repeat the new password').fill('something else');
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('alert').filter({ hasText: 'The two passwords differ' }).waitFor();
+  await page.getByLabel('Repeat the new password').fill(newPassword);
+  await page.getByRole('button', { name: 'Change password' }).click();
+  await page.getByRole('link', { name: 'Log in with it' }).click();
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(newPassword);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('link', { name: 'Shop' }).waitFor();
+
+  return projectId;
+}
+
+const token = (page: Page) => page.evaluate(() => localStorage.getItem('guidon.token') ?? '');
+
+/** The main pages, desktop and phone, light and dark. */
+async function screenshots(dir: string, sessionToken: string, projectId: string) {
+  mkdirSync(dir, { recursive: true });
+  const flags = (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token: sessionToken })).body;
+  const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token: sessionToken })).body;
+  const production = environments.find((env: { key: string }) => env.key === 'production');
+  const pages = [
+    { name: 'login', path: '/login', signedIn: false },
+    { name: 'projects', path: '/', signedIn: true },
+    { name: 'flags', path: `/projects/${projectId}`, signedIn: true },
+    { name: 'flag', path: `/projects/${projectId}/flags/${production.id}/${flags[0].environments.production.flag_id}`, signedIn: true },
+    { name: 'usage', path: `/projects/${projectId}/usage`, signedIn: true },
+    { name: 'connect', path: `/projects/${projectId}/connect`, signedIn: true },
+  ];
+  const variants = [
+    { name: 'desktop', viewport: { width: 1280, height: 860 }, isMobile: false },
+    { name: 'phone', viewport: { width: 360, height: 760 }, isMobile: true },
+  ];
+  for (const variant of variants) {
+    for (const colorScheme of ['light', 'dark'] as const) {
+      const context = await browser.newContext({ viewport: variant.viewport, isMobile: variant.isMobile, colorScheme, deviceScaleFactor: 1 });
+      const page = await context.newPage();
+      for (const shot of pages) {
+        await page.goto(server.url + '/login');
+        await page.evaluate((value) => (value ? localStorage.setItem('guidon.token', value) : localStorage.removeItem('guidon.token')), shot.signedIn ? sessionToken : '');
+        await page.goto(server.url + shot.path);
+        await page.waitForLoadState('networkidle');
+        await page.waitForTimeout(300); // the chart's first paint
+        await page.screenshot({ path: join(dir, `${shot.name}-${variant.name}-${colorScheme}.png`), fullPage: variant.name === 'desktop' });
+      }
+      await context.close();
+    }
+  }
+}

@@ -1,0 +1,104 @@
+import { lazy, Suspense, useEffect, useSyncExternalStore } from 'react';
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { createBrowserRouter, Navigate, Outlet, RouterProvider, useLocation } from 'react-router';
+import { ApiError, setSessionExpiredHandler } from './api/client';
+import { session } from './api/session';
+import { Loading } from './components/States';
+import { AppLayout } from './components/AppLayout';
+import { ProjectLayout } from './components/ProjectLayout';
+import { LoginPage } from './pages/account/LoginPage';
+import { SignupPage } from './pages/account/SignupPage';
+import { ForgotPasswordPage } from './pages/account/ForgotPasswordPage';
+import { ResetPasswordPage } from './pages/account/ResetPasswordPage';
+import { ProjectsPage } from './pages/projects/ProjectsPage';
+import { ProjectSettingsPage } from './pages/projects/ProjectSettingsPage';
+import { EnvironmentsPage } from './pages/environments/EnvironmentsPage';
+import { FlagsPage } from './pages/flags/FlagsPage';
+import { FlagPage } from './pages/flags/FlagPage';
+import { TryItPage } from './pages/try/TryItPage';
+import { ConnectPage } from './pages/connect/ConnectPage';
+
+// The history page carries the chart library: loaded when first opened, not on first load.
+const UsagePage = lazy(() => import('./pages/usage/UsagePage'));
+
+const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: { retry: (count, error) => !(error instanceof ApiError && error.status >= 400 && error.status < 500) && count < 2, staleTime: 5_000 },
+  },
+});
+
+const useSignedIn = () => useSyncExternalStore(session.subscribe, () => session.token() !== null);
+
+/** Pages that need a session: without one, to the login page, which brings the person back here. */
+function RequireSession() {
+  const signedIn = useSignedIn();
+  const location = useLocation();
+  if (!signedIn) return <Navigate to={`/login?next=${encodeURIComponent(location.pathname + location.search)}`} replace />;
+  return <Outlet />;
+}
+
+const router = createBrowserRouter([
+  { path: '/login', element: <LoginPage /> },
+  { path: '/signup', element: <SignupPage /> },
+  { path: '/forgot-password', element: <ForgotPasswordPage /> },
+  { path: '/reset-password', element: <ResetPasswordPage /> },
+  {
+    element: <RequireSession />,
+    children: [
+      {
+        element: <AppLayout />,
+        children: [
+          { path: '/', element: <ProjectsPage /> },
+          {
+            path: '/projects/:projectId',
+            element: <ProjectLayout />,
+            children: [
+              { index: true, element: <FlagsPage /> },
+              { path: 'flags/:envId/:flagId', element: <FlagPage /> },
+              { path: 'environments', element: <EnvironmentsPage /> },
+              { path: 'try', element: <TryItPage /> },
+              {
+                path: 'usage',
+                element: (
+                  <Suspense fallback={<Loading what="usage" />}>
+                    <UsagePage />
+                  </Suspense>
+                ),
+              },
+              { path: 'connect', element: <ConnectPage /> },
+              { path: 'settings', element: <ProjectSettingsPage /> },
+            ],
+          },
+          { path: '*', element: <NotFoundPage /> },
+        ],
+      },
+    ],
+  },
+]);
+
+function NotFoundPage() {
+  return (
+    <section>
+      <h1>Page not found</h1>
+      <p>
+        <a href="/">Back to your projects</a>
+      </p>
+    </section>
+  );
+}
+
+export function App() {
+  // An expired or revoked token: sign out, and let RequireSession send the person to log in.
+  useEffect(() => {
+    setSessionExpiredHandler(() => {
+      if (session.token() === null) return;
+      session.signOut();
+      queryClient.clear();
+    });
+  }, []);
+  return (
+    <QueryClientProvider client={queryClient}>
+      <RouterProvider router={router} />
+    </QueryClientProvider>
+  );
+}

@@ -1,0 +1,56 @@
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { components, paths } from './schema';
+import { session } from './session';
+
+export type Project = components['schemas']['Project'];
+export type Environment = components['schemas']['Environment'];
+export type Flag = components['schemas']['Flag'];
+export type Rule = components['schemas']['Rule'];
+export type Evaluation = components['schemas']['Evaluation'];
+export type ProjectFlag = components['schemas']['ProjectFlag'];
+export type FlagState = ProjectFlag['environments'][string];
+export type RuleType = Rule['rule_type'];
+
+/** An answer other than 2xx, with the server's message (contract §3). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Called when a signed-in request is refused (expired or revoked token). */
+let onSessionExpired: () => void = () => undefined;
+export const setSessionExpiredHandler = (handler: () => void) => void (onSessionExpired = handler);
+
+const auth: Middleware = {
+  onRequest({ request }) {
+    const token = session.token();
+    if (token && new URL(request.url).pathname.startsWith('/api/')) request.headers.set('authorization', `Bearer ${token}`);
+    return request;
+  },
+  onResponse({ request, response }) {
+    if (response.status === 401 && new URL(request.url).pathname.startsWith('/api/')) onSessionExpired();
+    return response;
+  },
+};
+
+export const api = createClient<paths>({ baseUrl: window.location.origin });
+api.use(auth);
+
+/** The data of a successful answer, or an ApiError with the server's message. */
+export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  let result: Awaited<typeof call>;
+  try {
+    result = await call;
+  } catch (error) {
+    // fetch rejects with a TypeError when no answer arrives at all.
+    if (error instanceof TypeError) throw new ApiError(0, 'The server cannot be reached. Check your connection and try again.');
+    throw new ApiError(0, `Unexpected answer from the server: ${(error as Error).message}`);
+  }
+  if (result.response.ok) return result.data as T;
+  const message = (result.error as { message?: string } | undefined)?.message ?? result.response.statusText;
+  throw new ApiError(result.response.status, message);
+}

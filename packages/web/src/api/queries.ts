@@ -1,0 +1,61 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, unwrap, type Flag, type ProjectFlag } from './client';
+
+const p = (project_id: string) => ({ params: { path: { project_id } } });
+const e = (project_id: string, env_id: string) => ({ params: { path: { project_id, env_id } } });
+const f = (project_id: string, env_id: string, flag_id: string) => ({ params: { path: { project_id, env_id, flag_id } } });
+
+export const keys = {
+  projects: ['projects'] as const,
+  project: (pid: string) => ['project', pid] as const,
+  environments: (pid: string) => ['environments', pid] as const,
+  projectFlags: (pid: string) => ['projectFlags', pid] as const,
+  flag: (flagId: string) => ['flag', flagId] as const,
+  rules: (flagId: string) => ['rules', flagId] as const,
+};
+
+export const useProjects = () => useQuery({ queryKey: keys.projects, queryFn: () => unwrap(api.GET('/api/projects')) });
+export const useProject = (pid: string) => useQuery({ queryKey: keys.project(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}', p(pid))) });
+export const useEnvironments = (pid: string) =>
+  useQuery({ queryKey: keys.environments(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments', p(pid))) });
+export const useProjectFlags = (pid: string) =>
+  useQuery({ queryKey: keys.projectFlags(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/flags', p(pid))) });
+export const useFlag = (pid: string, envId: string, flagId: string) =>
+  useQuery({ queryKey: keys.flag(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', f(pid, envId, flagId))) });
+export const useRules = (pid: string, envId: string, flagId: string) =>
+  useQuery({ queryKey: keys.rules(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', f(pid, envId, flagId))) });
+
+export { e as envParams, f as flagParams, p as projectParams };
+
+/**
+ * Switches a flag on or off at once in every view, and puts it back if the server refuses
+ * (contract: optimistic toggles that roll back on error).
+ */
+export function useSetEnabled(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ envId, flagId, enabled }: { envId: string; envKey: string; flagId: string; enabled: boolean }) =>
+      unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...f(pid, envId, flagId), body: { enabled } })),
+    onMutate: async ({ envKey, flagId, enabled }) => {
+      await client.cancelQueries({ queryKey: keys.projectFlags(pid) });
+      await client.cancelQueries({ queryKey: keys.flag(flagId) });
+      const before = { list: client.getQueryData<ProjectFlag[]>(keys.projectFlags(pid)), flag: client.getQueryData<Flag>(keys.flag(flagId)) };
+      client.setQueryData<ProjectFlag[]>(keys.projectFlags(pid), (rows) =>
+        rows?.map((row) => {
+          const state = row.environments[envKey];
+          return state?.flag_id === flagId ? { ...row, environments: { ...row.environments, [envKey]: { ...state, enabled } } } : row;
+        }),
+      );
+      client.setQueryData<Flag>(keys.flag(flagId), (flag) => (flag ? { ...flag, enabled } : flag));
+      return before;
+    },
+    onError: (_error, { flagId }, before) => {
+      client.setQueryData(keys.projectFlags(pid), before?.list);
+      client.setQueryData(keys.flag(flagId), before?.flag);
+    },
+    onSettled: (_data, _error, { flagId }) => {
+      void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
+      void client.invalidateQueries({ queryKey: keys.flag(flagId) });
+    },
+  });
+}

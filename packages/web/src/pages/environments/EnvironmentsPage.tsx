@@ -1,0 +1,162 @@
+import { useState, type FormEvent } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import { useParams } from 'react-router';
+import { api, unwrap, type Environment } from '../../api/client';
+import { fields } from '../../api/fields';
+import { envParams, keys, projectParams, useEnvironments } from '../../api/queries';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
+import { Field } from '../../components/Field';
+import { Modal } from '../../components/Modal';
+import { QueryState } from '../../components/States';
+
+const keyPattern = new RegExp(fields.environmentKey.pattern);
+export const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
+
+export function EnvironmentsPage() {
+  const { projectId = '' } = useParams();
+  const environments = useEnvironments(projectId);
+  const client = useQueryClient();
+  const [renaming, setRenaming] = useState<Environment | null>(null);
+  const [deleting, setDeleting] = useState<Environment | null>(null);
+  const refresh = () => Promise.all([client.invalidateQueries({ queryKey: keys.environments(projectId) }), client.invalidateQueries({ queryKey: keys.projectFlags(projectId) })]);
+
+  return (
+    <div className="stack">
+      <QueryState query={environments} what="environments">
+        {(list) => (
+          <section className="panel">
+            <h2>Environments</h2>
+            {list.length === 0 ? (
+              <p>No environments: add one below, then create flags in it.</p>
+            ) : (
+              <ul className="rows">
+                {list.map((env) => (
+                  <li key={env.id} className="row">
+                    <div>
+                      <strong>{env.name}</strong> <code>{env.key}</code>
+                    </div>
+                    <div className="row-actions">
+                      <button type="button" className="secondary small" onClick={() => setRenaming(env)} aria-label={`Rename ${env.name}`}>
+                        Rename
+                      </button>
+                      <button type="button" className="danger small" onClick={() => setDeleting(env)} aria-label={`Delete ${env.name}`}>
+                        Delete
+                      </button>
+                    </div>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </section>
+        )}
+      </QueryState>
+      <CreateEnvironment projectId={projectId} onCreated={refresh} />
+      {renaming && <RenameEnvironment projectId={projectId} environment={renaming} onClose={() => setRenaming(null)} onDone={refresh} />}
+      <ConfirmDialog
+        open={deleting !== null}
+        onOpenChange={(open) => !open && setDeleting(null)}
+        title={`Delete ${deleting?.name ?? ''}?`}
+        description="Its flags, their targeting rules and its evaluation history are deleted with it. Apps asking for this environment get 404."
+        confirmLabel="Delete environment"
+        onConfirm={async () => {
+          if (!deleting) return;
+          await unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}', envParams(projectId, deleting.id)));
+          await refresh();
+        }}
+      />
+    </div>
+  );
+}
+
+function CreateEnvironment({ projectId, onCreated }: { projectId: string; onCreated: () => Promise<unknown> }) {
+  const [name, setName] = useState('');
+  const [key, setKey] = useState('');
+  const [keyTouched, setKeyTouched] = useState(false);
+  const [errors, setErrors] = useState<{ name?: string; key?: string; form?: string }>({});
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    const found = {
+      name: name.trim() ? undefined : 'Give the environment a name',
+      key: keyPattern.test(key) && key.length <= (fields.environmentKey.maxLength ?? 64) ? undefined : `The key allows ${fields.environmentKey.description}`,
+    };
+    setErrors(found);
+    if (found.name || found.key) return;
+    try {
+      await unwrap(api.POST('/api/projects/{project_id}/environments', { ...projectParams(projectId), body: { name: name.trim(), key } }));
+      setName('');
+      setKey('');
+      setKeyTouched(false);
+      await onCreated();
+    } catch (error) {
+      const message = (error as Error).message;
+      setErrors(message.includes('key') ? { key: message } : { form: message });
+    }
+  };
+
+  return (
+    <section className="panel">
+      <h2>New environment</h2>
+      <form onSubmit={submit} noValidate className="inline-form">
+        <Field
+          label="Name"
+          value={name}
+          onChange={(value) => {
+            setName(value);
+            if (!keyTouched) setKey(suggestKey(value));
+          }}
+          error={errors.name}
+          maxLength={200}
+        />
+        <Field
+          label="Key"
+          value={key}
+          onChange={(value) => {
+            setKey(value);
+            setKeyTouched(true);
+          }}
+          error={errors.key}
+          hint={`Used by apps to name the environment. ${fields.environmentKey.description}; it never changes.`}
+          maxLength={fields.environmentKey.maxLength}
+        />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
+        <div className="actions start">
+          <button type="submit">Add environment</button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function RenameEnvironment({ projectId, environment, onClose, onDone }: { projectId: string; environment: Environment; onClose: () => void; onDone: () => Promise<unknown> }) {
+  const [name, setName] = useState(environment.name);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!name.trim()) return setError('An environment needs a name');
+    try {
+      await unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}', { ...envParams(projectId, environment.id), body: { name: name.trim() } }));
+      await onDone();
+      onClose();
+    } catch (caught) {
+      setError((caught as Error).message);
+    }
+  };
+  return (
+    <Modal open onOpenChange={(open) => !open && onClose()} title={`Rename ${environment.name}`} description={`The key ${environment.key} stays the same.`}>
+      <form onSubmit={submit} noValidate>
+        <Field label="Name" value={name} onChange={setName} error={error} maxLength={200} autoFocus />
+        <div className="actions">
+          <button type="button" className="secondary" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit">Rename</button>
+        </div>
+      </form>
+    </Modal>
+  );
+}

@@ -1,0 +1,266 @@
+import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import * as Slider from '@radix-ui/react-slider';
+import { Link, useNavigate, useParams } from 'react-router';
+import { api, ApiError, unwrap, type Environment, type Flag } from '../../api/client';
+import { flagParams, keys, useEnvironments, useFlag, useProjectFlags, useSetEnabled } from '../../api/queries';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
+import { Field } from '../../components/Field';
+import { FlagSwitch } from '../../components/FlagSwitch';
+import { ErrorState, Loading } from '../../components/States';
+import { ago, evaluatedAgo, isStale } from '../../components/time';
+import { RulesEditor } from './RulesEditor';
+
+const FlagChart = lazy(() => import('../usage/FlagChart'));
+
+export function FlagPage() {
+  const { projectId = '', envId = '', flagId = '' } = useParams();
+  const flag = useFlag(projectId, envId, flagId);
+  const environments = useEnvironments(projectId);
+  if (flag.isPending || environments.isPending) return <Loading what="the flag" />;
+  if (flag.error || environments.error || !flag.data) return <ErrorState error={flag.error ?? environments.error} retry={() => void flag.refetch()} />;
+  const environment = environments.data?.find((env) => env.id === envId);
+  if (!environment) return <ErrorState error={new Error('Environment not found')} />;
+  return <FlagView key={flag.data.id} flag={flag.data} environment={environment} environments={environments.data ?? []} />;
+}
+
+function FlagView({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
+  const projectId = flag.project_id;
+  const client = useQueryClient();
+  const navigate = useNavigate();
+  const setEnabled = useSetEnabled(projectId);
+  const overview = useProjectFlags(projectId);
+  const row = overview.data?.find((item) => item.key === flag.key);
+  const state = row?.environments[environment.key];
+  const [rollout, setRollout] = useState(flag.rollout_percentage);
+  const [rolloutError, setRolloutError] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState(false);
+  useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
+
+  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>) => {
+    const updated = await unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(projectId, environment.id, flag.id), body: changes }));
+    client.setQueryData(keys.flag(flag.id), updated);
+    void client.invalidateQueries({ queryKey: keys.projectFlags(projectId) });
+  };
+  const saveRollout = async (value: number) => {
+    if (!Number.isInteger(value) || value < 0 || value > 100) return setRolloutError('A whole number from 0 to 100');
+    setRolloutError(null);
+    try {
+      await save({ rollout_percentage: value });
+    } catch (error) {
+      setRolloutError((error as Error).message);
+      setRollout(flag.rollout_percentage);
+    }
+  };
+
+  return (
+    <div className="stack">
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link to={`/projects/${projectId}`}>Flags</Link> <span aria-hidden="true">/</span> <span>{flag.key}</span>
+      </nav>
+      <div className="page-head">
+        <div>
+          <h2>
+            {flag.name} <code className="flag-key">{flag.key}</code>
+            {state && isStale(state.updated_at, state.last_evaluated_at) && <span className="badge stale">stale</span>}
+          </h2>
+          <p className="muted">
+            In {environment.name} · last evaluated {evaluatedAgo(state?.last_evaluated_at ?? null)} · changed {ago(flag.updated_at)}
+          </p>
+        </div>
+        <nav aria-label="Environments of this flag" className="env-switch">
+          {environments.map((env) => {
+            const other = row?.environments[env.key];
+            if (env.id === environment.id) return <span key={env.id} className="tab active" aria-current="page">{env.name}</span>;
+            return other ? (
+              <Link key={env.id} className="tab" to={`/projects/${projectId}/flags/${env.id}/${other.flag_id}`}>
+                {env.name}
+              </Link>
+            ) : (
+              <span key={env.id} className="tab absent" title={`Not in ${env.name}: copy it there below`}>
+                {env.name}
+              </span>
+            );
+          })}
+        </nav>
+      </div>
+
+      <section className="panel">
+        <h3>Serving</h3>
+        <div className="serving">
+          <div className="switch-row">
+            <FlagSwitch flagKey={flag.key} environment={environment.name} checked={flag.enabled} onChange={(enabled) => setEnabled.mutate({ envId: environment.id, envKey: environment.key, flagId: flag.id, enabled })} />
+            <span aria-hidden="true" className="switch-label">{flag.enabled ? 'On' : 'Off'}</span>
+          </div>
+          {setEnabled.error && (
+            <p className="error" role="alert">
+              Not switched: {setEnabled.error.message}
+            </p>
+          )}
+          <div className="rollout-row">
+            <span id="rollout-label">Rollout</span>
+            <Slider.Root className="slider" value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
+              <Slider.Track className="slider-track">
+                <Slider.Range className="slider-range" />
+              </Slider.Track>
+              <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} />
+            </Slider.Root>
+            <span className="number-group">
+            <label className="visually-hidden" htmlFor="rollout-number">
+              Rollout percentage
+            </label>
+            <input
+              id="rollout-number"
+              className="number"
+              type="number"
+              min={0}
+              max={100}
+              value={rollout}
+              aria-invalid={rolloutError ? true : undefined}
+              aria-describedby={rolloutError ? 'rollout-error' : undefined}
+              onChange={(event) => setRollout(event.target.value === '' ? 0 : Number(event.target.value))}
+              onBlur={() => rollout !== flag.rollout_percentage && void saveRollout(rollout)}
+              onKeyDown={(event) => event.key === 'Enter' && void saveRollout(rollout)}
+            />
+            <span aria-hidden="true">%</span>
+            </span>
+          </div>
+          {rolloutError && (
+            <p className="error" id="rollout-error" role="alert">
+              {rolloutError}
+            </p>
+          )}
+          <p className="muted small">
+            While it is on, users a rule matches get it.{' '}
+            {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
+          </p>
+        </div>
+      </section>
+
+      <RulesEditor projectId={projectId} envId={environment.id} flag={flag} />
+
+      <section className="panel">
+        <h3>Usage</h3>
+        <Suspense fallback={<Loading what="the chart" />}>
+          <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} />
+        </Suspense>
+      </section>
+
+      <Details flag={flag} save={save} />
+      <CopyToEnvironment flag={flag} environment={environment} environments={environments} />
+
+      <section className="panel danger-zone">
+        <h3>Delete this flag</h3>
+        <p>Deletes {flag.key} in {environment.name} with its rules. Its evaluation history stays.</p>
+        <button type="button" className="danger" onClick={() => setDeleting(true)}>
+          Delete flag
+        </button>
+      </section>
+      <ConfirmDialog
+        open={deleting}
+        onOpenChange={setDeleting}
+        title={`Delete ${flag.key} in ${environment.name}?`}
+        description="Apps asking for it get no entry for this flag (treat it as off). Other environments keep their copy."
+        confirmLabel="Delete flag"
+        onConfirm={async () => {
+          await unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(projectId, environment.id, flag.id)));
+          client.removeQueries({ queryKey: keys.flag(flag.id) });
+          await client.invalidateQueries({ queryKey: keys.projectFlags(projectId) });
+          navigate(`/projects/${projectId}`, { replace: true });
+        }}
+      />
+    </div>
+  );
+}
+
+function Details({ flag, save }: { flag: Flag; save: (changes: { name?: string; description?: string | null }) => Promise<void> }) {
+  const [name, setName] = useState(flag.name);
+  const [description, setDescription] = useState(flag.description ?? '');
+  const [errors, setErrors] = useState<{ name?: string; form?: string }>({});
+  const [saved, setSaved] = useState(false);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setSaved(false);
+    if (!name.trim()) return setErrors({ name: 'A flag needs a name' });
+    setErrors({});
+    try {
+      await save({ name: name.trim(), description: description.trim() || null });
+      setSaved(true);
+    } catch (error) {
+      setErrors({ form: (error as Error).message });
+    }
+  };
+  return (
+    <section className="panel">
+      <h3>Details</h3>
+      <form onSubmit={submit} noValidate>
+        <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
+        <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
+        <div className="actions start">
+          <button type="submit">Save details</button>
+          <span role="status" className="muted">
+            {saved ? 'Saved' : ''}
+          </span>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
+  const client = useQueryClient();
+  const targets = environments.filter((env) => env.id !== environment.id);
+  const [target, setTarget] = useState(targets[0]?.id ?? '');
+  const [overwrite, setOverwrite] = useState(false);
+  const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+  if (targets.length === 0) return null;
+
+  const copy = async (event: FormEvent) => {
+    event.preventDefault();
+    setMessage(null);
+    const name = targets.find((env) => env.id === target)?.name ?? 'the environment';
+    try {
+      await unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/copy', { ...flagParams(flag.project_id, environment.id, flag.id), body: { target_environment_id: target, overwrite } }));
+      await client.invalidateQueries({ queryKey: keys.projectFlags(flag.project_id) });
+      setMessage({ ok: true, text: `Copied ${flag.key} to ${name}, with its rules.` });
+    } catch (error) {
+      const text = error instanceof ApiError && error.status === 409 ? `${name} already has ${flag.key}. Tick "Replace it" to overwrite it there.` : (error as Error).message;
+      setMessage({ ok: false, text });
+    }
+  };
+
+  return (
+    <section className="panel">
+      <h3>Copy to environment</h3>
+      <p className="muted">Copies the name, description, on/off, rollout and rules.</p>
+      <form onSubmit={copy} noValidate className="inline-form">
+        <div className="field">
+          <label htmlFor="copy-target">Target environment</label>
+          <select id="copy-target" value={target} onChange={(event) => setTarget(event.target.value)}>
+            {targets.map((env) => (
+              <option key={env.id} value={env.id}>
+                {env.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <label className="checkbox">
+          <input type="checkbox" checked={overwrite} onChange={(event) => setOverwrite(event.target.checked)} /> Replace it if the key exists there
+        </label>
+        <div className="actions start">
+          <button type="submit">Copy flag</button>
+        </div>
+      </form>
+      {message && (
+        <p className={message.ok ? 'notice' : 'error'} role={message.ok ? 'status' : 'alert'}>
+          {message.text}
+        </p>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,222 @@
+import { useState, type FormEvent } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import { DndContext, KeyboardSensor, PointerSensor, closestCenter, useSensor, useSensors, type DragEndEvent } from '@dnd-kit/core';
+import { SortableContext, arrayMove, sortableKeyboardCoordinates, useSortable, verticalListSortingStrategy } from '@dnd-kit/sortable';
+import { CSS } from '@dnd-kit/utilities';
+import { api, unwrap, type Flag, type Rule, type RuleType } from '../../api/client';
+import { flagParams, keys, useRules } from '../../api/queries';
+import { Field } from '../../components/Field';
+import { Modal } from '../../components/Modal';
+import { QueryState } from '../../components/States';
+
+export const RULE_TYPES: Record<RuleType, { label: string; example: string; help: string }> = {
+  user_id: { label: 'User id', example: 'user-42', help: 'Matches the user_id the app sends, exactly.' },
+  user_email: { label: 'User email', example: 'ada@example.com', help: 'Matches the user_email the app sends, ignoring case.' },
+  email_domain: { label: 'Email domain', example: 'example.com', help: 'Matches every user_email at this domain.' },
+};
+
+const ruleName = (rule: Pick<Rule, 'rule_type' | 'rule_value'>) => `${RULE_TYPES[rule.rule_type].label} ${rule.rule_value}`;
+
+/** Targeting rules in evaluation order (highest priority first); reorder by drag or keyboard. */
+export function RulesEditor({ projectId, envId, flag }: { projectId: string; envId: string; flag: Flag }) {
+  const rules = useRules(projectId, envId, flag.id);
+  const client = useQueryClient();
+  const [editing, setEditing] = useState<Rule | 'new' | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const sensors = useSensors(useSensor(PointerSensor, { activationConstraint: { distance: 4 } }), useSensor(KeyboardSensor, { coordinateGetter: sortableKeyboardCoordinates }));
+  const params = flagParams(projectId, envId, flag.id);
+  const refresh = () => Promise.all([client.invalidateQueries({ queryKey: keys.rules(flag.id) }), client.invalidateQueries({ queryKey: keys.projectFlags(projectId) })]);
+
+  const updateRule = (rule: Rule, body: Partial<Pick<Rule, 'enabled' | 'priority' | 'rule_type' | 'rule_value'>>) =>
+    unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { params: { path: { ...params.params.path, rule_id: rule.id } }, body }));
+
+  /** New order: priorities n-1 … 0 from the top; only rules whose priority changes are written. */
+  const reorder = async (ordered: Rule[]) => {
+    const before = client.getQueryData<Rule[]>(keys.rules(flag.id));
+    const withPriorities = ordered.map((rule, i) => ({ ...rule, priority: ordered.length - 1 - i }));
+    client.setQueryData(keys.rules(flag.id), withPriorities);
+    setError(null);
+    try {
+      for (const rule of withPriorities) {
+        const old = ordered.find((item) => item.id === rule.id);
+        if (old && old.priority !== rule.priority) await updateRule(rule, { priority: rule.priority });
+      }
+    } catch (caught) {
+      client.setQueryData(keys.rules(flag.id), before);
+      setError(`The new order was not saved: ${(caught as Error).message}`);
+    }
+    await refresh();
+  };
+
+  const onDragEnd = (list: Rule[]) => (event: DragEndEvent) => {
+    const { active, over } = event;
+    if (!over || active.id === over.id) return;
+    const from = list.findIndex((rule) => rule.id === active.id);
+    const to = list.findIndex((rule) => rule.id === over.id);
+    void reorder(arrayMove(list, from, to));
+  };
+
+  return (
+    <section className="panel">
+      <div className="page-head">
+        <h3>Targeting rules</h3>
+        <button type="button" className="secondary" onClick={() => setEditing('new')}>
+          Add rule
+        </button>
+      </div>
+      <p className="muted small">While the flag is on, the first enabled rule that matches turns it on for that user; top first. Drag a rule by its handle, or focus the handle and use Space and the arrow keys.</p>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <QueryState query={rules} what="rules">
+        {(list) =>
+          list.length === 0 ? (
+            <p className="state">No rules: the rollout alone decides. Add a rule to turn the flag on for chosen users or a whole email domain.</p>
+          ) : (
+            <DndContext
+              sensors={sensors}
+              collisionDetection={closestCenter}
+              onDragEnd={onDragEnd(list)}
+              accessibility={{
+                screenReaderInstructions: { draggable: 'To reorder a rule, press Space to pick it up, the arrow keys to move it, Space again to drop it, Escape to cancel.' },
+              }}
+            >
+              <SortableContext items={list.map((rule) => rule.id)} strategy={verticalListSortingStrategy}>
+                <ol className="rules">
+                  {list.map((rule, i) => (
+                    <RuleItem
+                      key={rule.id}
+                      rule={rule}
+                      position={i + 1}
+                      count={list.length}
+                      onToggle={async (enabled) => {
+                        try {
+                          await updateRule(rule, { enabled });
+                        } catch (caught) {
+                          setError((caught as Error).message);
+                        }
+                        await refresh();
+                      }}
+                      onMove={(delta) => void reorder(arrayMove(list, i, i + delta))}
+                      onEdit={() => setEditing(rule)}
+                      onDelete={async () => {
+                        try {
+                          await unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { params: { path: { ...params.params.path, rule_id: rule.id } } }));
+                        } catch (caught) {
+                          setError((caught as Error).message);
+                        }
+                        await refresh();
+                      }}
+                    />
+                  ))}
+                </ol>
+              </SortableContext>
+            </DndContext>
+          )
+        }
+      </QueryState>
+      {editing && (
+        <RuleDialog
+          rule={editing === 'new' ? null : editing}
+          onClose={() => setEditing(null)}
+          onSave={async (body) => {
+            if (editing === 'new') {
+              // A new rule goes to the bottom: below the lowest priority there is.
+              const lowest = Math.min(0, ...(rules.data ?? []).map((rule) => rule.priority));
+              await unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', { ...params, body: { ...body, priority: (rules.data?.length ?? 0) === 0 ? 0 : lowest - 1 } }));
+            } else {
+              await updateRule(editing, body);
+            }
+            await refresh();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function RuleItem({ rule, position, count, onToggle, onMove, onEdit, onDelete }: { rule: Rule; position: number; count: number; onToggle: (enabled: boolean) => void; onMove: (delta: number) => void; onEdit: () => void; onDelete: () => void }) {
+  const sortable = useSortable({ id: rule.id });
+  const style = { transform: CSS.Transform.toString(sortable.transform), transition: sortable.transition };
+  const name = ruleName(rule);
+  return (
+    <li ref={sortable.setNodeRef} style={style} className={`rule${sortable.isDragging ? ' dragging' : ''}${rule.enabled ? '' : ' disabled'}`}>
+      <button type="button" className="handle" aria-label={`Reorder rule ${position} of ${count}: ${name}`} {...sortable.attributes} {...sortable.listeners}>
+        <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
+          <path d="M5 3h2v2H5zM9 3h2v2H9zM5 7h2v2H5zM9 7h2v2H9zM5 11h2v2H5zM9 11h2v2H9z" fill="currentColor" />
+        </svg>
+      </button>
+      <div className="rule-text">
+        <span className="muted small">{RULE_TYPES[rule.rule_type].label}</span>
+        <code>{rule.rule_value}</code>
+      </div>
+      <div className="row-actions">
+        <label className="checkbox small">
+          <input type="checkbox" checked={rule.enabled} onChange={(event) => onToggle(event.target.checked)} aria-label={`Rule ${name} enabled`} /> Enabled
+        </label>
+        <button type="button" className="secondary small" disabled={position === 1} onClick={() => onMove(-1)} aria-label={`Move ${name} up`}>
+          ↑
+        </button>
+        <button type="button" className="secondary small" disabled={position === count} onClick={() => onMove(1)} aria-label={`Move ${name} down`}>
+          ↓
+        </button>
+        <button type="button" className="secondary small" onClick={onEdit} aria-label={`Edit rule ${name}`}>
+          Edit
+        </button>
+        <button type="button" className="danger small" onClick={onDelete} aria-label={`Delete rule ${name}`}>
+          Delete
+        </button>
+      </div>
+    </li>
+  );
+}
+
+function RuleDialog({ rule, onClose, onSave }: { rule: Rule | null; onClose: () => void; onSave: (body: { rule_type: RuleType; rule_value: string; enabled: boolean }) => Promise<void> }) {
+  const [type, setType] = useState<RuleType>(rule?.rule_type ?? 'user_id');
+  const [value, setValue] = useState(rule?.rule_value ?? '');
+  const [enabled, setEnabled] = useState(rule?.enabled ?? true);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!value.trim()) return setError(`Enter a value, for example ${RULE_TYPES[type].example}`);
+    setBusy(true);
+    try {
+      await onSave({ rule_type: type, rule_value: value.trim(), enabled });
+      onClose();
+    } catch (caught) {
+      setError((caught as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Modal open onOpenChange={(open) => !open && onClose()} title={rule ? 'Edit rule' : 'Add rule'} description="A matching user gets the flag while it is on.">
+      <form onSubmit={submit} noValidate>
+        <fieldset className="radio-list">
+          <legend>Match by</legend>
+          {(Object.keys(RULE_TYPES) as RuleType[]).map((key) => (
+            <label key={key} className="checkbox">
+              <input type="radio" name="rule-type" value={key} checked={type === key} onChange={() => setType(key)} /> {RULE_TYPES[key].label}
+              <span className="muted small"> (e.g. {RULE_TYPES[key].example})</span>
+            </label>
+          ))}
+        </fieldset>
+        <Field label="Value" value={value} onChange={setValue} error={error} hint={`${RULE_TYPES[type].help} Example: ${RULE_TYPES[type].example}`} placeholder={RULE_TYPES[type].example} maxLength={400} autoFocus />
+        <label className="checkbox">
+          <input type="checkbox" checked={enabled} onChange={(event) => setEnabled(event.target.checked)} /> Rule enabled
+        </label>
+        <div className="actions">
+          <button type="button" className="secondary" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" disabled={busy}>
+            {rule ? 'Save rule' : 'Add rule'}
+          </button>
+        </div>
+      </form>
+    </Modal>
+  );
+}

@@ -1,0 +1,123 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import { useNavigate, useParams } from 'react-router';
+import { api, unwrap, type Project } from '../../api/client';
+import { keys, projectParams, useProject } from '../../api/queries';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
+import { CopyButton } from '../../components/CopyButton';
+import { Field } from '../../components/Field';
+import { QueryState } from '../../components/States';
+
+export function ProjectSettingsPage() {
+  const { projectId = '' } = useParams();
+  const project = useProject(projectId);
+  return <QueryState query={project} what="the project">{(data) => <Settings project={data} />}</QueryState>;
+}
+
+function Settings({ project }: { project: Project }) {
+  const client = useQueryClient();
+  const navigate = useNavigate();
+  const [name, setName] = useState(project.name);
+  const [description, setDescription] = useState(project.description ?? '');
+  const [errors, setErrors] = useState<{ name?: string; form?: string }>({});
+  const [saved, setSaved] = useState(false);
+  const [shown, setShown] = useState(false);
+  const [rotating, setRotating] = useState(false);
+  const [deleting, setDeleting] = useState(false);
+  useEffect(() => {
+    setName(project.name);
+    setDescription(project.description ?? '');
+  }, [project.name, project.description]);
+
+  const refresh = (updated: Project) => {
+    client.setQueryData(keys.project(project.id), updated);
+    void client.invalidateQueries({ queryKey: keys.projects });
+  };
+
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    setSaved(false);
+    if (!name.trim()) return setErrors({ name: 'A project needs a name' });
+    setErrors({});
+    try {
+      refresh(await unwrap(api.PUT('/api/projects/{project_id}', { ...projectParams(project.id), body: { name: name.trim(), description: description.trim() || null } })));
+      setSaved(true);
+    } catch (error) {
+      setErrors({ form: (error as Error).message });
+    }
+  };
+
+  return (
+    <div className="stack">
+      <section className="panel">
+        <h2>Name and description</h2>
+        <form onSubmit={save} noValidate>
+          <Field label="Project name" value={name} onChange={setName} error={errors.name} maxLength={200} />
+          <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
+          {errors.form && (
+            <p className="error" role="alert">
+              {errors.form}
+            </p>
+          )}
+          <div className="actions start">
+            <button type="submit">Save</button>
+            <span role="status" className="muted">
+              {saved ? 'Saved' : ''}
+            </span>
+          </div>
+        </form>
+      </section>
+
+      <section className="panel">
+        <h2>SDK key</h2>
+        <p className="muted">Applications send it as X-SDK-Key to evaluate this project's flags.</p>
+        <div className="key-row">
+          <code className="secret" aria-label="SDK key">
+            {shown ? project.sdk_key : `${project.sdk_key.slice(0, 8)}${'•'.repeat(16)}`}
+          </code>
+          <button type="button" className="secondary small" onClick={() => setShown(!shown)} aria-pressed={shown}>
+            {shown ? 'Hide key' : 'Show key'}
+          </button>
+          <CopyButton text={project.sdk_key} label="Copy the SDK key" />
+        </div>
+        <button type="button" className="secondary" onClick={() => setRotating(true)}>
+          Rotate SDK key
+        </button>
+      </section>
+
+      <section className="panel danger-zone">
+        <h2>Delete this project</h2>
+        <p>Its environments, flags, targeting rules and evaluation history are deleted with it.</p>
+        <button type="button" className="danger" onClick={() => setDeleting(true)}>
+          Delete project
+        </button>
+      </section>
+
+      <ConfirmDialog
+        open={rotating}
+        onOpenChange={setRotating}
+        title="Rotate the SDK key?"
+        description="A new key replaces the current one. The old key stops working at once: every app that uses it gets 401 until it has the new key."
+        confirmLabel="Rotate key"
+        onConfirm={async () => {
+          refresh(await unwrap(api.POST('/api/projects/{project_id}/regenerate-key', projectParams(project.id))));
+          setShown(true);
+        }}
+      />
+      <ConfirmDialog
+        open={deleting}
+        onOpenChange={setDeleting}
+        title={`Delete ${project.name}?`}
+        description="This deletes the project with all its environments, flags, targeting rules and evaluation history. Apps using its SDK key stop getting flags. It cannot be undone."
+        confirmLabel="Delete project"
+        typeToConfirm={project.name}
+        onConfirm={async () => {
+          await unwrap(api.DELETE('/api/projects/{project_id}', projectParams(project.id)));
+          client.removeQueries({ queryKey: keys.project(project.id) });
+          await client.invalidateQueries({ queryKey: keys.projects });
+          navigate('/', { replace: true });
+        }}
+      />
+    </div>
+  );
+}

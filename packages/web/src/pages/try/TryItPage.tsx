@@ -1,0 +1,109 @@
+import { useState, type FormEvent } from 'react';
+import { useParams } from 'react-router';
+import { api, unwrap } from '../../api/client';
+import { useEnvironments, useProject } from '../../api/queries';
+import { Field } from '../../components/Field';
+import { ErrorState, Loading } from '../../components/States';
+
+type Answer = Record<string, { enabled: boolean; reason: string }>;
+
+/** Calls the real POST /sdk/v1/evaluate with the project's SDK key, as an app would. */
+export function TryItPage() {
+  const { projectId = '' } = useParams();
+  const project = useProject(projectId);
+  const environments = useEnvironments(projectId);
+  const [environment, setEnvironment] = useState('');
+  const [userId, setUserId] = useState('');
+  const [userEmail, setUserEmail] = useState('');
+  const [answer, setAnswer] = useState<Answer | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  if (project.isPending || environments.isPending) return <Loading what="the project" />;
+  if (project.error || environments.error) return <ErrorState error={project.error ?? environments.error} />;
+  const envs = environments.data ?? [];
+  const envKey = environment || envs[0]?.key || '';
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const context = { user_id: userId.trim() || null, user_email: userEmail.trim() || null };
+      const result = await unwrap(api.POST('/sdk/v1/evaluate', { headers: { 'x-sdk-key': project.data?.sdk_key ?? '' }, body: { environment: envKey, context } }));
+      setAnswer(result.flags);
+    } catch (caught) {
+      setAnswer(null);
+      setError((caught as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="stack">
+      <section className="panel">
+        <h2>Try it</h2>
+        <p className="muted">Ask the evaluate endpoint, with this project's SDK key, what a user gets. It is a real evaluation: it shows up in the usage history.</p>
+        <form onSubmit={submit} noValidate className="inline-form">
+          <div className="field">
+            <label htmlFor="try-env">Environment</label>
+            <select id="try-env" value={envKey} onChange={(event) => setEnvironment(event.target.value)}>
+              {envs.map((env) => (
+                <option key={env.id} value={env.key}>
+                  {env.name}
+                </option>
+              ))}
+            </select>
+          </div>
+          <Field label="user_id" value={userId} onChange={setUserId} placeholder="user-42" autoComplete="off" maxLength={1024} />
+          <Field label="user_email" type="email" value={userEmail} onChange={setUserEmail} placeholder="ada@example.com" autoComplete="off" maxLength={1024} />
+          <div className="actions start">
+            <button type="submit" disabled={busy || !envKey}>
+              Evaluate
+            </button>
+          </div>
+        </form>
+      </section>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {answer && (
+        <section className="panel" aria-live="polite">
+          <h3>Answer for {envKey}</h3>
+          {Object.keys(answer).length === 0 ? (
+            <p className="state">This environment has no flags yet.</p>
+          ) : (
+            <div className="table-wrap">
+              <table className="plain">
+                <caption className="visually-hidden">Evaluated flags</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Flag</th>
+                    <th scope="col">Enabled</th>
+                    <th scope="col">Reason</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {Object.entries(answer).map(([key, value]) => (
+                    <tr key={key}>
+                      <th scope="row">
+                        <code>{key}</code>
+                      </th>
+                      <td>
+                        <span className={`badge ${value.enabled ? 'on' : 'off'}`}>{value.enabled ? 'On' : 'Off'}</span>
+                      </td>
+                      <td>{value.reason}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </section>
+      )}
+    </div>
+  );
+}
