@@ -11,7 +11,7 @@ import addFormats from 'ajv-formats';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { App, Services } from './services.js';
-import { AppError, RateLimited } from './errors.js';
+import { AppError, RateLimited, Unavailable } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
 import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore } from './rate-limits.js';
@@ -76,7 +76,8 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
   if (error instanceof AppError) {
     status = error.statusCode;
     message = error.message;
-    if (error instanceof RateLimited) reply.header('retry-after', String(error.retryAfterSeconds));
+    if (error instanceof RateLimited || error instanceof Unavailable) reply.header('retry-after', String(error.retryAfterSeconds));
+    if (error instanceof Unavailable) request.log.warn({ err: error.cause }, 'database unavailable');
   } else if (error.validation) {
     // A path id that is not a UUID names nothing that exists.
     status = error.validationContext === 'params' ? 404 : 400;
