@@ -180,7 +180,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       // The one invalidation path: every successful write under a project, before its answer leaves.
       api.addHook('onSend', async (request, reply, payload) => {
         const projectId = (request.params as { project_id?: string } | undefined)?.project_id;
-        if (request.method !== 'GET' && projectId && reply.statusCode < 400) await services.changes.projectChanged(projectId);
+        if (request.method !== 'GET' && request.method !== 'HEAD' && projectId && reply.statusCode < 400) await services.changes.projectChanged(projectId);
         return payload;
       });
       for (const routes of [currentUserRoutes, projectRoutes, environmentRoutes, flagRoutes, ruleRoutes, historyRoutes]) await api.register(routes, services);
