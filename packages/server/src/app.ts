@@ -60,9 +60,18 @@ function validatorCompiler() {
     (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
+/** A URL as logged: the value of any query parameter that may carry a secret (a reset link's token, a key) is redacted. */
+function redactedUrl(url: string): string {
+  return url.replace(/([?&][^=&]*(?:token|key|secret|password)[^=&]*=)[^&#]*/gi, '$1[redacted]');
+}
+
 function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   return {
     level: config.logLevel,
+    // Fastify's request serializer, with the query string's secrets redacted.
+    serializers: {
+      req: (request: FastifyRequest) => ({ method: request.method, url: redactedUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort }),
+    },
     // Fastify logs no headers or bodies by default; these paths stay censored if that changes.
     redact: { paths: ['req.headers.authorization', 'req.headers["x-sdk-key"]', '*.password', '*.newPassword', '*.token'], censor: '[redacted]' },
     ...(stream ? { stream } : {}),
