@@ -7,6 +7,8 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { relayClusterChanges } from './modules/evaluate/evaluate.changes.js';
 
+const SHUTDOWN_GRACE_MS = 500;
+
 /** One server: listens, and on SIGTERM/SIGINT finishes in-flight requests, flushes history, closes the database. */
 async function serve(config: Readonly<Config>): Promise<void> {
   let log: FastifyBaseLogger | undefined;
@@ -24,6 +26,9 @@ async function serve(config: Readonly<Config>): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     try {
+      // Connections the kernel accepted may not have been read yet, and close() drops those as
+      // idle: keep serving a moment (SHUTDOWN_GRACE_MS) so every request already sent is answered.
+      await new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
       await app.close(); // stops accepting, waits for in-flight requests, flushes evaluation history
       await database.close();
       process.exit(0);

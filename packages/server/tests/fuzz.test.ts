@@ -230,6 +230,17 @@ let snapshotMs = 0;
 async function snapshot(server: TestServer, tables: string[]): Promise<Map<string, string>> {
   const started = performance.now();
   const state = new Map<string, string>();
+  if (server.database.dialect === 'postgres') {
+    // One round trip for every table: rows as JSON, ignored columns taken out, in a stable order.
+    const columns = tables.map((table) => {
+      const ignored = (IGNORED_COLUMNS[table] ?? []).map((column) => ` - '${column}'`).join('');
+      return `(select coalesce(json_agg(j order by j::text)::text, '') from (select to_jsonb(x)${ignored} as j from "${table}" x) s) as "${table}"`;
+    });
+    const { rows } = await sql<Record<string, string>>`select ${sql.raw(columns.join(', '))}`.execute(server.database.db);
+    for (const table of tables) state.set(table, rows[0]![table]!);
+    snapshotMs += performance.now() - started;
+    return state;
+  }
   for (const table of tables) {
     const { rows } = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(server.database.db);
     const ignored = IGNORED_COLUMNS[table] ?? [];
