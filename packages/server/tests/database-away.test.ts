@@ -23,7 +23,9 @@ function assertUnavailable(answer: { status: number; body: any; headers: Headers
 async function timedHealth(server: TestServer): Promise<{ status: number; ms: number }> {
   const started = Date.now();
   const answer = await request(server, 'GET', '/health');
-  return { status: answer.status, ms: Date.now() - started };
+  const ms = Date.now() - started;
+  console.log(`/health answered ${answer.status} in ${ms} ms`);
+  return { status: answer.status, ms };
 }
 
 /** The writes and reads a client makes, all refused while the database is away. */

@@ -195,11 +195,18 @@ function send(url: string, method: string, path: string, headers: [string, strin
     }
     if (body) outgoing['content-length'] = String(body.length);
     const req = httpRequest({ host: target.hostname, port: target.port, method, path, headers: outgoing, agent }, (res) => {
+      if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+        // A stream that opened (issue 9): its status is the answer; it would never end by itself.
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0) });
+        req.destroy();
+        return;
+      }
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('error', reject);
     });
+    req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
     req.on('error', reject);
     req.end(body ?? undefined);
   });
