@@ -60,9 +60,12 @@ function validatorCompiler() {
     (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
-/** A URL as logged: the value of any query parameter that may carry a secret (a reset link's token, a key) is redacted. */
+/** Query parameters that may carry a secret: a reset link's token, an SDK or API key, a password. */
+const SECRET_PARAMETER = /token|secret|password|^key$|sdk_?key|api_?key/i;
+
+/** A URL as logged, with the values of secret-looking query parameters redacted. */
 function redactedUrl(url: string): string {
-  return url.replace(/([?&][^=&]*(?:token|key|secret|password)[^=&]*=)[^&#]*/gi, '$1[redacted]');
+  return url.replace(/([?&])([^=&#]*)=([^&#]*)/g, (whole, separator: string, name: string) => (SECRET_PARAMETER.test(name) ? `${separator}${name}=[redacted]` : whole));
 }
 
 function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
