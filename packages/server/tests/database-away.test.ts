@@ -102,9 +102,7 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
       await new Promise((resolve) => blackhole.close(resolve));
     }
     cluster.start();
-    await assertRecovered(server, user, project).catch(async (error) => {
-      throw error;
-    });
+    await assertRecovered(server, user, project);
   });
 });
 

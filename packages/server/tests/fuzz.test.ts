@@ -293,8 +293,9 @@ describe('fuzz: every route, every credential, hostile input', () => {
   }
 
   /**
-   * Every kind of credential, as headers. Adding one is one line (issue 10's API tokens:
-   * `['api token', () => [['authorization', `Bearer ${apiToken}`]]]`).
+   * Every kind of credential, as headers. Adding one is a line here (issue 10's API tokens: make
+   * one in before() with POST /api/tokens, then `['API token', () => [['authorization', `Bearer ${apiToken}`]]]`).
+   * Index 1, the owner's login token, is drawn half of the time.
    */
   let credentials: [string, () => [string, string][]][];
 
@@ -422,6 +423,8 @@ describe('fuzz: every route, every credential, hostile input', () => {
             before = await snapshot(server, tables);
             return;
           }
+          // A fuzzed write may have ended the owner's account or sessions (e.g. deleting the user).
+          if ((await request(server, 'GET', '/api/me', { token: owner.token })).status !== 200) owner = await newUser(server, 'fuzz-owner');
           const projects = await request(server, 'GET', '/api/projects', { token: owner.token });
           const alive = await request(server, 'GET', `/api/projects/${fixture.project.id}/environments/${fixture.project.production}/flags/${fixture.flagId}/rules/${fixture.ruleId}`, { token: owner.token });
           if (alive.status !== 200 || projects.body.length > 20) {
