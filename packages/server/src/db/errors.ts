@@ -1,4 +1,4 @@
-import { Conflict, Unavailable } from '../errors.js';
+import { Conflict, NotFound, Unavailable } from '../errors.js';
 
 /** SQLite and PostgreSQL report a unique violation differently; the rest of the code sees Conflict. */
 export function isUniqueViolation(error: unknown): boolean {
@@ -10,6 +10,19 @@ export function isUniqueViolation(error: unknown): boolean {
 export function isForeignKeyViolation(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503';
+}
+
+/**
+ * An insert whose parent row was deleted between the request's check and the insert (a
+ * concurrent delete): the parent is not found, as it would have been a moment later.
+ */
+export async function notFoundIfParentGone<T>(write: Promise<T>, message: string): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (isForeignKeyViolation(error)) throw new NotFound(message);
+    throw error;
+  }
 }
 
 export async function conflictOnDuplicate<T>(write: Promise<T>, message: string): Promise<T> {
