@@ -38,9 +38,19 @@ function randomSource(seed: number) {
   };
 }
 
+/** What the last acknowledged write left of a flag; uncertain once a later write had no answer. */
+interface FlagEntry {
+  key: string;
+  enabled: boolean;
+  deleted: boolean;
+  uncertain: boolean;
+  /** A writer is changing it: no other picks it meanwhile. */
+  busy: boolean;
+  rules: string[];
+}
+
 interface Ledger {
-  /** flag id → what the last acknowledged write left, and whether a later write had no answer. */
-  flags: Map<string, { key: string; enabled: boolean; deleted: boolean; uncertain: boolean; rules: string[] }>;
+  flags: Map<string, FlagEntry>;
   acknowledged: number;
   unanswered: number;
 }
@@ -122,8 +132,8 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
     const ledger: Ledger = { flags: new Map(), acknowledged: 0, unanswered: 0 };
     let running = true;
 
-    /** One write; null when it got no answer (the server died under it, or was down). */
     const fiveHundreds: string[] = [];
+    /** One write; null when it got no answer (the server died under it, or was down). */
     const write = async (method: string, path: string, body?: unknown) => {
       const answer = await request(base, method, path, { token, body }).catch(() => null);
       if (answer === null) {
@@ -134,41 +144,47 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
     };
 
     let nextKey = 0;
+    const changeFlag = async (id: string, flag: FlagEntry, choice: number) => {
+      if (choice < 0.7) {
+        const answer = await write('POST', `${flagsPath}/${id}/toggle`);
+        if (answer === null) flag.uncertain = true;
+        else if (answer.status === 200) {
+          ledger.acknowledged++;
+          flag.enabled = answer.body.enabled;
+        }
+      } else if (choice < 0.9) {
+        const answer = await write('POST', `${flagsPath}/${id}/rules`, { rule_type: 'user_id', rule_value: `u-${nextKey}` });
+        if (answer?.status === 201) {
+          ledger.acknowledged++;
+          flag.rules.push(answer.body.id);
+        }
+      } else {
+        const answer = await write('DELETE', `${flagsPath}/${id}`);
+        if (answer === null) flag.uncertain = true;
+        else if (answer.status === 204) {
+          ledger.acknowledged++;
+          flag.deleted = true;
+        }
+      }
+    };
     const writer = async () => {
       while (running) {
         const choice = random();
-        const live = [...ledger.flags.entries()].filter(([, flag]) => !flag.deleted && !flag.uncertain);
+        // One writer at a time per flag: the order of its answers is then the order of its writes.
+        const live = [...ledger.flags.entries()].filter(([, flag]) => !flag.deleted && !flag.uncertain && !flag.busy);
         if (choice < 0.35 || live.length === 0) {
           const key = `flag-${++nextKey}`;
           const answer = await write('POST', flagsPath, { key, name: key, enabled: false });
           if (answer?.status === 201) {
             ledger.acknowledged++;
-            ledger.flags.set(answer.body.id, { key, enabled: false, deleted: false, uncertain: false, rules: [] });
+            ledger.flags.set(answer.body.id, { key, enabled: false, deleted: false, uncertain: false, busy: false, rules: [] });
           }
           continue;
         }
         const [id, flag] = live[Math.floor(random() * live.length)]!;
-        if (choice < 0.7) {
-          const answer = await write('POST', `${flagsPath}/${id}/toggle`);
-          if (answer === null) flag.uncertain = true;
-          else if (answer.status === 200) {
-            ledger.acknowledged++;
-            flag.enabled = answer.body.enabled;
-          }
-        } else if (choice < 0.9) {
-          const answer = await write('POST', `${flagsPath}/${id}/rules`, { rule_type: 'user_id', rule_value: `u-${nextKey}` });
-          if (answer?.status === 201) {
-            ledger.acknowledged++;
-            flag.rules.push(answer.body.id);
-          }
-        } else {
-          const answer = await write('DELETE', `${flagsPath}/${id}`);
-          if (answer === null) flag.uncertain = true;
-          else if (answer.status === 204) {
-            ledger.acknowledged++;
-            flag.deleted = true;
-          }
-        }
+        flag.busy = true;
+        await changeFlag(id, flag, choice);
+        flag.busy = false;
       }
     };
 
