@@ -84,4 +84,22 @@ describe('evaluate: the direct path answers as Fastify does', () => {
       return users.has('by-direct') && users.has('by-fastify');
     }, 'both evaluations in history');
   });
+
+  test('its answers are counted in the metrics like the route\'s', async () => {
+    const counted = await startServer({ METRICS_TOKEN: 'metrics-secret' });
+    try {
+      const owner = await newUser(counted);
+      const own = await newProject(counted, owner);
+      const body = '{"environment":"production","context":{"user_id":"u"}}';
+      for (const type of ['application/json', 'application/json', 'application/json; charset=UTF-8']) {
+        const answer = await request(counted, 'POST', '/sdk/v1/evaluate', { sdkKey: own.sdk_key, body, headers: { 'content-type': type } });
+        assert.equal(answer.status, 200);
+      }
+      const metrics = await request(counted, 'GET', '/metrics', { headers: { authorization: 'Bearer metrics-secret' } });
+      assert.match(metrics.text, /^guidon_evaluate_requests_total\{status="200"\} 3$/m);
+      assert.match(metrics.text, /^guidon_http_request_duration_seconds_count\{method="POST",route="\/sdk\/v1\/evaluate",status="200"\} 3$/m);
+    } finally {
+      await counted.close();
+    }
+  });
 });
