@@ -299,7 +299,7 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
   return { as, bs };
 }
 
-const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | errors | history recorded / made | busy % / steal % |';
+const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | errors | history recorded / made | busy % / steal % |';
 
 async function evaluateCase(flagCount: number): Promise<string> {
   const started = Date.now();
@@ -323,7 +323,7 @@ async function evaluateCase(flagCount: number): Promise<string> {
     const p99 = median(as.map((m) => m.p99Ms));
     const p50 = median(as.map((m) => m.p50Ms));
     const seconds = sum(as, (m) => m.seconds);
-    return `| Guidon evaluate, SQLite | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${sum(as, (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
+    return `| Guidon evaluate, SQLite | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${sum(as, (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
   } finally {
     await stop(ceiling.child, 'SIGKILL');
     await server.remove();
@@ -389,7 +389,7 @@ if (SOAK_SECONDS > 0) {
 } else {
   console.log(`\n${SECONDS} s per measurement, ${ROUNDS} rounds alternated, ${CONNECTIONS} connections, wrk -t1, Node ${process.version}, ${cpus} CPUs (${pinned ? `wrk on CPU ${LOAD_CPUS}, servers on CPU ${SERVER_CPUS}` : 'nothing pinned'}), ${new Date().toISOString()}\n`);
   console.log(header);
-  console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---|---|');
+  console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---|---|');
   for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
   if (WITH_WORKERS) {
     console.log('\n| case | flags | throughput | per CPU-second | p99 ms | busy % / steal % |');

@@ -6,7 +6,7 @@ import type { Static } from 'typebox';
 import type { Services } from '../../services.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { requestIdOf } from '../../http/request-id.js';
-import { answerFor } from './evaluate.answers.js';
+import { answerFor, type Answer } from './evaluate.answers.js';
 import { EvaluateBody } from './evaluate.schemas.js';
 
 type Listener = (request: IncomingMessage, response: ServerResponse) => void;
@@ -100,13 +100,17 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
         }
       }
       const environment = parsed !== undefined && valid(parsed) ? project.environments.get((parsed as EvaluateBody).environment) : undefined;
-      if (environment === undefined) {
+      let answer: Answer | undefined;
+      try {
+        if (environment !== undefined) answer = answerFor(environment, (parsed as EvaluateBody).context?.user_id, (parsed as EvaluateBody).context?.user_email, history);
+      } catch {
+        answer = undefined; // the route meets the same failure and answers it (500, logged)
+      }
+      if (answer === undefined) {
         (request as WithBody)[READ_BODY] = body;
         fastify(request, response);
         return;
       }
-      const { context } = parsed as EvaluateBody;
-      const answer = answerFor(environment, context?.user_id, context?.user_email, history);
       response.writeHead(200, {
         'x-request-id': requestIdOf(request),
         'x-content-type-options': 'nosniff',
