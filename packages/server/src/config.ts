@@ -1,4 +1,4 @@
-/** Every setting of the service, read from the environment once (docs/configuration.md). */
+/** Every setting of the service, read from the environment once (the README's Configuration table). */
 export interface Config {
   port: number;
   host: string;
