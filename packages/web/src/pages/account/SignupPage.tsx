@@ -9,7 +9,8 @@ import { AccountFrame, safeNext } from './AccountFrame';
 export function SignupPage() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
-  const [email, setEmail] = useState('');
+  // An invitation link carries the invited address: /register?email=…
+  const [email, setEmail] = useState(params.get('email') ?? '');
   const [password, setPassword] = useState('');
   const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string }>({});
   const [busy, setBusy] = useState(false);
