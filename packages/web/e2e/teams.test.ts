@@ -199,6 +199,8 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: false }).waitFor();
     assert.ok(await page.getByRole('button', { name: `Send a test event to ${receiverUrl}` }).isDisabled());
+    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
+    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: true }).waitFor();
   } catch (error) {
     const shot = join(process.env.TMPDIR ?? '/tmp', 'guidon-teams-failure.png');
     await page.screenshot({ path: shot }).catch(() => undefined);
@@ -219,6 +221,10 @@ async function screenshots(dir: string, token: string, projectId: string) {
   const flags = (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token })).body;
   const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token })).body;
   const production = environments.find((env: { key: string }) => env.key === 'production');
+  // Tokens to show: one for every project, one scoped and used once.
+  await request(server, 'POST', '/api/tokens', { token, body: { name: 'laptop scripts' } });
+  const ci = await request(server, 'POST', '/api/tokens', { token, body: { name: 'CI deploy', project_id: projectId, role: 'editor', expires_in_days: 90 } });
+  await request(server, 'GET', `/api/projects/${projectId}`, { token: ci.body.token });
   const pages = [
     { name: 'members', path: `/projects/${projectId}/members` },
     { name: 'audit', path: `/projects/${projectId}/audit` },

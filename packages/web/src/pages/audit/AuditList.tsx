@@ -92,16 +92,24 @@ function Diff({ event }: { event: AuditEvent }) {
         <thead className={verb ? 'visually-hidden' : undefined}>
           <tr>
             <th scope="col">Field</th>
-            <th scope="col">Before</th>
-            <th scope="col">After</th>
+            {event.before && <th scope="col">Before</th>}
+            {event.after && <th scope="col">After</th>}
           </tr>
         </thead>
         <tbody>
           {list.map((change) => (
             <tr key={change.field}>
               <th scope="row">{change.field}</th>
-              <td className="before">{event.before && <del>{show(change.before)}</del>}</td>
-              <td className="after">{event.after && <ins>{show(change.after)}</ins>}</td>
+              {event.before && (
+                <td className="before">
+                  <del>{show(change.before)}</del>
+                </td>
+              )}
+              {event.after && (
+                <td className="after">
+                  <ins>{show(change.after)}</ins>
+                </td>
+              )}
             </tr>
           ))}
         </tbody>

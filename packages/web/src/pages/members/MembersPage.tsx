@@ -67,7 +67,7 @@ export function MembersPage() {
                   <li key={member.id} className="row">
                     <div>
                       <strong>{member.email}</strong>
-                      {isMe && <span className="badge">you</span>}
+                      {isMe && <span className="badge role">you</span>}
                       {member.status === 'invited' && (
                         <span className="badge invited" title="Invited by email; becomes a member on sign-up">
                           invited

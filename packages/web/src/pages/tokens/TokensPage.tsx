@@ -85,13 +85,13 @@ export function TokensPage() {
                     return (
                       <tr key={token.id}>
                         <th scope="row">{token.name}</th>
-                        <td>
+                        <td data-label="Reaches">
                           {projectName(token.project_id)}
                           {token.role && <span className="muted small"> as {token.role}</span>}
                         </td>
-                        <td>{dateTime(token.created_at)}</td>
-                        <td>{token.expires_at ? <span className={expired ? 'badge stale' : undefined}>{expired ? 'expired' : dateTime(token.expires_at)}</span> : 'never'}</td>
-                        <td>{ago(token.last_used_at)}</td>
+                        <td data-label="Created">{dateTime(token.created_at)}</td>
+                        <td data-label="Expires">{token.expires_at ? <span className={expired ? 'badge stale' : undefined}>{expired ? 'expired' : dateTime(token.expires_at)}</span> : 'never'}</td>
+                        <td data-label="Last used">{ago(token.last_used_at)}</td>
                         <td>
                           <button type="button" className="danger small" onClick={() => setRevoking(token)} aria-label={`Revoke ${token.name}`}>
                             Revoke

@@ -234,13 +234,13 @@ function Deliveries({ projectId, hook }: { projectId: string; hook: Webhook }) {
                         <th scope="row">
                           <code>{delivery.action}</code>
                         </th>
-                        <td>
+                        <td data-label="Result">
                           <span className={`badge ${ok ? 'ok' : 'failed'}`}>{ok ? `Delivered ${delivery.status_code}` : delivery.status_code !== null ? `Failed ${delivery.status_code}` : 'Failed'}</span>
                           {delivery.error && <span className="muted small"> {delivery.error}</span>}
                           <span className="muted small"> · {delivery.duration_ms} ms</span>
                         </td>
-                        <td>{delivery.attempt}</td>
-                        <td>
+                        <td data-label="Attempt">{delivery.attempt}</td>
+                        <td data-label="When">
                           <time dateTime={delivery.created_at} title={dateTime(delivery.created_at)}>
                             {ago(delivery.created_at)}
                           </time>
