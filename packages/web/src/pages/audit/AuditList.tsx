@@ -45,6 +45,13 @@ export function changes(event: Pick<AuditEvent, 'before' | 'after'>): FieldChang
 
 const show = (value: unknown) => (value === undefined ? '' : value === null ? 'none' : typeof value === 'string' ? value : JSON.stringify(value));
 
+/** What the event is about, in words: the flag or environment key, else a member's email or a webhook's URL. */
+function subject(event: AuditEvent): string | null {
+  const object = event.after ?? event.before ?? {};
+  const named = [event.resource_key, object.email, object.url].find((value) => typeof value === 'string' && value !== '');
+  return (named as string | undefined) ?? null;
+}
+
 const actorName = (event: AuditEvent) => `${event.actor.email ?? 'a deleted user'}${event.actor.token_id ? ' (API token)' : ''}`;
 
 export function AuditList({ projectId, filters, emptyText }: { projectId: string; filters: AuditFilters; emptyText: string }) {
@@ -60,7 +67,7 @@ export function AuditList({ projectId, filters, emptyText }: { projectId: string
           <li key={event.id} className="audit-event">
             <div className="audit-head">
               <code className="action">{event.action}</code>
-              {event.resource_key && <strong>{event.resource_key}</strong>}
+              {subject(event) && <strong className="audit-subject">{subject(event)}</strong>}
               <span className="muted small">
                 by {actorName(event)} · <time dateTime={event.created_at}>{dateTime(event.created_at)}</time>
               </span>

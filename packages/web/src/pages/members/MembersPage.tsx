@@ -97,7 +97,7 @@ export function MembersPage() {
                         </button>
                       ) : (
                         isOwner && (
-                          <button type="button" className="danger small" onClick={() => setRemoving(member)} aria-label={`Remove ${member.email}`}>
+                          <button type="button" className="danger small" onClick={() => setRemoving(member)} aria-label={`${member.status === 'invited' ? 'Cancel invitation for' : 'Remove'} ${member.email}`}>
                             {member.status === 'invited' ? 'Cancel invitation' : 'Remove'}
                           </button>
                         )
