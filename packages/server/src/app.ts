@@ -11,7 +11,7 @@ import addFormats from 'ajv-formats';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { App, Services } from './services.js';
-import { AppError, RateLimited } from './errors.js';
+import { AppError, RateLimited, Unavailable } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
 import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore } from './rate-limits.js';
@@ -83,21 +83,23 @@ function validatorCompiler() {
     (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
+/** Query parameters that may carry a secret: a reset link's token, an SDK or API key, a password. */
+const SECRET_PARAMETER = /token|secret|password|^key$|sdk_?key|api_?key/i;
+
+/** A URL as logged, with the values of secret-looking query parameters redacted. */
+function redactedUrl(url: string): string {
+  return url.replace(/([?&])([^=&#]*)=([^&#]*)/g, (whole, separator: string, name: string) => (SECRET_PARAMETER.test(name) ? `${separator}${name}=[redacted]` : whole));
+}
+
 function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   return {
     level: config.logLevel,
+    // Fastify's request serializer, with the query string's secrets (reset and stream tokens…) redacted.
+    serializers: {
+      req: (request: FastifyRequest) => ({ method: request.method, url: redactedUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort }),
+    },
     // Fastify logs no headers or bodies by default; these paths stay censored if that changes.
     redact: { paths: ['req.headers.authorization', 'req.headers["x-sdk-key"]', 'req.headers["x-api-key"]', '*.password', '*.newPassword', '*.token'], censor: '[redacted]' },
-    // Fastify's request line, with a stream token in the query string (contract §12) left out.
-    serializers: {
-      req: (request: FastifyRequest) => ({
-        method: request.method,
-        url: request.url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]'),
-        host: request.host,
-        remoteAddress: request.ip,
-        remotePort: request.socket?.remotePort,
-      }),
-    },
     ...(stream ? { stream } : {}),
   };
 }
@@ -109,7 +111,8 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
   if (error instanceof AppError) {
     status = error.statusCode;
     message = error.message;
-    if (error instanceof RateLimited) reply.header('retry-after', String(error.retryAfterSeconds));
+    if (error instanceof RateLimited || error instanceof Unavailable) reply.header('retry-after', String(error.retryAfterSeconds));
+    if (error instanceof Unavailable) request.log.warn({ err: error.cause }, 'database unavailable');
   } else if (error.validation) {
     // A path id that is not a UUID names nothing that exists.
     status = error.validationContext === 'params' ? 404 : 400;

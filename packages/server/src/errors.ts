@@ -47,3 +47,11 @@ export class RateLimited extends AppError {
     super(429, 'Too many requests, try again later');
   }
 }
+
+/** The database cannot be reached or cannot write now (translated from driver errors in src/db). */
+export class Unavailable extends AppError {
+  readonly retryAfterSeconds = 5;
+  constructor(message = 'The database is unavailable; try again shortly') {
+    super(503, message);
+  }
+}

@@ -18,6 +18,8 @@ function dashboardUrl(address: string): string {
   return url.href;
 }
 
+const SHUTDOWN_GRACE_MS = 500;
+
 /** One server: listens, and on SIGTERM/SIGINT finishes in-flight requests, flushes history, closes the database. */
 async function serve(config: Readonly<Config>): Promise<void> {
   let log: FastifyBaseLogger | undefined;
@@ -41,6 +43,9 @@ async function serve(config: Readonly<Config>): Promise<void> {
       process.exit(1);
     }, (config.historyFlushTimeoutSeconds + 10) * 1000).unref();
     try {
+      // Connections the kernel accepted may not have been read yet, and close() drops those as
+      // idle: keep serving a moment (SHUTDOWN_GRACE_MS) so every request already sent is answered.
+      await new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
       await app.close(); // stops accepting, waits for in-flight requests, flushes evaluation history
       await database.close();
       process.exit(0);

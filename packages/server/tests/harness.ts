@@ -46,7 +46,7 @@ export async function startServer(
   });
   const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
   const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs, webhooks: options.webhooks, changeNotifications: options.changeNotifications });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,

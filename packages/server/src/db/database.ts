@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type PostgresPool, type PostgresPoolClient, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
+import { translateDriverError } from './errors.js';
 import { migrations, type Dialect } from './migrations.js';
 import type { Schema } from './schema.js';
 
@@ -39,19 +40,44 @@ function bindableInSqlite(parameters: ReadonlyArray<unknown>): unknown[] {
   return parameters.map((value) => (typeof value === 'boolean' ? Number(value) : value));
 }
 
+/** Runs a driver call, turning "database away" errors into Unavailable (db/errors.ts). */
+function translated<T>(call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    throw translateDriverError(error);
+  }
+}
+
 function sqliteAdapter(raw: BetterSqlite3.Database): SqliteDatabase {
   return {
     close: () => raw.close(),
     prepare(query) {
-      const statement = raw.prepare(query);
+      const statement = translated(() => raw.prepare(query));
       return {
         reader: statement.reader,
-        all: (parameters) => statement.all(bindableInSqlite(parameters)),
-        run: (parameters) => statement.run(bindableInSqlite(parameters)),
-        iterate: (parameters) => statement.iterate(bindableInSqlite(parameters)),
+        all: (parameters) => translated(() => statement.all(bindableInSqlite(parameters))),
+        run: (parameters) => translated(() => statement.run(bindableInSqlite(parameters))),
+        iterate: (parameters) => translated(() => statement.iterate(bindableInSqlite(parameters))),
       };
     },
   };
+}
+
+/**
+ * SQLite's health: taking the write lock proves more than `select 1` (which a locked or
+ * read-only database still answers). Waits at most 1 s for the lock: the wait blocks the thread.
+ */
+function pingSqlite(raw: BetterSqlite3.Database): void {
+  if (raw.inTransaction) return; // a transaction of ours is running: the database answers
+  const busyTimeout = raw.pragma('busy_timeout', { simple: true }) as number;
+  raw.pragma('busy_timeout = 1000');
+  try {
+    translated(() => raw.exec('begin immediate'));
+    raw.exec('rollback');
+  } finally {
+    raw.pragma(`busy_timeout = ${busyTimeout}`);
+  }
 }
 
 function openSqlite(path: string, options: OpenOptions): Database {
@@ -67,17 +93,55 @@ function openSqlite(path: string, options: OpenOptions): Database {
     db,
     dialect: 'sqlite',
     sqlite: raw,
-    ping: async () => {
-      await sql`select 1`.execute(db);
-    },
+    ping: async () => pingSqlite(raw),
     close: () => db.destroy(),
   };
 }
 
+/**
+ * A database that does not answer must not hold requests: a connection (or a free pool slot)
+ * within 2 s, a statement within 30 s (server side), and an answer within 35 s even when the
+ * server is unreachable (client side). Past them, requests get 503 (Unavailable).
+ */
+const POSTGRES_TIMEOUTS = { connectionTimeoutMillis: 2000, statement_timeout: 30_000, query_timeout: 35_000, keepAlive: true } as const;
+
+/** The pool as Kysely sees it, with "database away" errors translated (db/errors.ts). */
+function translatingPool(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect().catch((error: unknown) => Promise.reject(translateDriverError(error)));
+      let broken: unknown;
+      const wrapped = {
+        query: (...args: unknown[]) =>
+          (client.query as (...a: unknown[]) => Promise<unknown>)(...args).catch((error: unknown) => {
+            const translatedError = translateDriverError(error);
+            if (translatedError !== error) broken = error; // this connection is not reused
+            throw translatedError;
+          }),
+        release: () => client.release(broken as Error | undefined),
+      };
+      return wrapped as unknown as PostgresPoolClient;
+    },
+    end: () => pool.end(),
+  };
+}
+
+/**
+ * pg emits 'error' on a pooled client whose connection drops while it is checked out between
+ * queries (or still connecting); with no listener Node ends the process. The pool and the query
+ * see the failure anyway and the pool replaces the client, so this listener only keeps us alive.
+ */
+class PoolClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => undefined);
+  }
+}
+
 function openPostgres(url: string, options: OpenOptions): Database {
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, ...POSTGRES_TIMEOUTS, Client: PoolClient });
   pool.on('error', (error) => options.onPoolError?.(error));
-  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: translatingPool(pool) }) });
   return {
     db,
     dialect: 'postgres',

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import { conflictOnDuplicate } from '../../db/errors.js';
+import { conflictOnDuplicate, notFoundIfParentGone } from '../../db/errors.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 
@@ -34,9 +34,9 @@ export async function listEnvironments(db: Db, projectId: string) {
 export async function createEnvironment(db: Db, projectId: string, fields: { name: string; key: string }) {
   const now = nowIso();
   const environment = { id: newId(), project_id: projectId, name: fields.name, key: fields.key, created_at: now, updated_at: now };
-  await conflictOnDuplicate(
-    db.insertInto('environments').values(environment).execute(),
-    `An environment with key "${fields.key}" already exists in this project`,
+  await notFoundIfParentGone(
+    conflictOnDuplicate(db.insertInto('environments').values(environment).execute(), `An environment with key "${fields.key}" already exists in this project`),
+    'Project not found',
   );
   return toEnvironment(environment);
 }

@@ -32,7 +32,7 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
   let retryMs = 250;
 
   async function listen(onMessage: (message: string) => void, onReconnect: () => void): Promise<void> {
-    const connection = new pg.Client({ connectionString: url });
+    const connection = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true }); // an unreachable server must not hang the retry loop
     let alive = true;
     const lost = (error?: Error) => {
       if (!alive) return;

@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
-import { conflictOnDuplicate } from '../../db/errors.js';
+import { conflictOnDuplicate, notFoundIfParentGone } from '../../db/errors.js';
 import type { FlagsTable } from '../../db/schema.js';
 import { newId, nowIso, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
@@ -58,7 +58,7 @@ export async function listFlags(db: Db, envId: string) {
 export async function createFlag(db: Db, env: { id: string; project_id: string }, fields: FlagFields) {
   const now = nowIso();
   const flag = { id: newId(), project_id: env.project_id, environment_id: env.id, ...fields, created_at: now, updated_at: now };
-  await conflictOnDuplicate(db.insertInto('flags').values(flag).execute(), duplicateKey(fields.key));
+  await notFoundIfParentGone(conflictOnDuplicate(db.insertInto('flags').values(flag).execute(), duplicateKey(fields.key)), 'Environment not found');
   return toFlag(flag);
 }
 

@@ -4,6 +4,7 @@ import type { Db } from '../../db/database.js';
 import type { RulesTable } from '../../db/schema.js';
 import { newId, nowIso, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
+import { notFoundIfParentGone } from '../../db/errors.js';
 
 const COLUMNS = ['id', 'flag_id', 'rule_type', 'rule_value', 'enabled', 'priority', 'created_at', 'updated_at'] as const;
 
@@ -47,7 +48,7 @@ export async function requireRule(db: Db, flagId: string, ruleId: string) {
 export async function createRule(db: Db, flagId: string, fields: RuleFields) {
   const now = nowIso();
   const rule = { id: newId(), flag_id: flagId, ...fields, created_at: now, updated_at: now };
-  await db.insertInto('rules').values(rule).execute();
+  await notFoundIfParentGone(db.insertInto('rules').values(rule).execute(), 'Flag not found');
   return toRule(rule);
 }
 

@@ -1,0 +1,178 @@
+/**
+ * What must never leak or be accepted: no secret in any log line (at LOG_LEVEL=trace) of a run
+ * through register, login, password reset, evaluate and key regeneration; login tokens signed with
+ * any algorithm but HS256 are refused; CORS answers only the origins in CORS_ORIGINS.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { SignJWT, UnsecuredJWT } from 'jose';
+import { evaluate, eventually, newProject, request, startServer, type TestServer } from './harness.js';
+
+/** A mail server that keeps the raw messages (the reset link travels only by email). */
+async function startMailbox() {
+  const messages: string[] = [];
+  const smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        messages.push(Buffer.concat(chunks).toString('utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '='));
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
+  return { port: (smtp.server.address() as AddressInfo).port, messages, close: () => new Promise<void>((resolve) => smtp.close(() => resolve())) };
+}
+
+/**
+ * Secrets by shape: whatever their value, none of these may appear in a log line. Add a line
+ * when a feature brings a new kind of secret (issue 10's `gdn_` API tokens are already here;
+ * stream tokens, webhook secrets next).
+ */
+const SECRET_SHAPES: [string, RegExp][] = [
+  ['login token (JWT)', /eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{20,}/],
+  ['SDK key', /sdk_[\w-]{20,}/],
+  ['API token', /gdn_[\w-]{20,}/],
+  ['reset link token', /[?&]token=(?!\[redacted\])[\w-]{20,}/],
+  ['bearer credential', /Bearer\s+(?!\[redacted\])\S{8,}/i],
+];
+
+describe('secrets never reach the logs', () => {
+  let server: TestServer;
+  let mailbox: Awaited<ReturnType<typeof startMailbox>>;
+
+  before(async () => {
+    mailbox = await startMailbox();
+    server = await startServer({ LOG_LEVEL: 'trace', SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test' });
+  });
+  after(async () => {
+    await server?.close();
+    await mailbox?.close();
+  });
+
+  test('register, login, reset, evaluate, regenerate-key: no password, token or key in any line', async () => {
+    const secrets: [string, string][] = [];
+    const email = `secrets-${process.pid}@example.com`;
+    const password = 'Pa55-word-that-must-not-leak-7f3a';
+    const newPassword = 'N3w-password-that-must-not-leak-c21e';
+    const wrongPassword = 'Wr0ng-password-that-must-not-leak-91c2';
+    secrets.push(['password', password], ['new password', newPassword], ['wrong password', wrongPassword]);
+
+    assert.equal((await request(server, 'POST', '/auth/register', { body: { email, password } })).status, 201);
+    assert.equal((await request(server, 'POST', '/auth/register', { body: { email: 'short@example.com', password: 'short' } })).status, 400);
+    assert.equal((await request(server, 'POST', '/auth/login', { body: { email, password: wrongPassword } })).status, 401);
+    const login = await request(server, 'POST', '/auth/login', { body: { email, password } });
+    assert.equal(login.status, 200);
+    const token: string = login.body.token;
+    secrets.push(['login token', token], ['login token signature', token.split('.')[2]!]);
+    const user = { id: '', email, password, token };
+
+    // Password reset: the token travels by email only.
+    assert.equal((await request(server, 'POST', '/auth/forgot-password', { body: { email } })).status, 200);
+    await eventually(() => mailbox.messages.length > 0, 'the reset email');
+    const resetToken = /reset-password\?token=([\w-]+)/.exec(mailbox.messages[0]!)?.[1];
+    assert.ok(resetToken, 'the email carries the reset token');
+    secrets.push(['reset token', resetToken]);
+    // The link as a browser opens it (the dashboard's page, issue 8): the query string is logged.
+    await request(server, 'GET', `/reset-password?token=${resetToken}`);
+    assert.equal((await request(server, 'POST', '/auth/reset-password', { body: { token: 'bogus-token-value-0123456789abcdef', newPassword } })).status, 400);
+    const reset = await request(server, 'POST', '/auth/reset-password', { body: { token: resetToken, newPassword } });
+    assert.equal(reset.status, 200, reset.text);
+    const again = await request(server, 'POST', '/auth/login', { body: { email, password: newPassword } });
+    assert.equal(again.status, 200);
+    user.token = again.body.token;
+    secrets.push(['second login token', user.token]);
+
+    // Evaluate with a good and a bad key, keys in headers, in the query string, as a bearer.
+    const project = await newProject(server, user, 'secrets');
+    secrets.push(['SDK key', project.sdk_key]);
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { user_id: 'u1' })).status, 200);
+    assert.equal((await evaluate(server, `${project.sdk_key}x`, 'production')).status, 401);
+    await request(server, 'GET', `/api/projects?sdk_key=${project.sdk_key}&token=${user.token}`, { token: user.token });
+    await request(server, 'GET', '/api/me', { headers: { authorization: `Bearer ${project.sdk_key}` } });
+    const regenerated = await request(server, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
+    assert.equal(regenerated.status, 200);
+    secrets.push(['regenerated SDK key', regenerated.body.sdk_key]);
+    assert.equal((await evaluate(server, regenerated.body.sdk_key, 'production')).status, 200);
+    assert.equal((await evaluate(server, project.sdk_key, 'production')).status, 401);
+
+    await eventually(() => server.logs.filter((line) => line.includes('"request completed"')).length >= 14, 'the request lines');
+    const lines = server.logs;
+    assert.ok(lines.some((line) => /"level":10/.test(line) || /"level":20/.test(line) || /"level":30/.test(line)), 'lines were captured');
+    for (const line of lines) {
+      for (const [name, value] of secrets) assert.ok(!line.includes(value), `${name} in a log line: ${line}`);
+      for (const [name, shape] of SECRET_SHAPES) assert.doesNotMatch(line, shape, `a ${name} in a log line`);
+    }
+    assert.ok(lines.some((line) => line.includes('token=[redacted]')), 'the query string is logged, its secrets redacted');
+  });
+});
+
+describe('login tokens: HS256 only', () => {
+  const secret = 'a-secret-of-the-test-that-is-long-enough-0123456789';
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ JWT_SECRET: secret });
+  });
+  after(() => server?.close());
+
+  test('the same claims and key with alg none, HS384, HS512 are refused; HS256 passes', async () => {
+    const email = `alg-${process.pid}@example.com`;
+    const registered = await request(server, 'POST', '/auth/register', { body: { email, password: 'correct horse battery' } });
+    const key = new TextEncoder().encode(secret);
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { sub: registered.body.id, tv: 0, iat: now, exp: now + 3600 };
+    const sign = (alg: string) => new SignJWT(claims).setProtectedHeader({ alg, typ: 'JWT' }).sign(key);
+    const me = (token: string) => request(server, 'GET', '/api/me', { token });
+    assert.equal((await me(await sign('HS256'))).status, 200, 'the control token, rightly signed, passes');
+    for (const token of [await sign('HS384'), await sign('HS512'), new UnsecuredJWT(claims).encode()]) {
+      const answer = await me(token);
+      assert.equal(answer.status, 401, token);
+      assert.deepEqual(answer.body, { statusCode: 401, error: 'Unauthorized', message: 'Unauthorized' });
+    }
+  });
+});
+
+describe('CORS limited to CORS_ORIGINS', () => {
+  let server: TestServer;
+  let closed: TestServer;
+  before(async () => {
+    server = await startServer({ CORS_ORIGINS: 'https://app.example.com,https://admin.example.com' });
+    closed = await startServer();
+  });
+  after(async () => {
+    await server?.close();
+    await closed?.close();
+  });
+
+  const preflight = (target: TestServer, origin: string) =>
+    request(target, 'OPTIONS', '/api/projects', { headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' } });
+
+  test('an allowed origin gets its CORS headers, on a preflight and on the request', async () => {
+    const answer = await preflight(server, 'https://admin.example.com');
+    assert.ok(answer.status < 300, `preflight ${answer.status}`);
+    assert.equal(answer.headers.get('access-control-allow-origin'), 'https://admin.example.com');
+    assert.match(answer.headers.get('access-control-allow-methods') ?? '', /POST/);
+    const evaluated = await request(server, 'POST', '/sdk/v1/evaluate', { headers: { origin: 'https://app.example.com' }, body: { environment: 'production' } });
+    assert.equal(evaluated.headers.get('access-control-allow-origin'), 'https://app.example.com');
+  });
+
+  test('another origin, a look-alike and null get none', async () => {
+    for (const origin of ['https://evil.example.com', 'https://app.example.com.evil.io', 'http://app.example.com', 'null']) {
+      const answer = await preflight(server, origin);
+      assert.equal(answer.headers.get('access-control-allow-origin'), null, origin);
+      const plain = await request(server, 'GET', '/health', { headers: { origin } });
+      assert.equal(plain.headers.get('access-control-allow-origin'), null, origin);
+    }
+  });
+
+  test('without CORS_ORIGINS no origin gets CORS headers', async () => {
+    const answer = await preflight(closed, 'https://app.example.com');
+    assert.equal(answer.headers.get('access-control-allow-origin'), null);
+  });
+});
