@@ -40,14 +40,14 @@ export function EnvironmentsPage() {
                       <strong>{env.name}</strong> <code>{env.key}</code>
                     </div>
                     {canEdit && (
-                    <div className="row-actions">
-                      <button type="button" className="secondary small" onClick={() => setRenaming(env)} aria-label={`Rename ${env.name}`}>
-                        Rename
-                      </button>
-                      <button type="button" className="danger small" onClick={() => setDeleting(env)} aria-label={`Delete ${env.name}`}>
-                        Delete
-                      </button>
-                    </div>
+                      <div className="row-actions">
+                        <button type="button" className="secondary small" onClick={() => setRenaming(env)} aria-label={`Rename ${env.name}`}>
+                          Rename
+                        </button>
+                        <button type="button" className="danger small" onClick={() => setDeleting(env)} aria-label={`Delete ${env.name}`}>
+                          Delete
+                        </button>
+                      </div>
                     )}
                   </li>
                 ))}

@@ -105,83 +105,83 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
           <AuditList projectId={projectId} filters={{ resource_type: 'flag', resource_id: flag.id }} emptyText="Changes to this flag appear here: who switched it, when, and what changed." />
         </section>
       ) : (
-      <>
-      {!canEdit && <RoleNote need="editor" what="switch or change this flag" />}
-      <section className="panel">
-        <h3>Serving</h3>
-        <div className="serving">
-          <div className="switch-row">
-            <FlagSwitch flagKey={flag.key} environment={environment.name} checked={flag.enabled} disabled={!canEdit} reasonId="role-note-editor" onChange={(enabled) => setEnabled.mutate({ envId: environment.id, envKey: environment.key, flagId: flag.id, enabled })} />
-            <span aria-hidden="true" className="switch-label">{flag.enabled ? 'On' : 'Off'}</span>
-          </div>
-          {setEnabled.error && (
-            <p className="error" role="alert">
-              Not switched: {setEnabled.error.message}
-            </p>
+        <>
+          {!canEdit && <RoleNote need="editor" what="switch or change this flag" />}
+          <section className="panel">
+            <h3>Serving</h3>
+            <div className="serving">
+              <div className="switch-row">
+                <FlagSwitch flagKey={flag.key} environment={environment.name} checked={flag.enabled} disabled={!canEdit} reasonId="role-note-editor" onChange={(enabled) => setEnabled.mutate({ envId: environment.id, envKey: environment.key, flagId: flag.id, enabled })} />
+                <span aria-hidden="true" className="switch-label">{flag.enabled ? 'On' : 'Off'}</span>
+              </div>
+              {setEnabled.error && (
+                <p className="error" role="alert">
+                  Not switched: {setEnabled.error.message}
+                </p>
+              )}
+              <div className="rollout-row">
+                <span id="rollout-label">Rollout</span>
+                <Slider.Root className="slider" disabled={!canEdit} value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
+                  <Slider.Track className="slider-track">
+                    <Slider.Range className="slider-range" />
+                  </Slider.Track>
+                  <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} />
+                </Slider.Root>
+                <span className="number-group">
+                <label className="visually-hidden" htmlFor="rollout-number">
+                  Rollout percentage
+                </label>
+                <input
+                  id="rollout-number"
+                  className="number"
+                  type="number"
+                  min={0}
+                  max={100}
+                  value={rollout}
+                  disabled={!canEdit}
+                  aria-invalid={rolloutError ? true : undefined}
+                  aria-describedby={rolloutError ? 'rollout-error' : undefined}
+                  onChange={(event) => setRollout(event.target.value === '' ? 0 : Number(event.target.value))}
+                  onBlur={() => rollout !== flag.rollout_percentage && void saveRollout(rollout)}
+                  onKeyDown={(event) => event.key === 'Enter' && void saveRollout(rollout)}
+                />
+                <span aria-hidden="true">%</span>
+                </span>
+              </div>
+              {rolloutError && (
+                <p className="error" id="rollout-error" role="alert">
+                  {rolloutError}
+                </p>
+              )}
+              <p className="muted small">
+                While it is on, users a rule matches get it.{' '}
+                {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
+              </p>
+            </div>
+          </section>
+
+          <RulesEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
+
+          <section className="panel">
+            <h3>Usage</h3>
+            <Suspense fallback={<Loading what="the chart" />}>
+              <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} />
+            </Suspense>
+          </section>
+
+          <Details flag={flag} save={save} readOnly={!canEdit} />
+          {canEdit && <CopyToEnvironment flag={flag} environment={environment} environments={environments} />}
+
+          {canEdit && (
+            <section className="panel danger-zone">
+              <h3>Delete this flag</h3>
+              <p>Deletes {flag.key} in {environment.name} with its rules. Its evaluation history stays.</p>
+              <button type="button" className="danger" onClick={() => setDeleting(true)}>
+                Delete flag
+              </button>
+            </section>
           )}
-          <div className="rollout-row">
-            <span id="rollout-label">Rollout</span>
-            <Slider.Root className="slider" disabled={!canEdit} value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
-              <Slider.Track className="slider-track">
-                <Slider.Range className="slider-range" />
-              </Slider.Track>
-              <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} />
-            </Slider.Root>
-            <span className="number-group">
-            <label className="visually-hidden" htmlFor="rollout-number">
-              Rollout percentage
-            </label>
-            <input
-              id="rollout-number"
-              className="number"
-              type="number"
-              min={0}
-              max={100}
-              value={rollout}
-              disabled={!canEdit}
-              aria-invalid={rolloutError ? true : undefined}
-              aria-describedby={rolloutError ? 'rollout-error' : undefined}
-              onChange={(event) => setRollout(event.target.value === '' ? 0 : Number(event.target.value))}
-              onBlur={() => rollout !== flag.rollout_percentage && void saveRollout(rollout)}
-              onKeyDown={(event) => event.key === 'Enter' && void saveRollout(rollout)}
-            />
-            <span aria-hidden="true">%</span>
-            </span>
-          </div>
-          {rolloutError && (
-            <p className="error" id="rollout-error" role="alert">
-              {rolloutError}
-            </p>
-          )}
-          <p className="muted small">
-            While it is on, users a rule matches get it.{' '}
-            {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
-          </p>
-        </div>
-      </section>
-
-      <RulesEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
-
-      <section className="panel">
-        <h3>Usage</h3>
-        <Suspense fallback={<Loading what="the chart" />}>
-          <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} />
-        </Suspense>
-      </section>
-
-      <Details flag={flag} save={save} readOnly={!canEdit} />
-      {canEdit && <CopyToEnvironment flag={flag} environment={environment} environments={environments} />}
-
-      {canEdit && (
-      <section className="panel danger-zone">
-        <h3>Delete this flag</h3>
-        <p>Deletes {flag.key} in {environment.name} with its rules. Its evaluation history stays.</p>
-        <button type="button" className="danger" onClick={() => setDeleting(true)}>
-          Delete flag
-        </button>
-      </section>
-      )}
-      </>
+        </>
       )}
       <ConfirmDialog
         open={deleting}
@@ -222,19 +222,19 @@ function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?
       <h3>Details</h3>
       <form onSubmit={submit} noValidate>
         <fieldset className="plain" disabled={readOnly}>
-        <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
-        <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
-        <div className="actions start">
-          <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>Save details</button>
-          <span role="status" className="muted">
-            {saved ? 'Saved' : ''}
-          </span>
-        </div>
+          <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
+          <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
+          {errors.form && (
+            <p className="error" role="alert">
+              {errors.form}
+            </p>
+          )}
+          <div className="actions start">
+            <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>Save details</button>
+            <span role="status" className="muted">
+              {saved ? 'Saved' : ''}
+            </span>
+          </div>
         </fieldset>
       </form>
     </section>

@@ -147,11 +147,11 @@ function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, o
   return (
     <li ref={sortable.setNodeRef} style={style} className={`rule${sortable.isDragging ? ' dragging' : ''}${rule.enabled ? '' : ' disabled'}`}>
       {!readOnly && (
-      <button type="button" className="handle" aria-label={`Reorder rule ${position} of ${count}: ${name}`} {...sortable.attributes} {...sortable.listeners}>
-        <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
-          <path d="M5 3h2v2H5zM9 3h2v2H9zM5 7h2v2H5zM9 7h2v2H9zM5 11h2v2H5zM9 11h2v2H9z" fill="currentColor" />
-        </svg>
-      </button>
+        <button type="button" className="handle" aria-label={`Reorder rule ${position} of ${count}: ${name}`} {...sortable.attributes} {...sortable.listeners}>
+          <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
+            <path d="M5 3h2v2H5zM9 3h2v2H9zM5 7h2v2H5zM9 7h2v2H9zM5 11h2v2H5zM9 11h2v2H9z" fill="currentColor" />
+          </svg>
+        </button>
       )}
       <div className="rule-text">
         <span className="muted small">{RULE_TYPES[rule.rule_type].label}</span>
@@ -160,23 +160,23 @@ function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, o
       {readOnly ? (
         <span className="muted small">{rule.enabled ? 'Enabled' : 'Disabled'}</span>
       ) : (
-      <div className="row-actions">
-        <label className="checkbox small">
-          <input type="checkbox" checked={rule.enabled} onChange={(event) => onToggle(event.target.checked)} aria-label={`Rule ${name} enabled`} /> Enabled
-        </label>
-        <button type="button" className="secondary small" disabled={position === 1} onClick={() => onMove(-1)} aria-label={`Move ${name} up`}>
-          ↑
-        </button>
-        <button type="button" className="secondary small" disabled={position === count} onClick={() => onMove(1)} aria-label={`Move ${name} down`}>
-          ↓
-        </button>
-        <button type="button" className="secondary small" onClick={onEdit} aria-label={`Edit rule ${name}`}>
-          Edit
-        </button>
-        <button type="button" className="danger small" onClick={onDelete} aria-label={`Delete rule ${name}`}>
-          Delete
-        </button>
-      </div>
+        <div className="row-actions">
+          <label className="checkbox small">
+            <input type="checkbox" checked={rule.enabled} onChange={(event) => onToggle(event.target.checked)} aria-label={`Rule ${name} enabled`} /> Enabled
+          </label>
+          <button type="button" className="secondary small" disabled={position === 1} onClick={() => onMove(-1)} aria-label={`Move ${name} up`}>
+            ↑
+          </button>
+          <button type="button" className="secondary small" disabled={position === count} onClick={() => onMove(1)} aria-label={`Move ${name} down`}>
+            ↓
+          </button>
+          <button type="button" className="secondary small" onClick={onEdit} aria-label={`Edit rule ${name}`}>
+            Edit
+          </button>
+          <button type="button" className="danger small" onClick={onDelete} aria-label={`Delete rule ${name}`}>
+            Delete
+          </button>
+        </div>
       )}
     </li>
   );

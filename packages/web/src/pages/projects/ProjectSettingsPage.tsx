@@ -57,19 +57,19 @@ function Settings({ project }: { project: Project }) {
         <h2>Name and description</h2>
         <form onSubmit={save} noValidate>
           <fieldset className="plain" disabled={!isOwner}>
-          <Field label="Project name" value={name} onChange={setName} error={errors.name} maxLength={200} />
-          <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-          {errors.form && (
-            <p className="error" role="alert">
-              {errors.form}
-            </p>
-          )}
-          <div className="actions start">
-            <button type="submit" title={isOwner ? undefined : reasonFor('owner')}>Save</button>
-            <span role="status" className="muted">
-              {saved ? 'Saved' : ''}
-            </span>
-          </div>
+            <Field label="Project name" value={name} onChange={setName} error={errors.name} maxLength={200} />
+            <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
+            {errors.form && (
+              <p className="error" role="alert">
+                {errors.form}
+              </p>
+            )}
+            <div className="actions start">
+              <button type="submit" title={isOwner ? undefined : reasonFor('owner')}>Save</button>
+              <span role="status" className="muted">
+                {saved ? 'Saved' : ''}
+              </span>
+            </div>
           </fieldset>
         </form>
       </section>
@@ -94,13 +94,13 @@ function Settings({ project }: { project: Project }) {
       </section>
 
       {isOwner && (
-      <section className="panel danger-zone">
-        <h2>Delete this project</h2>
-        <p>Its environments, flags, targeting rules and evaluation history are deleted with it.</p>
-        <button type="button" className="danger" onClick={() => setDeleting(true)}>
-          Delete project
-        </button>
-      </section>
+        <section className="panel danger-zone">
+          <h2>Delete this project</h2>
+          <p>Its environments, flags, targeting rules and evaluation history are deleted with it.</p>
+          <button type="button" className="danger" onClick={() => setDeleting(true)}>
+            Delete project
+          </button>
+        </section>
       )}
 
       <ConfirmDialog
