@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 
-/** Every setting of the service, read from the environment once (docs/configuration.md). */
+/** Every setting of the service, read from the environment once (the README's Configuration table). */
 export interface Config {
   port: number;
   host: string;

@@ -148,6 +148,18 @@ describe('audit log', () => {
     assert.deepEqual(all.slice(0, events.length).reverse().map((item) => item.id), events.map((item) => item.id));
   });
 
+  test('a PUT that only switches a flag on or off is a flag.toggled, like POST …/toggle', async () => {
+    const asEditor = { token: editor.token };
+    const flags = `${p()}/environments/${project.production}/flags`;
+    const created = await request(server, 'POST', flags, { ...asEditor, body: { name: 'Switched', key: 'switched' } });
+    let answer: any;
+    const event = await oneEvent(async () => (answer = await request(server, 'PUT', `${flags}/${created.body.id}`, { ...asEditor, body: { enabled: true, name: 'Switched' } })), 200);
+    assert.equal(event.action, 'flag.toggled');
+    assert.deepEqual([event.before.enabled, event.after], [false, answer.body]);
+    const both = await oneEvent(() => request(server, 'PUT', `${flags}/${created.body.id}`, { ...asEditor, body: { enabled: false, rollout_percentage: 5 } }), 200);
+    assert.equal(both.action, 'flag.updated', 'a change of more than the switch is an update');
+  });
+
   test('a change made with an API token names the token', async () => {
     const token = await request(server, 'POST', '/api/tokens', { token: owner.token, body: { name: 'ci', project_id: project.id, role: 'editor' } });
     secrets.push(token.body.token);

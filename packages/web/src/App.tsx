@@ -17,6 +17,10 @@ import { FlagsPage } from './pages/flags/FlagsPage';
 import { FlagPage } from './pages/flags/FlagPage';
 import { TryItPage } from './pages/try/TryItPage';
 import { ConnectPage } from './pages/connect/ConnectPage';
+import { MembersPage } from './pages/members/MembersPage';
+import { AuditPage } from './pages/audit/AuditPage';
+import { WebhooksPage } from './pages/webhooks/WebhooksPage';
+import { TokensPage } from './pages/tokens/TokensPage';
 
 // The history page carries the chart library: loaded when first opened, not on first load.
 const UsagePage = lazy(() => import('./pages/usage/UsagePage'));
@@ -40,6 +44,8 @@ function RequireSession() {
 const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
   { path: '/signup', element: <SignupPage /> },
+  // The invitation email links here (contract §8: <PUBLIC_URL>/register?email=…).
+  { path: '/register', element: <SignupPage /> },
   { path: '/forgot-password', element: <ForgotPasswordPage /> },
   { path: '/reset-password', element: <ResetPasswordPage /> },
   {
@@ -49,6 +55,7 @@ const router = createBrowserRouter([
         element: <AppLayout />,
         children: [
           { path: '/', element: <ProjectsPage /> },
+          { path: '/account/tokens', element: <TokensPage /> },
           {
             path: '/projects/:projectId',
             element: <ProjectLayout />,
@@ -66,6 +73,9 @@ const router = createBrowserRouter([
                 ),
               },
               { path: 'connect', element: <ConnectPage /> },
+              { path: 'members', element: <MembersPage /> },
+              { path: 'audit', element: <AuditPage /> },
+              { path: 'webhooks', element: <WebhooksPage /> },
               { path: 'settings', element: <ProjectSettingsPage /> },
             ],
           },

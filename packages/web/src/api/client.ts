@@ -10,6 +10,11 @@ export type Evaluation = components['schemas']['Evaluation'];
 export type ProjectFlag = components['schemas']['ProjectFlag'];
 export type FlagState = ProjectFlag['environments'][string];
 export type RuleType = Rule['rule_type'];
+export type Member = components['schemas']['Member'];
+export type ApiToken = components['schemas']['ApiToken'];
+export type AuditEvent = components['schemas']['AuditEvent'];
+export type ResourceType = NonNullable<NonNullable<paths['/api/projects/{project_id}/audit']['get']['parameters']['query']>['resource_type']>;
+export type Webhook = components['schemas']['Webhook'];
 
 /** An answer other than 2xx, with the server's message (contract §3). */
 export class ApiError extends Error {

@@ -59,3 +59,19 @@ export function useSetEnabled(pid: string) {
     },
   });
 }
+
+export const teamKeys = {
+  members: (pid: string) => ['members', pid] as const,
+  tokens: ['tokens'] as const,
+  audit: (pid: string, filters: object) => ['audit', pid, filters] as const,
+  webhooks: (pid: string) => ['webhooks', pid] as const,
+  deliveries: (pid: string, webhookId: string) => ['deliveries', pid, webhookId] as const,
+  me: ['me'] as const,
+};
+
+export const useMe = () => useQuery({ queryKey: teamKeys.me, queryFn: () => unwrap(api.GET('/api/me')), staleTime: Infinity });
+export const useMembers = (pid: string) =>
+  useQuery({ queryKey: teamKeys.members(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/members', p(pid))) });
+export const useTokens = () => useQuery({ queryKey: teamKeys.tokens, queryFn: () => unwrap(api.GET('/api/tokens')) });
+export const useWebhooks = (pid: string, enabled = true) =>
+  useQuery({ queryKey: teamKeys.webhooks(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/webhooks', p(pid))), enabled });

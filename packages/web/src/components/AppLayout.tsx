@@ -24,9 +24,14 @@ export function AppLayout() {
           </svg>
           Guidon
         </Link>
-        <button type="button" className="secondary small" onClick={logOut}>
-          Log out
-        </button>
+        <nav className="account-links" aria-label="Account">
+          <Link to="/account/tokens" className="small">
+            API tokens
+          </Link>
+          <button type="button" className="secondary small" onClick={logOut}>
+            Log out
+          </button>
+        </nav>
       </header>
       <main id="main" tabIndex={-1}>
         <Outlet />

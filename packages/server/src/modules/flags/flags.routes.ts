@@ -60,7 +60,10 @@ export const flagRoutes: ApiPlugin = async (app, { db, writes }) => {
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const before = await requireFlag(trx, flagScopeOf(request));
       const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage }));
-      record(flagChange('flag.updated', before, after));
+      // Switching it on or off is a toggle however it is sent (the dashboard's switch sets the
+      // state with PUT): a webhook for flag.toggled hears every flip.
+      const onlySwitched = before.enabled !== after.enabled && [name, key, description, rollout_percentage].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage][i]);
+      record(flagChange(onlySwitched ? 'flag.toggled' : 'flag.updated', before, after));
       return after;
     });
   });

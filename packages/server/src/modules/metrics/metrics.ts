@@ -27,7 +27,7 @@ export function createMetrics({ history, evaluateCache, changes }: Pick<Services
   // Totals kept elsewhere, read when scraped.
   new Counter({
     name: 'guidon_flag_evaluations_total',
-    help: 'Flags evaluated (one per flag of each answered evaluate request)',
+    help: 'Flags evaluated (one per flag of each answered evaluate or OFREP request)',
     registers: [registry],
     collect() {
       this.reset();

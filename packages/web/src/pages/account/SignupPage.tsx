@@ -9,7 +9,8 @@ import { AccountFrame, safeNext } from './AccountFrame';
 export function SignupPage() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
-  const [email, setEmail] = useState('');
+  // An invitation link carries the invited address: /register?email=…
+  const [email, setEmail] = useState(params.get('email') ?? '');
   const [password, setPassword] = useState('');
   const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string }>({});
   const [busy, setBusy] = useState(false);
@@ -37,6 +38,7 @@ export function SignupPage() {
 
   return (
     <AccountFrame title="Create your account" footer={<span>Have an account? <Link to="/login">Log in</Link></span>}>
+      {params.get('email') && <p className="notice">You were invited to a project: sign up with this address and it is yours at once.</p>}
       <form onSubmit={submit} noValidate>
         <Field label="Email" type="email" autoComplete="email" value={email} onChange={setEmail} error={errors.email} required />
         <Field

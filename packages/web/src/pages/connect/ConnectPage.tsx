@@ -4,7 +4,7 @@ import { useEnvironments, useProject } from '../../api/queries';
 import { CopyButton } from '../../components/CopyButton';
 import { ErrorState, Loading } from '../../components/States';
 
-/** Copy-paste snippets with the project's key and an environment filled in (the SDK's joins later). */
+/** Copy-paste snippets (SDK, curl, fetch) with the project's key and an environment filled in. */
 export function ConnectPage() {
   const { projectId = '' } = useParams();
   const project = useProject(projectId);
@@ -16,6 +16,21 @@ export function ConnectPage() {
   const base = window.location.origin;
   const key = project.data.sdk_key;
   const snippets = [
+    {
+      name: 'TypeScript SDK (@guidon/sdk)',
+      code: `// npm install @guidon/sdk   (Node 20+ and browsers; docs/sdk.md)
+import { createClient } from '@guidon/sdk';
+
+const guidon = createClient({ baseUrl: '${base}', sdkKey: '${key}', environment: '${envKey}' });
+await guidon.ready(); // never rejects: until Guidon answers, every flag reads false
+
+// On a server: one view per user (cached, refreshed when a flag changes).
+const flags = await guidon.forContext({ user_id: 'user-42', user_email: 'ada@example.com' });
+if (flags.isEnabled('new_checkout')) {
+  // show the new checkout
+}
+guidon.on('change', ({ keys }) => console.log('changed:', keys)); // streamed updates`,
+    },
     {
       name: 'curl',
       code: `curl -s -X POST ${base}/sdk/v1/evaluate \\\n  -H 'x-sdk-key: ${key}' -H 'content-type: application/json' \\\n  -d '{"environment":"${envKey}","context":{"user_id":"user-42","user_email":"ada@example.com"}}'`,

@@ -8,6 +8,8 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
+import { useRole } from '../../api/roles';
+import { RoleNote } from '../../components/RoleNote';
 
 const keyPattern = new RegExp(fields.environmentKey.pattern);
 export const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
@@ -18,10 +20,12 @@ export function EnvironmentsPage() {
   const client = useQueryClient();
   const [renaming, setRenaming] = useState<Environment | null>(null);
   const [deleting, setDeleting] = useState<Environment | null>(null);
+  const canEdit = useRole(projectId).can('editor');
   const refresh = () => Promise.all([client.invalidateQueries({ queryKey: keys.environments(projectId) }), client.invalidateQueries({ queryKey: keys.projectFlags(projectId) })]);
 
   return (
     <div className="stack">
+      {!canEdit && <RoleNote need="editor" what="add, rename or delete environments" />}
       <QueryState query={environments} what="environments">
         {(list) => (
           <section className="panel">
@@ -35,14 +39,16 @@ export function EnvironmentsPage() {
                     <div>
                       <strong>{env.name}</strong> <code>{env.key}</code>
                     </div>
-                    <div className="row-actions">
-                      <button type="button" className="secondary small" onClick={() => setRenaming(env)} aria-label={`Rename ${env.name}`}>
-                        Rename
-                      </button>
-                      <button type="button" className="danger small" onClick={() => setDeleting(env)} aria-label={`Delete ${env.name}`}>
-                        Delete
-                      </button>
-                    </div>
+                    {canEdit && (
+                      <div className="row-actions">
+                        <button type="button" className="secondary small" onClick={() => setRenaming(env)} aria-label={`Rename ${env.name}`}>
+                          Rename
+                        </button>
+                        <button type="button" className="danger small" onClick={() => setDeleting(env)} aria-label={`Delete ${env.name}`}>
+                          Delete
+                        </button>
+                      </div>
+                    )}
                   </li>
                 ))}
               </ul>
@@ -50,7 +56,7 @@ export function EnvironmentsPage() {
           </section>
         )}
       </QueryState>
-      <CreateEnvironment projectId={projectId} onCreated={refresh} />
+      {canEdit && <CreateEnvironment projectId={projectId} onCreated={refresh} />}
       {renaming && <RenameEnvironment projectId={projectId} environment={renaming} onClose={() => setRenaming(null)} onDone={refresh} />}
       <ConfirmDialog
         open={deleting !== null}

@@ -1,7 +1,7 @@
 import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import * as Slider from '@radix-ui/react-slider';
-import { Link, useNavigate, useParams } from 'react-router';
+import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import { api, ApiError, unwrap, type Environment, type Flag } from '../../api/client';
 import { flagParams, keys, useEnvironments, useFlag, useProjectFlags, useSetEnabled } from '../../api/queries';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
@@ -10,6 +10,9 @@ import { FlagSwitch } from '../../components/FlagSwitch';
 import { ErrorState, Loading } from '../../components/States';
 import { ago, evaluatedAgo, isStale } from '../../components/time';
 import { RulesEditor } from './RulesEditor';
+import { reasonFor, useRole } from '../../api/roles';
+import { RoleNote } from '../../components/RoleNote';
+import { AuditList } from '../audit/AuditList';
 
 const FlagChart = lazy(() => import('../usage/FlagChart'));
 
@@ -35,6 +38,10 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
   const [rollout, setRollout] = useState(flag.rollout_percentage);
   const [rolloutError, setRolloutError] = useState<string | null>(null);
   const [deleting, setDeleting] = useState(false);
+  const [params] = useSearchParams();
+  const showHistory = params.get('view') === 'history';
+  const { can } = useRole(projectId);
+  const canEdit = can('editor');
   useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
 
   const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>) => {
@@ -84,78 +91,98 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
           })}
         </nav>
       </div>
+      <nav aria-label="Flag views" className="tabs sub-tabs">
+        <Link to="?" className={showHistory ? 'tab' : 'tab active'} aria-current={showHistory ? undefined : 'page'}>
+          Settings
+        </Link>
+        <Link to="?view=history" className={showHistory ? 'tab active' : 'tab'} aria-current={showHistory ? 'page' : undefined}>
+          History
+        </Link>
+      </nav>
+      {showHistory ? (
+        <section className="panel">
+          <h3>History of {flag.key} in {environment.name}</h3>
+          <AuditList projectId={projectId} filters={{ resource_type: 'flag', resource_id: flag.id }} emptyText="Changes to this flag appear here: who switched it, when, and what changed." />
+        </section>
+      ) : (
+        <>
+          {!canEdit && <RoleNote need="editor" what="switch or change this flag" />}
+          <section className="panel">
+            <h3>Serving</h3>
+            <div className="serving">
+              <div className="switch-row">
+                <FlagSwitch flagKey={flag.key} environment={environment.name} checked={flag.enabled} disabled={!canEdit} reasonId="role-note-editor" onChange={(enabled) => setEnabled.mutate({ envId: environment.id, envKey: environment.key, flagId: flag.id, enabled })} />
+                <span aria-hidden="true" className="switch-label">{flag.enabled ? 'On' : 'Off'}</span>
+              </div>
+              {setEnabled.error && (
+                <p className="error" role="alert">
+                  Not switched: {setEnabled.error.message}
+                </p>
+              )}
+              <div className="rollout-row">
+                <span id="rollout-label">Rollout</span>
+                <Slider.Root className="slider" disabled={!canEdit} value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
+                  <Slider.Track className="slider-track">
+                    <Slider.Range className="slider-range" />
+                  </Slider.Track>
+                  <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} />
+                </Slider.Root>
+                <span className="number-group">
+                <label className="visually-hidden" htmlFor="rollout-number">
+                  Rollout percentage
+                </label>
+                <input
+                  id="rollout-number"
+                  className="number"
+                  type="number"
+                  min={0}
+                  max={100}
+                  value={rollout}
+                  disabled={!canEdit}
+                  aria-invalid={rolloutError ? true : undefined}
+                  aria-describedby={rolloutError ? 'rollout-error' : undefined}
+                  onChange={(event) => setRollout(event.target.value === '' ? 0 : Number(event.target.value))}
+                  onBlur={() => rollout !== flag.rollout_percentage && void saveRollout(rollout)}
+                  onKeyDown={(event) => event.key === 'Enter' && void saveRollout(rollout)}
+                />
+                <span aria-hidden="true">%</span>
+                </span>
+              </div>
+              {rolloutError && (
+                <p className="error" id="rollout-error" role="alert">
+                  {rolloutError}
+                </p>
+              )}
+              <p className="muted small">
+                While it is on, users a rule matches get it.{' '}
+                {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
+              </p>
+            </div>
+          </section>
 
-      <section className="panel">
-        <h3>Serving</h3>
-        <div className="serving">
-          <div className="switch-row">
-            <FlagSwitch flagKey={flag.key} environment={environment.name} checked={flag.enabled} onChange={(enabled) => setEnabled.mutate({ envId: environment.id, envKey: environment.key, flagId: flag.id, enabled })} />
-            <span aria-hidden="true" className="switch-label">{flag.enabled ? 'On' : 'Off'}</span>
-          </div>
-          {setEnabled.error && (
-            <p className="error" role="alert">
-              Not switched: {setEnabled.error.message}
-            </p>
+          <RulesEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
+
+          <section className="panel">
+            <h3>Usage</h3>
+            <Suspense fallback={<Loading what="the chart" />}>
+              <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} />
+            </Suspense>
+          </section>
+
+          <Details flag={flag} save={save} readOnly={!canEdit} />
+          {canEdit && <CopyToEnvironment flag={flag} environment={environment} environments={environments} />}
+
+          {canEdit && (
+            <section className="panel danger-zone">
+              <h3>Delete this flag</h3>
+              <p>Deletes {flag.key} in {environment.name} with its rules. Its evaluation history stays.</p>
+              <button type="button" className="danger" onClick={() => setDeleting(true)}>
+                Delete flag
+              </button>
+            </section>
           )}
-          <div className="rollout-row">
-            <span id="rollout-label">Rollout</span>
-            <Slider.Root className="slider" value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
-              <Slider.Track className="slider-track">
-                <Slider.Range className="slider-range" />
-              </Slider.Track>
-              <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} />
-            </Slider.Root>
-            <span className="number-group">
-            <label className="visually-hidden" htmlFor="rollout-number">
-              Rollout percentage
-            </label>
-            <input
-              id="rollout-number"
-              className="number"
-              type="number"
-              min={0}
-              max={100}
-              value={rollout}
-              aria-invalid={rolloutError ? true : undefined}
-              aria-describedby={rolloutError ? 'rollout-error' : undefined}
-              onChange={(event) => setRollout(event.target.value === '' ? 0 : Number(event.target.value))}
-              onBlur={() => rollout !== flag.rollout_percentage && void saveRollout(rollout)}
-              onKeyDown={(event) => event.key === 'Enter' && void saveRollout(rollout)}
-            />
-            <span aria-hidden="true">%</span>
-            </span>
-          </div>
-          {rolloutError && (
-            <p className="error" id="rollout-error" role="alert">
-              {rolloutError}
-            </p>
-          )}
-          <p className="muted small">
-            While it is on, users a rule matches get it.{' '}
-            {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
-          </p>
-        </div>
-      </section>
-
-      <RulesEditor projectId={projectId} envId={environment.id} flag={flag} />
-
-      <section className="panel">
-        <h3>Usage</h3>
-        <Suspense fallback={<Loading what="the chart" />}>
-          <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} />
-        </Suspense>
-      </section>
-
-      <Details flag={flag} save={save} />
-      <CopyToEnvironment flag={flag} environment={environment} environments={environments} />
-
-      <section className="panel danger-zone">
-        <h3>Delete this flag</h3>
-        <p>Deletes {flag.key} in {environment.name} with its rules. Its evaluation history stays.</p>
-        <button type="button" className="danger" onClick={() => setDeleting(true)}>
-          Delete flag
-        </button>
-      </section>
+        </>
+      )}
       <ConfirmDialog
         open={deleting}
         onOpenChange={setDeleting}
@@ -173,7 +200,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
   );
 }
 
-function Details({ flag, save }: { flag: Flag; save: (changes: { name?: string; description?: string | null }) => Promise<void> }) {
+function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?: string; description?: string | null }) => Promise<void>; readOnly: boolean }) {
   const [name, setName] = useState(flag.name);
   const [description, setDescription] = useState(flag.description ?? '');
   const [errors, setErrors] = useState<{ name?: string; form?: string }>({});
@@ -194,19 +221,21 @@ function Details({ flag, save }: { flag: Flag; save: (changes: { name?: string; 
     <section className="panel">
       <h3>Details</h3>
       <form onSubmit={submit} noValidate>
-        <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
-        <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
-        <div className="actions start">
-          <button type="submit">Save details</button>
-          <span role="status" className="muted">
-            {saved ? 'Saved' : ''}
-          </span>
-        </div>
+        <fieldset className="plain" disabled={readOnly}>
+          <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
+          <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
+          {errors.form && (
+            <p className="error" role="alert">
+              {errors.form}
+            </p>
+          )}
+          <div className="actions start">
+            <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>Save details</button>
+            <span role="status" className="muted">
+              {saved ? 'Saved' : ''}
+            </span>
+          </div>
+        </fieldset>
       </form>
     </section>
   );

@@ -6,6 +6,8 @@ import { FlagSwitch } from '../../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../../components/States';
 import { evaluatedAgo, isStale, plural } from '../../components/time';
 import { CreateFlagDialog } from './CreateFlagDialog';
+import { useRole } from '../../api/roles';
+import { RoleNote } from '../../components/RoleNote';
 
 type Filter = 'all' | 'on' | 'off' | 'stale';
 
@@ -35,6 +37,8 @@ export function FlagsPage() {
   const [search, setSearch] = useState('');
   const [filter, setFilter] = useState<Filter>('all');
   const [creating, setCreating] = useState(false);
+  const { can, reason } = useRole(projectId);
+  const canEdit = can('editor');
   const deferredSearch = useDeferredValue(search);
   const rows = useMemo(() => filterFlags(flags.data ?? [], deferredSearch, filter), [flags.data, deferredSearch, filter]);
   const [shown, setShown] = useState(PAGE);
@@ -50,10 +54,11 @@ export function FlagsPage() {
     <section>
       <div className="page-head">
         <h2>Flags</h2>
-        <button type="button" onClick={() => setCreating(true)} disabled={envs.length === 0}>
+        <button type="button" onClick={() => setCreating(true)} disabled={envs.length === 0 || !canEdit} title={canEdit ? undefined : reason('editor')}>
           New flag
         </button>
       </div>
+      {!canEdit && <RoleNote need="editor" what="switch, create or change flags" />}
       {envs.length === 0 ? (
         <Empty title="No environments">
           <p>
@@ -63,9 +68,11 @@ export function FlagsPage() {
       ) : all.length === 0 ? (
         <Empty title="No flags yet">
           <p>Create a flag, switch it on in an environment, then call the evaluate endpoint from your app (see Connect an app).</p>
-          <button type="button" onClick={() => setCreating(true)}>
-            Create your first flag
-          </button>
+          {canEdit && (
+            <button type="button" onClick={() => setCreating(true)}>
+              Create your first flag
+            </button>
+          )}
         </Empty>
       ) : (
         <>
@@ -106,7 +113,7 @@ export function FlagsPage() {
               </thead>
               <tbody>
                 {rows.slice(0, shown).map((row) => (
-                  <FlagRow key={row.key} row={row} envs={envs} toggle={toggle} />
+                  <FlagRow key={row.key} row={row} envs={envs} toggle={toggle} readOnly={!canEdit} />
                 ))}
               </tbody>
             </table>
@@ -128,7 +135,7 @@ export function FlagsPage() {
 
 type Toggle = (change: { envId: string; envKey: string; flagId: string; enabled: boolean }) => void;
 
-const FlagRow = memo(function FlagRow({ row, envs, toggle }: { row: ProjectFlag; envs: Environment[]; toggle: Toggle }) {
+const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: ProjectFlag; envs: Environment[]; toggle: Toggle; readOnly: boolean }) {
   const lastEvaluated = Object.values(row.environments)
     .map((state) => state.last_evaluated_at)
     .filter((at): at is string => at !== null)
@@ -163,6 +170,8 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle }: { row: ProjectFlag;
                 flagKey={row.key}
                 environment={env.name}
                 checked={state.enabled}
+                disabled={readOnly}
+                reasonId="role-note-editor"
                 onChange={(enabled) => toggle({ envId: env.id, envKey: env.key, flagId: state.flag_id, enabled })}
               />
               <span className="rollout" title="Rollout">

@@ -18,7 +18,7 @@ export const RULE_TYPES: Record<RuleType, { label: string; example: string; help
 const ruleName = (rule: Pick<Rule, 'rule_type' | 'rule_value'>) => `${RULE_TYPES[rule.rule_type].label} ${rule.rule_value}`;
 
 /** Targeting rules in evaluation order (highest priority first); reorder by drag or keyboard. */
-export function RulesEditor({ projectId, envId, flag }: { projectId: string; envId: string; flag: Flag }) {
+export function RulesEditor({ projectId, envId, flag, readOnly = false }: { projectId: string; envId: string; flag: Flag; readOnly?: boolean }) {
   const rules = useRules(projectId, envId, flag.id);
   const client = useQueryClient();
   const [editing, setEditing] = useState<Rule | 'new' | null>(null);
@@ -60,9 +60,11 @@ export function RulesEditor({ projectId, envId, flag }: { projectId: string; env
     <section className="panel">
       <div className="page-head">
         <h3>Targeting rules</h3>
-        <button type="button" className="secondary" onClick={() => setEditing('new')}>
-          Add rule
-        </button>
+        {!readOnly && (
+          <button type="button" className="secondary" onClick={() => setEditing('new')}>
+            Add rule
+          </button>
+        )}
       </div>
       <p className="muted small">While the flag is on, the first enabled rule that matches turns it on for that user; top first. Drag a rule by its handle, or focus the handle and use Space and the arrow keys.</p>
       {error && (
@@ -91,6 +93,7 @@ export function RulesEditor({ projectId, envId, flag }: { projectId: string; env
                       rule={rule}
                       position={i + 1}
                       count={list.length}
+                      readOnly={readOnly}
                       onToggle={async (enabled) => {
                         try {
                           await updateRule(rule, { enabled });
@@ -137,38 +140,44 @@ export function RulesEditor({ projectId, envId, flag }: { projectId: string; env
   );
 }
 
-function RuleItem({ rule, position, count, onToggle, onMove, onEdit, onDelete }: { rule: Rule; position: number; count: number; onToggle: (enabled: boolean) => void; onMove: (delta: number) => void; onEdit: () => void; onDelete: () => void }) {
-  const sortable = useSortable({ id: rule.id });
+function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, onDelete }: { rule: Rule; position: number; count: number; readOnly: boolean; onToggle: (enabled: boolean) => void; onMove: (delta: number) => void; onEdit: () => void; onDelete: () => void }) {
+  const sortable = useSortable({ id: rule.id, disabled: readOnly });
   const style = { transform: CSS.Transform.toString(sortable.transform), transition: sortable.transition };
   const name = ruleName(rule);
   return (
     <li ref={sortable.setNodeRef} style={style} className={`rule${sortable.isDragging ? ' dragging' : ''}${rule.enabled ? '' : ' disabled'}`}>
-      <button type="button" className="handle" aria-label={`Reorder rule ${position} of ${count}: ${name}`} {...sortable.attributes} {...sortable.listeners}>
-        <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
-          <path d="M5 3h2v2H5zM9 3h2v2H9zM5 7h2v2H5zM9 7h2v2H9zM5 11h2v2H5zM9 11h2v2H9z" fill="currentColor" />
-        </svg>
-      </button>
+      {!readOnly && (
+        <button type="button" className="handle" aria-label={`Reorder rule ${position} of ${count}: ${name}`} {...sortable.attributes} {...sortable.listeners}>
+          <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
+            <path d="M5 3h2v2H5zM9 3h2v2H9zM5 7h2v2H5zM9 7h2v2H9zM5 11h2v2H5zM9 11h2v2H9z" fill="currentColor" />
+          </svg>
+        </button>
+      )}
       <div className="rule-text">
         <span className="muted small">{RULE_TYPES[rule.rule_type].label}</span>
         <code>{rule.rule_value}</code>
       </div>
-      <div className="row-actions">
-        <label className="checkbox small">
-          <input type="checkbox" checked={rule.enabled} onChange={(event) => onToggle(event.target.checked)} aria-label={`Rule ${name} enabled`} /> Enabled
-        </label>
-        <button type="button" className="secondary small" disabled={position === 1} onClick={() => onMove(-1)} aria-label={`Move ${name} up`}>
-          ↑
-        </button>
-        <button type="button" className="secondary small" disabled={position === count} onClick={() => onMove(1)} aria-label={`Move ${name} down`}>
-          ↓
-        </button>
-        <button type="button" className="secondary small" onClick={onEdit} aria-label={`Edit rule ${name}`}>
-          Edit
-        </button>
-        <button type="button" className="danger small" onClick={onDelete} aria-label={`Delete rule ${name}`}>
-          Delete
-        </button>
-      </div>
+      {readOnly ? (
+        <span className="muted small">{rule.enabled ? 'Enabled' : 'Disabled'}</span>
+      ) : (
+        <div className="row-actions">
+          <label className="checkbox small">
+            <input type="checkbox" checked={rule.enabled} onChange={(event) => onToggle(event.target.checked)} aria-label={`Rule ${name} enabled`} /> Enabled
+          </label>
+          <button type="button" className="secondary small" disabled={position === 1} onClick={() => onMove(-1)} aria-label={`Move ${name} up`}>
+            ↑
+          </button>
+          <button type="button" className="secondary small" disabled={position === count} onClick={() => onMove(1)} aria-label={`Move ${name} down`}>
+            ↓
+          </button>
+          <button type="button" className="secondary small" onClick={onEdit} aria-label={`Edit rule ${name}`}>
+            Edit
+          </button>
+          <button type="button" className="danger small" onClick={onDelete} aria-label={`Delete rule ${name}`}>
+            Delete
+          </button>
+        </div>
+      )}
     </li>
   );
 }

@@ -7,6 +7,8 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { CopyButton } from '../../components/CopyButton';
 import { Field } from '../../components/Field';
 import { QueryState } from '../../components/States';
+import { reasonFor } from '../../api/roles';
+import { RoleNote } from '../../components/RoleNote';
 
 export function ProjectSettingsPage() {
   const { projectId = '' } = useParams();
@@ -24,6 +26,7 @@ function Settings({ project }: { project: Project }) {
   const [shown, setShown] = useState(false);
   const [rotating, setRotating] = useState(false);
   const [deleting, setDeleting] = useState(false);
+  const isOwner = project.role === 'owner';
   useEffect(() => {
     setName(project.name);
     setDescription(project.description ?? '');
@@ -49,22 +52,25 @@ function Settings({ project }: { project: Project }) {
 
   return (
     <div className="stack">
+      {!isOwner && <RoleNote need="owner" what="rename or delete the project, or rotate its SDK key" />}
       <section className="panel">
         <h2>Name and description</h2>
         <form onSubmit={save} noValidate>
-          <Field label="Project name" value={name} onChange={setName} error={errors.name} maxLength={200} />
-          <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-          {errors.form && (
-            <p className="error" role="alert">
-              {errors.form}
-            </p>
-          )}
-          <div className="actions start">
-            <button type="submit">Save</button>
-            <span role="status" className="muted">
-              {saved ? 'Saved' : ''}
-            </span>
-          </div>
+          <fieldset className="plain" disabled={!isOwner}>
+            <Field label="Project name" value={name} onChange={setName} error={errors.name} maxLength={200} />
+            <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
+            {errors.form && (
+              <p className="error" role="alert">
+                {errors.form}
+              </p>
+            )}
+            <div className="actions start">
+              <button type="submit" title={isOwner ? undefined : reasonFor('owner')}>Save</button>
+              <span role="status" className="muted">
+                {saved ? 'Saved' : ''}
+              </span>
+            </div>
+          </fieldset>
         </form>
       </section>
 
@@ -80,18 +86,22 @@ function Settings({ project }: { project: Project }) {
           </button>
           <CopyButton text={project.sdk_key} label="Copy the SDK key" />
         </div>
-        <button type="button" className="secondary" onClick={() => setRotating(true)}>
-          Rotate SDK key
-        </button>
+        {isOwner && (
+          <button type="button" className="secondary" onClick={() => setRotating(true)}>
+            Rotate SDK key
+          </button>
+        )}
       </section>
 
-      <section className="panel danger-zone">
-        <h2>Delete this project</h2>
-        <p>Its environments, flags, targeting rules and evaluation history are deleted with it.</p>
-        <button type="button" className="danger" onClick={() => setDeleting(true)}>
-          Delete project
-        </button>
-      </section>
+      {isOwner && (
+        <section className="panel danger-zone">
+          <h2>Delete this project</h2>
+          <p>Its environments, flags, targeting rules and evaluation history are deleted with it.</p>
+          <button type="button" className="danger" onClick={() => setDeleting(true)}>
+            Delete project
+          </button>
+        </section>
+      )}
 
       <ConfirmDialog
         open={rotating}

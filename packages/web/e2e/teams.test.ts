@@ -1,0 +1,254 @@
+/**
+ * The teams pages walked through in Debian's Chromium, by role and accessible name: an owner
+ * invites someone by email (the SMTP server here receives it; the link opens sign-up with the
+ * address filled in), makes them a viewer, who sees the switches disabled with the reason; the
+ * owner toggles a flag and finds it in the audit log and the flag's history with its before and
+ * after; creates an API token (shown once, used once, revoked, refused); and adds a webhook to a
+ * receiver started here, whose test event shows as delivered. No console error on any page.
+ *
+ * GUIDON_SCREENSHOTS=<dir> also saves the new pages (desktop and phone, light and dark).
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { eventually, newFlag, newProject, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { hasChromium, launch, startMailbox, watchConsole, type Mailbox } from './browser.js';
+
+let server: TestServer;
+let mailbox: Mailbox;
+let browser: Browser;
+let receiver: Server;
+let receiverUrl = '';
+const received: { headers: IncomingHttpHeaders; body: string }[] = [];
+
+before(async () => {
+  assert.ok(hasChromium(), 'Chromium is installed (apt-get install chromium)');
+  mailbox = await startMailbox();
+  // A webhook receiver on 127.0.0.1: allowed only because the server is told so.
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/guidon`;
+  server = await startServer({ SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test', WEBHOOK_ALLOW_PRIVATE: 'true' });
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  await mailbox?.close();
+  await new Promise((resolve) => receiver?.close(resolve));
+});
+
+const invitee = `teammate-${process.pid}@example.com`;
+
+async function signedInPage(context: BrowserContext, token: string): Promise<Page> {
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  await page.goto(server.url + '/login');
+  await page.evaluate((value) => localStorage.setItem('guidon.token', value), token);
+  return page;
+}
+
+test('a team shares a project: members, roles, audit log, API tokens, webhooks', { timeout: 120_000 }, async () => {
+  const owner = await newUser(server, 'owner');
+  const project = await newProject(server, owner, 'Team shop');
+  await newFlag(server, owner, project, { key: 'new_checkout', name: 'New checkout' });
+
+  const ownerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await ownerContext.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  const page = await signedInPage(ownerContext, owner.token);
+  const consoleErrors = watchConsole(page);
+  const guestContext = await browser.newContext({ viewport: { width: 360, height: 760 }, isMobile: true });
+  const guest = await guestContext.newPage();
+  guest.setDefaultTimeout(10_000);
+  const guestErrors = watchConsole(guest);
+
+  const heading = (where: Page, name: string | RegExp) => where.getByRole('heading', { name }).first().waitFor();
+  const section = (where: Page, name: string) => where.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name, exact: true }).click();
+  try {
+    // Invite by email: no account yet, so an invitation, shown as invited.
+    await page.goto(`${server.url}/projects/${project.id}`);
+    await heading(page, 'Team shop');
+    await section(page, 'Members');
+    await heading(page, 'Invite someone');
+    await page.getByLabel('Email of the person to invite').fill(invitee);
+    await page.getByLabel('Role', { exact: true }).selectOption('editor');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByRole('status').filter({ hasText: `Invited ${invitee}` }).waitFor();
+    const members = page.getByRole('list', { name: 'Members and invitations' });
+    await members.getByRole('listitem').filter({ hasText: invitee }).getByText('invited', { exact: true }).waitFor();
+
+    // The email's link opens sign-up with the address filled in.
+    await eventually(() => mailbox.to(invitee).length > 0, 'the invitation email');
+    const link = /http:\/\/guidon\.test(\/register\?email=[^\s"'<>]+)/.exec(mailbox.to(invitee)[0]!)?.[1];
+    assert.ok(link, 'the invitation has the sign-up link');
+    await guest.goto(server.url + link);
+    await heading(guest, 'Create your account');
+    assert.equal(await guest.getByLabel('Email').inputValue(), invitee, 'the invited address is filled in');
+    await guest.getByLabel('Password').fill('another good passphrase');
+    await guest.getByRole('button', { name: 'Sign up' }).click();
+    await guest.getByRole('link', { name: 'Team shop' }).waitFor();
+
+    // Now a member: the owner makes them a viewer.
+    await page.reload();
+    await members.getByRole('listitem').filter({ hasText: invitee }).waitFor();
+    assert.equal(await members.getByRole('listitem').filter({ hasText: invitee }).getByText('invited', { exact: true }).count(), 0, 'no longer invited');
+    await page.getByLabel(`Role of ${invitee}`).selectOption('viewer');
+    await eventually(async () => {
+      const list = await request(server, 'GET', `/api/projects/${project.id}/members`, { token: owner.token });
+      return list.body.some((member: { email: string; role: string }) => member.email === invitee && member.role === 'viewer');
+    }, 'the viewer role stored');
+
+    // The viewer: switches disabled, with the reason; no create button that would 403.
+    await guest.getByRole('link', { name: 'Team shop' }).click();
+    const viewerSwitch = guest.getByRole('switch', { name: 'new_checkout in Production' });
+    await viewerSwitch.waitFor();
+    assert.ok(await viewerSwitch.isDisabled(), 'a viewer cannot toggle');
+    const reasonId = await viewerSwitch.getAttribute('aria-describedby');
+    assert.ok(reasonId, 'the disabled switch is described by its reason');
+    assert.match((await guest.locator(`#${reasonId}`).textContent()) ?? '', /You are a viewer in this project/);
+    assert.ok(await guest.getByRole('button', { name: 'New flag' }).isDisabled());
+    assert.equal(await guest.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Webhooks' }).count(), 0, 'webhooks are for owners');
+    await guest.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Members', exact: true }).click();
+    await guest.getByText('Only an owner can invite people or change roles.').waitFor();
+    assert.ok(await guest.getByLabel(`Role of ${owner.email}`).isDisabled());
+    assert.equal(await guest.getByRole('button', { name: 'Invite' }).count(), 0);
+
+    // The owner toggles the flag: the audit log shows who, and before → after.
+    await section(page, 'Flags');
+    await page.getByRole('switch', { name: 'new_checkout in Production' }).click();
+    await page.getByRole('switch', { name: 'new_checkout in Production', checked: true }).waitFor();
+    await section(page, 'Audit log');
+    await page.getByLabel('Resource type').selectOption('flag');
+    const toggled = page.getByRole('listitem').filter({ hasText: 'flag.toggled' });
+    await toggled.getByRole('row', { name: 'enabled false true' }).waitFor();
+    assert.match((await toggled.textContent()) ?? '', new RegExp(`by ${owner.email}`));
+    await page.getByLabel('Changed by').selectOption({ label: invitee });
+    await page.getByText('No change matches these filters.').waitFor();
+
+    // The flag's own history tab.
+    await section(page, 'Flags');
+    await page.getByRole('link', { name: 'Open new_checkout in Production' }).click();
+    await page.getByRole('navigation', { name: 'Flag views' }).getByRole('link', { name: 'History' }).click();
+    await heading(page, 'History of new_checkout in Production');
+    await page.getByRole('listitem').filter({ hasText: 'flag.toggled' }).getByRole('row', { name: 'enabled false true' }).waitFor();
+    await page.getByRole('listitem').filter({ hasText: 'flag.created' }).waitFor();
+
+    // An API token: shown once with a copy button, used once, revoked, refused.
+    await page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'API tokens' }).click();
+    await heading(page, 'No tokens yet');
+    await page.getByRole('button', { name: 'New token' }).click();
+    const tokenDialog = page.getByRole('dialog', { name: 'New API token' });
+    await tokenDialog.getByLabel('Token name').fill('deploy script');
+    await tokenDialog.getByLabel('Project').selectOption({ label: 'Team shop' });
+    await tokenDialog.getByLabel('Role', { exact: true }).selectOption('editor');
+    await tokenDialog.getByRole('button', { name: 'Create token' }).click();
+    const secret = ((await page.getByLabel('The new token', { exact: true }).textContent()) ?? '').trim();
+    assert.match(secret, /^gdn_/);
+    await page.getByRole('button', { name: 'Copy the new token' }).click();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret, 'the copy button copies the secret');
+    const withToken = await request(server, 'GET', `/api/projects/${project.id}/flags`, { token: secret });
+    assert.equal(withToken.status, 200, 'the token works');
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    await page.reload();
+    const tokenRow = page.getByRole('row', { name: /deploy script/ });
+    await tokenRow.waitFor();
+    assert.equal(await page.getByLabel('The new token', { exact: true }).count(), 0, 'the secret is not shown again');
+    assert.match((await tokenRow.textContent()) ?? '', /Team shop as editor/);
+    assert.notEqual((await tokenRow.getByRole('cell').nth(3).textContent())?.trim(), 'never', 'its use is shown as its last use');
+    await page.getByRole('button', { name: 'Revoke deploy script' }).click();
+    await page.getByRole('dialog', { name: 'Revoke deploy script?' }).getByRole('button', { name: 'Revoke token' }).click();
+    await heading(page, 'No tokens yet');
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}/flags`, { token: secret })).status, 401, 'a revoked token is refused');
+
+    // A webhook to the receiver: secret shown once, events picked, a delivered test event.
+    await page.goto(`${server.url}/projects/${project.id}`);
+    await section(page, 'Webhooks');
+    await heading(page, 'No webhooks yet');
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    const hookDialog = page.getByRole('dialog', { name: 'New webhook' });
+    await hookDialog.getByLabel('Payload URL').fill(receiverUrl);
+    await hookDialog.getByRole('checkbox', { name: 'Every event, including ones added later' }).uncheck();
+    await hookDialog.getByRole('checkbox', { name: 'flag.created' }).check();
+    await hookDialog.getByRole('button', { name: 'Create webhook' }).click();
+    const signingSecret = ((await page.getByLabel("The webhook's signing secret").textContent()) ?? '').trim();
+    assert.ok(signingSecret.length >= 32, 'the signing secret is shown');
+    await page.getByText('Events: flag.toggled, flag.created').waitFor();
+    await page.getByRole('button', { name: `Send a test event to ${receiverUrl}` }).click();
+    const deliveries = page.getByRole('table', { name: `Deliveries to ${receiverUrl}, newest first` });
+    await eventually(async () => (await deliveries.getByRole('row').filter({ hasText: 'webhook.test' }).filter({ hasText: 'Delivered 200' }).count()) === 1, 'the test delivery shown as delivered', 20_000);
+    const test = received.find((item) => item.headers['x-guidon-event'] === 'webhook.test');
+    assert.ok(test, 'the receiver got the test event');
+    const expected = createHmac('sha256', signingSecret).update(`${test.headers['x-guidon-timestamp']}.${test.body}`).digest('hex');
+    assert.equal(test.headers['x-guidon-signature'], `sha256=${expected}`, 'signed with the secret shown once');
+    // Resend: a second delivery of the same event.
+    await deliveries.getByRole('button', { name: /^Resend webhook\.test/ }).click();
+    await eventually(async () => (await deliveries.getByRole('row').filter({ hasText: 'Delivered 200' }).count()) === 2, 'the resent delivery', 20_000);
+    // Switched off: no test to send.
+    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
+    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: false }).waitFor();
+    assert.ok(await page.getByRole('button', { name: `Send a test event to ${receiverUrl}` }).isDisabled());
+    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
+    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: true }).waitFor();
+  } catch (error) {
+    const shot = join(process.env.TMPDIR ?? '/tmp', 'guidon-teams-failure.png');
+    await page.screenshot({ path: shot }).catch(() => undefined);
+    await guest.screenshot({ path: shot.replace('.png', '-guest.png') }).catch(() => undefined);
+    const alerts = (await page.getByRole('alert').allTextContents().catch(() => [])).join(' | ');
+    throw new Error(`${(error as Error).message}\nat ${page.url()} (screenshot ${shot}); alerts: ${alerts || 'none'}`);
+  }
+  assert.deepEqual([...consoleErrors, ...guestErrors], [], 'no console errors on any page');
+
+  if (process.env.GUIDON_SCREENSHOTS) await screenshots(process.env.GUIDON_SCREENSHOTS, owner.token, project.id);
+  await ownerContext.close();
+  await guestContext.close();
+});
+
+/** The teams pages, desktop and phone, light and dark. */
+async function screenshots(dir: string, token: string, projectId: string) {
+  mkdirSync(dir, { recursive: true });
+  const flags = (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token })).body;
+  const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token })).body;
+  const production = environments.find((env: { key: string }) => env.key === 'production');
+  // Tokens to show: one for every project, one scoped and used once.
+  await request(server, 'POST', '/api/tokens', { token, body: { name: 'laptop scripts' } });
+  const ci = await request(server, 'POST', '/api/tokens', { token, body: { name: 'CI deploy', project_id: projectId, role: 'editor', expires_in_days: 90 } });
+  await request(server, 'GET', `/api/projects/${projectId}`, { token: ci.body.token });
+  const pages = [
+    { name: 'members', path: `/projects/${projectId}/members` },
+    { name: 'audit', path: `/projects/${projectId}/audit` },
+    { name: 'flag-history', path: `/projects/${projectId}/flags/${production.id}/${flags[0].environments.production.flag_id}?view=history` },
+    { name: 'webhooks', path: `/projects/${projectId}/webhooks`, open: true },
+    { name: 'tokens', path: '/account/tokens' },
+  ];
+  const variants = [
+    { name: 'desktop', viewport: { width: 1280, height: 860 }, isMobile: false },
+    { name: 'phone', viewport: { width: 360, height: 760 }, isMobile: true },
+  ];
+  for (const variant of variants) {
+    for (const colorScheme of ['light', 'dark'] as const) {
+      const context = await browser.newContext({ viewport: variant.viewport, isMobile: variant.isMobile, colorScheme, deviceScaleFactor: 1 });
+      const page = await signedInPage(context, token);
+      for (const shot of pages) {
+        await page.goto(server.url + shot.path);
+        await page.waitForLoadState('networkidle');
+        if (shot.open) await page.getByRole('button', { name: /^Deliveries of/ }).first().click();
+        await page.getByRole('status').filter({ hasText: /^\s*Loading/ }).waitFor({ state: 'detached' }).catch(() => undefined);
+        await page.waitForTimeout(200);
+        await page.screenshot({ path: join(dir, `${shot.name}-${variant.name}-${colorScheme}.png`), fullPage: variant.name === 'desktop' });
+      }
+      await context.close();
+    }
+  }
+}
