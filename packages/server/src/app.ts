@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import cluster from 'node:cluster';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -13,6 +12,8 @@ import type { Database } from './db/database.js';
 import type { App, Services } from './services.js';
 import { AppError, RateLimited, Unavailable } from './errors.js';
 import { ErrorBody } from './http/schemas.js';
+import { lazyChildLogger } from './http/lazy-logger.js';
+import { requestIdOf } from './http/request-id.js';
 import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
@@ -136,14 +137,12 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
 export async function buildApp(config: Readonly<Config>, database: Database, options: BuildOptions = {}): Promise<App> {
   const app: App = Fastify({
     logger: loggerOptions(config, options.logStream),
+    childLoggerFactory: lazyChildLogger, // a request that logs nothing makes no pino child
     trustProxy: config.trustProxy,
     bodyLimit: 1024 * 1024,
     // The caller's X-Request-Id when it is a sane token (it goes into logs and a header), else a new UUID.
     requestIdHeader: false,
-    genReqId: (request) => {
-      const given = request.headers['x-request-id'];
-      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
-    },
+    genReqId: requestIdOf,
     // Long path ids reach the UUID check (404) and the auth hook (401) like short ones.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.
@@ -221,7 +220,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     auth.addHook('preValidation', refuseUnstorableText);
     await auth.register(accountRoutes, services);
   });
-  await app.register(evaluateRoutes, services);
+  await app.register(evaluateRoutes, { ...services, metrics }); // metrics: for evaluate's direct path
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(
     async (api) => {

@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+
 /** Every setting of the service, read from the environment once (the README's Configuration table). */
 export interface Config {
   port: number;
@@ -5,7 +7,7 @@ export interface Config {
   database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
   /** PostgreSQL connections per process. */
   databasePoolSize: number;
-  /** Server processes (node:cluster) sharing the port; 1 runs in this process. */
+  /** Server processes (node:cluster) sharing the port; 1 runs in this process. WORKERS=auto: one per CPU this process may use. */
   workers: number;
   redisUrl: string | null;
   /** null: generated once and kept in the database. */
@@ -42,6 +44,12 @@ function intSetting(env: Env, name: string, fallback: number, min = 0): number {
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
   return Number(raw);
+}
+
+/** WORKERS: a whole number ≥ 1, or `auto` for one per CPU the process may run on (honours taskset and cpusets). */
+function workersSetting(env: Env): number {
+  if (env.WORKERS?.trim().toLowerCase() === 'auto') return availableParallelism();
+  return intSetting(env, 'WORKERS', 1, 1);
 }
 
 function parseDatabase(raw: string | undefined): Config['database'] {
@@ -81,7 +89,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     host: env.HOST?.trim() || '0.0.0.0',
     database: parseDatabase(env.DATABASE_URL),
     databasePoolSize: intSetting(env, 'DATABASE_POOL_SIZE', 10, 1),
-    workers: intSetting(env, 'WORKERS', 1, 1),
+    workers: workersSetting(env),
     redisUrl: env.REDIS_URL?.trim() || null,
     jwtSecret: env.JWT_SECRET || null,
     smtpUrl: env.SMTP_URL?.trim() || null,

@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, ConfigError } from '../src/config.js';
@@ -64,6 +65,7 @@ describe('configuration', () => {
     assert.equal(config.logLevel, 'debug');
     assert.equal(config.evaluationRetentionDays, 7);
     assert.deepEqual(config.corsOrigins, ['https://a.example.com', 'https://b.example.com']);
+    assert.equal(loadConfig({ WORKERS: 'auto' }).workers, availableParallelism());
     assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:/var/lib/guidon/g.db' }).database, { kind: 'sqlite', path: '/var/lib/guidon/g.db' });
   });
 

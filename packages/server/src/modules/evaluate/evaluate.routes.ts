@@ -1,14 +1,19 @@
-import type { ApiPlugin } from '../../services.js';
+import type { FastifyPluginAsync, RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { contextOf, etagOf, evaluateAll, notModified, outcomeByCode, recordAll, sdkKeyHeader, sdkProjectHook } from './evaluation.js';
+import { answerFor } from './evaluate.answers.js';
+import { bodyReadBefore, directEvaluate } from './evaluate.direct.js';
+import { notModified, sdkKeyHeader, sdkProjectHook } from './evaluation.js';
 import { EvaluateBody, EvaluateResult, NotModified } from './evaluate.schemas.js';
 import { ofrepRoutes } from './ofrep.routes.js';
 import { streamRoutes } from './stream.routes.js';
 import { StreamTokens } from './stream.tokens.js';
 
 /** The SDK surfaces: POST /sdk/v1/evaluate (what applications call at runtime), the change stream, and OFREP. */
-export const evaluateRoutes: ApiPlugin = async (app, services) => {
+export const evaluateRoutes: FastifyPluginAsync<Services & { metrics: Metrics }, RawServerDefault, TypeBoxTypeProvider> = async (app, { metrics, ...services }) => {
   const { limits, evaluateCache, history } = services;
   app.decorateRequest('sdkProject', null);
   // The interface promises 400 for a missing or malformed body: a body that is not declared as
@@ -20,29 +25,23 @@ export const evaluateRoutes: ApiPlugin = async (app, services) => {
     logLevel: 'warn',
     // Contract §2 order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
     onRequest: sdkProjectHook(limits, evaluateCache, sdkKeyHeader),
+    preParsing: bodyReadBefore,
     schema: {
       tags: ['evaluate'],
       security: [{ sdkKey: [] }],
       body: EvaluateBody,
       response: { 200: EvaluateResult, 304: NotModified, ...errorResponses(400, 401, 404, 429, 500) },
     },
-  }, async (request, reply) => {
+  }, (request, reply) => {
     const environment = request.sdkProject?.environments.get(request.body.environment);
     if (!environment) throw new NotFound(`Environment "${request.body.environment}" not found in this project`);
-    const context = contextOf(request.body.context?.user_id, request.body.context?.user_email);
-    const codes = evaluateAll(environment, context);
-    // The answer is assembled from JSON fragments precomputed per flag key and per outcome.
-    const { jsonKeys } = environment;
-    let json = '{"flags":{';
-    for (let i = 0; i < jsonKeys.length; i++) json += jsonKeys[i]! + outcomeByCode(codes[i]!).json;
-    json += '}}';
-    recordAll(history, environment, context, codes);
-    const etag = etagOf(environment, codes);
-    reply.header('etag', etag);
-    if (notModified(request, etag)) return reply.code(304).send(undefined as never);
-    // Already JSON: Fastify sends a string as it is (the response schema documents its shape).
-    return reply.type('application/json; charset=utf-8').send(json as never);
+    const answer = answerFor(environment, request.body.context?.user_id, request.body.context?.user_email, history);
+    reply.header('etag', answer.etag);
+    if (notModified(request.headers, answer.etag)) reply.code(304).send(undefined as never);
+    // Already JSON (the response schema documents its shape).
+    else reply.type('application/json; charset=utf-8').send(answer.body as never);
   });
+  directEvaluate(app, services, metrics);
 
   const streamTokens = new StreamTokens(services.tokens.keyFor('sdk stream tokens'));
   await app.register(streamRoutes, { ...services, streamTokens });

@@ -4,6 +4,7 @@
  * and the history it leaves. The routes only differ in the JSON they build from the outcomes.
  */
 import { hash, randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { EvaluationContext } from '@guidon/engine';
 import type { FastifyPluginAsync, FastifyRequest, HookHandlerDoneFunction, RawServerDefault } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -149,8 +150,8 @@ export function etagOf(environment: CompiledEnvironment, outcomes: Uint8Array): 
 }
 
 /** Whether If-None-Match names this ETag (a list, `*`, weak or strong: comparison is weak, RFC 9110). */
-export function notModified(request: FastifyRequest, etag: string): boolean {
-  const header = request.headers['if-none-match'];
+export function notModified(headers: IncomingHttpHeaders, etag: string): boolean {
+  const header = headers['if-none-match'];
   if (typeof header !== 'string' || header === '') return false;
   if (header.trim() === '*') return true;
   const opaque = etag.slice(2);

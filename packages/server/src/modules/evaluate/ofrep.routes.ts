@@ -159,7 +159,7 @@ export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, histo
     // The ETag covers the evaluated flags, not the stream token beside them (which is renewed).
     const etag = etagOf(environment, codes);
     reply.header('etag', etag);
-    if (notModified(request, etag)) return reply.code(304).send(undefined as never);
+    if (notModified(request.headers, etag)) return reply.code(304).send(undefined as never);
     const token = await streamTokens.issue({ projectId: environment.projectId, environment: environmentName(request), keyHash: sdkKeyHash(anySdkCredential(request)!) });
     const requestUri = `/sdk/v1/stream?token=${encodeURIComponent(token)}`;
     const eventStreams = JSON.stringify([{ type: 'sse', endpoint: { requestUri }, inactivityDelaySec: 120 }]);

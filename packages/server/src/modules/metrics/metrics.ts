@@ -87,14 +87,21 @@ export function createMetrics({ history, evaluateCache, changes }: Pick<Services
     },
   });
 
+  /** One answered request (route: the route pattern). */
+  const count = (method: string, route: string, statusCode: number, seconds: number): void => {
+    const status = String(statusCode);
+    requestDuration.observe({ method, route, status }, seconds);
+    if (route === '/sdk/v1/evaluate') evaluateRequests.inc({ status });
+  };
+
   return {
     registry,
+    /** For answers sent without Fastify (evaluate's direct path, evaluate.direct.ts). */
+    count,
     /** onResponse hook for the whole app. */
     observe(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
-      const route = request.routeOptions.url ?? 'unmatched'; // unknown URLs share one label: bounded cardinality
-      const status = String(reply.statusCode);
-      requestDuration.observe({ method: request.method, route, status }, reply.elapsedTime / 1000);
-      if (route === '/sdk/v1/evaluate') evaluateRequests.inc({ status });
+      // Unknown URLs share one label: bounded cardinality.
+      count(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
       done();
     },
   };

@@ -1,0 +1,401 @@
+/**
+ * npm run bench (after the engine bench): what POST /sdk/v1/evaluate costs the server, next to a bare node:http server on
+ * the same Node answering the same number of bytes, measured A/B in one run (the machine is shared
+ * and noisy; the ratios are what to compare across runs).
+ *
+ * Load comes from wrk (Debian's package; installed with apt-get when missing) with a Lua script
+ * that sends a new user_id and user_email in every request. wrk is pinned to CPU 0 and the servers
+ * to the other CPUs (taskset), so the client cannot take the server's CPU; the figure is requests
+ * per second of the server's own CPU (utime + stime from /proc/<pid>/stat, worker processes
+ * included), with the machine's busy % and steal % from /proc/stat beside it.
+ *
+ * Each flag count starts one Guidon (dist/src/main.js, fresh SQLite file, rate limits off) and
+ * one bare server, warms both, then alternates bare / Guidon BENCH_ROUNDS times.
+ *
+ * BENCH_FLAGS (default "10,100,1000"), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
+ * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
+ * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
+ * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
+ * BENCH_SOAK_SECONDS=<n>: instead of the above, one Guidon with BENCH_SOAK_FLAGS (10) flags under
+ * load for n seconds, its RSS printed every BENCH_SOAK_EVERY seconds (60).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { availableParallelism, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').map(Number);
+const WITH_WORKERS = process.env.BENCH_WORKERS !== '0';
+const PROFILE_DIR = process.env.BENCH_PROFILE;
+const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
+/** BENCH_MAIN_JS: another build of the server to measure (e.g. the one before a change). */
+const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
+const CLOCK_TICKS = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
+
+const cpus = availableParallelism();
+/** wrk on CPU 0, servers on the rest; with one CPU nothing is pinned. */
+const pinned = cpus > 1;
+const LOAD_CPUS = '0';
+const SERVER_CPUS = cpus > 2 ? `1-${cpus - 1}` : '1';
+const onCpus = (list: string, command: string[]) => (pinned ? ['taskset', '-c', list, ...command] : command);
+
+function ensureWrk(): void {
+  if (spawnSync('wrk', ['-v']).error === undefined) return;
+  console.warn('wrk is missing: installing Debian\'s package (apt-get install wrk)');
+  const command = [...(process.getuid?.() === 0 ? [] : ['sudo']), 'apt-get', 'install', '-y', 'wrk'];
+  const install = spawnSync(command[0]!, command.slice(1), { stdio: 'inherit' });
+  if (install.status !== 0) throw new Error('could not install wrk; install it (apt-get install wrk) and run again');
+}
+
+/** Every request: a new user id and email, the same headers for Guidon and the bare server. */
+const LUA = `
+local n = 0
+wrk.method = "POST"
+wrk.headers["content-type"] = "application/json"
+wrk.headers["x-sdk-key"] = os.getenv("BENCH_SDK_KEY") or "none"
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, nil, '{"environment":"production","context":{"user_id":"user-' .. n .. '","user_email":"user-' .. n .. '@example.com"}}')
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('BENCH {"requests":%d,"us":%d,"p50":%d,"p99":%d,"errors":%d,"status":%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout, e.status))
+end
+`;
+const luaFile = join(mkdtempSync(join(tmpdir(), 'guidon-wrk-')), 'evaluate.lua');
+writeFileSync(luaFile, LUA);
+
+interface Load {
+  requests: number;
+  seconds: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  non2xx: number;
+}
+
+function wrk(url: string, sdkKey: string, seconds: number, connections = CONNECTIONS): Promise<Load> {
+  const args = onCpus(LOAD_CPUS, ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', luaFile, `${url}/sdk/v1/evaluate`]);
+  const child = spawn(args[0]!, args.slice(1), { env: { ...process.env, BENCH_SDK_KEY: sdkKey }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', () => {
+      const line = /^BENCH (.*)$/m.exec(out);
+      if (!line) return reject(new Error(`wrk gave no result:\n${out}`));
+      const r = JSON.parse(line[1]!);
+      resolve({ requests: r.requests, seconds: r.us / 1e6, p50Ms: r.p50 / 1000, p99Ms: r.p99 / 1000, errors: r.errors, non2xx: r.status });
+    });
+  });
+}
+
+/** CPU seconds used so far by a process and its child processes (the workers of WORKERS). */
+function cpuSeconds(pid: number): number {
+  let ticks = 0;
+  for (const each of [pid, ...childrenOf(pid)]) {
+    try {
+      const fields = readFileSync(`/proc/${each}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    } catch {
+      // exited
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function rssMb(pid: number): number {
+  let kb = 0;
+  for (const each of [pid, ...childrenOf(pid)]) {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${each}/status`, 'utf8'));
+    kb += match ? Number(match[1]) : 0;
+  }
+  return kb / 1024;
+}
+
+/** The machine: jiffies of all CPUs (busy, steal, total) for busy % and steal % over a window. */
+function machine() {
+  const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number) as number[];
+  const total = user! + nice! + system! + idle! + iowait! + irq! + softirq! + steal!;
+  return { busy: total - idle! - iowait!, steal: steal!, total };
+}
+
+interface Measure extends Load {
+  cpu: number;
+  busyPct: number;
+  stealPct: number;
+}
+
+async function measure(pid: number, url: string, sdkKey: string, seconds = SECONDS): Promise<Measure> {
+  const cpu0 = cpuSeconds(pid);
+  const m0 = machine();
+  const load = await wrk(url, sdkKey, seconds);
+  const cpu = cpuSeconds(pid) - cpu0;
+  const m1 = machine();
+  const total = m1.total - m0.total;
+  return { ...load, cpu, busyPct: (100 * (m1.busy - m0.busy)) / total, stealPct: (100 * (m1.steal - m0.steal)) / total };
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+async function waitFor(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    if (await fetch(url).then(() => true, () => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill(signal);
+  return exited;
+}
+
+/** A bare node:http server answering `body` (the bytes of a real Guidon answer) to every request. */
+async function bare(body: Buffer): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const script = `const body = Buffer.from(${JSON.stringify(body.toString('base64'))}, 'base64');
+require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length }); res.end(body); }); }).listen(${port}, '127.0.0.1');`;
+  const args = onCpus(SERVER_CPUS, [process.execPath, '-e', script]);
+  const child = spawn(args[0]!, args.slice(1), { stdio: 'inherit' });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(url, child);
+  return { child, url };
+}
+
+interface Guidon {
+  child: ChildProcess;
+  url: string;
+  databaseUrl: string;
+  /** SIGTERM: the server flushes the buffered history first. */
+  stop(): Promise<void>;
+  /** Stops it and deletes its database. */
+  remove(): Promise<void>;
+}
+
+async function guidon(workers: string, profile = false, pin = true): Promise<Guidon> {
+  const dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'));
+  const databaseUrl = `sqlite:${join(dir, 'guidon.db')}`;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const flags = profile && PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const command = [process.execPath, ...flags, mainJs];
+  const args = pin ? onCpus(SERVER_CPUS, command) : command;
+  const child = spawn(args[0]!, args.slice(1), {
+    // warn: the seeding requests would log a line each; evaluate logs nothing per request at any level.
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, WORKERS: workers, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
+    stdio: 'inherit',
+  });
+  await waitFor(`${url}/health`, child);
+  return {
+    child,
+    url,
+    databaseUrl,
+    stop: () => stop(child),
+    async remove() {
+      await stop(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function call(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
+  const response = await fetch(url + path, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await response.json();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** One project, `count` flags: a quarter off, on, 50% rollout, and on with user_id/email/domain rules. */
+async function seed(url: string, count: number): Promise<string> {
+  const credentials = { email: 'bench@example.com', password: 'benchmark password' };
+  await call(url, 'POST', '/auth/register', null, credentials);
+  const { token } = await call(url, 'POST', '/auth/login', null, credentials);
+  const project = await call(url, 'POST', '/api/projects', token, { name: 'Bench' });
+  const environments = await call(url, 'GET', `/api/projects/${project.id}/environments`, token);
+  const production = environments.find((env: { key: string }) => env.key === 'production');
+  const flags = `/api/projects/${project.id}/environments/${production.id}/flags`;
+  for (let i = 0; i < count; i++) {
+    const kind = i % 4;
+    const flag = await call(url, 'POST', flags, token, { name: `Flag ${i}`, key: `flag_${i}`, enabled: kind !== 0, rollout_percentage: kind === 2 ? 50 : 0 });
+    if (kind === 3) {
+      const rules = `${flags}/${flag.id}/rules`;
+      await call(url, 'POST', rules, token, { rule_type: 'user_id', rule_value: `vip-${i}`, priority: 2 });
+      await call(url, 'POST', rules, token, { rule_type: 'user_email', rule_value: `ceo-${i}@example.com`, priority: 1 });
+      await call(url, 'POST', rules, token, { rule_type: 'email_domain', rule_value: `partner-${i}.com` });
+    }
+  }
+  return project.sdk_key;
+}
+
+async function sampleAnswer(url: string, sdkKey: string): Promise<Buffer> {
+  const response = await fetch(`${url}/sdk/v1/evaluate`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-sdk-key': sdkKey },
+    body: JSON.stringify({ environment: 'production', context: { user_id: 'user-1', user_email: 'user-1@example.com' } }),
+  });
+  if (response.status !== 200) throw new Error(`evaluate answered ${response.status}`);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+/** Flag evaluations the history holds (a byte per flag in each stored request). */
+async function recorded(databaseUrl: string): Promise<number> {
+  const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database, { migrate: false, poolSize: 1 });
+  try {
+    const result = await sql<{ recorded: number | string }>`select coalesce(sum(length(outcomes)), 0) as recorded from evaluations`.execute(database.db);
+    return Number(result.rows[0]?.recorded ?? 0);
+  } finally {
+    await database.close();
+  }
+}
+
+const perCpu = (m: Measure) => m.requests / m.cpu;
+/** The figure of a case: the median of its rounds, so one round in a noisy moment does not move it. */
+const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
+const sum = (ms: Measure[], f: (m: Measure) => number) => ms.reduce((total, m) => total + f(m), 0);
+const fmt = (n: number, digits = 0) => n.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const state = (ms: Measure[]) => `${fmt(sum(ms, (m) => m.busyPct) / ms.length)} / ${fmt(sum(ms, (m) => m.stealPct) / ms.length, 1)}`;
+
+/** Alternates A and B (B first), ROUNDS times each: the noisy machine hits both alike. */
+async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
+  const as: Measure[] = [];
+  const bs: Measure[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    bs.push(await b());
+    as.push(await a());
+  }
+  return { as, bs };
+}
+
+const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | errors | history recorded / made | busy % / steal % |';
+
+async function evaluateCase(flagCount: number): Promise<string> {
+  const started = Date.now();
+  const server = await guidon('1', true);
+  const sdkKey = await seed(server.url, flagCount);
+  const answer = await sampleAnswer(server.url, sdkKey);
+  const ceiling = await bare(answer);
+  try {
+    if (PROFILE_DIR) console.error(`profile of Guidon pid ${server.child.pid}: its load starts ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after its start (after the warm-up)`);
+    const warm = await wrk(server.url, sdkKey, 3); // warm-up: JIT, compiled project
+    await wrk(ceiling.url, sdkKey, 3);
+    const { as, bs } = await alternate(
+      () => measure(server.child.pid!, server.url, sdkKey),
+      () => measure(ceiling.child.pid!, ceiling.url, sdkKey),
+    );
+    await server.stop();
+    const made = 1 + sum(as, (m) => m.requests - m.non2xx) + warm.requests - warm.non2xx; // the sample answer, the measurements, the warm-up
+    const guidonPerCpu = sum(as, (m) => m.requests) / sum(as, (m) => m.cpu);
+    const barePerCpu = sum(bs, (m) => m.requests) / sum(bs, (m) => m.cpu);
+    const ratios = as.map((m, i) => perCpu(m) / perCpu(bs[i]!));
+    const p99 = median(as.map((m) => m.p99Ms));
+    const p50 = median(as.map((m) => m.p50Ms));
+    const seconds = sum(as, (m) => m.seconds);
+    return `| Guidon evaluate, SQLite | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${sum(as, (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
+  } finally {
+    await stop(ceiling.child, 'SIGKILL');
+    await server.remove();
+  }
+}
+
+/**
+ * History check: requests the database holds against the 200s wrk counted. A few more are
+ * recorded than counted: wrk stops counting while its last requests are still being answered.
+ */
+async function historyShare(databaseUrl: string, flagCount: number, made: number): Promise<string> {
+  const requests = (await recorded(databaseUrl)) / flagCount;
+  return `${fmt(requests)} / ${fmt(made)} (${((100 * requests) / made).toFixed(1)}%)`;
+}
+
+/** WORKERS=auto against one process, both pinned to the CPUs wrk leaves free, alternated. */
+async function workersCase(flagCount: number, pin: boolean): Promise<string> {
+  const one = await guidon('1', false, pin);
+  const auto = await guidon('auto', false, pin);
+  try {
+    const keyOne = await seed(one.url, flagCount);
+    const keyAuto = await seed(auto.url, flagCount);
+    await wrk(one.url, keyOne, 3);
+    await wrk(auto.url, keyAuto, 3);
+    const { as, bs } = await alternate(
+      () => measure(auto.child.pid!, auto.url, keyAuto),
+      () => measure(one.child.pid!, one.url, keyOne),
+    );
+    const rate = (ms: Measure[]) => sum(ms, (m) => m.requests) / sum(ms, (m) => m.seconds);
+    const cpuRate = (ms: Measure[]) => sum(ms, (m) => m.requests) / sum(ms, (m) => m.cpu);
+    const processes = childrenOf(auto.child.pid!).length || 1;
+    const where = pin && pinned ? `server on CPU ${SERVER_CPUS}, wrk on CPU ${LOAD_CPUS}` : 'nothing pinned (wrk shares the CPUs)';
+    return `| WORKERS=auto (${processes} worker${processes > 1 ? 's' : ''}) vs WORKERS=1, ${where} | ${flagCount} | ${fmt(rate(as))} vs ${fmt(rate(bs))} req/s: **${(rate(as) / rate(bs)).toFixed(2)}×** | ${fmt(cpuRate(as))} vs ${fmt(cpuRate(bs))} req per CPU-s (${(cpuRate(as) / cpuRate(bs)).toFixed(2)}×) | ${fmt(Math.max(...as.map((m) => m.p99Ms)), 1)} vs ${fmt(Math.max(...bs.map((m) => m.p99Ms)), 1)} | ${state([...as, ...bs])} |`;
+  } finally {
+    await one.remove();
+    await auto.remove();
+  }
+}
+
+/** RSS of one server under continuous load, sampled while wrk runs. */
+async function soak(): Promise<void> {
+  const flagCount = Number(process.env.BENCH_SOAK_FLAGS ?? 10);
+  const every = Number(process.env.BENCH_SOAK_EVERY ?? 60);
+  const server = await guidon('1');
+  try {
+    const sdkKey = await seed(server.url, flagCount);
+    console.log(`\nRSS of one Guidon (${flagCount} flags) under load for ${SOAK_SECONDS} s, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
+    console.log('| minute | RSS MB | req/s in the slice | p99 ms | busy % / steal % |');
+    console.log('|---:|---:|---:|---:|---|');
+    console.log(`| 0 (seeded, idle) | ${rssMb(server.child.pid!).toFixed(0)} | – | – | – |`);
+    for (let t = every; t <= SOAK_SECONDS; t += every) {
+      const m = await measure(server.child.pid!, server.url, sdkKey, every);
+      console.log(`| ${fmt(t / 60, 1)} | ${rssMb(server.child.pid!).toFixed(0)} | ${fmt(m.requests / m.seconds)} | ${fmt(m.p99Ms, 1)} | ${state([m])} |`);
+    }
+  } finally {
+    await server.remove();
+  }
+}
+
+ensureWrk();
+if (SOAK_SECONDS > 0) {
+  await soak();
+} else {
+  console.log(`\n${SECONDS} s per measurement, ${ROUNDS} rounds alternated, ${CONNECTIONS} connections, wrk -t1, Node ${process.version}, ${cpus} CPUs (${pinned ? `wrk on CPU ${LOAD_CPUS}, servers on CPU ${SERVER_CPUS}` : 'nothing pinned'}), ${new Date().toISOString()}\n`);
+  console.log(header);
+  console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---|---|');
+  for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
+  if (WITH_WORKERS) {
+    console.log('\n| case | flags | throughput | per CPU-second | p99 ms | busy % / steal % |');
+    console.log('|---|---:|---|---|---|---|');
+    console.log(await workersCase(10, true));
+    if (pinned && cpus === 2) console.log(await workersCase(10, false));
+  }
+}
+rmSync(dirname(luaFile), { recursive: true, force: true });

@@ -1,0 +1,128 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { Ajv } from 'ajv';
+import type { FastifyInstance, preParsingHookHandler } from 'fastify';
+import type { Static } from 'typebox';
+import type { Services } from '../../services.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { requestIdOf } from '../../http/request-id.js';
+import { answerFor, type Answer } from './evaluate.answers.js';
+import { EvaluateBody } from './evaluate.schemas.js';
+
+type Listener = (request: IncomingMessage, response: ServerResponse) => void;
+
+const PATH = '/sdk/v1/evaluate';
+/** The app's bodyLimit (app.ts): a longer body goes to Fastify, which answers 413. */
+const BODY_LIMIT = 1024 * 1024;
+const READ_BODY = Symbol('body read by the direct evaluate path');
+
+type WithBody = IncomingMessage & { [READ_BODY]?: Buffer };
+
+/**
+ * preParsing hook of the evaluate route: a request the direct path handed over has had its body
+ * read already; Fastify reads the same bytes again from here.
+ */
+export const bodyReadBefore: preParsingHookHandler = (request, _reply, payload, done) => {
+  const body = (request.raw as WithBody)[READ_BODY];
+  done(null, body === undefined ? payload : Readable.from([body]));
+};
+
+/**
+ * The hooks of the evaluate route when nothing else applies to it: onRequest, the request-id hook
+ * of app.ts (X-Request-Id, nosniff) and the route's SDK-key hook; preParsing, bodyReadBefore;
+ * onResponse, the metrics' observe. The direct path does what they do for a 200 itself;
+ * tests/evaluate-direct.test.ts compares its answers with Fastify's.
+ */
+const OWN_HOOKS = '(onRequest) 2\n(preParsing) ["bodyReadBefore()"]\n(onResponse) ["observe()"]';
+
+/**
+ * POST /sdk/v1/evaluate in front of Fastify: Fastify's request pipeline costs evaluate more than
+ * everything else it does (docs/performance.md). The direct path answers only requests that the
+ * route would answer 200, with the route's own function (answerFor) and headers. Everything else
+ * goes to Fastify's route, with the body it has read: the rate limit (on), CORS (configured), an SDK
+ * key not compiled yet, another content type, a body that does not parse or validate, an unknown
+ * environment. So limits, validation, errors and their order (contract §2, §3) stay in one place.
+ * It stays off when any hook besides the route's own applies to the route, since it would skip it.
+ */
+export function directEvaluate(app: FastifyInstance, { config, limits, evaluateCache, history }: Services, metrics: Metrics): void {
+  // The route's schema, compiled as app.ts compiles bodies (no coercion, no defaults): what passes here passes there.
+  const valid = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false }).compile(EvaluateBody);
+  let on = false;
+
+  app.addHook('onReady', async () => {
+    // printRoutes draws a tree: the route's line, then one `• (hook) [names]` line per kind of hook.
+    const lines = app.printRoutes({ includeHooks: true, commonPrefix: false, method: 'POST' }).split('\n').map((line) => line.replace(/^[\s│├└─]*/, ''));
+    const at = lines.indexOf(`${PATH} (POST)`);
+    const hooks: string[] = [];
+    for (let i = at + 1; at >= 0 && i < lines.length && lines[i]!.startsWith('• '); i++) hooks.push(lines[i]!.slice(2));
+    const summary = hooks.map((line) => (line.startsWith('(onRequest) ') ? `(onRequest) ${(JSON.parse(line.slice(12)) as string[]).length}` : line));
+    on = summary.join('\n') === OWN_HOOKS;
+    if (!on) app.log.warn({ hooks }, `hooks apply to POST ${PATH} that its direct path would skip: every evaluate request goes through Fastify`);
+  });
+  app.addHook('preClose', async () => {
+    on = false; // Fastify answers 503 to new requests while closing
+  });
+
+  const server = app.server;
+  const fastify = server.listeners('request')[0] as Listener;
+  server.removeListener('request', fastify);
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (!on || !take(request, response)) fastify(request, response);
+  });
+
+  /** Takes the request when its headers allow a 200 without Fastify; then reads the body. */
+  function take(request: IncomingMessage, response: ServerResponse): boolean {
+    if (request.method !== 'POST' || request.url !== PATH || limits.evaluate !== null || config.corsOrigins.length > 0) return false;
+    const headers = request.headers;
+    const type = headers['content-type'];
+    if (type !== 'application/json' && type !== 'application/json; charset=utf-8') return false;
+    const length = Number(headers['content-length']);
+    if (!(length > 0 && length <= BODY_LIMIT) || headers['transfer-encoding'] !== undefined) return false;
+    const sdkKey = headers['x-sdk-key'];
+    if (typeof sdkKey !== 'string' || sdkKey === '' || headers['if-none-match'] !== undefined) return false; // 304s: Fastify's
+    const project = evaluateCache.project(sdkKey);
+    if (project === null || project instanceof Promise) return false; // Fastify's hook waits for the same load
+
+    const started = performance.now();
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('error', () => response.destroy());
+    request.on('end', () => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const text = body.toString('utf8');
+      // What Fastify's JSON parser would look at twice (prototype poisoning, escapes) is its to decide.
+      let parsed: unknown;
+      if (!text.includes('__proto__') && !text.includes('constructor') && !text.includes('\\u')) {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = undefined;
+        }
+      }
+      const environment = parsed !== undefined && valid(parsed) ? project.environments.get((parsed as EvaluateBody).environment) : undefined;
+      let answer: Answer | undefined;
+      try {
+        if (environment !== undefined) answer = answerFor(environment, (parsed as EvaluateBody).context?.user_id, (parsed as EvaluateBody).context?.user_email, history);
+      } catch {
+        answer = undefined; // the route meets the same failure and answers it (500, logged)
+      }
+      if (answer === undefined) {
+        (request as WithBody)[READ_BODY] = body;
+        fastify(request, response);
+        return;
+      }
+      response.writeHead(200, {
+        'x-request-id': requestIdOf(request),
+        'x-content-type-options': 'nosniff',
+        etag: answer.etag,
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': answer.length,
+      });
+      response.end(answer.body, answer.encoding);
+      metrics.count('POST', PATH, 200, (performance.now() - started) / 1000);
+    });
+    return true;
+  }
+}
+
+type EvaluateBody = Static<typeof EvaluateBody>;

@@ -1,0 +1,61 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { bucketOf } from '@guidon/engine';
+import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
+
+/**
+ * Evaluate reuses the bytes of a recent answer when every flag's outcome is the same
+ * (evaluate.answers.ts). Whatever it keeps, each request must get its own answer.
+ */
+describe('evaluate answers reused between requests', () => {
+  let server: TestServer;
+
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  const rollout = (key: string, n: number, id: string) =>
+    bucketOf(key, id) < n ? { enabled: true, reason: `User in ${n}% rollout` } : { enabled: false, reason: `User not in ${n}% rollout` };
+
+  test('every request gets the answer of its own context, with few distinct answers and with more than are kept', async () => {
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    await newFlag(server, user, project, { key: 'off', enabled: false });
+    await newFlag(server, user, project, { key: 'on', enabled: true });
+    await newFlag(server, user, project, { key: 'half', enabled: true, rollout_percentage: 50 });
+    const vip = await newFlag(server, user, project, { key: 'vip', enabled: true, rollout_percentage: 10 });
+    await request(server, 'POST', `${flagsPath(project)}/${vip.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'vip-1' } });
+    // Six 30% rollouts: 64 outcome sets for the staging environment, more than one environment keeps.
+    const keys = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
+    for (const key of keys) await newFlag(server, user, project, { key, enabled: true, rollout_percentage: 30 }, project.staging);
+
+    for (let i = 0; i < 120; i++) {
+      const id = i % 7 === 0 ? 'vip-1' : `user-${i % 40}`;
+      const production = await evaluate(server, project.sdk_key, 'production', { user_id: id });
+      assert.equal(production.status, 200);
+      assert.deepEqual(production.body.flags, {
+        off: { enabled: false, reason: 'Flag is globally disabled' },
+        on: { enabled: true, reason: 'Flag enabled globally' },
+        half: rollout('half', 50, id),
+        vip: id === 'vip-1' ? { enabled: true, reason: 'Matched user_id targeting rule' } : rollout('vip', 10, id),
+      }, `production, ${id}`);
+      // Keys in the order of the environment's flags, as when every answer was built anew.
+      assert.deepEqual(Object.keys(production.body.flags), ['off', 'on', 'half', 'vip']);
+
+      const staging = await evaluate(server, project.sdk_key, 'staging', { user_id: `user-${i}` });
+      assert.deepEqual(staging.body.flags, Object.fromEntries(keys.map((key) => [key, rollout(key, 30, `user-${i}`)])), `staging, user-${i}`);
+    }
+  });
+
+  test('a changed flag is answered at once, even when every outcome code stays the same', async () => {
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'old_key', enabled: true });
+    assert.deepEqual((await evaluate(server, project.sdk_key, 'production', { user_id: 'u' })).body.flags, { old_key: { enabled: true, reason: 'Flag enabled globally' } });
+    // Same outcome (enabled globally), another key: the kept bytes of the old answer must not be served.
+    const renamed = await request(server, 'PUT', `${flagsPath(project)}/${flag.id}`, { token: user.token, body: { key: 'new_key' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.deepEqual((await evaluate(server, project.sdk_key, 'production', { user_id: 'u' })).body.flags, { new_key: { enabled: true, reason: 'Flag enabled globally' } });
+  });
+});
