@@ -6,15 +6,18 @@
  * SOAK_MINUTES (default 30), SOAK_RATE evaluate requests a second (default 300, open loop: sent on
  * schedule whether or not earlier ones came back), SOAK_WRITES management writes a second
  * (default 5), SOAK_FLAGS (default 50), SOAK_REPORT_SECONDS (default 30), SOAK_DATABASE_URL
- * (default a fresh SQLite file). Exits 1 when a request failed or RSS grew more than 20 % from
- * the end of the warm-up (the first fifth of the run, at least a minute) to the end.
+ * (default a fresh SQLite file), SOAK_STREAMS streams held open (default 200). A webhook of the
+ * project posts every change to a receiver in this process. Exits 1 when a request failed, a
+ * stream was cut, a change was not delivered to the webhook, or RSS grew more than 20 % from the
+ * end of the warm-up (the first fifth of the run, at least a minute) to the end.
  *
- * Extension point: LOADS below. Streams (issue 9) and webhook deliveries (issue 10) add a Load
- * there: started with the seeded project, it reports a short line each interval and its errors.
+ * Further loads go in LOADS below: started with the seeded project, each reports a short line
+ * each interval and its errors.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, createServer, request as httpRequest, type ClientRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +29,8 @@ const RATE = Number(process.env.SOAK_RATE ?? 300);
 const WRITES = Number(process.env.SOAK_WRITES ?? 5);
 const FLAGS = Number(process.env.SOAK_FLAGS ?? 50);
 const REPORT_SECONDS = Number(process.env.SOAK_REPORT_SECONDS ?? 30);
+const STREAMS = Number(process.env.SOAK_STREAMS ?? 200);
+const METRICS_TOKEN = 'soak-metrics';
 const here = dirname(fileURLToPath(import.meta.url));
 const mainJs = join(here, '..', 'src', 'main.js');
 const probeJs = join(here, 'soak-probe.js');
@@ -39,15 +44,136 @@ interface Seeded {
   flagIds: string[];
 }
 
-/** A load beside evaluate and the writes; streams and webhooks plug in here. */
+/** A load beside evaluate and the writes. */
 interface Load {
   name: string;
-  start(seeded: Seeded): void;
-  stop(): Promise<void>;
+  start(seeded: Seeded): void | Promise<void>;
+  /** Ends the load; returns a closing line and the errors found then. */
+  stop(): Promise<{ line: string; errors: number }>;
   /** One short line for the interval just ended, and its error count (reset on each call). */
   report(): { line: string; errors: number };
 }
-const LOADS: Load[] = [];
+
+/** Changes acknowledged by the writes (toggles, updates, creations, deletions): each is one audit event, one stream message at most. */
+let changesMade = 0;
+let changesAtLastReport = 0;
+
+/**
+ * SOAK_STREAMS streams on GET /sdk/v1/stream, each on its own connection, counting the
+ * refetchEvaluation messages they receive (changes within 50 ms are sent as one). A stream the
+ * server ends or cuts is an error, and is opened again.
+ */
+function streamsLoad(): Load {
+  const open = new Set<ClientRequest>();
+  let stopping = false;
+  let messages = 0;
+  let errors = 0;
+  let cut = 0;
+  let seeded: Seeded;
+  const openOne = () => {
+    const target = new URL(seeded.url);
+    const req = httpRequest({ host: target.hostname, port: target.port, path: '/sdk/v1/stream?environment=production', agent: false, headers: { accept: 'text/event-stream', 'x-sdk-key': seeded.sdkKey } });
+    const lost = () => {
+      if (!open.delete(req) || stopping) return;
+      errors++;
+      cut++;
+      setTimeout(openOne, 1000).unref();
+    };
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return lost();
+      }
+      res.setEncoding('utf8');
+      let buffer = '';
+      res.on('data', (chunk: string) => {
+        const events = (buffer + chunk).split('\n\n');
+        buffer = events.pop()!; // an event not ended yet
+        for (const event of events) if (event.includes('event: message')) messages++;
+      });
+      res.on('end', lost);
+      res.on('error', lost);
+    });
+    req.on('error', lost);
+    req.end();
+    open.add(req);
+  };
+  return {
+    name: 'streams',
+    start(given) {
+      seeded = given;
+      for (let i = 0; i < STREAMS; i++) openOne();
+    },
+    async stop() {
+      stopping = true;
+      for (const req of open) req.destroy();
+      return { line: `streams: ${cut} cut over the run`, errors: 0 };
+    },
+    report() {
+      const changes = changesMade - changesAtLastReport;
+      const line = `streams ${open.size}/${STREAMS} open, ${messages} messages (${open.size ? (messages / open.size).toFixed(1) : 0} a stream for ${changes} changes)`;
+      const result = { line, errors };
+      messages = 0;
+      errors = 0;
+      return result;
+    },
+  };
+}
+
+/**
+ * A webhook of the project (every event) to a receiver in this process: counts the deliveries,
+ * their lag from the change (the event's created_at), and at the end checks that every change
+ * acknowledged by the writes was delivered (waiting up to 30 s for the last ones).
+ */
+function webhookLoad(): Load {
+  const delivered = new Set<string>();
+  let deliveries = 0;
+  let lags: number[] = [];
+  let errors = 0;
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      try {
+        const event = JSON.parse(body) as { id: string; action: string; created_at: string };
+        deliveries++;
+        if (event.action.startsWith('flag.')) delivered.add(event.id);
+        lags.push(Date.now() - Date.parse(event.created_at));
+      } catch {
+        errors++;
+      }
+      res.writeHead(204).end();
+    });
+  });
+  return {
+    name: 'webhook',
+    async start(seeded) {
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const created = await call(seeded.url, 'POST', `/api/projects/${seeded.projectId}/webhooks`, { authorization: `Bearer ${seeded.token}` }, { url, events: ['*'] });
+      if (created.status !== 201) throw new Error(`could not create the webhook: ${created.status} ${JSON.stringify(created.body)}`);
+    },
+    async stop() {
+      for (let i = 0; i < 300 && delivered.size < changesMade; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      receiver.closeAllConnections();
+      receiver.close();
+      const missing = Math.max(0, changesMade - delivered.size);
+      return { line: `webhook: ${delivered.size} of ${changesMade} changes delivered (${missing} missing)`, errors: missing };
+    },
+    report() {
+      const sorted = lags.sort((a, b) => a - b);
+      const p99 = sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]! : 0;
+      const result = { line: `webhook ${deliveries} deliveries, lag p99 ${p99} ms`, errors };
+      deliveries = 0;
+      lags = [];
+      errors = 0;
+      return result;
+    },
+  };
+}
+
+const LOADS: Load[] = [streamsLoad(), webhookLoad()];
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -110,7 +236,7 @@ const databaseUrl = process.env.SOAK_DATABASE_URL ?? `sqlite:${join(dir, 'guidon
 const port = await freePort();
 const server = fork(mainJs, [], {
   execArgv: ['--import', probeJs],
-  env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0' },
+  env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', WEBHOOK_ALLOW_PRIVATE: 'true', METRICS_TOKEN },
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
 });
 let probe: ProbeSample[] = [];
@@ -125,7 +251,7 @@ for (let i = 0; ; i++) {
 
 const seeded = await seed(url);
 const auth = { authorization: `Bearer ${seeded.token}` };
-console.log(`soak: ${MINUTES} min, evaluate ${RATE}/s over ${FLAGS} flags, ${WRITES} writes/s, ${databaseUrl.split(':')[0]}; a line every ${REPORT_SECONDS} s`);
+console.log(`soak: ${MINUTES} min, evaluate ${RATE}/s over ${FLAGS} flags, ${WRITES} writes/s, ${STREAMS} streams, a webhook, ${databaseUrl.split(':')[0]}; a line every ${REPORT_SECONDS} s`);
 
 const evaluations = new Window();
 const writes = new Window();
@@ -172,13 +298,16 @@ async function writeOnce(): Promise<void> {
         answer = await call(url, 'GET', `/api/projects/${seeded.projectId}/evaluations?limit=50`, auth);
     }
     if (answer.status >= 400) writes.errors++;
-    else writes.latencies.push(performance.now() - started);
+    else {
+      writes.latencies.push(performance.now() - started);
+      if (n % 5 < 3 || (n % 5 === 3 && answer.status === 204)) changesMade++;
+    }
   } catch {
     writes.errors++;
   }
 }
 
-for (const load of LOADS) load.start(seeded);
+for (const load of LOADS) await load.start(seeded);
 const startedAt = Date.now();
 const ticksPerSecond = 100;
 let owed = 0;
@@ -202,6 +331,7 @@ await new Promise<void>((resolve) => {
     const e = evaluations.take();
     const w = writes.take();
     const extra = LOADS.map((load) => load.report());
+    changesAtLastReport = changesMade;
     const errors = e.errors + w.errors + e.skipped + extra.reduce((sum, r) => sum + r.errors, 0);
     totalErrors += errors;
     rows.push({ minute: elapsed / 60, rss, errors });
@@ -219,9 +349,16 @@ await new Promise<void>((resolve) => {
 
 clearInterval(evaluateTimer);
 clearInterval(writeTimer);
-for (const load of LOADS) await load.stop();
 while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 50));
-const metrics = (await call(url, 'GET', '/api/metrics', auth).catch(() => ({ body: null }))).body;
+const closing: string[] = [];
+for (const load of LOADS) {
+  const { line, errors } = await load.stop();
+  closing.push(line);
+  totalErrors += errors;
+}
+// The history writer's counters, from the Prometheus endpoint.
+const metricsText = String((await call(url, 'GET', '/metrics', { authorization: `Bearer ${METRICS_TOKEN}` }).catch(() => ({ body: '' }))).body);
+const historyRows = Object.fromEntries([...metricsText.matchAll(/^guidon_history_rows_total\{state="(\w+)"\} (\d+)/gm)].map((match) => [match[1], Number(match[2])]));
 server.kill('SIGTERM');
 await new Promise((resolve) => server.once('exit', resolve));
 agent.destroy();
@@ -231,7 +368,8 @@ const warmUpMinutes = Math.max(1, MINUTES / 5);
 const afterWarmUp = rows.find((row) => row.minute >= warmUpMinutes) ?? rows[0]!;
 const last = rows.at(-1)!;
 const growth = (last.rss - afterWarmUp.rss) / afterWarmUp.rss;
-console.log(`history: ${JSON.stringify(metrics?.evaluation_history ?? metrics)}`);
+console.log(`history rows: ${JSON.stringify(historyRows)}`);
+for (const line of closing) console.log(line);
 console.log(
   `soak done: ${totalErrors} errors; RSS ${afterWarmUp.rss.toFixed(1)} MB after warm-up (t=${Math.round(afterWarmUp.minute * 60)} s) → ${last.rss.toFixed(1)} MB at the end (${(growth * 100).toFixed(1)} %)`,
 );

@@ -5,8 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BuildOptions } from '../src/app.js';
 
 export const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
+const serverProcessJs = join(dirname(fileURLToPath(import.meta.url)), 'server-process.js');
 
 export interface ChildServer {
   url: string;
@@ -17,10 +19,16 @@ export interface ChildServer {
   kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts main.js on 127.0.0.1:port with the given environment; resolves once /health answers 200. */
-export async function startChildServer(port: number, env: Record<string, string>, timeoutMs = 30_000): Promise<ChildServer> {
-  const child = spawn(process.execPath, [mainJs], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_AUTH: '0', RATE_LIMIT_EVALUATE: '0', ...env },
+/**
+ * Starts main.js on 127.0.0.1:port with the given environment; resolves once /health answers 200.
+ * With test-only build options (a faster webhook schedule, …), server-process.js instead: the same
+ * app, without main.js's graceful stop.
+ */
+export async function startChildServer(port: number, env: Record<string, string>, timeoutMs = 30_000, options?: BuildOptions): Promise<ChildServer> {
+  const serverEnv = { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_AUTH: '0', RATE_LIMIT_EVALUATE: '0', ...env };
+  const args = options ? [serverProcessJs, JSON.stringify({ env: serverEnv, options })] : [mainJs];
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', ...serverEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];

@@ -4,24 +4,25 @@
  * Crash: writers create, toggle and delete flags and add rules while the server is SIGKILLed at
  * random moments (CRASH_KILLS, default 20) and restarted on the same database. Every write that got
  * a 2xx is there afterwards (a write with no answer may or may not be), and the database is
- * consistent: integrity and foreign keys, no orphan rows.
+ * consistent: integrity and foreign keys, no orphan rows. The project has a webhook to a receiver
+ * in this test: after the last restart, every audit event stored (so every one of an acknowledged
+ * write) reaches it at least once, deliveries pending or in flight at a kill included.
  *
- * Graceful stop: SIGTERM under evaluate load. Every request gets an answer (a connection refused
- * once the listener closed is the only other outcome: those were never received), the process
- * exits 0, and every evaluate answered 200 is in the history.
- *
- * Extension points (issues 9, 10): a pending webhook delivery must still be sent after the
- * restart (add its check to verifyAfterCrash); open streams must end with a retry hint on SIGTERM
- * (open some beside the evaluate load in the graceful-stop test).
+ * Graceful stop: SIGTERM under evaluate load with streams open. Every request gets an answer (a
+ * connection refused once the listener closed is the only other outcome: those were never
+ * received), every stream is ended by the server with an SSE `retry:` hint, the process exits 0,
+ * and every evaluate answered 200 is in the history.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { freePort, request, type TestProject } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 import { startChildServer, type ChildServer } from './child-server.js';
+import { openStream } from './stream-client.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 20);
 const WRITERS = 4;
@@ -38,6 +39,45 @@ function randomSource(seed: number) {
   };
 }
 
+/** A webhook receiver: the ids of the audit events delivered to it (each may come more than once). */
+class Receiver {
+  readonly eventIds = new Set<string>();
+  deliveries = 0;
+  private readonly server: Server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      this.deliveries++;
+      this.eventIds.add((JSON.parse(body) as { id: string }).id);
+      res.writeHead(204).end();
+    });
+  });
+  url = '';
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this;
+  }
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+/** Every audit event of a project, through the API (newest first). */
+async function auditEvents(server: { url: string }, token: string, projectId: string): Promise<{ id: string; action: string; resource_id: string }[]> {
+  const events = [];
+  let cursor: string | null = null;
+  do {
+    const page: { status: number; body: { items: { id: string; action: string; resource_id: string }[]; next_cursor: string | null } } = await request(server, 'GET', `/api/projects/${projectId}/audit?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
+    assert.equal(page.status, 200);
+    events.push(...page.body.items);
+    cursor = page.body.next_cursor;
+  } while (cursor);
+  return events;
+}
+
 /** What the last acknowledged write left of a flag; uncertain once a later write had no answer. */
 interface FlagEntry {
   key: string;
@@ -52,6 +92,8 @@ interface FlagEntry {
 interface Ledger {
   flags: Map<string, FlagEntry>;
   acknowledged: number;
+  /** "action resource_id" of every acknowledged write, with how many times: each has its audit event. */
+  audited: Map<string, number>;
   unanswered: number;
 }
 
@@ -110,13 +152,16 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
   let database: TestDatabase;
   let server: ChildServer | undefined;
   let port: number;
+  let receiver: Receiver;
 
   before(async () => {
     database = await createTestDatabase();
     port = await freePort();
+    receiver = await new Receiver().start();
   });
   after(async () => {
     await server?.kill('SIGKILL');
+    await receiver?.close();
     await database?.drop();
   });
 
@@ -124,12 +169,23 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
     const seed = Number(process.env.CRASH_SEED ?? Date.now() % 1_000_000);
     console.log(`crash: CRASH_SEED=${seed}`);
     const random = randomSource(seed);
-    const env = { DATABASE_URL: database.url };
-    server = await startChildServer(port, env);
+    const env = { DATABASE_URL: database.url, WEBHOOK_ALLOW_PRIVATE: 'true' };
+    // A fast webhook schedule (test-only build options, so the server-process.js entry): a send cut
+    // by a kill comes back when its lease ends (2 × timeout + 1 s).
+    const options = { webhooks: { pollIntervalMs: 100, timeoutMs: 1000, retryDelaysMs: [100, 200, 500, 1000] } };
+    const start = () => startChildServer(port, env, 30_000, options);
+    server = await start();
     const { token, project } = await setup(server.url);
     const base = { url: server.url };
+    const hook = await request(base, 'POST', `/api/projects/${project.id}/webhooks`, { token, body: { url: receiver.url, events: ['*'] } });
+    assert.equal(hook.status, 201, hook.text);
     const flagsPath = `/api/projects/${project.id}/environments/${project.production}/flags`;
-    const ledger: Ledger = { flags: new Map(), acknowledged: 0, unanswered: 0 };
+    const ledger: Ledger = { flags: new Map(), acknowledged: 0, unanswered: 0, audited: new Map() };
+    const acknowledge = (action: string, resourceId: string) => {
+      ledger.acknowledged++;
+      const key = `${action} ${resourceId}`;
+      ledger.audited.set(key, (ledger.audited.get(key) ?? 0) + 1);
+    };
     let running = true;
 
     const fiveHundreds: string[] = [];
@@ -149,20 +205,20 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
         const answer = await write('POST', `${flagsPath}/${id}/toggle`);
         if (answer === null) flag.uncertain = true;
         else if (answer.status === 200) {
-          ledger.acknowledged++;
+          acknowledge('flag.toggled', id);
           flag.enabled = answer.body.enabled;
         }
       } else if (choice < 0.9) {
         const answer = await write('POST', `${flagsPath}/${id}/rules`, { rule_type: 'user_id', rule_value: `u-${nextKey}` });
         if (answer?.status === 201) {
-          ledger.acknowledged++;
+          acknowledge('rule.created', answer.body.id);
           flag.rules.push(answer.body.id);
         }
       } else {
         const answer = await write('DELETE', `${flagsPath}/${id}`);
         if (answer === null) flag.uncertain = true;
         else if (answer.status === 204) {
-          ledger.acknowledged++;
+          acknowledge('flag.deleted', id);
           flag.deleted = true;
         }
       }
@@ -176,7 +232,7 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
           const key = `flag-${++nextKey}`;
           const answer = await write('POST', flagsPath, { key, name: key, enabled: false });
           if (answer?.status === 201) {
-            ledger.acknowledged++;
+            acknowledge('flag.created', answer.body.id);
             ledger.flags.set(answer.body.id, { key, enabled: false, deleted: false, uncertain: false, busy: false, rules: [] });
           }
           continue;
@@ -192,7 +248,7 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
     for (let kill = 1; kill <= KILLS; kill++) {
       await sleep(150 + random() * 600);
       await server.kill('SIGKILL');
-      server = await startChildServer(port, env);
+      server = await start();
     }
     await sleep(300);
     running = false;
@@ -217,6 +273,18 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
       const ruleIds = new Set((rules.body as { id: string }[]).map((rule) => rule.id));
       for (const ruleId of flag.rules) assert.ok(ruleIds.has(ruleId), `rule ${ruleId} of ${flag.key} was created (201) and is gone`);
     }
+
+    // Every acknowledged write has its audit event; every audit event of a write reaches the
+    // webhook, those pending or in flight at a kill sent by a later process.
+    const events = (await auditEvents(base, token, project.id)).filter((event) => /^(flag|rule)\./.test(event.action));
+    const audited = new Map<string, number>();
+    for (const event of events) audited.set(`${event.action} ${event.resource_id}`, (audited.get(`${event.action} ${event.resource_id}`) ?? 0) + 1);
+    for (const [key, count] of ledger.audited) assert.ok((audited.get(key) ?? 0) >= count, `audit events for ${key}: ${audited.get(key) ?? 0}, acknowledged ${count}`);
+    const undelivered = () => events.filter((event) => !receiver.eventIds.has(event.id));
+    const deadline = Date.now() + 60_000;
+    while (undelivered().length > 0 && Date.now() < deadline) await sleep(100);
+    console.log(`crash: ${events.length} audit events of writes, ${receiver.eventIds.size} delivered (${receiver.deliveries} deliveries)`);
+    assert.deepEqual(undelivered().map((event) => `${event.action} ${event.resource_id}`), [], 'audit events never delivered to the webhook');
     await server.kill('SIGTERM');
     server = undefined;
     assert.deepEqual(await consistencyProblems(database), []);
@@ -261,6 +329,10 @@ describe(`graceful stop: SIGTERM under evaluate load (${onPostgres ? 'PostgreSQL
     const flag = await request(server, 'POST', `/api/projects/${project.id}/environments/${project.production}/flags`, { token, body: { key: 'f', name: 'f', enabled: true } });
     assert.equal(flag.status, 201);
 
+    const streams = await Promise.all(
+      Array.from({ length: 5 }, () => openStream(`${server!.url}/sdk/v1/stream?environment=production`, { 'x-sdk-key': project.sdk_key })),
+    );
+    assert.deepEqual(streams.map((stream) => stream.status), [200, 200, 200, 200, 200]);
     const outcomes = new Map<number | string, number>();
     let stopping = false;
     let n = 0;
@@ -281,6 +353,13 @@ describe(`graceful stop: SIGTERM under evaluate load (${onPostgres ? 'PostgreSQL
     console.log(`graceful stop: outcomes ${JSON.stringify(Object.fromEntries(outcomes))}; exit code ${code}`);
     assert.equal(code, 0, `exit code (signal ${signal}):\n${server.output.join('')}`);
     assert.deepEqual([...outcomes.keys()], [200], 'every request in flight was answered 200');
+    // Each stream was ended by the server, its last field a retry hint (a killed process sends none).
+    await Promise.all(streams.map((stream) => stream.ended));
+    for (let i = 0; i < 50 && !streams.every((stream) => /retry: \d+\n\n$/.test(stream.raw)); i++) await sleep(20); // the raw copy may trail the parser
+    for (const stream of streams) {
+      assert.match(stream.raw, /^retry: 1000\n\n/, 'the hint sent when the stream opened');
+      assert.match(stream.raw.slice('retry: 1000\n\n'.length), /retry: ([1-2]\d{3})\n\n$/, 'the stream ends with a retry hint of 1–3 s');
+    }
     assert.equal((await evaluateOnce(server.url, project.sdk_key, 'late')), 'ECONNREFUSED', 'a stopped server refuses at once');
     const answered = outcomes.get(200) ?? 0;
     assert.ok(answered > 100, 'evaluate ran under load');

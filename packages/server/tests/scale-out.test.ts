@@ -1,6 +1,7 @@
 /**
  * Several instances on one PostgreSQL database (and one Redis): what one instance changes, the
- * others serve within a second; rate limits are shared; Redis going away breaks nothing.
+ * others serve within a second; rate limits are shared; Redis going away breaks nothing, for
+ * evaluate and for the streams.
  * Runs in the PostgreSQL pass of npm test (scripts/test.mjs).
  */
 import { after, before, describe, test } from 'node:test';
@@ -8,6 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { evaluate, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
+import { openStream, type TestStream } from './stream-client.js';
 
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
 const skip = !onPostgres
@@ -172,6 +174,50 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
     });
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
     await within(1000, 'toggle on B through pub/sub again', async () => (await served(b, project, 'resilient'))?.enabled === false);
+  });
+
+  test('streams: a toggle on A reaches a stream on B by pub/sub, by the revision check while Redis is stopped, by pub/sub again after', async () => {
+    // B hears of changes through Redis only (no periodic check); C also checks revisions every 500 ms.
+    const c = await startServer({ REDIS_URL: redis.url, RATE_LIMIT_EVALUATE: '200' }, { database, revisionCheckIntervalMs: 500 });
+    // The streams are ended by their servers (C's below, B's when the suite closes it): aborting
+    // them from this side left B's close waiting about 75 s for the connection.
+    try {
+      const project = await newProject(a, user);
+      const flag = await newFlag(a, user, project, { key: 'streamed', enabled: false });
+      const open = async (server: TestServer) => {
+        const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, { 'x-sdk-key': project.sdk_key, ...clientIp() });
+        assert.equal(stream.status, 200);
+        return stream;
+      };
+      const onB = await open(b);
+      const onC = await open(c);
+      const toggle = async () => assert.equal((await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token })).status, 200);
+      /** The stream got a refetchEvaluation message at or after the given count of messages. */
+      const told = (stream: TestStream, before: number) => async () => stream.messages.slice(before).some((message) => message.data.includes('refetchEvaluation'));
+
+      let seen = [onB.messages.length, onC.messages.length];
+      await toggle();
+      await within(1000, 'the toggle on the stream on B (pub/sub)', told(onB, seen[0]!));
+      await within(1000, 'the toggle on the stream on C', told(onC, seen[1]!));
+
+      await redis.stop();
+      try {
+        seen = [onB.messages.length, onC.messages.length];
+        await toggle();
+        // Without Redis, C's revision check finds the new revision and tells its stream.
+        await within(3000, 'the toggle on the stream on C without Redis (revision check)', told(onC, seen[1]!));
+      } finally {
+        await redis.start();
+      }
+      // B, back on Redis, checks revisions once and tells its stream of the change it missed.
+      await within(10_000, 'the toggle made during the outage on the stream on B', told(onB, seen[0]!));
+      seen = [onB.messages.length, onC.messages.length];
+      await toggle();
+      await within(1000, 'a toggle on the stream on B through pub/sub again', told(onB, seen[0]!));
+      await within(1000, 'and on C', told(onC, seen[1]!));
+    } finally {
+      await c.close();
+    }
   });
 });
 

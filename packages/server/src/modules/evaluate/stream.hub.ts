@@ -10,7 +10,8 @@ export interface OpenStream {
   readonly environment: string;
   readonly keyHash: string;
   write(chunk: string): void;
-  close(): void;
+  /** Ends the answer; with retryMs, an SSE `retry:` field first (how long the client waits before it reconnects). */
+  close(retryMs?: number): void;
 }
 
 export interface StreamHubOptions {
@@ -69,13 +70,17 @@ export class StreamHub {
     if (streams.size === 0) this.byProject.delete(stream.projectId);
   }
 
-  /** Ends every stream (before the server closes, which waits for open answers). */
+  /**
+   * Ends every stream (before the server closes, which waits for open answers), each with a retry
+   * hint of 1–3 s: the clients reconnect, through the load balancer, to another instance, spread
+   * over two seconds rather than all at once.
+   */
   close(): void {
     this.unsubscribe();
     clearInterval(this.heartbeat);
     for (const timer of this.pending.values()) clearTimeout(timer);
     this.pending.clear();
-    for (const streams of [...this.byProject.values()]) for (const stream of [...streams]) stream.close();
+    for (const streams of [...this.byProject.values()]) for (const stream of [...streams]) stream.close(1000 + Math.floor(Math.random() * 2000));
     this.byProject.clear();
   }
 

@@ -92,7 +92,7 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
         if (raw.writableLength > 1024 * 1024) raw.destroy();
         else raw.write(chunk);
       },
-      close: () => raw.end(),
+      close: (retryMs) => raw.end(retryMs === undefined ? undefined : `retry: ${retryMs}\n\n`),
     };
     hub.add(stream);
     raw.on('close', () => hub.remove(stream));
