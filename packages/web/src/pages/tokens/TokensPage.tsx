@@ -4,8 +4,8 @@ import { api, unwrap, type ApiToken } from '../../api/client';
 import { teamKeys, useProjects, useTokens } from '../../api/queries';
 import { atLeast, type Role } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
-import { CopyButton } from '../../components/CopyButton';
 import { Field } from '../../components/Field';
+import { SecretOnce } from '../../components/SecretOnce';
 import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
@@ -43,19 +43,15 @@ export function TokensPage() {
         Scripts and CI send a token as <code>Authorization: Bearer gdn_…</code> on /api. It acts as you, limited to one project and a role if you choose. Tokens cannot create or revoke tokens.
       </p>
       {created && (
-        <section className="panel secret-once" aria-labelledby="new-token-title">
-          <h2 id="new-token-title">Token {created.name} created</h2>
-          <p>Copy it now: it is shown only this once. Guidon keeps only a hash of it.</p>
-          <div className="key-row">
-            <code className="secret" aria-label="The new token">
-              {created.token}
-            </code>
-            <CopyButton text={created.token} label="Copy the new token" />
-          </div>
-          <button type="button" className="secondary small" onClick={() => setCreated(null)}>
-            I have copied it
-          </button>
-        </section>
+        <SecretOnce
+          id="new-token-title"
+          title={`Token ${created.name} created`}
+          note="Copy it now: it is shown only this once. Guidon keeps only a hash of it."
+          secret={created.token}
+          secretLabel="The new token"
+          copyLabel="Copy the new token"
+          onDone={() => setCreated(null)}
+        />
       )}
       <QueryState query={tokens} what="your tokens">
         {(list) =>

@@ -6,10 +6,10 @@ import { api, unwrap, type Webhook } from '../../api/client';
 import { teamKeys, useWebhooks } from '../../api/queries';
 import { useRole } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
-import { CopyButton } from '../../components/CopyButton';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { RoleNote } from '../../components/RoleNote';
+import { SecretOnce } from '../../components/SecretOnce';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
 
@@ -55,19 +55,16 @@ export function WebhooksPage() {
         Guidon POSTs each matching change as JSON to your URL, signed in <code>X-Guidon-Signature</code> (HMAC-SHA256 of <code>timestamp.body</code> with the secret), and retries for about an hour when the answer is not 2xx.
       </p>
       {secret && (
-        <section className="panel secret-once" aria-labelledby="webhook-secret-title">
-          <h3 id="webhook-secret-title">Signing secret for {secret.url}</h3>
-          <p>Copy it now: it is shown only this once. Your receiver checks each signature with it.</p>
-          <div className="key-row">
-            <code className="secret" aria-label="The webhook's signing secret">
-              {secret.secret}
-            </code>
-            <CopyButton text={secret.secret} label="Copy the signing secret" />
-          </div>
-          <button type="button" className="secondary small" onClick={() => setSecret(null)}>
-            I have copied it
-          </button>
-        </section>
+        <SecretOnce
+          id="webhook-secret-title"
+          headingLevel={3}
+          title={`Signing secret for ${secret.url}`}
+          note="Copy it now: it is shown only this once. Your receiver checks each signature with it."
+          secret={secret.secret}
+          secretLabel="The webhook's signing secret"
+          copyLabel="Copy the signing secret"
+          onDone={() => setSecret(null)}
+        />
       )}
       <QueryState query={webhooks} what="webhooks">
         {(list) =>
