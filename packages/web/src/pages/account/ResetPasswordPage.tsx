@@ -5,6 +5,7 @@ import { fields } from '../../api/fields';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 /** The page the emailed link opens: /reset-password?token=… */
 export function ResetPasswordPage() {
@@ -55,11 +56,7 @@ export function ResetPasswordPage() {
         <form onSubmit={submit} noValidate>
           <Field label="New password" type="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={`At least ${fields.password.minLength} characters.`} />
           <Field label="Repeat the new password" type="password" autoComplete="new-password" value={repeat} onChange={setRepeat} error={errors.repeat} />
-          {errors.form && (
-            <p className="error" role="alert">
-              {errors.form}
-            </p>
-          )}
+          <FormError message={errors.form} />
           <button type="submit" disabled={busy}>
             Change password
           </button>

@@ -5,6 +5,7 @@ import { fields } from '../../api/fields';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 export function SignupPage() {
   const [params] = useSearchParams();
@@ -51,11 +52,7 @@ export function SignupPage() {
           hint={`At least ${fields.password.minLength} characters.`}
           required
         />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <button type="submit" disabled={busy}>
           Sign up
         </button>

@@ -12,6 +12,7 @@ import { RoleNote } from '../../components/RoleNote';
 import { SecretOnce } from '../../components/SecretOnce';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
+import { FormError } from '../../components/FormError';
 
 /** The audit actions a webhook can subscribe to (contract §10), grouped by resource. */
 export const EVENT_GROUPS: { label: string; actions: string[] }[] = [
@@ -325,11 +326,7 @@ function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: str
             </p>
           )}
         </fieldset>
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel
