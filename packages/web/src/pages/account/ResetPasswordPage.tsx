@@ -5,7 +5,6 @@ import { fields } from '../../api/fields';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame } from './AccountFrame';
-import { FormError } from '../../components/FormError';
 
 /** The page the emailed link opens: /reset-password?token=… */
 export function ResetPasswordPage() {
@@ -56,7 +55,11 @@ export function ResetPasswordPage() {
         <form onSubmit={submit} noValidate>
           <Field label="New password" type="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={`At least ${fields.password.minLength} characters.`} />
           <Field label="Repeat the new password" type="password" autoComplete="new-password" value={repeat} onChange={setRepeat} error={errors.repeat} />
-          <FormError message={errors.form} />
+          {errors.form && (
+            <p className="error" role="alert">
+              {errors.form}
+            </p>
+          )}
           <button type="submit" disabled={busy}>
             Change password
           </button>

@@ -5,7 +5,6 @@ import { fields } from '../../api/fields';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
-import { FormError } from '../../components/FormError';
 
 export function SignupPage() {
   const [params] = useSearchParams();
@@ -52,7 +51,11 @@ export function SignupPage() {
           hint={`At least ${fields.password.minLength} characters.`}
           required
         />
-        <FormError message={errors.form} />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
         <button type="submit" disabled={busy}>
           Sign up
         </button>

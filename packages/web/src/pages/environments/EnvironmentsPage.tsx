@@ -10,7 +10,6 @@ import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
 import { useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
-import { FormError } from '../../components/FormError';
 
 const keyPattern = new RegExp(fields.environmentKey.pattern);
 export const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
@@ -126,7 +125,11 @@ function CreateEnvironment({ projectId, onCreated }: { projectId: string; onCrea
           hint={`Used by apps to name the environment. ${fields.environmentKey.description}; it never changes.`}
           maxLength={fields.environmentKey.maxLength}
         />
-        <FormError message={errors.form} />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
         <div className="actions start">
           <button type="submit">Add environment</button>
         </div>

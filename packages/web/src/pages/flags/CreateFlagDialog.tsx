@@ -6,7 +6,6 @@ import { fields } from '../../api/fields';
 import { envParams, keys } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
-import { FormError } from '../../components/FormError';
 
 const keyPattern = new RegExp(fields.flagKey.pattern);
 const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '_').replace(/^[^a-z]+|_+$/g, '');
@@ -92,7 +91,11 @@ export function CreateFlagDialog({ projectId, environments, open, onOpenChange }
           autoComplete="off"
         />
         <Field label="Description (optional)" value={description} onChange={setDescription} multiline maxLength={2000} />
-        <FormError message={errors.form} />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>
             Cancel

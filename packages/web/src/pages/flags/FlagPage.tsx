@@ -13,7 +13,6 @@ import { RulesEditor } from './RulesEditor';
 import { reasonFor, useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
 import { AuditList } from '../audit/AuditList';
-import { FormError } from '../../components/FormError';
 
 const FlagChart = lazy(() => import('../usage/FlagChart'));
 
@@ -225,7 +224,11 @@ function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?
         <fieldset className="plain" disabled={readOnly}>
           <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
           <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-          <FormError message={errors.form} />
+          {errors.form && (
+            <p className="error" role="alert">
+              {errors.form}
+            </p>
+          )}
           <div className="actions start">
             <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>Save details</button>
             <span role="status" className="muted">

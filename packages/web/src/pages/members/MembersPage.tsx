@@ -8,7 +8,6 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { RoleNote } from '../../components/RoleNote';
 import { QueryState } from '../../components/States';
-import { FormError } from '../../components/FormError';
 
 export const ROLES: { value: Role; label: string; may: string }[] = [
   { value: 'viewer', label: 'Viewer', may: 'reads flags, rules, history and the audit log' },
@@ -177,7 +176,11 @@ function InviteForm({ projectId, onInvited }: { projectId: string; onInvited: ()
           </button>
         </div>
       </form>
-      <FormError message={errors.form} />
+      {errors.form && (
+        <p className="error" role="alert">
+          {errors.form}
+        </p>
+      )}
       <p role="status" className="notice-slot">
         {done}
       </p>

@@ -6,7 +6,6 @@ import { keys, useProjects } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
-import { FormError } from '../../components/FormError';
 
 export function ProjectsPage() {
   const projects = useProjects();
@@ -79,7 +78,11 @@ function CreateProjectDialog({ open, onOpenChange }: { open: boolean; onOpenChan
       <form onSubmit={submit} noValidate>
         <Field label="Name" value={name} onChange={setName} error={errors.name} maxLength={200} autoFocus />
         <Field label="Description (optional)" value={description} onChange={setDescription} multiline maxLength={2000} />
-        <FormError message={errors.form} />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>
             Cancel

@@ -10,7 +10,6 @@ import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
 import { ROLES } from '../members/MembersPage';
-import { FormError } from '../../components/FormError';
 
 const EXPIRY = [
   { days: 30, label: '30 days' },
@@ -205,7 +204,11 @@ function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCrea
             ))}
           </select>
         </div>
-        <FormError message={errors.form} />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel

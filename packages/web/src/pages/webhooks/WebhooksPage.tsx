@@ -12,7 +12,6 @@ import { RoleNote } from '../../components/RoleNote';
 import { SecretOnce } from '../../components/SecretOnce';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
-import { FormError } from '../../components/FormError';
 
 /** The audit actions a webhook can subscribe to (contract §10), grouped by resource. */
 export const EVENT_GROUPS: { label: string; actions: string[] }[] = [
@@ -326,7 +325,11 @@ function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: str
             </p>
           )}
         </fieldset>
-        <FormError message={errors.form} />
+        {errors.form && (
+          <p className="error" role="alert">
+            {errors.form}
+          </p>
+        )}
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel
