@@ -2,6 +2,7 @@ export {
   RULE_TYPES,
   REASONS,
   compileFlag,
+  compileFlagSet,
   bucketOf,
   rolloutIdentifier,
   normalizeEmailDomain,
@@ -15,6 +16,7 @@ export type {
   EvaluationContext,
   EvaluationResult,
   CompiledFlag,
+  CompiledFlagSet,
   Reasons,
 } from './evaluate.js';
 export { murmur3_x86_32, murmur3_x86_32_bytes } from './murmur3.js';

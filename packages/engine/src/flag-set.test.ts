@@ -1,0 +1,98 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RULE_TYPES, compileFlag, compileFlagSet } from './index.js';
+import type { EvaluationContext, EvaluationResult, FlagDefinition, RuleDefinition } from './index.js';
+
+/** A code per distinct result (enabled + reason), as a caller of compileFlagSet would number them. */
+function coder() {
+  const codes = new Map<string, number>();
+  const codeOf = (result: EvaluationResult) => {
+    const key = `${result.enabled}:${result.reason}`;
+    let code = codes.get(key);
+    if (code === undefined) codes.set(key, (code = codes.size));
+    return code;
+  };
+  return codeOf;
+}
+
+/** Deterministic pseudo-random numbers (mulberry32), so a failure names its seed. */
+function random(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  return { next, pick };
+}
+
+// Small pools, so that rules and contexts collide often; with case, spaces and odd shapes.
+const IDS = ['', 'u1', 'u2', 'U1', ' u1', 'vip', 'user-9', 'é'];
+const EMAILS = ['', 'a@x.com', 'A@X.com ', ' b@y.org', 'c@x.com', 'no-at', 'd@', '@x.com', 'e@sub.x.com', 'a@b@x.com'];
+const DOMAINS = ['x.com', '@X.com', ' y.org', 'sub.x.com', '', '@', 'localhost', 'b@x.com'];
+
+function generate(seed: number): { flags: FlagDefinition[]; contexts: EvaluationContext[] } {
+  const { next, pick } = random(seed);
+  const flags: FlagDefinition[] = [];
+  const count = Math.floor(next() * 40);
+  for (let i = 0; i < count; i++) {
+    const rules: RuleDefinition[] = [];
+    const ruleCount = next() < 0.5 ? 0 : Math.floor(next() * 6);
+    for (let r = 0; r < ruleCount; r++) {
+      const type = pick(RULE_TYPES);
+      const value = type === 'user_id' ? pick(IDS) : type === 'user_email' ? pick(EMAILS) : pick(DOMAINS);
+      rules.push({ type, value, enabled: next() < 0.85 });
+    }
+    flags.push({ key: `flag_${i}_${seed % 97}`, enabled: next() < 0.8, rolloutPercentage: pick([0, 0, 1, 25, 50, 99, 100]), rules });
+  }
+  const contexts: EvaluationContext[] = [{}];
+  for (let c = 0; c < 60; c++) {
+    const context: EvaluationContext = {};
+    if (next() < 0.8) context.user_id = pick([...IDS, `random-${c}`]);
+    if (next() < 0.8) context.user_email = pick([...EMAILS, `r${c}@x.com`]);
+    contexts.push(context);
+  }
+  return { flags, contexts };
+}
+
+test('a flag set gives every flag the result compileFlag gives it, for any context', () => {
+  for (let seed = 1; seed <= 400; seed++) {
+    const { flags, contexts } = generate(seed);
+    const codeOf = coder();
+    const set = compileFlagSet(flags, codeOf);
+    const single = flags.map(compileFlag);
+    const codes = new Uint8Array(flags.length);
+    for (const context of contexts) {
+      const matched = set.evaluateInto(context, codes);
+      let differsFromBase = false;
+      single.forEach((flag, i) => {
+        assert.equal(codes[i], codeOf(flag.evaluate(context)), `seed ${seed}, flag ${i}, context ${JSON.stringify(context)}`);
+        if (codes[i] !== set.baseCodes[i] && !set.rollouts.includes(i)) differsFromBase = true;
+      });
+      // The promise the answer builder relies on: no match, no change outside the rollouts.
+      if (!matched) assert.equal(differsFromBase, false, `seed ${seed}: ${JSON.stringify(context)}`);
+    }
+  }
+});
+
+test('a flag set: lowest rank wins across rule types, and the next context starts afresh', () => {
+  const flags: FlagDefinition[] = [
+    { key: 'a', enabled: true, rolloutPercentage: 0, rules: [{ type: 'email_domain', value: 'x.com', enabled: true }, { type: 'user_id', value: 'u1', enabled: true }] },
+    { key: 'b', enabled: true, rolloutPercentage: 50, rules: [{ type: 'user_id', value: 'u1', enabled: true }, { type: 'user_email', value: 'A@x.com', enabled: true }] },
+    { key: 'c', enabled: false, rolloutPercentage: 0, rules: [{ type: 'user_id', value: 'u1', enabled: true }] },
+  ];
+  const reasons: string[] = [];
+  const set = compileFlagSet(flags, (result) => {
+    const at = reasons.indexOf(result.reason);
+    return at === -1 ? reasons.push(result.reason) - 1 : at;
+  });
+  const codes = new Uint8Array(3);
+  assert.equal(set.evaluateInto({ user_id: 'u1', user_email: 'a@x.com' }, codes), true);
+  assert.deepEqual([...codes].map((code) => reasons[code]), ['Matched email_domain targeting rule', 'Matched user_id targeting rule', 'Flag is globally disabled']);
+  assert.equal(set.evaluateInto({ user_id: 'u2', user_email: 'a@y.com' }, codes), false);
+  assert.equal(reasons[codes[0]!], 'Flag enabled globally');
+  assert.deepEqual([...set.rollouts], [1]);
+});
