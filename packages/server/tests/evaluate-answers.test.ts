@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bucketOf } from '@guidon/engine';
+import { bucketOf, compileFlag, type FlagDefinition, type RuleDefinition } from '@guidon/engine';
 import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
 
 /**
@@ -57,5 +57,44 @@ describe('evaluate answers reused between requests', () => {
     const renamed = await request(server, 'PUT', `${flagsPath(project)}/${flag.id}`, { token: user.token, body: { key: 'new_key' } });
     assert.equal(renamed.status, 200, renamed.text);
     assert.deepEqual((await evaluate(server, project.sdk_key, 'production', { user_id: 'u' })).body.flags, { new_key: { enabled: true, reason: 'Flag enabled globally' } });
+  });
+  test('a large environment: answers written from prepared bytes equal the flag-by-flag evaluation, rules matched or not', async () => {
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    // Off, on, a 50% rollout, on with rules, a 30% rollout with rules: 150 flags, answers that never repeat.
+    const definitions: FlagDefinition[] = [];
+    for (let i = 0; i < 150; i++) {
+      const kind = i % 5;
+      const key = `flag_${i}`;
+      const rollout_percentage = kind === 2 ? 50 : kind === 4 ? 30 : 0;
+      const flag = await newFlag(server, user, project, { key, enabled: kind !== 0, rollout_percentage });
+      const rules: RuleDefinition[] = [];
+      if (kind >= 3) {
+        const added: [RuleDefinition['type'], string][] = [['user_id', `vip-${i % 3}`], ['user_email', `Boss-${i % 4}@Example.com`], ['email_domain', i % 2 === 0 ? 'partner.com' : '@other.org']];
+        for (const [type, value] of added) {
+          const created = await request(server, 'POST', `${flagsPath(project)}/${flag.id}/rules`, { token: user.token, body: { rule_type: type, rule_value: value } });
+          assert.equal(created.status, 201, created.text);
+          rules.push({ type, value, enabled: true });
+        }
+      }
+      definitions.push({ key, enabled: kind !== 0, rolloutPercentage: rollout_percentage, rules });
+    }
+    const expected = definitions.map(compileFlag);
+    const contexts = [
+      {},
+      { user_id: 'vip-1' },
+      { user_email: 'boss-2@example.com' },
+      { user_id: 'someone', user_email: 'x@partner.com' },
+      { user_id: 'vip-0', user_email: 'y@other.org' },
+      ...Array.from({ length: 40 }, (_, n) => ({ user_id: `user-${n}`, user_email: `user-${n}@example.com` })),
+    ];
+    for (const context of contexts) {
+      const answer = await evaluate(server, project.sdk_key, 'production', context);
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers.get('content-length'), String(Buffer.byteLength(answer.text)));
+      assert.deepEqual(Object.keys(answer.body.flags), definitions.map((d) => d.key), 'keys in the environment\'s order');
+      const wanted = Object.fromEntries(expected.map((flag) => [flag.key, { ...flag.evaluate(context) }]));
+      assert.deepEqual(answer.body.flags, wanted, JSON.stringify(context));
+    }
   });
 });

@@ -1,15 +1,11 @@
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
-import { contextOf, etagOf, evaluateAll, recordAll } from './evaluation.js';
+import { contextOf, etagOf, evaluateAll, recordAll, type Evaluated } from './evaluation.js';
 import { OUTCOMES } from './outcomes.js';
 
-/** An evaluate answer: its JSON (bytes when kept for reuse), and the ETag that hashes it (contract §12). */
+/** An evaluate answer: its JSON bytes, and the ETag that hashes it (contract §12). */
 export interface Answer {
-  readonly body: Buffer | string;
-  /** Of a string body: latin1 when it is ASCII (one byte per character, written as it is), else utf8. */
-  readonly encoding: 'latin1' | 'utf8';
-  /** In bytes. */
-  readonly length: number;
+  readonly body: Buffer;
   readonly etag: string;
 }
 
@@ -18,8 +14,97 @@ const SLOTS = 16;
 const BYTES_PER_ENVIRONMENT = 128 * 1024;
 
 interface Cached extends Answer {
-  readonly body: Buffer;
   readonly codes: Uint8Array;
+}
+
+/**
+ * Answer bytes are written one after another into slabs of this size (one allocation for many
+ * answers; a slab is never written twice, so an answer still being sent is never overwritten).
+ * An answer larger than a quarter of it gets a buffer of its own.
+ */
+const SLAB_BYTES = 1024 * 1024;
+let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+let slabUsed = 0;
+
+function answerBuffer(length: number): Buffer {
+  if (length > SLAB_BYTES / 4) return Buffer.allocUnsafeSlow(length);
+  if (slabUsed + length > SLAB_BYTES) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const buffer = slab.subarray(slabUsed, slabUsed + length);
+  slabUsed += length;
+  return buffer;
+}
+
+/**
+ * The bytes of the answers where no targeting rule matched, prepared per compiled environment:
+ * then only the rollout flags differ between answers, so the answer is the same bytes up to the
+ * first rollout flag (`head`), then per rollout flag the fragment of its outcome followed by the
+ * unchanging fragments up to the next one (`piece`). An answer is 1 + (rollout flags) copies of
+ * prepared bytes, whatever the number of flags.
+ */
+class AnswerTemplate {
+  readonly head: Buffer;
+  /** Per rollout flag, two (code, piece) pairs: a rollout flag has two outcomes (in or not in it). */
+  private readonly pieceCodes: Int16Array;
+  private readonly pieces: Buffer[];
+  /** The pieces of the answer being written (reused). */
+  private readonly chosen: Buffer[];
+
+  constructor(
+    private readonly environment: CompiledEnvironment,
+    private readonly fragment: (flag: number, code: number) => string,
+  ) {
+    const { rollouts } = environment.flagSet;
+    this.head = Buffer.from('{"flags":{' + this.unchanging(0, rollouts.length > 0 ? rollouts[0]! : environment.flagSet.size), 'utf8');
+    this.pieceCodes = new Int16Array(rollouts.length * 2).fill(-1);
+    this.pieces = new Array(rollouts.length * 2);
+    this.chosen = new Array(rollouts.length);
+  }
+
+  /** The answer for codes that differ from the environment's base codes only at its rollout flags. */
+  write(codes: Uint8Array): Buffer {
+    const { rollouts } = this.environment.flagSet;
+    let length = this.head.length;
+    for (let j = 0; j < rollouts.length; j++) {
+      const piece = this.piece(j, codes[rollouts[j]!]!);
+      this.chosen[j] = piece;
+      length += piece.length;
+    }
+    const body = answerBuffer(length);
+    body.set(this.head, 0);
+    let offset = this.head.length;
+    for (let j = 0; j < rollouts.length; j++) {
+      const piece = this.chosen[j]!;
+      body.set(piece, offset);
+      offset += piece.length;
+    }
+    return body;
+  }
+
+  private piece(j: number, code: number): Buffer {
+    const at = j * 2;
+    if (this.pieceCodes[at] === code) return this.pieces[at]!;
+    if (this.pieceCodes[at + 1] === code) return this.pieces[at + 1]!;
+    const { rollouts, size } = this.environment.flagSet;
+    const flag = rollouts[j]!;
+    const piece = Buffer.from(this.fragment(flag, code) + this.unchanging(flag + 1, j + 1 < rollouts.length ? rollouts[j + 1]! : size), 'utf8');
+    const free = this.pieceCodes[at] === -1 ? at : this.pieceCodes[at + 1] === -1 ? at + 1 : -1;
+    if (free !== -1) {
+      this.pieceCodes[free] = code;
+      this.pieces[free] = piece;
+    }
+    return piece;
+  }
+
+  /** The fragments of flags [from, to) at their base codes, and the closing braces after the last flag. */
+  private unchanging(from: number, to: number): string {
+    const { baseCodes, size } = this.environment.flagSet;
+    let json = '';
+    for (let flag = from; flag < to; flag++) json += this.fragment(flag, baseCodes[flag]!);
+    return to === size ? json + '}}' : json;
+  }
 }
 
 /**
@@ -34,6 +119,7 @@ class EnvironmentAnswers {
   /** Per flag, up to FRAGMENTS (code, fragment) pairs: a flag gives a handful of outcomes at most. */
   private readonly fragmentCodes: Int16Array;
   private readonly fragments: string[];
+  private readonly template: AnswerTemplate;
   /** Kept answers and the hash of their codes (a quick first test), replaced oldest first. */
   private readonly kept: Cached[] = [];
   private readonly keptHashes = new Int32Array(SLOTS);
@@ -42,18 +128,16 @@ class EnvironmentAnswers {
   private misses = 0;
   /** How many are kept: fewer for large answers, so that they stay within BYTES_PER_ENVIRONMENT (set by the first answer). */
   private capacity = 0;
-  /** Reasons are ASCII, and flag keys are [a-z0-9_-]; a key from elsewhere makes the answer UTF-8. */
-  private readonly encoding: 'latin1' | 'utf8';
 
   constructor(private readonly environment: CompiledEnvironment) {
-    const count = environment.flags.length;
+    const count = environment.flagSet.size;
     this.fragmentCodes = new Int16Array(count * FRAGMENTS).fill(-1);
     this.fragments = new Array(count * FRAGMENTS);
-    this.encoding = environment.jsonKeys.every((key) => /^[\x20-\x7e]*$/.test(key)) ? 'latin1' : 'utf8';
+    this.template = new AnswerTemplate(environment, (flag, code) => this.fragment(flag, code));
   }
 
-  answer(codes: Uint8Array): Answer {
-    const count = this.environment.flags.length;
+  answer({ codes, ruleMatched }: Evaluated): Answer {
+    const count = this.environment.flagSet.size;
     let h = 0x811c9dc5; // FNV-1a over the codes
     for (let i = 0; i < count; i++) h = Math.imul(h ^ codes[i]!, 0x01000193);
     for (let k = 0; k < this.kept.length; k++) {
@@ -63,20 +147,27 @@ class EnvironmentAnswers {
       }
     }
 
-    let json = '{"flags":{';
-    for (let i = 0; i < count; i++) json += this.fragment(i, codes[i]!);
-    json += '}}';
+    const body = ruleMatched ? this.built(codes) : this.template.write(codes);
     const etag = etagOf(this.environment, codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
-    const { encoding } = this;
-    if (++this.misses > 64 && this.hits * 8 < this.misses) return { body: json, encoding, length: encoding === 'latin1' ? json.length : Buffer.byteLength(json), etag };
-    const body = Buffer.from(json, encoding); // latin1 of ASCII text: a copy, no encoding
-    const answer: Cached = { body, encoding, length: body.length, etag, codes: codes.slice(0, count) };
+    if (++this.misses > 64 && this.hits * 8 < this.misses) return { body, etag };
+    // A copy of its own: a kept answer must not hold a whole slab.
+    const answer: Cached = { body: Buffer.from(body), etag, codes: codes.slice(0, count) };
     if (this.capacity === 0) this.capacity = Math.max(1, Math.min(SLOTS, Math.floor(BYTES_PER_ENVIRONMENT / body.length)));
     this.kept[this.next] = answer;
     this.keptHashes[this.next] = h;
     this.next = (this.next + 1) % this.capacity;
     return answer;
+  }
+
+  /** Any answer, fragment by fragment (where a targeting rule matched: the template does not apply). */
+  private built(codes: Uint8Array): Buffer {
+    let json = '{"flags":{';
+    for (let i = 0; i < this.environment.flagSet.size; i++) json += this.fragment(i, codes[i]!);
+    json += '}}';
+    const body = answerBuffer(Buffer.byteLength(json));
+    body.write(json, 0, 'utf8');
+    return body;
   }
 
   private fragment(flag: number, code: number): string {
@@ -103,11 +194,11 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
 
 const byEnvironment = new WeakMap<CompiledEnvironment, EnvironmentAnswers>();
 
-/** The answer for these outcome codes (one per flag of the environment, in order). */
-export function answerOf(environment: CompiledEnvironment, codes: Uint8Array): Answer {
+/** The answer for what evaluateAll gave for this environment. */
+export function answerOf(environment: CompiledEnvironment, evaluated: Evaluated): Answer {
   let answers = byEnvironment.get(environment);
   if (!answers) byEnvironment.set(environment, (answers = new EnvironmentAnswers(environment)));
-  return answers.answer(codes);
+  return answers.answer(evaluated);
 }
 
 /**
@@ -117,7 +208,7 @@ export function answerOf(environment: CompiledEnvironment, codes: Uint8Array): A
  */
 export function answerFor(environment: CompiledEnvironment, userId: string | null | undefined, userEmail: string | null | undefined, history: HistoryRecorder): Answer {
   const context = contextOf(userId, userEmail);
-  const codes = evaluateAll(environment, context);
-  recordAll(history, environment, context, codes);
-  return answerOf(environment, codes);
+  const evaluated = evaluateAll(environment, context);
+  recordAll(history, environment, context, evaluated.codes);
+  return answerOf(environment, evaluated);
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { compileFlag, type CompiledFlag } from '@guidon/engine';
+import { compileFlag, compileFlagSet, type CompiledFlag, type CompiledFlagSet } from '@guidon/engine';
 import type { Db } from '../../db/database.js';
 import { loadProjectBySdkKey } from './evaluate.repository.js';
+import { outcomeOf } from './outcomes.js';
 
 /** An environment's flags, as parallel arrays in answer order. */
 export interface CompiledEnvironment {
@@ -11,7 +12,10 @@ export interface CompiledEnvironment {
   readonly snapshotId: string;
   readonly flagIds: readonly string[];
   readonly flagKeys: readonly string[];
+  /** Each flag alone (one-flag evaluations: OFREP). */
   readonly flags: readonly CompiledFlag[];
+  /** Every flag at once, as outcome codes (evaluate, OFREP bulk, the stream). */
+  readonly flagSet: CompiledFlagSet;
   /** `"<key>":` for each flag, with the separating comma in front from the second on. */
   readonly jsonKeys: readonly string[];
 }
@@ -97,6 +101,7 @@ export class EvaluateCache {
         flagIds: env.flags.map((flag) => flag.id),
         flagKeys: env.flags.map((flag) => flag.key),
         flags: env.flags.map(compileFlag),
+        flagSet: compileFlagSet(env.flags, codeOf),
         jsonKeys: env.flags.map((flag, i) => `${i === 0 ? '' : ','}${JSON.stringify(flag.key)}:`),
       });
     }
@@ -110,3 +115,5 @@ export class EvaluateCache {
     return project;
   }
 }
+
+const codeOf = (result: Parameters<typeof outcomeOf>[0]) => outcomeOf(result).code;

@@ -116,9 +116,9 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
         'x-content-type-options': 'nosniff',
         etag: answer.etag,
         'content-type': 'application/json; charset=utf-8',
-        'content-length': answer.length,
+        'content-length': answer.body.length,
       });
-      response.end(answer.body, answer.encoding);
+      response.end(answer.body);
       metrics.count('POST', PATH, 200, (performance.now() - started) / 1000);
     });
     return true;

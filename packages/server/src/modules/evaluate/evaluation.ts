@@ -76,15 +76,21 @@ export function contextOf(userId: string | null | undefined, userEmail: string |
   return { user_id: userId ?? undefined, user_email: userEmail ?? undefined };
 }
 
-/** Outcome codes of the request being answered; reused, since a request is evaluated synchronously. */
-let codes = new Uint8Array(1024);
+/** What evaluating every flag gave; reused, since a request is evaluated synchronously. */
+export interface Evaluated {
+  /** The outcome code of each flag, in the environment's order (more bytes may follow: read `count`). */
+  readonly codes: Uint8Array;
+  /** False: no targeting rule matched, so only the environment's rollout flags may differ from its base codes. */
+  readonly ruleMatched: boolean;
+}
+const evaluated = { codes: new Uint8Array(1024), ruleMatched: false };
 
-/** Evaluates every flag of the environment; the answer's codes are valid until the next call. */
-export function evaluateAll(environment: CompiledEnvironment, context: EvaluationContext): Uint8Array {
-  const { flags } = environment;
-  if (flags.length > codes.length) codes = new Uint8Array(flags.length * 2);
-  for (let i = 0; i < flags.length; i++) codes[i] = outcomeOf(flags[i]!.evaluate(context)).code;
-  return codes;
+/** Evaluates every flag of the environment; the result is valid until the next call. */
+export function evaluateAll(environment: CompiledEnvironment, context: EvaluationContext): Evaluated {
+  const { flagSet } = environment;
+  if (flagSet.size > evaluated.codes.length) evaluated.codes = new Uint8Array(flagSet.size * 2);
+  evaluated.ruleMatched = flagSet.evaluateInto(context, evaluated.codes);
+  return evaluated;
 }
 
 export const outcomeByCode = (code: number): Outcome => OUTCOMES[code]!;
@@ -101,11 +107,13 @@ export function flagIndex(environment: CompiledEnvironment, key: string): number
   return byKey.get(key) ?? -1;
 }
 
+const oneCode = new Uint8Array(1);
+
 /** Evaluates one flag and records it in history, as a one-flag evaluate would. */
 export function evaluateOne(history: HistoryRecorder, environment: CompiledEnvironment, index: number, context: EvaluationContext): Outcome {
   const outcome = outcomeOf(environment.flags[index]!.evaluate(context));
-  codes[0] = outcome.code;
-  history.record(oneFlagView(environment, index), storableUserId(context), codes, 1);
+  oneCode[0] = outcome.code;
+  history.record(oneFlagView(environment, index), storableUserId(context), oneCode, 1);
   return outcome;
 }
 

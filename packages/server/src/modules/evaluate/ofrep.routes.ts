@@ -151,7 +151,7 @@ export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, histo
   }, async (request, reply) => {
     const environment = environmentOf(request);
     const context = contextOf(request.body.context?.targetingKey, request.body.context?.email);
-    const codes = evaluateAll(environment, context);
+    const { codes } = evaluateAll(environment, context);
     let flags = '[';
     for (let i = 0; i < environment.flags.length; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.flagKeys, i)}${FRAGMENTS[codes[i]!]}}`;
     flags += ']';

@@ -28,6 +28,9 @@ const DEFAULTS: RecorderOptions = {
 
 const HOUR_MS = 60 * 60 * 1000;
 
+/** 1 where the outcome code means enabled: counting reads a byte, not an object, per flag. */
+const ENABLED_CODE = Uint8Array.from(OUTCOMES, (outcome) => Number(outcome.enabled));
+
 interface EnvironmentCounts {
   environment: BatchEnvironment;
   enabled: Uint32Array;
@@ -265,9 +268,11 @@ export class HistoryRecorder {
       counts = { environment, enabled: new Uint32Array(count), disabled: new Uint32Array(count) };
       this.counts.set(environment, counts);
     }
+    const { enabled, disabled } = counts;
     for (let i = 0; i < count; i++) {
-      if (OUTCOMES[codes[i]!]!.enabled) counts.enabled[i]!++;
-      else counts.disabled[i]!++;
+      const on = ENABLED_CODE[codes[i]!]!;
+      enabled[i]! += on;
+      disabled[i]! += 1 - on;
     }
   }
 
