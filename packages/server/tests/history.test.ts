@@ -211,6 +211,23 @@ describe('history writer', () => {
     await database.close();
   });
 
+  test('the bound holds in requests too: small environments cannot pile up user ids without limit', async () => {
+    const testDatabase = await createTestDatabase();
+    const { database, environment } = await environmentIn(testDatabase);
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { maxPendingRequests: 3, flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    const codes = Uint8Array.from([1, 0]);
+    for (let i = 0; i < 5; i++) recorder.record(environment, `user-${i}`, codes, 2);
+    assert.equal(recorder.metrics().dropped, 4);
+    recorder.handOver();
+    await eventually(() => recorder.metrics().written === 6, 'the first three requests written');
+    recorder.record(environment, 'after', codes, 2); // room again once the writer caught up
+    await recorder.close();
+    const rows = await database.db.selectFrom('evaluations').select('user_id').orderBy('id').execute();
+    assert.deepEqual(rows.map((row) => row.user_id), ['user-0', 'user-1', 'user-2', 'after']);
+    await database.close();
+  });
+
   test('a history worker that dies is replaced: later rows are written, what it held is counted', async () => {
     const testDatabase = await createTestDatabase();
     const { database, environment } = await environmentIn(testDatabase);

@@ -12,6 +12,8 @@ export interface Answer {
 /** Answers kept per environment: at most this many, and at most this many bytes of them. */
 const SLOTS = 16;
 const BYTES_PER_ENVIRONMENT = 128 * 1024;
+/** Misses after which an environment whose answers never repeated tries keeping them again. */
+const RELEARN_AFTER = 4096;
 
 interface Cached extends Answer {
   readonly codes: Uint8Array;
@@ -138,12 +140,17 @@ class EnvironmentAnswers {
 
   answer({ codes, ruleMatched }: Evaluated): Answer {
     const count = this.environment.flagSet.size;
+    // Where no answer was ever reused, looking costs more than it finds: look again now and then.
+    if (this.hits === 0 && this.misses >= RELEARN_AFTER) this.misses = 0;
+    const looking = this.hits > 0 || this.misses <= 64;
     let h = 0x811c9dc5; // FNV-1a over the codes
-    for (let i = 0; i < count; i++) h = Math.imul(h ^ codes[i]!, 0x01000193);
-    for (let k = 0; k < this.kept.length; k++) {
-      if (this.keptHashes[k] === h && sameCodes(this.kept[k]!.codes, codes, count)) {
-        this.hits++;
-        return this.kept[k]!;
+    if (looking) {
+      for (let i = 0; i < count; i++) h = Math.imul(h ^ codes[i]!, 0x01000193);
+      for (let k = 0; k < this.kept.length; k++) {
+        if (this.keptHashes[k] === h && sameCodes(this.kept[k]!.codes, codes, count)) {
+          this.hits++;
+          return this.kept[k]!;
+        }
       }
     }
 

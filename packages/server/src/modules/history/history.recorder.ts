@@ -5,8 +5,10 @@ import { OUTCOMES } from '../evaluate/outcomes.js';
 import type { Batch, BatchEnvironment, FromWorker, HourCounts, ToWorker } from './history.protocol.js';
 
 export interface RecorderOptions {
-  /** Rows waiting (in the current batch or handed to the worker and not yet written) at most; beyond it rows are dropped and counted. */
+  /** Rows (flag evaluations) waiting, in the current batch or handed to the worker and not yet written, at most; beyond it rows are dropped and counted. */
   maxPendingRows: number;
+  /** The same bound in requests (each also holds its user id and time): small environments reach this one first. */
+  maxPendingRequests: number;
   flushIntervalMs: number;
   /** A batch is handed over early once it holds this many rows. */
   maxBatchRows: number;
@@ -18,7 +20,9 @@ export interface RecorderOptions {
 }
 
 const DEFAULTS: RecorderOptions = {
-  maxPendingRows: 2_000_000,
+  // About 16 MB of outcome codes, and 200,000 requests' user ids and times (some 15 MB).
+  maxPendingRows: 16_000_000,
+  maxPendingRequests: 200_000,
   flushIntervalMs: 1000,
   maxBatchRows: 250_000,
   retentionDays: 30,
@@ -98,13 +102,16 @@ function grow<T extends Uint32Array | Float64Array | Uint8Array>(array: T, lengt
  * Evaluation history, kept off the evaluate path: record() packs a request's outcomes into the
  * current batch (one byte per flag) and counts them per flag and hour; at most a second later the
  * batch goes to a worker thread, which writes the rows on its own database connection. Memory is
- * bounded: past maxPendingRows, rows are dropped and counted, while the hourly counts stay exact.
+ * bounded: past maxPendingRows (or maxPendingRequests), rows are dropped and counted, while the hourly counts stay exact.
  */
 export class HistoryRecorder {
   private batch = new BatchBuilder();
   private counts = new Map<BatchEnvironment, EnvironmentCounts>();
   private hour = Math.floor(Date.now() / HOUR_MS);
   private pendingRows = 0;
+  private pendingRequests = 0;
+  /** Requests in each batch handed to the worker and not yet written. */
+  private readonly requestsInBatch = new Map<number, number>();
   private worker!: Worker;
   private readonly ready: Promise<void>;
   private closed: Promise<void> | undefined;
@@ -156,6 +163,8 @@ export class HistoryRecorder {
     const lost = this.pendingRows - this.batch.rows;
     this.stats.failed += lost;
     this.pendingRows -= lost;
+    this.pendingRequests = this.batch.requests;
+    this.requestsInBatch.clear();
     // Its rows are lost, its counts are not: they go to the next worker.
     for (const counts of this.unconfirmedCounts.values()) this.carriedCounts.push(...counts);
     this.unconfirmedCounts.clear();
@@ -183,13 +192,16 @@ export class HistoryRecorder {
     }
     this.count(environment, codes, count);
     this.stats.recorded += count;
-    if (this.pendingRows + count > this.options.maxPendingRows) {
+    if (this.pendingRows + count > this.options.maxPendingRows || this.pendingRequests >= this.options.maxPendingRequests) {
       this.drop(count);
       return;
     }
     this.batch.add(environment, userId, now, codes, count);
     this.pendingRows += count;
-    if (this.batch.rows >= this.options.maxBatchRows) this.handOver();
+    this.pendingRequests++;
+    // Early, rows only: the counts go once per flush interval (a thousand-flag environment would
+    // otherwise upsert a thousand count rows every few hundred requests).
+    if (this.batch.rows >= this.options.maxBatchRows) this.handOver(false);
   }
 
   /**
@@ -215,21 +227,22 @@ export class HistoryRecorder {
     return { ...this.stats, pending: this.pendingRows };
   }
 
-  /** Hands everything recorded so far to the worker. */
-  handOver(): void {
-    if (this.batch.requests === 0 && this.counts.size === 0 && this.carriedCounts.length === 0) return;
-    const counts = [...this.counts.values()].map(({ environment, enabled, disabled }) => ({
-      environment: describe(environment),
-      hourStart: new Date(this.hour * HOUR_MS).toISOString(),
-      enabled,
-      disabled,
-    }));
-    counts.push(...this.carriedCounts);
+  /** Hands the rows recorded so far to the worker, and the hourly counts unless withCounts is false. */
+  handOver(withCounts = true): void {
+    if (this.batch.requests === 0 && (!withCounts || (this.counts.size === 0 && this.carriedCounts.length === 0))) return;
+    const counts: HourCounts[] = [];
+    if (withCounts) {
+      for (const { environment, enabled, disabled } of this.counts.values()) {
+        counts.push({ environment: describe(environment), hourStart: new Date(this.hour * HOUR_MS).toISOString(), enabled, disabled });
+      }
+      counts.push(...this.carriedCounts);
+      this.counts = new Map();
+      this.carriedCounts = [];
+    }
     const batch = this.batch.build(this.nextBatchId++, counts);
     this.batch = new BatchBuilder();
-    this.counts = new Map();
-    this.carriedCounts = [];
     this.unconfirmedCounts.set(batch.id, counts);
+    this.requestsInBatch.set(batch.id, batch.requestTime.length);
     this.send({ type: 'batch', batch });
   }
 
@@ -254,6 +267,7 @@ export class HistoryRecorder {
         const dropped = this.pendingRows;
         this.stats.failed += dropped;
         this.pendingRows = 0;
+        this.pendingRequests = 0;
         this.log.error({ dropped, unstoredHourlyCounts: this.unconfirmedCounts.size > 0, timeoutMs: this.options.closeTimeoutMs }, 'history flush did not finish in time at shutdown: rows dropped');
       }
       this.settleDeletions();
@@ -297,6 +311,8 @@ export class HistoryRecorder {
   private onWorkerMessage(message: FromWorker): void {
     if (message.type === 'written') {
       this.pendingRows -= message.rows + message.discarded + message.failed;
+      this.pendingRequests -= this.requestsInBatch.get(message.batchId) ?? 0;
+      this.requestsInBatch.delete(message.batchId);
       this.stats.written += message.rows;
       this.stats.discarded += message.discarded;
       this.stats.failed += message.failed;
