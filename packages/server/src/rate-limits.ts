@@ -9,6 +9,8 @@ const retryAfterSeconds = (state: RateLimiterRes) => Math.max(1, Math.ceil(state
 /** One budget of hits per key and window, counted by one of rate-limiter-flexible's stores. */
 export class Limit {
   private lastFailureLogged = 0;
+  /** The property under which hitOnce keeps a request's outcome, one per limit. */
+  private readonly counted = Symbol('hit counted by this limit');
   /**
    * In-memory counters only: the keys counted, oldest first. Past maxKeys the oldest is
    * forgotten, so an attacker sending many distinct keys (emails) cannot grow memory without bound.
@@ -32,6 +34,15 @@ export class Limit {
   async hit(key: string): Promise<void> {
     const refused = await this.consume(key);
     if (refused) throw new RateLimited(retryAfterSeconds(refused));
+  }
+
+  /**
+   * Counts one hit for this request the first time it is asked; asked again for the same request,
+   * gives the first outcome without counting. Evaluate's direct path counts a request before it may
+   * hand it to Fastify, whose hook then asks too: one hit per request, whichever path answers.
+   */
+  hitOnce(request: object, key: string): Promise<void> {
+    return ((request as Record<symbol, Promise<void> | undefined>)[this.counted] ??= this.hit(key));
   }
 
   /** Counts one hit; false when the key is over its budget. */

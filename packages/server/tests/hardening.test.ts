@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import pino from 'pino';
+import { Counter, Histogram, Registry } from 'prom-client';
 import { sql } from 'kysely';
 import { createRateLimits, MAX_KEYS_IN_MEMORY } from '../src/rate-limits.js';
 import { openDatabase } from '../src/db/database.js';
@@ -16,6 +17,7 @@ import { HistoryStore } from '../src/modules/history/history.store.js';
 import { insertEvaluations } from '../src/modules/history/history.sql.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
 import { storeResetToken } from '../src/modules/accounts/accounts.repository.js';
+import { createMetrics } from '../src/modules/metrics/metrics.js';
 import { evaluate, eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 
@@ -478,5 +480,50 @@ describe('shutdown with a history flush that cannot finish', () => {
     const line = server.logs.find((entry) => entry.includes('history flush did not finish in time'));
     assert.ok(line, server.logs.join(''));
     assert.equal(JSON.parse(line).dropped, 6, 'three requests of two flags');
+  });
+});
+
+describe('the request histogram, counted without prom-client\'s observe', () => {
+  test('/metrics says what a prom-client Histogram and Counter that saw every answer would say', async () => {
+    const metrics = createMetrics({} as never); // the other metrics' sources are read only when they are scraped
+    const reference = new Registry();
+    const histogram = new Histogram({
+      name: 'guidon_http_request_duration_seconds',
+      help: 'HTTP requests by route (the route pattern, not the URL), method and status; _count is the request count',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [reference],
+    });
+    const counter = new Counter({ name: 'guidon_evaluate_requests_total', help: 'POST /sdk/v1/evaluate answers by status', labelNames: ['status'], registers: [reference] });
+    const text = (registry: Registry) =>
+      Promise.all(['guidon_http_request_duration_seconds', 'guidon_evaluate_requests_total'].map((name) => registry.getSingleMetricAsString(name))).then((texts) => texts.join('\n'));
+    const routes: [string, string, number][] = [
+      ['POST', '/sdk/v1/evaluate', 200],
+      ['GET', '/api/projects/:project_id/environments', 200],
+      ['POST', '/sdk/v1/evaluate', 429],
+      ['GET', 'unmatched', 404],
+      ['POST', '/sdk/v1/evaluate', 401],
+      ['POST', '/auth/login', 200],
+    ];
+    // Bounds exactly, between them, past the last (+Inf only), zero; label sets first met in a mixed order.
+    const durations = [0, 0.001, 0.0010001, 0.0025, 0.003, 0.07, 0.1, 1, 4.9, 5, 5.0001, 12, 0.000123456789];
+    let seen = 0;
+    const answer = (i: number) => {
+      const [method, route, status] = routes[(i * 7 + (i >> 3)) % routes.length]!;
+      const seconds = durations[i % durations.length]! + (i % 5) * 1e-7;
+      metrics.count(method, route, status, seconds);
+      histogram.observe({ method, route, status: String(status) }, seconds);
+      if (route === '/sdk/v1/evaluate') counter.inc({ status: String(status) });
+      seen++;
+    };
+    assert.equal(await text(metrics.registry), await text(reference), 'before any answer');
+    for (let i = 0; i < 200; i++) answer(i);
+    const first = await text(metrics.registry);
+    assert.equal(first, await text(reference));
+    assert.match(first, /^guidon_http_request_duration_seconds_bucket\{le="0\.001",method="POST",route="\/sdk\/v1\/evaluate",status="200"\} \d+$/m);
+    assert.match(first, /^guidon_evaluate_requests_total\{status="429"\} \d+$/m);
+    for (let i = 200; i < 500; i++) answer(i); // scraped again: the counts go on
+    assert.equal(await text(metrics.registry), await text(reference));
+    assert.equal(seen, 500);
   });
 });

@@ -5,8 +5,10 @@ import type { FastifyInstance, preParsingHookHandler } from 'fastify';
 import type { Static } from 'typebox';
 import type { Services } from '../../services.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { clientAddressOf } from '../../http/client-address.js';
 import { requestIdOf } from '../../http/request-id.js';
 import { answerFor, type Answer } from './evaluate.answers.js';
+import type { CompiledProject } from './evaluate.cache.js';
 import { EvaluateBody } from './evaluate.schemas.js';
 
 type Listener = (request: IncomingMessage, response: ServerResponse) => void;
@@ -39,12 +41,17 @@ const OWN_HOOKS = '(onRequest) 2\n(preParsing) ["bodyReadBefore()"]\n(onResponse
  * POST /sdk/v1/evaluate in front of Fastify: Fastify's request pipeline costs evaluate more than
  * everything else it does (docs/performance.md). The direct path answers only requests that the
  * route would answer 200, with the route's own function (answerFor) and headers. Everything else
- * goes to Fastify's route, with the body it has read: the rate limit (on), CORS (configured), an SDK
- * key not compiled yet, another content type, a body that does not parse or validate, an unknown
- * environment. So limits, validation, errors and their order (contract §2, §3) stay in one place.
+ * goes to Fastify's route, with the body it has read: CORS (configured), an SDK key not compiled
+ * yet, another content type, a body that does not parse or validate, an unknown environment, a
+ * request over the rate limit. So validation, errors and their order (contract §2, §3) stay in one
+ * place. With the evaluate rate limit on, the direct path counts the request's hit itself (the
+ * route's key, request.ip) before it reads the body, with Limit.hitOnce: a request it then hands
+ * over carries that outcome, which the route's hook takes instead of counting again, and a refused
+ * one is handed over unread, so the 429 is the route's.
  * It stays off when any hook besides the route's own applies to the route, since it would skip it.
  */
 export function directEvaluate(app: FastifyInstance, { config, limits, evaluateCache, history }: Services, metrics: Metrics): void {
+  const clientAddress = clientAddressOf(config.trustProxy); // what app.ts's Fastify gives as request.ip
   // The route's schema, compiled as app.ts compiles bodies (no coercion, no defaults): what passes here passes there.
   const valid = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false }).compile(EvaluateBody);
   let on = false;
@@ -70,9 +77,9 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
     if (!on || !take(request, response)) fastify(request, response);
   });
 
-  /** Takes the request when its headers allow a 200 without Fastify; then reads the body. */
+  /** Takes the request when its headers allow a 200 without Fastify; then counts its rate-limit hit (when on) and reads the body. */
   function take(request: IncomingMessage, response: ServerResponse): boolean {
-    if (request.method !== 'POST' || request.url !== PATH || limits.evaluate !== null || config.corsOrigins.length > 0) return false;
+    if (request.method !== 'POST' || request.url !== PATH || config.corsOrigins.length > 0) return false;
     const headers = request.headers;
     const type = headers['content-type'];
     if (type !== 'application/json' && type !== 'application/json; charset=utf-8') return false;
@@ -84,6 +91,16 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
     if (project === null || project instanceof Promise) return false; // Fastify's hook waits for the same load
 
     const started = performance.now();
+    const limit = limits.evaluate;
+    if (limit === null) readAndAnswer(request, response, project, started);
+    // Refused (or anything else): the route's hook gets the same outcome from hitOnce and answers it.
+    // (No address only once the socket is gone; request.ip is undefined then too.)
+    else limit.hitOnce(request, clientAddress(request) as string).then(() => readAndAnswer(request, response, project, started), () => fastify(request, response));
+    return true;
+  }
+
+  /** Reads the body, and answers it 200 or hands it to Fastify. */
+  function readAndAnswer(request: IncomingMessage, response: ServerResponse, project: CompiledProject, started: number): void {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('error', () => response.destroy());
@@ -121,7 +138,6 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
       response.end(answer.body);
       metrics.count('POST', PATH, 200, (performance.now() - started) / 1000);
     });
-    return true;
   }
 }
 

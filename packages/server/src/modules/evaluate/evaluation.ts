@@ -67,7 +67,8 @@ export function sdkProjectHook(limits: RateLimits, cache: EvaluateCache, readKey
   return (request: FastifyRequest, _reply: unknown, done: HookHandlerDoneFunction) => {
     const limit = limits.evaluate;
     if (!limit) return identify(request, done);
-    limit.hit(request.ip).then(() => identify(request, done), done);
+    // Once per request: evaluate's direct path may have counted it before handing it over (evaluate.direct.ts).
+    limit.hitOnce(request.raw, request.ip).then(() => identify(request, done), done);
   };
 }
 

@@ -11,18 +11,30 @@ import { passwordWork } from '../accounts/passwords.js';
 export function createMetrics({ history, evaluateCache, changes }: Pick<Services, 'history' | 'evaluateCache' | 'changes'>) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'guidon_' });
+  // Every answer is counted here (onResponse, and evaluate's direct path): prom-client's observe
+  // and inc validate and hash the labels on each call, so the counts are kept below, per label
+  // set, and handed to these two metrics when /metrics is scraped. The text is prom-client's.
+  const requests = new RequestCounts();
   const requestDuration = new Histogram({
     name: 'guidon_http_request_duration_seconds',
     help: 'HTTP requests by route (the route pattern, not the URL), method and status; _count is the request count',
     labelNames: ['method', 'route', 'status'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    buckets: [...DURATION_BUCKETS],
     registers: [registry],
+    collect() {
+      setHistogramState(this, requests.histogramState());
+    },
   });
-  const evaluateRequests = new Counter({
+  setHistogramState(requestDuration, requests.histogramState()); // empty; throws now rather than at the first scrape if prom-client changed
+  new Counter({
     name: 'guidon_evaluate_requests_total',
     help: 'POST /sdk/v1/evaluate answers by status',
     labelNames: ['status'],
     registers: [registry],
+    collect() {
+      this.reset();
+      for (const [status, cell] of requests.evaluateByStatus) this.inc({ status }, cell.value);
+    },
   });
   // Totals kept elsewhere, read when scraped.
   new Counter({
@@ -88,11 +100,7 @@ export function createMetrics({ history, evaluateCache, changes }: Pick<Services
   });
 
   /** One answered request (route: the route pattern). */
-  const count = (method: string, route: string, statusCode: number, seconds: number): void => {
-    const status = String(statusCode);
-    requestDuration.observe({ method, route, status }, seconds);
-    if (route === '/sdk/v1/evaluate') evaluateRequests.inc({ status });
-  };
+  const count = (method: string, route: string, statusCode: number, seconds: number): void => requests.count(method, route, statusCode, seconds);
 
   return {
     registry,
@@ -108,6 +116,104 @@ export function createMetrics({ history, evaluateCache, changes }: Pick<Services
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** guidon_http_request_duration_seconds's upper bounds (seconds); +Inf is implied. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5] as const;
+const EVALUATE_ROUTE = '/sdk/v1/evaluate';
+
+/** One label set of the request histogram, with what prom-client would keep for it. */
+interface Series {
+  /** In prom-client's order (the order observe was given them): method, route, status. */
+  readonly labels: { method: string; route: string; status: string };
+  /** Per upper bound, the answers that took at most that long and more than the bound before (not cumulative). */
+  readonly buckets: number[];
+  sum: number;
+  count: number;
+  /** The evaluate counter's cell of this status, for the evaluate route; else null. */
+  readonly evaluate: { value: number } | null;
+}
+
+/**
+ * The request histogram's and the evaluate counter's counts, per label set, recorded with a few
+ * Map lookups and additions (no label objects, no hashing, no closure per answer).
+ */
+class RequestCounts {
+  /** method → route → status code → series. */
+  private readonly byMethod = new Map<string, Map<string, Map<number, Series>>>();
+  /** Every series, in the order of its first answer (prom-client's order of label sets). */
+  private readonly series: Series[] = [];
+  /** guidon_evaluate_requests_total by status, in the order of each status's first answer. */
+  readonly evaluateByStatus = new Map<string, { value: number }>();
+
+  count(method: string, route: string, statusCode: number, seconds: number): void {
+    if (!Number.isFinite(seconds)) return; // prom-client's observe would have thrown: not recorded either way
+    const series = this.seriesOf(method, route, statusCode);
+    const buckets = series.buckets;
+    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+      if (seconds <= DURATION_BUCKETS[i]!) {
+        buckets[i]!++;
+        break;
+      }
+    }
+    series.sum += seconds;
+    series.count++;
+    if (series.evaluate !== null) series.evaluate.value++;
+  }
+
+  private seriesOf(method: string, route: string, statusCode: number): Series {
+    let byRoute = this.byMethod.get(method);
+    if (byRoute === undefined) this.byMethod.set(method, (byRoute = new Map()));
+    let byStatus = byRoute.get(route);
+    if (byStatus === undefined) byRoute.set(route, (byStatus = new Map()));
+    let series = byStatus.get(statusCode);
+    if (series === undefined) {
+      const status = String(statusCode);
+      let evaluate: { value: number } | null = null;
+      if (route === EVALUATE_ROUTE) {
+        evaluate = this.evaluateByStatus.get(status) ?? { value: 0 };
+        this.evaluateByStatus.set(status, evaluate);
+      }
+      series = { labels: { method, route, status }, buckets: DURATION_BUCKETS.map(() => 0), sum: 0, count: 0, evaluate };
+      byStatus.set(statusCode, series);
+      this.series.push(series);
+    }
+    return series;
+  }
+
+  /** The histogram as prom-client holds one (see setHistogramState), from the counts so far. */
+  histogramState(): Record<string, HistogramEntry> {
+    const state: Record<string, HistogramEntry> = {};
+    for (let i = 0; i < this.series.length; i++) {
+      const { labels, buckets, sum, count } = this.series[i]!;
+      const bucketValues: Record<number, number> = {};
+      for (let b = 0; b < DURATION_BUCKETS.length; b++) bucketValues[DURATION_BUCKETS[b]!] = buckets[b]!;
+      state[`series ${i}`] = { labels, bucketValues, sum, count }; // not an integer key: kept in this order
+    }
+    return state;
+  }
+}
+
+/** prom-client 15's state of one label set of a histogram (lib/histogram.js, createBaseValues). */
+interface HistogramEntry {
+  labels: Record<string, string>;
+  /** Per upper bound, non-cumulative counts; prom-client adds them up, then +Inf (count), _sum, _count. */
+  bucketValues: Record<number, number>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * Gives a prom-client Histogram its state, from its collect(), which prom-client calls before it
+ * reads `hashMap` to write the text: so names, labels, their order, buckets and values are
+ * written by prom-client exactly as if every answer had been observed. `hashMap` is
+ * prom-client's own field, not its API: tests/hardening.test.ts compares the text with a
+ * Histogram that observed the same answers, and createMetrics throws at start-up if the field is gone.
+ */
+function setHistogramState(histogram: Histogram<string>, state: Record<string, HistogramEntry>): void {
+  const internal = histogram as unknown as { hashMap?: Record<string, HistogramEntry> };
+  if (typeof internal.hashMap !== 'object' || internal.hashMap === null) throw new Error('prom-client Histogram has no hashMap: metrics.ts needs updating for this prom-client version');
+  internal.hashMap = state;
+}
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
