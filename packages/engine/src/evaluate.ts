@@ -1,4 +1,4 @@
-import { murmur3_x86_32, murmur3_x86_32_continue, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
+import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_continue, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
 
 export type RuleType = 'user_id' | 'user_email' | 'email_domain';
 
@@ -316,12 +316,17 @@ export interface CompiledFlagSet {
   readonly baseCodes: Uint8Array;
   /** The flags (ascending indexes) whose code, when no rule of theirs matches, comes from their rollout. */
   readonly rollouts: Uint32Array;
+  /** Per flag of `rollouts`, its code when in the rollout (any other code there, with no rule matched, is the not-in one). */
+  readonly inRolloutCodes: Uint8Array;
   /**
    * Writes each flag's code into codes[0..size). Returns true when a targeting rule matched:
    * then flags other than `rollouts` may differ from `baseCodes`.
    */
   evaluateInto(ctx: EvaluationContext, codes: Uint8Array): boolean;
 }
+
+/** The context's identifier, read once for all the rollouts of a flag set (evaluation is synchronous: one is enough). */
+const identifier = new Murmur3Suffix();
 
 /** codeOf: the caller's code (0..255) for a result; called while compiling, never per context. */
 export function compileFlagSet(defs: readonly FlagDefinition[], codeOf: (result: EvaluationResult) => number): CompiledFlagSet {
@@ -398,9 +403,9 @@ export function compileFlagSet(defs: readonly FlagDefinition[], codeOf: (result:
   const evaluateInto = (ctx: EvaluationContext, codes: Uint8Array): boolean => {
     codes.set(baseCodes);
     if (rollouts.length > 0) {
-      const id = identifierOf(ctx);
+      identifier.prepare(identifierOf(ctx));
       for (let j = 0; j < rollouts.length; j++) {
-        codes[rollouts[j]!] = murmur3_x86_32_continue(rolloutPrefixes[j]!, id) % 100 < rolloutPercentages[j]! ? inCodes[j]! : outCodes[j]!;
+        codes[rollouts[j]!] = identifier.finish(rolloutPrefixes[j]!) % 100 < rolloutPercentages[j]! ? inCodes[j]! : outCodes[j]!;
       }
     }
     let matched = false;
@@ -430,5 +435,5 @@ export function compileFlagSet(defs: readonly FlagDefinition[], codeOf: (result:
     return matched;
   };
 
-  return Object.freeze({ size, baseCodes, rollouts: Uint32Array.from(rollouts), evaluateInto });
+  return Object.freeze({ size, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes: Uint8Array.from(inCodes), evaluateInto });
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { murmur3_x86_32, murmur3_x86_32_bytes, murmur3_x86_32_continue, murmur3_x86_32_state } from './murmur3.js';
+import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_bytes, murmur3_x86_32_continue, murmur3_x86_32_state } from './murmur3.js';
 
 /** Deliberately naive reference: byte-at-a-time over Buffer's UTF-8 encoding. */
 function reference(input: string, seed = 0): number {
@@ -118,6 +118,21 @@ test('murmur3_x86_32_continue(state(prefix), suffix) equals murmur3_x86_32(prefi
       assert.equal(state.byteLength, Buffer.byteLength(p, 'utf8'));
       for (const s of suffixes) {
         assert.equal(murmur3_x86_32_continue(state, s), reference(p + s, seed), JSON.stringify([p, s, seed]));
+      }
+    }
+  }
+});
+
+test('Murmur3Suffix: one suffix after many prefixes equals murmur3_x86_32(prefix + suffix), for every alignment, length and seed', () => {
+  const prefixes = ['', 'a', 'ab', 'abc', 'abcd', 'flag_1:', 'flag_12:', 'long_flag_key_123:', 'é:', 'ключ:'];
+  const suffixes = ['', 'x', 'xy', 'xyz', 'wxyz', 'user-1', 'user-123456', 'u'.repeat(255), 'u'.repeat(256), 'u'.repeat(257), 'v'.repeat(300), 'é', 'user-é', 'a\u{1F600}b', '\ud800'];
+  for (let n = 0; n < 40; n++) suffixes.push(Array.from({ length: n }, (_, i) => String.fromCharCode(33 + ((i * 7 + n) % 90))).join(''));
+  const suffix = new Murmur3Suffix();
+  for (const text of suffixes) {
+    suffix.prepare(text);
+    for (const prefix of prefixes) {
+      for (const seed of [0, 1, 0x9747b28c]) {
+        assert.equal(suffix.finish(murmur3_x86_32_state(prefix, seed)), murmur3_x86_32(prefix + text, seed), `${JSON.stringify(prefix)} + ${JSON.stringify(text)}, seed ${seed}`);
       }
     }
   }

@@ -186,3 +186,78 @@ function fmix(h1: number, byteLength: number): number {
   h1 ^= h1 >>> 16;
   return h1 >>> 0;
 }
+
+/** Suffixes longer than this many complete blocks are hashed by murmur3_x86_32_continue. */
+const SUFFIX_MAX_BLOCKS = 64;
+
+/**
+ * One suffix hashed after many prefixes (a context's identifier after each rollout flag's
+ * `"<key>:"`): its bytes are read and its blocks mixed once, for each of the four ways a prefix
+ * can leave it aligned, so each prefix costs only the mixing into its state. finish(state)
+ * equals murmur3_x86_32_continue(state, suffix) (tested for equivalence). Reused: call prepare
+ * for each new suffix.
+ */
+export class Murmur3Suffix {
+  private suffix = '';
+  private length = 0;
+  /** false: not ASCII, or too long; finish hashes the plain way. */
+  private prepared = false;
+  private readonly bytes = new Uint8Array(SUFFIX_MAX_BLOCKS * 4 + 3);
+  /** Per alignment p (bytes the prefix left pending: 0..3): the suffix bytes that complete the prefix's block, placed. */
+  private readonly head = new Int32Array(4);
+  /** Per alignment: whether the suffix completes that block. */
+  private readonly headCompletes = new Uint8Array(4);
+  /** Per alignment: the complete blocks that follow, already mixed (mixK). */
+  private readonly mixed = new Int32Array(4 * SUFFIX_MAX_BLOCKS);
+  private readonly blocks = new Int32Array(4);
+  /** Per alignment: the last partial block, and whether there is one. */
+  private readonly tail = new Int32Array(4);
+  private readonly hasTail = new Uint8Array(4);
+
+  prepare(suffix: string): void {
+    this.suffix = suffix;
+    const len = (this.length = suffix.length);
+    this.prepared = false;
+    if (len > SUFFIX_MAX_BLOCKS * 4) return;
+    const { bytes } = this;
+    for (let i = 0; i < len; i++) {
+      const c = suffix.charCodeAt(i);
+      if (c > 0x7f) return;
+      bytes[i] = c;
+    }
+    for (let p = 0; p < 4; p++) {
+      const need = p === 0 ? 0 : 4 - p;
+      let i = 0;
+      let k = 0;
+      for (; i < need && i < len; i++) k |= bytes[i]! << ((p + i) * 8);
+      this.head[p] = k;
+      this.headCompletes[p] = p !== 0 && len >= need ? 1 : 0;
+      let b = 0;
+      for (; i + 4 <= len; i += 4) this.mixed[p * SUFFIX_MAX_BLOCKS + b++] = mixK(bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
+      this.blocks[p] = b;
+      let t = 0;
+      for (let shift = 0; i < len; i++, shift += 8) t |= bytes[i]! << shift;
+      this.tail[p] = t;
+      this.hasTail[p] = len > need + b * 4 ? 1 : 0;
+    }
+    this.prepared = true;
+  }
+
+  /** murmur3_x86_32(state.prefix + the prepared suffix, state.seed). */
+  finish(state: Murmur3State): number {
+    if (!this.prepared) return murmur3_x86_32_continue(state, this.suffix);
+    const p = state.tailLen;
+    const byteLength = state.byteLength + this.length;
+    let h1 = state.h1;
+    if (p !== 0) {
+      const k1 = state.k1 | this.head[p]!;
+      if (this.headCompletes[p] === 0) return fmix(h1 ^ mixK(k1), byteLength);
+      h1 = mixH(h1, mixK(k1));
+    }
+    const base = p * SUFFIX_MAX_BLOCKS;
+    const end = base + this.blocks[p]!;
+    for (let b = base; b < end; b++) h1 = mixH(h1, this.mixed[b]!);
+    if (this.hasTail[p] === 1) h1 ^= mixK(this.tail[p]!);
+    return fmix(h1, byteLength);
+  }
+}

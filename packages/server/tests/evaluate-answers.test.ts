@@ -88,13 +88,15 @@ describe('evaluate answers reused between requests', () => {
       { user_id: 'vip-0', user_email: 'y@other.org' },
       ...Array.from({ length: 40 }, (_, n) => ({ user_id: `user-${n}`, user_email: `user-${n}@example.com` })),
     ];
-    for (const context of contexts) {
+    // In parallel, many times over: answers written into shared buffers must never show another's bytes.
+    const checks = Array.from({ length: 8 }, () => contexts).flat();
+    await Promise.all(checks.map(async (context) => {
       const answer = await evaluate(server, project.sdk_key, 'production', context);
       assert.equal(answer.status, 200);
       assert.equal(answer.headers.get('content-length'), String(Buffer.byteLength(answer.text)));
       assert.deepEqual(Object.keys(answer.body.flags), definitions.map((d) => d.key), 'keys in the environment\'s order');
       const wanted = Object.fromEntries(expected.map((flag) => [flag.key, { ...flag.evaluate(context) }]));
       assert.deepEqual(answer.body.flags, wanted, JSON.stringify(context));
-    }
+    }));
   });
 });

@@ -7,6 +7,8 @@ import { OUTCOMES } from './outcomes.js';
 export interface Answer {
   readonly body: Buffer;
   readonly etag: string;
+  /** Where body was written, when in a slab: see releaseAnswer. */
+  readonly slab?: Slab;
 }
 
 /** Answers kept per environment: at most this many, and at most this many bytes of them. */
@@ -20,37 +22,68 @@ interface Cached extends Answer {
 }
 
 /**
- * Answer bytes are written one after another into slabs of this size (one allocation for many
- * answers; a slab is never written twice, so an answer still being sent is never overwritten).
- * An answer larger than a quarter of it gets a buffer of its own.
+ * Answer bytes are written one after another into slabs: one allocation for many answers. A slab
+ * is written again only once it is full and every answer written in it was released (sent:
+ * releaseAnswer); an answer never released just keeps its slab from being reused. Answers of
+ * 62 KB (1,000 flags) allocated anew each time cost V8 more in garbage collection than building
+ * them; reused slabs do not. An answer larger than a quarter of a slab gets a buffer of its own.
  */
 const SLAB_BYTES = 1024 * 1024;
-let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-let slabUsed = 0;
+/** Free slabs kept for reuse at most (the rest are left to the garbage collector). */
+const FREE_SLABS = 16;
 
-function answerBuffer(length: number): Buffer {
-  if (length > SLAB_BYTES / 4) return Buffer.allocUnsafeSlow(length);
-  if (slabUsed + length > SLAB_BYTES) {
-    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-    slabUsed = 0;
-  }
-  const buffer = slab.subarray(slabUsed, slabUsed + length);
-  slabUsed += length;
-  return buffer;
+class Slab {
+  readonly buffer = Buffer.allocUnsafeSlow(SLAB_BYTES);
+  used = 0;
+  /** Answers written here and not released yet. */
+  outstanding = 0;
 }
+
+let slab = new Slab();
+const freeSlabs: Slab[] = [];
+
+function slabFor(length: number): Slab | undefined {
+  if (length > SLAB_BYTES / 4) return undefined;
+  if (slab.used + length > SLAB_BYTES) {
+    const full = slab;
+    slab = freeSlabs.pop() ?? new Slab();
+    slab.used = 0;
+    if (full.outstanding === 0 && freeSlabs.length < FREE_SLABS) freeSlabs.push(full);
+  }
+  return slab;
+}
+
+/** Room for an answer of `length` bytes: in the current slab (counted as outstanding), or a buffer of its own. */
+function answerBuffer(length: number): { body: Buffer; slab: Slab | undefined } {
+  const at = slabFor(length);
+  if (at === undefined) return { body: Buffer.allocUnsafeSlow(length), slab: undefined };
+  const body = at.buffer.subarray(at.used, at.used + length);
+  at.used += length;
+  at.outstanding++;
+  return { body, slab: at };
+}
+
+/** The answer's bytes were sent (or will never be): its slab may be written again once all of its answers are. */
+export function releaseAnswer(answer: Answer): void {
+  const at = answer.slab;
+  if (at === undefined || --at.outstanding !== 0 || at === slab) return;
+  if (freeSlabs.length < FREE_SLABS) freeSlabs.push(at);
+}
+
+/** Rollout flags per prepared piece: 2^GROUP pieces each (every in/out combination), made when first needed. */
+const GROUP = 3;
 
 /**
  * The bytes of the answers where no targeting rule matched, prepared per compiled environment:
  * then only the rollout flags differ between answers, so the answer is the same bytes up to the
- * first rollout flag (`head`), then per rollout flag the fragment of its outcome followed by the
- * unchanging fragments up to the next one (`piece`). An answer is 1 + (rollout flags) copies of
- * prepared bytes, whatever the number of flags.
+ * first rollout flag (`head`), then per GROUP rollout flags the piece for their in/out
+ * combination: their fragments and the unchanging fragments up to the next group. An answer is
+ * 1 + (rollout flags / GROUP) copies of prepared bytes, whatever the number of flags; the pieces
+ * take at most 2^GROUP / GROUP (under three) times the bytes of an answer.
  */
 class AnswerTemplate {
   readonly head: Buffer;
-  /** Per rollout flag, two (code, piece) pairs: a rollout flag has two outcomes (in or not in it). */
-  private readonly pieceCodes: Int16Array;
-  private readonly pieces: Buffer[];
+  private readonly pieces: (Buffer | undefined)[];
   /** The pieces of the answer being written (reused). */
   private readonly chosen: Buffer[];
 
@@ -58,46 +91,47 @@ class AnswerTemplate {
     private readonly environment: CompiledEnvironment,
     private readonly fragment: (flag: number, code: number) => string,
   ) {
-    const { rollouts } = environment.flagSet;
-    this.head = Buffer.from('{"flags":{' + this.unchanging(0, rollouts.length > 0 ? rollouts[0]! : environment.flagSet.size), 'utf8');
-    this.pieceCodes = new Int16Array(rollouts.length * 2).fill(-1);
-    this.pieces = new Array(rollouts.length * 2);
-    this.chosen = new Array(rollouts.length);
+    const { rollouts, size } = environment.flagSet;
+    this.head = Buffer.from('{"flags":{' + this.unchanging(0, rollouts.length > 0 ? rollouts[0]! : size), 'utf8');
+    const groups = Math.ceil(rollouts.length / GROUP);
+    this.pieces = new Array(groups << GROUP);
+    this.chosen = new Array(groups);
   }
 
   /** The answer for codes that differ from the environment's base codes only at its rollout flags. */
-  write(codes: Uint8Array): Buffer {
-    const { rollouts } = this.environment.flagSet;
+  write(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } {
+    const { rollouts, inRolloutCodes } = this.environment.flagSet;
+    const { chosen } = this;
     let length = this.head.length;
-    for (let j = 0; j < rollouts.length; j++) {
-      const piece = this.piece(j, codes[rollouts[j]!]!);
-      this.chosen[j] = piece;
+    for (let group = 0, j = 0; j < rollouts.length; group++) {
+      let combination = 0;
+      const end = Math.min(j + GROUP, rollouts.length);
+      for (let bit = 0; j < end; j++, bit++) if (codes[rollouts[j]!] === inRolloutCodes[j]) combination |= 1 << bit;
+      const piece = this.pieces[(group << GROUP) | combination] ?? this.piece(group, combination, codes);
+      chosen[group] = piece;
       length += piece.length;
     }
-    const body = answerBuffer(length);
+    const written = answerBuffer(length);
+    const { body } = written;
     body.set(this.head, 0);
     let offset = this.head.length;
-    for (let j = 0; j < rollouts.length; j++) {
-      const piece = this.chosen[j]!;
+    for (let group = 0; group < chosen.length; group++) {
+      const piece = chosen[group]!;
       body.set(piece, offset);
       offset += piece.length;
     }
-    return body;
+    return written;
   }
 
-  private piece(j: number, code: number): Buffer {
-    const at = j * 2;
-    if (this.pieceCodes[at] === code) return this.pieces[at]!;
-    if (this.pieceCodes[at + 1] === code) return this.pieces[at + 1]!;
+  private piece(group: number, combination: number, codes: Uint8Array): Buffer {
     const { rollouts, size } = this.environment.flagSet;
-    const flag = rollouts[j]!;
-    const piece = Buffer.from(this.fragment(flag, code) + this.unchanging(flag + 1, j + 1 < rollouts.length ? rollouts[j + 1]! : size), 'utf8');
-    const free = this.pieceCodes[at] === -1 ? at : this.pieceCodes[at + 1] === -1 ? at + 1 : -1;
-    if (free !== -1) {
-      this.pieceCodes[free] = code;
-      this.pieces[free] = piece;
+    let json = '';
+    const end = Math.min((group + 1) * GROUP, rollouts.length);
+    for (let j = group * GROUP; j < end; j++) {
+      const flag = rollouts[j]!;
+      json += this.fragment(flag, codes[flag]!) + this.unchanging(flag + 1, j + 1 < rollouts.length ? rollouts[j + 1]! : size);
     }
-    return piece;
+    return (this.pieces[(group << GROUP) | combination] = Buffer.from(json, 'utf8'));
   }
 
   /** The fragments of flags [from, to) at their base codes, and the closing braces after the last flag. */
@@ -154,12 +188,13 @@ class EnvironmentAnswers {
       }
     }
 
-    const body = ruleMatched ? this.built(codes) : this.template.write(codes);
+    const { body, slab: at } = ruleMatched ? this.built(codes) : this.template.write(codes);
     const etag = etagOf(this.environment, codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
-    if (++this.misses > 64 && this.hits * 8 < this.misses) return { body, etag };
-    // A copy of its own: a kept answer must not hold a whole slab.
+    if (++this.misses > 64 && this.hits * 8 < this.misses) return { body, etag, slab: at };
+    // A copy of its own: a kept answer must not hold a slab.
     const answer: Cached = { body: Buffer.from(body), etag, codes: codes.slice(0, count) };
+    releaseAnswer({ body, etag, slab: at });
     if (this.capacity === 0) this.capacity = Math.max(1, Math.min(SLOTS, Math.floor(BYTES_PER_ENVIRONMENT / body.length)));
     this.kept[this.next] = answer;
     this.keptHashes[this.next] = h;
@@ -168,13 +203,13 @@ class EnvironmentAnswers {
   }
 
   /** Any answer, fragment by fragment (where a targeting rule matched: the template does not apply). */
-  private built(codes: Uint8Array): Buffer {
+  private built(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } {
     let json = '{"flags":{';
     for (let i = 0; i < this.environment.flagSet.size; i++) json += this.fragment(i, codes[i]!);
     json += '}}';
-    const body = answerBuffer(Buffer.byteLength(json));
-    body.write(json, 0, 'utf8');
-    return body;
+    const written = answerBuffer(Buffer.byteLength(json));
+    written.body.write(json, 0, 'utf8');
+    return written;
   }
 
   private fragment(flag: number, code: number): string {

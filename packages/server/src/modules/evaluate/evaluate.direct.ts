@@ -7,7 +7,7 @@ import type { Services } from '../../services.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { clientAddressOf } from '../../http/client-address.js';
 import { requestIdOf } from '../../http/request-id.js';
-import { answerFor, type Answer } from './evaluate.answers.js';
+import { answerFor, releaseAnswer, type Answer } from './evaluate.answers.js';
 import type { CompiledProject } from './evaluate.cache.js';
 import { EvaluateBody } from './evaluate.schemas.js';
 
@@ -135,7 +135,8 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
         'content-type': 'application/json; charset=utf-8',
         'content-length': answer.body.length,
       });
-      response.end(answer.body);
+      const sent = answer;
+      response.end(answer.body, () => releaseAnswer(sent));
       metrics.count('POST', PATH, 200, (performance.now() - started) / 1000);
     });
   }

@@ -24,7 +24,7 @@ const DEFAULTS: RecorderOptions = {
   maxPendingRows: 16_000_000,
   maxPendingRequests: 200_000,
   flushIntervalMs: 1000,
-  maxBatchRows: 250_000,
+  maxBatchRows: 2_000_000,
   retentionDays: 30,
   pruneIntervalMs: 60 * 60 * 1000,
   closeTimeoutMs: 10_000,
