@@ -39,6 +39,8 @@ const PROFILE_DIR = process.env.BENCH_PROFILE;
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
 /** BENCH_MAIN_JS: another build of the server to measure (e.g. the one before a change). */
 const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
+/** Node's flags as `npm start` runs the server (package.json; docs/deploy.md says why). */
+const START_FLAGS = ['--max-semi-space-size=32'];
 const CLOCK_TICKS = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
 
 const cpus = availableParallelism();
@@ -208,7 +210,7 @@ async function guidon(workers: string, profile = false, pin = true): Promise<Gui
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const flags = profile && PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const command = [process.execPath, ...flags, mainJs];
+  const command = [process.execPath, ...START_FLAGS, ...flags, mainJs];
   const args = pin ? onCpus(SERVER_CPUS, command) : command;
   const child = spawn(args[0]!, args.slice(1), {
     // warn: the seeding requests would log a line each; evaluate logs nothing per request at any level.

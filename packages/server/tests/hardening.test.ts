@@ -16,6 +16,7 @@ import { openDatabase } from '../src/db/database.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
 import { insertEvaluations } from '../src/modules/history/history.sql.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
+import { packUsers } from '../src/modules/history/history.protocol.js';
 import { storeResetToken } from '../src/modules/accounts/accounts.repository.js';
 import { createMetrics } from '../src/modules/metrics/metrics.js';
 import { evaluate, eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
@@ -375,7 +376,7 @@ describe('exact history counts', () => {
       environments: [environment],
       requestEnvironment: new Uint32Array(users.length),
       requestTime: Float64Array.from(users.map(() => Date.now())),
-      requestUser: users,
+      ...packUsers(users),
       codes: new Uint8Array(users.length * 2).fill(1),
       rows: users.length * 2,
       counts: [{ environment, hourStart, enabled: Uint32Array.from([5, 5]), disabled: Uint32Array.from([0, 0]) }],

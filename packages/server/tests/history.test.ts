@@ -4,6 +4,7 @@ import pino from 'pino';
 import { openDatabase } from '../src/db/database.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
+import { packUsers } from '../src/modules/history/history.protocol.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser, type HistoryItem } from './harness.js';
 
@@ -211,6 +212,19 @@ describe('history writer', () => {
     await database.close();
   });
 
+  test('user ids cross to the writer as they were: none, ASCII, and any Unicode', async () => {
+    const testDatabase = await createTestDatabase();
+    const { database, environment } = await environmentIn(testDatabase);
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    const ids = ['plain', null, 'Zoë-ünïcode', '', '用户-1', '\u{1F600}', 'x'.repeat(5000)];
+    for (const id of ids) recorder.record(environment, id, Uint8Array.from([1, 0]), 2);
+    await recorder.close();
+    const rows = await database.db.selectFrom('evaluations').select('user_id').orderBy('id').execute();
+    assert.deepEqual(rows.map((row) => row.user_id), ids);
+    await database.close();
+  });
+
   test('the bound holds in requests too: small environments cannot pile up user ids without limit', async () => {
     const testDatabase = await createTestDatabase();
     const { database, environment } = await environmentIn(testDatabase);
@@ -261,7 +275,7 @@ describe('history writer', () => {
       environments: [environment, recompiled],
       requestEnvironment: Uint32Array.from([0, 1]),
       requestTime: Float64Array.from([Date.now(), Date.now()]),
-      requestUser: ['before', 'after'],
+      ...packUsers(['before', 'after']),
       codes: Uint8Array.from([1, 0, 0, 1]),
       rows: 4,
       counts: [
@@ -286,7 +300,7 @@ describe('history writer', () => {
       environments: [environment],
       requestEnvironment: Uint32Array.from([0, 0]),
       requestTime: Float64Array.from([old.getTime(), Date.now()]),
-      requestUser: ['old', 'new'],
+      ...packUsers(['old', 'new']),
       codes: Uint8Array.from([1, 0, 1, 0]),
       rows: 4,
       counts: [{ environment, hourStart: oldHour, enabled: Uint32Array.from([1, 0]), disabled: Uint32Array.from([0, 1]) }],

@@ -47,7 +47,9 @@ class BatchBuilder {
   private readonly environmentIndex = new Map<BatchEnvironment, number>();
   private requestEnvironment = new Uint32Array(1024);
   private requestTime = new Float64Array(1024);
-  readonly requestUser: (string | null)[] = [];
+  private users = Buffer.allocUnsafeSlow(64 * 1024);
+  private usersLength = 0;
+  private userLengths = new Int32Array(1024);
   private codes = new Uint8Array(64 * 1024);
   private codeLength = 0;
   requests = 0;
@@ -61,11 +63,23 @@ class BatchBuilder {
     if (this.requests === this.requestTime.length) {
       this.requestEnvironment = grow(this.requestEnvironment, this.requests * 2);
       this.requestTime = grow(this.requestTime, this.requests * 2);
+      this.userLengths = grow(this.userLengths, this.requests * 2);
+    }
+    if (userId === null) {
+      this.userLengths[this.requests] = -1;
+    } else {
+      if (this.usersLength + userId.length * 3 > this.users.length) {
+        const bigger = Buffer.allocUnsafeSlow(Math.max(this.users.length * 2, this.usersLength + userId.length * 3));
+        this.users.copy(bigger, 0, 0, this.usersLength);
+        this.users = bigger;
+      }
+      const written = this.users.write(userId, this.usersLength, 'utf8');
+      this.userLengths[this.requests] = written;
+      this.usersLength += written;
     }
     if (this.codeLength + count > this.codes.length) this.codes = grow(this.codes, Math.max(this.codes.length * 2, this.codeLength + count));
     this.requestEnvironment[this.requests] = index;
     this.requestTime[this.requests] = time;
-    this.requestUser.push(userId);
     this.requests++;
     this.codes.set(count === codes.length ? codes : codes.subarray(0, count), this.codeLength);
     this.codeLength += count;
@@ -81,7 +95,8 @@ class BatchBuilder {
       environments: this.environments.map(describe),
       requestEnvironment: this.requestEnvironment.slice(0, this.requests),
       requestTime: this.requestTime.slice(0, this.requests),
-      requestUser: this.requestUser,
+      users: Uint8Array.prototype.slice.call(this.users, 0, this.usersLength),
+      userLengths: this.userLengths.slice(0, this.requests),
       codes: this.codes.slice(0, this.codeLength),
       rows: this.codeLength,
       counts,
@@ -92,7 +107,7 @@ class BatchBuilder {
 /** Only the data: the compiled environment also holds functions, which cannot cross to a thread. */
 const describe = ({ environmentId, snapshotId, flagIds, flagKeys }: BatchEnvironment): BatchEnvironment => ({ environmentId, snapshotId, flagIds, flagKeys });
 
-function grow<T extends Uint32Array | Float64Array | Uint8Array>(array: T, length: number): T {
+function grow<T extends Uint32Array | Int32Array | Float64Array | Uint8Array>(array: T, length: number): T {
   const bigger = new (array.constructor as new (length: number) => T)(length);
   bigger.set(array);
   return bigger;
@@ -302,7 +317,7 @@ export class HistoryRecorder {
   private send(message: ToWorker): void {
     if (message.type === 'batch') {
       const { batch } = message;
-      this.worker.postMessage(message, [batch.requestEnvironment.buffer, batch.requestTime.buffer, batch.codes.buffer] as ArrayBuffer[]);
+      this.worker.postMessage(message, [batch.requestEnvironment.buffer, batch.requestTime.buffer, batch.codes.buffer, batch.users.buffer, batch.userLengths.buffer] as ArrayBuffer[]);
     } else {
       this.worker.postMessage(message);
     }

@@ -3,7 +3,7 @@ import type { Database } from '../../db/database.js';
 import { insertEvaluations, type EvaluationTuple } from './history.sql.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { nowIso } from '../../db/values.js';
-import type { Batch, BatchEnvironment, HourCounts } from './history.protocol.js';
+import { unpackUsers, type Batch, type BatchEnvironment, type HourCounts } from './history.protocol.js';
 
 const ROWS_PER_PRUNE = 5_000;
 /** Rows per statement when an environment's history is deleted. */
@@ -26,12 +26,13 @@ const evaluations = (rows: EvaluationTuple[]) => rows.reduce((sum, row) => sum +
 function* chunksOf(batch: Batch, rowsPerTransaction: number): Generator<EvaluationTuple[]> {
   let chunk: EvaluationTuple[] = [];
   let offset = 0;
+  const users = unpackUsers(batch);
   for (let r = 0; r < batch.requestTime.length; r++) {
     const environment = batch.environments[batch.requestEnvironment[r]!]!;
     const count = environment.flagIds.length;
     const outcomes = batch.codes.subarray(offset, offset + count);
     offset += count;
-    chunk.push([environment.environmentId, environment.snapshotId, batch.requestUser[r] ?? null, outcomes, new Date(batch.requestTime[r]!).toISOString()]);
+    chunk.push([environment.environmentId, environment.snapshotId, users.next().value ?? null, outcomes, new Date(batch.requestTime[r]!).toISOString()]);
     if (chunk.length === rowsPerTransaction) {
       yield chunk;
       chunk = [];
