@@ -6,7 +6,8 @@
  * file's write lock held by another process's transaction (as root, with the file already open,
  * a chmod would not stop the server writing: see docs/reliability.md). On PostgreSQL the retry
  * loops that run while it is away (the webhook sender's poll, a change waiting for the open
- * streams) say so in the log at most once per 10 s.
+ * streams, the change notifications' listener, the revision check) say so in the log at most
+ * once per 10 s.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -49,6 +50,8 @@ async function assertServingCompiledView(server: TestServer, project: TestProjec
 /** The warnings of the retry loops that run while the database is away (src/log-throttle.ts). */
 const OUTBOX_WARNING = 'webhook sender: could not read the outbox';
 const STREAMS_WARNING = 'could not send a change to the open streams';
+const LISTENER_ERROR = 'change notifications: lost the PostgreSQL connection';
+const REVISION_CHECK_WARNING = 'revision check failed';
 
 /**
  * Over an outage that began at `since` (server.logs.length then, and the time), each warning is
@@ -143,7 +146,7 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
     assert.equal((await request(server, 'GET', '/api/projects', { token: user.token })).status, 503);
     // A few seconds away: the retry loops tried many times, and said so once.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, 4000 - (Date.now() - away.at))));
-    assertLoggedOncePer10s(server, away, [OUTBOX_WARNING, STREAMS_WARNING]);
+    assertLoggedOncePer10s(server, away, [OUTBOX_WARNING, STREAMS_WARNING, LISTENER_ERROR, REVISION_CHECK_WARNING]);
     cluster.start();
     await assertRecovered(server, user, project);
     await eventually(() => stream.messages.some((message) => message.data.includes('refetchEvaluation')), 'the change waiting for the streams is sent once the database is back');
