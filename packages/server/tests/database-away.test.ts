@@ -7,7 +7,7 @@
  * a chmod would not stop the server writing: see docs/reliability.md). On PostgreSQL the retry
  * loops that run while it is away (the webhook sender's poll, a change waiting for the open
  * streams, the change notifications' listener, the revision check) say so in the log at most
- * once per 10 s.
+ * once per 10 s, and an SDK key not compiled yet gets 503.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -111,6 +111,8 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
   let project: TestProject;
   /** Streamed while the database goes away. */
   let streamed: TestProject;
+  /** Never evaluated: its SDK key is not compiled when the database goes away. */
+  let cold: TestProject;
   const streams: TestStream[] = [];
 
   before(async () => {
@@ -120,6 +122,7 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
     user = await newUser(server);
     project = await newProject(server, user);
     streamed = await newProject(server, user, 'Streamed');
+    cold = await newProject(server, user, 'Cold');
     await newFlag(server, user, project, { key: 'on-flag', enabled: true, rollout_percentage: 100 });
     assert.equal((await evaluate(server, project.sdk_key, 'production')).status, 200);
   });
@@ -144,6 +147,13 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
     assert.equal(health.status, 503);
     assert.ok(health.ms < 2000, `/health took ${health.ms} ms`);
     assert.equal((await request(server, 'GET', '/api/projects', { token: user.token })).status, 503);
+    // An SDK key not compiled yet needs the database: 503 on every SDK surface (as documented, see sdk-surfaces.test.ts).
+    assertUnavailable(await evaluate(server, cold.sdk_key, 'production'), 'evaluate of a key not compiled yet');
+    assertUnavailable(await request(server, 'GET', '/sdk/v1/stream?environment=production', { sdkKey: cold.sdk_key }), 'stream of a key not compiled yet');
+    const ofrep = await request(server, 'POST', '/ofrep/v1/evaluate/flags', { sdkKey: cold.sdk_key, body: { context: {} } });
+    assert.equal(ofrep.status, 503, ofrep.text);
+    assert.equal(ofrep.body.errorCode, 'GENERAL');
+    assert.equal(ofrep.headers.get('retry-after'), '5');
     // A few seconds away: the retry loops tried many times, and said so once.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, 4000 - (Date.now() - away.at))));
     assertLoggedOncePer10s(server, away, [OUTBOX_WARNING, STREAMS_WARNING, LISTENER_ERROR, REVISION_CHECK_WARNING]);
