@@ -8,8 +8,11 @@
  * (default 5), SOAK_FLAGS (default 50), SOAK_REPORT_SECONDS (default 30), SOAK_DATABASE_URL
  * (default a fresh SQLite file), SOAK_STREAMS streams held open (default 200). A webhook of the
  * project posts every change to a receiver in this process. Exits 1 when a request failed, a
- * stream was cut, a change was not delivered to the webhook, or RSS grew more than 20 % from the
- * end of the warm-up (the first fifth of the run, at least a minute) to the end.
+ * stream was cut, a change was not delivered to the webhook, or RSS grew more than 20 %: the
+ * highest RSS of the window right after the warm-up (the first fifth of the run, at least a
+ * minute) against the highest of the same length at the end (rssGrowth). RSS swings with the
+ * garbage collector, so one sample against another compares a dip with a peak; the highs of two
+ * windows of many collections each compare like with like. The windows' medians are printed too.
  *
  * Further loads go in LOADS below: started with the seeded project, each reports a short line
  * each interval and its errors.
@@ -240,7 +243,13 @@ const server = fork(mainJs, [], {
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
 });
 let probe: ProbeSample[] = [];
-server.on('message', (message: ProbeSample) => message?.type === 'soak:probe' && probe.push(message));
+/** Every RSS sample of the run (one a second), for the growth check at the end. */
+const rssSamples: { at: number; mb: number }[] = [];
+server.on('message', (message: ProbeSample) => {
+  if (message?.type !== 'soak:probe') return;
+  probe.push(message);
+  rssSamples.push({ at: Date.now(), mb: message.rssMb });
+});
 const url = `http://127.0.0.1:${port}`;
 for (let i = 0; ; i++) {
   const up = await call(url, 'GET', '/health', {}).then((answer) => answer.status === 200, () => false);
@@ -317,7 +326,6 @@ const evaluateTimer = setInterval(() => {
 }, 1000 / ticksPerSecond);
 const writeTimer = setInterval(() => void writeOnce(), 1000 / WRITES);
 
-const rows: { minute: number; rss: number; errors: number }[] = [];
 let totalErrors = 0;
 const fmt = (n: number) => n.toFixed(1).padStart(6);
 await new Promise<void>((resolve) => {
@@ -334,7 +342,6 @@ await new Promise<void>((resolve) => {
     changesAtLastReport = changesMade;
     const errors = e.errors + w.errors + e.skipped + extra.reduce((sum, r) => sum + r.errors, 0);
     totalErrors += errors;
-    rows.push({ minute: elapsed / 60, rss, errors });
     console.log(
       `t=${String(Math.round(elapsed)).padStart(5)}s  rss ${fmt(rss)} MB  heap ${fmt(samples.at(-1)?.heapUsedMb ?? 0)} MB  loop delay p99 ${fmt(delayP99)} ms max ${fmt(delayMax)} ms` +
         `  | evaluate ${String(e.count).padStart(7)} (${Math.round(e.count / REPORT_SECONDS)}/s) p50 ${fmt(e.p50)} p99 ${fmt(e.p99)} max ${fmt(e.max)} ms` +
@@ -347,6 +354,7 @@ await new Promise<void>((resolve) => {
   }, REPORT_SECONDS * 1000);
 });
 
+const endedAt = Date.now();
 clearInterval(evaluateTimer);
 clearInterval(writeTimer);
 while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -364,13 +372,38 @@ await new Promise((resolve) => server.once('exit', resolve));
 agent.destroy();
 rmSync(dir, { recursive: true, force: true });
 
-const warmUpMinutes = Math.max(1, MINUTES / 5);
-const afterWarmUp = rows.find((row) => row.minute >= warmUpMinutes) ?? rows[0]!;
-const last = rows.at(-1)!;
-const growth = (last.rss - afterWarmUp.rss) / afterWarmUp.rss;
+/**
+ * RSS growth over the run, like with like: the highest sample (and the median) of the window right
+ * after the warm-up against those of a window as long at the end. A window is a fifth of the run,
+ * at least a minute, and at most half of what follows the warm-up. Null when the run is too short.
+ */
+function rssGrowth(samples: { at: number; mb: number }[], from: number, to: number) {
+  const seconds = (to - from) / 1000;
+  const warmUp = Math.max(60, seconds / 5);
+  const window = Math.min(Math.max(60, seconds / 5), (seconds - warmUp) / 2);
+  if (!(window > 0)) return null;
+  const within = (start: number, end: number) => samples.filter((sample) => sample.at >= from + start * 1000 && sample.at <= from + end * 1000).map((sample) => sample.mb);
+  const early = within(warmUp, warmUp + window);
+  const late = within(seconds - window, seconds);
+  if (early.length === 0 || late.length === 0) return null;
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const span = (start: number) => `t=${Math.round(start)}–${Math.round(start + window)} s`;
+  return {
+    early: { span: span(warmUp), peak: Math.max(...early), median: median(early) },
+    late: { span: span(seconds - window), peak: Math.max(...late), median: median(late) },
+    growth: Math.max(...late) / Math.max(...early) - 1,
+  };
+}
+
+const memory = rssGrowth(rssSamples, startedAt, endedAt);
+const percent = (ratio: number) => `${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)} %`;
 console.log(`history rows: ${JSON.stringify(historyRows)}`);
 for (const line of closing) console.log(line);
 console.log(
-  `soak done: ${totalErrors} errors; RSS ${afterWarmUp.rss.toFixed(1)} MB after warm-up (t=${Math.round(afterWarmUp.minute * 60)} s) → ${last.rss.toFixed(1)} MB at the end (${(growth * 100).toFixed(1)} %)`,
+  `soak done: ${totalErrors} errors; ` +
+    (memory
+      ? `RSS peak ${memory.early.peak.toFixed(1)} MB at ${memory.early.span} (after the warm-up) → peak ${memory.late.peak.toFixed(1)} MB at ${memory.late.span} (the end): ${percent(memory.growth)}` +
+        ` (medians ${memory.early.median.toFixed(1)} → ${memory.late.median.toFixed(1)} MB, ${percent(memory.late.median / memory.early.median - 1)}; highs of windows compared, not single samples)`
+      : 'RSS growth not checked: the run is too short for two windows after the warm-up'),
 );
-if (totalErrors > 0 || growth > 0.2) process.exitCode = 1;
+if (totalErrors > 0 || (memory !== null && memory.growth > 0.2)) process.exitCode = 1;

@@ -3,12 +3,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { RateLimited } from './errors.js';
+import { LogThrottle } from './log-throttle.js';
 
 const retryAfterSeconds = (state: RateLimiterRes) => Math.max(1, Math.ceil(state.msBeforeNext / 1000));
 
 /** One budget of hits per key and window, counted by one of rate-limiter-flexible's stores. */
 export class Limit {
-  private lastFailureLogged = 0;
+  private readonly failureLog = new LogThrottle();
   /** The property under which hitOnce keeps a request's outcome, one per limit. */
   private readonly counted = Symbol('hit counted by this limit');
   /**
@@ -96,11 +97,7 @@ export class Limit {
 
   /** A broken counter store (Redis gone) must not take the service down: allow, and say so in the log (every 10 s at most). */
   private failOpen(error: unknown): void {
-    const now = Date.now();
-    if (now - this.lastFailureLogged > 10_000) {
-      this.lastFailureLogged = now;
-      this.log.error({ err: error }, 'rate limit counters unavailable; allowing requests until they are back');
-    }
+    if (this.failureLog.due()) this.log.error({ err: error }, 'rate limit counters unavailable; allowing requests until they are back');
   }
 }
 

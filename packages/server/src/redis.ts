@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
+import { LogThrottle } from './log-throttle.js';
 
 /**
  * A Redis client that never makes a caller wait for Redis: with no connection, commands fail at
@@ -12,12 +13,9 @@ export function createRedis(url: string, log: FastifyBaseLogger, options: { queu
     maxRetriesPerRequest: 1,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });
-  let lastLogged = 0;
+  const failureLog = new LogThrottle();
   redis.on('error', (error: Error) => {
-    const now = Date.now();
-    if (now - lastLogged < 10_000) return;
-    lastLogged = now;
-    log.error({ err: error }, 'Redis connection failed; reconnecting');
+    if (failureLog.due()) log.error({ err: error }, 'Redis connection failed; reconnecting');
   });
   return redis;
 }

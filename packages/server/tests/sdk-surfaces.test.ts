@@ -313,3 +313,33 @@ describe('the rate limit is shared by evaluate, OFREP and the stream', () => {
     assert.equal((await request(server, 'GET', '/sdk/v1/stream?environment=production', { sdkKey: project.sdk_key })).status, 429);
   });
 });
+
+describe('the OpenAPI document of the SDK surfaces', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  test('lists every status they answer: 413 for a body over 1 MiB, 503 with the database away (database-away.test.ts)', async () => {
+    const doc = (await request(server, 'GET', '/docs/json')).body;
+    const statuses = (method: string, path: string) => Object.keys(doc.paths[path][method].responses).sort();
+    assert.deepEqual(statuses('post', '/sdk/v1/evaluate'), ['200', '304', '400', '401', '404', '413', '429', '500', '503']);
+    assert.deepEqual(doc.paths['/sdk/v1/evaluate'].post.responses['503'].content['application/json'].schema, { $ref: '#/components/schemas/Error' });
+    assert.deepEqual(statuses('post', '/ofrep/v1/evaluate/flags/{key}'), ['200', '400', '401', '404', '413', '429', '500', '503']);
+    assert.deepEqual(statuses('post', '/ofrep/v1/evaluate/flags'), ['200', '304', '400', '401', '404', '413', '429', '500', '503']);
+    assert.deepEqual(statuses('get', '/sdk/v1/stream'), ['200', '400', '401', '404', '429', '500', '503']);
+
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const huge = 'x'.repeat(1024 * 1024 + 1);
+    const tooLarge = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'production', padding: huge } });
+    assert.equal(tooLarge.status, 413);
+    assert.equal(tooLarge.body.statusCode, 413);
+    for (const path of ['', '/f']) {
+      const answer = await ofrep(server, project.sdk_key, path, { context: {}, padding: huge });
+      assert.equal(answer.status, 413, `OFREP${path}`);
+      assert.equal(answer.body.errorCode, 'GENERAL');
+    }
+  });
+});

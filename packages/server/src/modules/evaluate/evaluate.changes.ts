@@ -6,6 +6,7 @@ import pg from 'pg';
 import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
+import { LogThrottle } from '../../log-throttle.js';
 import { createRedis } from '../../redis.js';
 import type { EvaluateCache } from './evaluate.cache.js';
 import { bumpRevision, currentRevisions } from './evaluate.repository.js';
@@ -30,6 +31,8 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
   let listener: pg.Client | undefined;
   let closed = false;
   let retryMs = 250;
+  // Each failed reconnection ends in lost(): logged at most every 10 s while PostgreSQL is away.
+  const failureLog = new LogThrottle();
 
   async function listen(onMessage: (message: string) => void, onReconnect: () => void): Promise<void> {
     const connection = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true }); // an unreachable server must not hang the retry loop
@@ -40,7 +43,7 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
       if (listener === connection) listener = undefined;
       connection.end().catch(() => undefined);
       if (closed) return;
-      log.error({ err: error }, 'change notifications: lost the PostgreSQL connection; reconnecting');
+      if (failureLog.due()) log.error({ err: error }, 'change notifications: lost the PostgreSQL connection; reconnecting');
       const again = () => listen(onMessage, onReconnect).then(onReconnect, () => undefined); // a failure schedules the next try
       setTimeout(again, retryMs).unref();
       retryMs = Math.min(retryMs * 2, 5000);
@@ -156,7 +159,7 @@ export class ChangeFeed {
   private readonly instance = randomUUID();
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
-  private lastCheckFailureLogged = 0;
+  private readonly checkFailureLog = new LogThrottle();
   /** When a revision check last confirmed (or corrected) every compiled project. */
   private lastConfirmedAt = Date.now();
 
@@ -222,10 +225,7 @@ export class ChangeFeed {
       }
       this.lastConfirmedAt = Date.now();
     } catch (error) {
-      if (Date.now() - this.lastCheckFailureLogged > 10_000) {
-        this.lastCheckFailureLogged = Date.now();
-        this.log.warn({ err: error }, 'revision check failed (database unreachable?); compiled projects are served as they are');
-      }
+      if (this.checkFailureLog.due()) this.log.warn({ err: error }, 'revision check failed (database unreachable?); compiled projects are served as they are');
     } finally {
       this.checking = false;
     }

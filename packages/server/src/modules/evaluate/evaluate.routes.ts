@@ -30,7 +30,8 @@ export const evaluateRoutes: FastifyPluginAsync<Services & { metrics: Metrics },
       tags: ['evaluate'],
       security: [{ sdkKey: [] }],
       body: EvaluateBody,
-      response: { 200: EvaluateResult, 304: NotModified, ...errorResponses(400, 401, 404, 429, 500) },
+      // 413: a body over 1 MiB; 503: the database away while the SDK key is not compiled yet (Retry-After).
+      response: { 200: EvaluateResult, 304: NotModified, ...errorResponses(400, 401, 404, 413, 429, 500, 503) },
     },
   }, (request, reply) => {
     const environment = request.sdkProject?.environments.get(request.body.environment);

@@ -47,6 +47,9 @@ const OfrepError = Type.Object({
   errorDetails: Type.String(),
 });
 
+/** What both OFREP routes can answer besides success, as evaluate: 413 a body over 1 MiB, 503 the database away while the SDK key is not compiled yet. */
+const OFREP_ERRORS = Object.fromEntries([400, 401, 404, 413, 429, 500, 503].map((status) => [status, OfrepError]));
+
 const EnvironmentHeader = Type.Object({ 'x-environment': Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'environment key; production when absent' })) });
 
 declare module 'fastify' {
@@ -123,7 +126,7 @@ export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, histo
       params: Type.Object({ key: Type.String() }),
       headers: EnvironmentHeader,
       body: OfrepRequest,
-      response: { 200: OfrepFlag, 400: OfrepError, 401: OfrepError, 404: OfrepError, 429: OfrepError, 500: OfrepError },
+      response: { 200: OfrepFlag, ...OFREP_ERRORS },
     },
   }, async (request, reply) => {
     const { key } = request.params;
@@ -146,7 +149,7 @@ export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, histo
       // The stock web provider adds its last stream message's etag and time: accepted, not needed.
       querystring: Type.Object({ flagConfigEtag: Type.Optional(Type.String()), flagConfigLastModified: Type.Optional(Type.String()) }),
       body: OfrepRequest,
-      response: { 200: OfrepBulk, 304: Type.Null({ description: 'Not modified (no body)' }), 400: OfrepError, 401: OfrepError, 404: OfrepError, 429: OfrepError, 500: OfrepError },
+      response: { 200: OfrepBulk, 304: Type.Null({ description: 'Not modified (no body)' }), ...OFREP_ERRORS },
     },
   }, async (request, reply) => {
     const environment = environmentOf(request);

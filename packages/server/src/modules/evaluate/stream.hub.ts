@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
+import { LogThrottle } from '../../log-throttle.js';
 import type { EvaluateCache } from './evaluate.cache.js';
 import { currentSdkKey } from './evaluate.repository.js';
 import { sdkKeyHash } from './stream.tokens.js';
@@ -40,6 +41,8 @@ export class StreamHub {
   private readonly pending = new Map<string, NodeJS.Timeout>();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
+  /** The database away: each waiting change is retried every second; said at most every 10 s. */
+  private readonly failureLog = new LogThrottle();
 
   constructor(
     private readonly db: Db,
@@ -92,7 +95,7 @@ export class StreamHub {
         this.pending.delete(projectId);
         this.refresh(projectId).catch((error: unknown) => {
           // The database is away: try again shortly, the change is still to be sent.
-          this.log.warn({ err: error, projectId }, 'could not send a change to the open streams; retrying');
+          if (this.failureLog.due()) this.log.warn({ err: error, projectId }, 'could not send a change to the open streams; retrying');
           setTimeout(() => this.changed(projectId), 1000).unref();
         });
       }, this.options.coalesceMs),

@@ -46,7 +46,8 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
       description: 'Server-Sent Events: `refetchEvaluation` after each change to the environment, a comment every 15 s.',
       security: [{ sdkKey: [] }],
       querystring: StreamQuery,
-      response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(400, 401, 404, 429) },
+      // 503: the database away while the SDK key is not compiled yet, or for a stream token (its key is read).
+      response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(400, 401, 404, 429, 500, 503) },
     },
   }, async (request, reply) => {
     let project: CompiledProject | null;

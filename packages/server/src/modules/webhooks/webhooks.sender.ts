@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
+import { LogThrottle } from '../../log-throttle.js';
 import { classifyHost } from './addresses.js';
 import { claimDueDeliveries, dropDelivery, findWebhookForSend, recordAttempt, type AttemptOutcome, type ClaimedDelivery } from './webhooks.repository.js';
 
@@ -35,6 +36,8 @@ export class WebhookSender {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  /** The database away: the poll fails every second; said at most every 10 s. */
+  private readonly failureLog = new LogThrottle();
 
   constructor(
     private readonly db: Db,
@@ -62,7 +65,9 @@ export class WebhookSender {
       return;
     }
     this.running = this.drain()
-      .catch((error: unknown) => this.log.warn({ err: error }, 'webhook sender: could not read the outbox; trying again shortly'))
+      .catch((error: unknown) => {
+        if (this.failureLog.due()) this.log.warn({ err: error }, 'webhook sender: could not read the outbox; trying again shortly');
+      })
       .finally(() => {
         this.running = undefined;
       });
