@@ -14,8 +14,8 @@ export interface Answer {
 /** Answers kept per environment: at most this many, and at most this many bytes of them. */
 const SLOTS = 16;
 const BYTES_PER_ENVIRONMENT = 128 * 1024;
-/** Misses after which an environment whose answers never repeated tries keeping them again. */
-const RELEARN_AFTER = 4096;
+/** Misses after which an environment whose answers never repeated tries keeping them again (trying copies 64 answers, which then live long enough to be promoted: not often). */
+const RELEARN_AFTER = 1_000_000;
 
 interface Cached extends Answer {
   readonly codes: Uint8Array;
