@@ -1,5 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import pino from 'pino';
 import { openDatabase } from '../src/db/database.js';
 import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
@@ -223,6 +224,33 @@ describe('history writer', () => {
     const rows = await database.db.selectFrom('evaluations').select('user_id').orderBy('id').execute();
     assert.deepEqual(rows.map((row) => row.user_id), ids);
     await database.close();
+  });
+
+  test('early batches carry rows only: the hourly counts go once per flush, and stay exact', async () => {
+    const testDatabase = await createTestDatabase();
+    const { database, environment } = await environmentIn(testDatabase);
+    // Two rows a batch: every request is handed over early.
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { maxBatchRows: 2, flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    for (let i = 0; i < 3; i++) recorder.record(environment, `user-${i}`, Uint8Array.from([1, 0]), 2);
+    await eventually(() => recorder.metrics().written === 6, 'the early batches written');
+    const countRows = () => database.db.selectFrom('evaluation_counts').select(['flag_key', 'enabled_count', 'disabled_count']).orderBy('flag_key').execute();
+    assert.deepEqual(await countRows(), [], 'no counts with the early batches');
+    recorder.handOver(); // what the flush timer does
+    await recorder.close();
+    assert.deepEqual((await countRows()).map((row) => [row.flag_key, Number(row.enabled_count), Number(row.disabled_count)]), [['off', 0, 3], ['on', 3, 0]]);
+    await database.close();
+  });
+
+  test('the history writer thread runs below the evaluate thread\'s priority (Linux)', { skip: !existsSync('/proc/thread-self') && 'per-thread priority is read from /proc (Linux only)' }, async () => {
+    const testDatabase = await createTestDatabase();
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    const niceOf = (task: string) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+    const tasks = readdirSync('/proc/self/task');
+    assert.equal(niceOf(String(process.pid)), 0, 'the evaluate (main) thread keeps its priority');
+    assert.ok(tasks.some((task) => niceOf(task) === 10), 'a thread (the writer) runs at nice 10');
+    await recorder.close();
   });
 
   test('the bound holds in requests too: small environments cannot pile up user ids without limit', async () => {
