@@ -232,12 +232,15 @@ describe('history writer', () => {
     // Two rows a batch: every request is handed over early.
     const recorder = new HistoryRecorder(testDatabase.config, silent, { maxBatchRows: 2, flushIntervalMs: 3_600_000 });
     await recorder.start();
-    for (let i = 0; i < 3; i++) recorder.record(environment, `user-${i}`, Uint8Array.from([1, 0]), 2);
-    await eventually(() => recorder.metrics().written === 6, 'the early batches written');
     const countRows = () => database.db.selectFrom('evaluation_counts').select(['flag_key', 'enabled_count', 'disabled_count']).orderBy('flag_key').execute();
-    assert.deepEqual(await countRows(), [], 'no counts with the early batches');
-    recorder.handOver(); // what the flush timer does
-    await recorder.close();
+    try {
+      for (let i = 0; i < 3; i++) recorder.record(environment, `user-${i}`, Uint8Array.from([1, 0]), 2);
+      await eventually(() => recorder.metrics().written === 6, 'the early batches written');
+      assert.deepEqual(await countRows(), [], 'no counts with the early batches');
+      recorder.handOver(); // what the flush timer does
+    } finally {
+      await recorder.close(); // a failure must not leave the writer thread holding the test open
+    }
     assert.deepEqual((await countRows()).map((row) => [row.flag_key, Number(row.enabled_count), Number(row.disabled_count)]), [['off', 0, 3], ['on', 3, 0]]);
     await database.close();
   });
