@@ -1,9 +1,57 @@
-/** What the evaluate benchmarks share: an HTTP call to the API, and the project they load. */
+/** What the benchmarks share: starting and watching a server, an HTTP call to the API, and the project they load. */
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+
+export { freePort } from '../tests/harness.js';
+
+/** Resolves once GET url + path answers 2xx; throws if the server exits first or after 30 s. */
+export async function waitForHealth(url: string, child: ChildProcess, path = '/health'): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    if (await fetch(url + path).then((r) => r.ok, () => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url}${path} did not answer`);
+}
+
+/** The processes a process started (the workers of WORKERS). */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Resident memory of a process, with its child processes' when withChildren. */
+export function rssMb(pid: number, withChildren = false): number {
+  let kb = 0;
+  for (const each of withChildren ? [pid, ...childrenOf(pid)] : [pid]) {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${each}/status`, 'utf8'));
+    kb += match ? Number(match[1]) : 0;
+  }
+  return kb / 1024;
+}
+
+/** Flag evaluations the history holds (a byte per flag in each stored request). */
+export async function recorded(databaseUrl: string): Promise<number> {
+  const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database, { migrate: false, poolSize: 1 });
+  try {
+    const result = await sql<{ recorded: number | string }>`select coalesce(sum(length(outcomes)), 0) as recorded from evaluations`.execute(database.db);
+    return Number(result.rows[0]?.recorded ?? 0);
+  } finally {
+    await database.close();
+  }
+}
 
 export async function call(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
   const response = await fetch(url + path, {
     method,
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = await response.json();
@@ -11,14 +59,20 @@ export async function call(url: string, method: string, path: string, token: str
   return json;
 }
 
-/** One project, `count` flags: a quarter off, on, 50% rollout, and on with user_id/email/domain rules. */
-export async function seed(url: string, count: number): Promise<string> {
+/** A user's token and a new project with its production environment. */
+export async function benchProject(url: string): Promise<{ token: string; project: any; production: any }> {
   const credentials = { email: 'bench@example.com', password: 'benchmark password' };
   await call(url, 'POST', '/auth/register', null, credentials);
   const { token } = await call(url, 'POST', '/auth/login', null, credentials);
   const project = await call(url, 'POST', '/api/projects', token, { name: 'Bench' });
   const environments = await call(url, 'GET', `/api/projects/${project.id}/environments`, token);
   const production = environments.find((env: { key: string }) => env.key === 'production');
+  return { token, project, production };
+}
+
+/** One project, `count` flags: a quarter off, on, 50% rollout, and on with user_id/email/domain rules. */
+export async function seed(url: string, count: number): Promise<string> {
+  const { token, project, production } = await benchProject(url);
   const flags = `/api/projects/${project.id}/environments/${production.id}/flags`;
   for (let i = 0; i < count; i++) {
     const kind = i % 4;

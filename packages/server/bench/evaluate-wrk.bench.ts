@@ -21,14 +21,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sql } from 'kysely';
-import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/database.js';
-import { seed } from './bench-seed.js';
+import { childrenOf, freePort, recorded, rssMb, seed, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -116,23 +112,6 @@ function cpuSeconds(pid: number): number {
   return ticks / CLOCK_TICKS;
 }
 
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-function rssMb(pid: number): number {
-  let kb = 0;
-  for (const each of [pid, ...childrenOf(pid)]) {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${each}/status`, 'utf8'));
-    kb += match ? Number(match[1]) : 0;
-  }
-  return kb / 1024;
-}
-
 /** The machine: jiffies of all CPUs (busy, steal, total) for busy % and steal % over a window. */
 function machine() {
   const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
@@ -157,24 +136,6 @@ async function measure(pid: number, url: string, sdkKey: string, seconds = SECON
   return { ...load, cpu, busyPct: (100 * (m1.busy - m0.busy)) / total, stealPct: (100 * (m1.steal - m0.steal)) / total };
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
-async function waitFor(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    if (await fetch(url).then(() => true, () => false)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not answer`);
-}
-
 function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -190,7 +151,7 @@ require('node:http').createServer((req, res) => { req.resume(); req.on('end', ()
   const args = onCpus(SERVER_CPUS, [process.execPath, '-e', script]);
   const child = spawn(args[0]!, args.slice(1), { stdio: 'inherit' });
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(url, child);
+  await waitForHealth(url, child, '/');
   return { child, url };
 }
 
@@ -217,7 +178,7 @@ async function guidon(workers: string, profile = false, pin = true): Promise<Gui
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, WORKERS: workers, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
     stdio: 'inherit',
   });
-  await waitFor(`${url}/health`, child);
+  await waitForHealth(url, child);
   return {
     child,
     url,
@@ -240,17 +201,6 @@ async function sampleAnswer(url: string, sdkKey: string): Promise<Buffer> {
   });
   if (response.status !== 200) throw new Error(`evaluate answered ${response.status}`);
   return Buffer.from(await response.arrayBuffer());
-}
-
-/** Flag evaluations the history holds (a byte per flag in each stored request). */
-async function recorded(databaseUrl: string): Promise<number> {
-  const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database, { migrate: false, poolSize: 1 });
-  try {
-    const result = await sql<{ recorded: number | string }>`select coalesce(sum(length(outcomes)), 0) as recorded from evaluations`.execute(database.db);
-    return Number(result.rows[0]?.recorded ?? 0);
-  } finally {
-    await database.close();
-  }
 }
 
 const perCpu = (m: Measure) => m.requests / m.cpu;
@@ -345,10 +295,10 @@ async function soak(): Promise<void> {
     console.log(`\nRSS of one Guidon (${flagCount} flags) under load for ${SOAK_SECONDS} s, ${CONNECTIONS} connections, Node ${process.version}, ${new Date().toISOString()}\n`);
     console.log('| minute | RSS MB | req/s in the slice | p99 ms | busy % / steal % |');
     console.log('|---:|---:|---:|---:|---|');
-    console.log(`| 0 (seeded, idle) | ${rssMb(server.child.pid!).toFixed(0)} | – | – | – |`);
+    console.log(`| 0 (seeded, idle) | ${rssMb(server.child.pid!, true).toFixed(0)} | – | – | – |`);
     for (let t = every; t <= SOAK_SECONDS; t += every) {
       const m = await measure(server.child.pid!, server.url, sdkKey, every);
-      console.log(`| ${fmt(t / 60, 1)} | ${rssMb(server.child.pid!).toFixed(0)} | ${fmt(m.requests / m.seconds)} | ${fmt(m.p99Ms, 1)} | ${state([m])} |`);
+      console.log(`| ${fmt(t / 60, 1)} | ${rssMb(server.child.pid!, true).toFixed(0)} | ${fmt(m.requests / m.seconds)} | ${fmt(m.p99Ms, 1)} | ${state([m])} |`);
     }
   } finally {
     await server.remove();

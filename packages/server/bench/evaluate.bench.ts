@@ -12,18 +12,16 @@
  * 1,000,000) rows. BENCH_ONLY=evaluate or BENCH_ONLY=delete runs one part alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { insertEvaluations } from '../src/modules/history/history.sql.js';
-import { call, seed } from './bench-seed.js';
+import { call, freePort, recorded, rssMb, seed, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -43,50 +41,17 @@ interface Row {
   errors: number;
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
-function rssMb(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
-}
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
 /** Samples the peak resident memory of a process (with its worker processes, for WORKERS) until stopped. */
 function watchRss(pid: number, withChildren = false) {
   let peak = 0;
   const timer = setInterval(() => {
     try {
-      const pids = withChildren ? [pid, ...childrenOf(pid)] : [pid];
-      peak = Math.max(peak, pids.reduce((sum, each) => sum + rssMb(each), 0));
+      peak = Math.max(peak, rssMb(pid, withChildren));
     } catch {
       // a process has exited
     }
   }, 200);
   return { stop: () => (clearInterval(timer), peak) };
-}
-
-async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('server did not become healthy');
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -167,17 +132,6 @@ async function freshDatabase(kind: Setup['database']): Promise<{ url: string; dr
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
   return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
-}
-
-/** Flag evaluations the history holds (a byte per flag in each stored request). */
-async function recorded(databaseUrl: string): Promise<number> {
-  const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database, { migrate: false, poolSize: 1 });
-  try {
-    const result = await sql<{ recorded: number | string }>`select coalesce(sum(length(outcomes)), 0) as recorded from evaluations`.execute(database.db);
-    return Number(result.rows[0]?.recorded ?? 0);
-  } finally {
-    await database.close();
-  }
 }
 
 async function guidon(flagCount: number, setup: Setup): Promise<Row> {

@@ -10,13 +10,13 @@
  * the same number of event streams and writes one message to each when asked.
  * Both processes need a file descriptor per stream: `ulimit -n` must exceed BENCH_STREAMS.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchProject, call, freePort, rssMb, waitForHealth } from './bench-seed.js';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 5000);
 const TOGGLES = Number(process.env.BENCH_TOGGLES ?? 3);
@@ -34,27 +34,8 @@ interface Row {
   rssOpenMb: number;
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const openFiles = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 const softFileLimit = () => Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 0);
-
-async function waitForHealth(url: string, child: ChildProcess, path = '/health'): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    if (await fetch(url + path).then((r) => r.ok, () => false)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('server did not start');
-}
 
 /** One open event stream; `firstMessageAt` is set when the next message after reset() arrives. */
 class Listener {
@@ -157,13 +138,6 @@ require('node:http').createServer((req, res) => {
   }
 }
 
-async function call(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
-  const response = await fetch(url + path, { method, headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const json = await response.json();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
 async function guidon(): Promise<Row> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'guidon-streams-bench-'));
@@ -172,12 +146,7 @@ async function guidon(): Promise<Row> {
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitForHealth(url, child);
-    const credentials = { email: 'bench@example.com', password: 'benchmark password' };
-    await call(url, 'POST', '/auth/register', null, credentials);
-    const { token } = await call(url, 'POST', '/auth/login', null, credentials);
-    const project = await call(url, 'POST', '/api/projects', token, { name: 'Bench' });
-    const environments = await call(url, 'GET', `/api/projects/${project.id}/environments`, token);
-    const production = environments.find((env: { key: string }) => env.key === 'production');
+    const { token, project, production } = await benchProject(url);
     const flag = await call(url, 'POST', `/api/projects/${project.id}/environments/${production.id}/flags`, token, { name: 'Flag', key: 'flag', enabled: false });
     const idle = rssMb(child.pid!);
     const opened = performance.now();
