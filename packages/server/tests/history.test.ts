@@ -245,6 +245,29 @@ describe('history writer', () => {
     await database.close();
   });
 
+  test('batches built one after another each carry only their own rows (the builder is reused)', async () => {
+    const testDatabase = await createTestDatabase();
+    const { database, environment } = await environmentIn(testDatabase);
+    const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });
+    await recorder.start();
+    try {
+      // The first batch grows the builder's arrays past their first size (1,024 requests, 64 KB of ids).
+      for (let i = 0; i < 1500; i++) recorder.record(environment, `first-${i}-${'x'.repeat(60)}`, Uint8Array.from([1, 0]), 2);
+      recorder.handOver();
+      recorder.record(environment, 'second', Uint8Array.from([0, 1]), 2);
+      recorder.handOver();
+      await eventually(() => recorder.metrics().written === 3002, 'both batches written');
+    } finally {
+      await recorder.close();
+    }
+    const rows = await database.db.selectFrom('evaluations').select(['user_id', 'outcomes']).orderBy('id').execute();
+    assert.equal(rows.length, 1501);
+    assert.deepEqual([rows[0]!.user_id, [...rows[0]!.outcomes]], [`first-0-${'x'.repeat(60)}`, [1, 0]]);
+    assert.deepEqual([rows[1499]!.user_id, [...rows[1499]!.outcomes]], [`first-1499-${'x'.repeat(60)}`, [1, 0]]);
+    assert.deepEqual([rows[1500]!.user_id, [...rows[1500]!.outcomes]], ['second', [0, 1]]);
+    await database.close();
+  });
+
   test('the history writer thread runs below the evaluate thread\'s priority (Linux)', { skip: !existsSync('/proc/thread-self') && 'per-thread priority is read from /proc (Linux only)' }, async () => {
     const testDatabase = await createTestDatabase();
     const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });

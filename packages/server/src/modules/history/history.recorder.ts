@@ -41,9 +41,14 @@ interface EnvironmentCounts {
   disabled: Uint32Array;
 }
 
-/** The current batch under construction. */
+/**
+ * The current batch under construction. One builder serves every batch (clear() after build()):
+ * its arrays keep the size they grew to, where a new builder each second would allocate them
+ * again, growing, megabytes a second at 100 flags, and V8 answered that outside memory with
+ * full garbage collections that set evaluate's p99 (docs/performance.md).
+ */
 class BatchBuilder {
-  readonly environments: BatchEnvironment[] = [];
+  environments: BatchEnvironment[] = [];
   private readonly environmentIndex = new Map<BatchEnvironment, number>();
   private requestEnvironment = new Uint32Array(1024);
   private requestTime = new Float64Array(1024);
@@ -89,6 +94,15 @@ class BatchBuilder {
     return this.codeLength;
   }
 
+  /** Empty again, arrays kept: build() copied out what it handed over. */
+  clear(): void {
+    this.environments = [];
+    this.environmentIndex.clear();
+    this.usersLength = 0;
+    this.codeLength = 0;
+    this.requests = 0;
+  }
+
   build(id: number, counts: HourCounts[]): Batch {
     return {
       id,
@@ -120,7 +134,7 @@ function grow<T extends Uint32Array | Int32Array | Float64Array | Uint8Array>(ar
  * bounded: past maxPendingRows (or maxPendingRequests), rows are dropped and counted, while the hourly counts stay exact.
  */
 export class HistoryRecorder {
-  private batch = new BatchBuilder();
+  private readonly batch = new BatchBuilder();
   private counts = new Map<BatchEnvironment, EnvironmentCounts>();
   private hour = Math.floor(Date.now() / HOUR_MS);
   private pendingRows = 0;
@@ -255,7 +269,7 @@ export class HistoryRecorder {
       this.carriedCounts = [];
     }
     const batch = this.batch.build(this.nextBatchId++, counts);
-    this.batch = new BatchBuilder();
+    this.batch.clear();
     this.unconfirmedCounts.set(batch.id, counts);
     this.requestsInBatch.set(batch.id, batch.requestTime.length);
     this.send({ type: 'batch', batch });
