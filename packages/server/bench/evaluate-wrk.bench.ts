@@ -10,7 +10,11 @@
  * included), with the machine's busy % and steal % from /proc/stat beside it.
  *
  * Each flag count starts one Guidon (dist/src/main.js, fresh SQLite file, rate limits off) and
- * one bare server, warms both, then alternates bare / Guidon BENCH_ROUNDS times.
+ * one bare server, warms both, then alternates bare / Guidon BENCH_ROUNDS times. At full load the
+ * server is saturated, so its mean latency is connections ÷ req/s and p99 follows throughput: the
+ * "tail" column divides p99 by that mean. Then each is measured once under paced load
+ * (BENCH_PACE_MS between answer and next request per connection, default 12): latency when
+ * the server is not the bottleneck.
  *
  * BENCH_FLAGS (default "10,100,1000"), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
@@ -33,6 +37,8 @@ const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').map(Nu
 const WITH_WORKERS = process.env.BENCH_WORKERS !== '0';
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
+/** Paced load: each connection waits this long before its next request (50 connections: some 3,500 req/s, well under either server's ceiling). */
+const PACE_MS = Number(process.env.BENCH_PACE_MS ?? 12);
 /** BENCH_MAIN_JS: another build of the server to measure (e.g. the one before a change). */
 const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 /** Node's flags as `npm start` runs the server (package.json; docs/deploy.md says why). */
@@ -60,6 +66,10 @@ local n = 0
 wrk.method = "POST"
 wrk.headers["content-type"] = "application/json"
 wrk.headers["x-sdk-key"] = os.getenv("BENCH_SDK_KEY") or "none"
+-- Paced (BENCH_DELAY_MS): each connection waits that long before its next request, so the
+-- offered load stays under what the server can do and latency is not queueing behind saturation.
+local pace = tonumber(os.getenv("BENCH_DELAY_MS") or "0")
+if pace > 0 then delay = function() return pace end end
 request = function()
   n = n + 1
   return wrk.format(nil, nil, nil, '{"environment":"production","context":{"user_id":"user-' .. n .. '","user_email":"user-' .. n .. '@example.com"}}')
@@ -82,9 +92,10 @@ interface Load {
   non2xx: number;
 }
 
-function wrk(url: string, sdkKey: string, seconds: number, connections = CONNECTIONS): Promise<Load> {
-  const args = onCpus(LOAD_CPUS, ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', luaFile, `${url}/sdk/v1/evaluate`]);
-  const child = spawn(args[0]!, args.slice(1), { env: { ...process.env, BENCH_SDK_KEY: sdkKey }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** delayMs: each connection waits that long between answer and next request (paced load); 0: as fast as answers come. */
+function wrk(url: string, sdkKey: string, seconds: number, delayMs = 0): Promise<Load> {
+  const args = onCpus(LOAD_CPUS, ['wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '5s', '-s', luaFile, `${url}/sdk/v1/evaluate`]);
+  const child = spawn(args[0]!, args.slice(1), { env: { ...process.env, BENCH_SDK_KEY: sdkKey, BENCH_DELAY_MS: String(delayMs) }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (chunk) => (out += chunk));
   return new Promise((resolve, reject) => {
@@ -126,10 +137,10 @@ interface Measure extends Load {
   stealPct: number;
 }
 
-async function measure(pid: number, url: string, sdkKey: string, seconds = SECONDS): Promise<Measure> {
+async function measure(pid: number, url: string, sdkKey: string, seconds = SECONDS, delayMs = 0): Promise<Measure> {
   const cpu0 = cpuSeconds(pid);
   const m0 = machine();
-  const load = await wrk(url, sdkKey, seconds);
+  const load = await wrk(url, sdkKey, seconds, delayMs);
   const cpu = cpuSeconds(pid) - cpu0;
   const m1 = machine();
   const total = m1.total - m0.total;
@@ -204,6 +215,12 @@ async function sampleAnswer(url: string, sdkKey: string): Promise<Buffer> {
 }
 
 const perCpu = (m: Measure) => m.requests / m.cpu;
+/**
+ * A closed loop of CONNECTIONS connections, each waiting for its answer before the next request,
+ * has a mean latency of CONNECTIONS ÷ req/s (Little's law): on a saturated server, p99 follows
+ * throughput. p99 ÷ that mean is the tail itself, comparable between Guidon and the bare server.
+ */
+const tail = (m: Measure) => m.p99Ms / ((1000 * CONNECTIONS * m.seconds) / m.requests);
 /** The figure of a case: the median of its rounds, so one round in a noisy moment does not move it. */
 const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 const sum = (ms: Measure[], f: (m: Measure) => number) => ms.reduce((total, m) => total + f(m), 0);
@@ -221,7 +238,7 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
   return { as, bs };
 }
 
-const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | errors | history recorded / made | busy % / steal % |';
+const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | tail: p99 ÷ mean, Guidon / bare | paced: req/s, p50 / p99 ms, Guidon (bare) | errors | history recorded / made | busy % / steal % |';
 
 async function evaluateCase(flagCount: number): Promise<string> {
   const started = Date.now();
@@ -237,15 +254,18 @@ async function evaluateCase(flagCount: number): Promise<string> {
       () => measure(server.child.pid!, server.url, sdkKey),
       () => measure(ceiling.child.pid!, ceiling.url, sdkKey),
     );
+    // Latency where the server is not saturated: what an application sees on an ordinary day.
+    const pacedBare = await measure(ceiling.child.pid!, ceiling.url, sdkKey, SECONDS, PACE_MS);
+    const paced = await measure(server.child.pid!, server.url, sdkKey, SECONDS, PACE_MS);
     await server.stop();
-    const made = 1 + sum(as, (m) => m.requests - m.non2xx) + warm.requests - warm.non2xx; // the sample answer, the measurements, the warm-up
+    const made = 1 + sum([...as, paced], (m) => m.requests - m.non2xx) + warm.requests - warm.non2xx; // the sample answer, the measurements, the warm-up
     const guidonPerCpu = sum(as, (m) => m.requests) / sum(as, (m) => m.cpu);
     const barePerCpu = sum(bs, (m) => m.requests) / sum(bs, (m) => m.cpu);
     const ratios = as.map((m, i) => perCpu(m) / perCpu(bs[i]!));
     const p99 = median(as.map((m) => m.p99Ms));
     const p50 = median(as.map((m) => m.p50Ms));
     const seconds = sum(as, (m) => m.seconds);
-    return `| Guidon evaluate, SQLite | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${sum(as, (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
+    return `| Guidon evaluate, SQLite | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${fmt(median(as.map(tail)), 1)} / ${fmt(median(bs.map(tail)), 1)} | ${fmt(paced.requests / paced.seconds)}, ${fmt(paced.p50Ms, 1)} / ${fmt(paced.p99Ms, 1)} (${fmt(pacedBare.requests / pacedBare.seconds)}, ${fmt(pacedBare.p50Ms, 1)} / ${fmt(pacedBare.p99Ms, 1)}) | ${sum([...as, paced], (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
   } finally {
     await stop(ceiling.child, 'SIGKILL');
     await server.remove();
@@ -311,7 +331,7 @@ if (SOAK_SECONDS > 0) {
 } else {
   console.log(`\n${SECONDS} s per measurement, ${ROUNDS} rounds alternated, ${CONNECTIONS} connections, wrk -t1, Node ${process.version}, ${cpus} CPUs (${pinned ? `wrk on CPU ${LOAD_CPUS}, servers on CPU ${SERVER_CPUS}` : 'nothing pinned'}), ${new Date().toISOString()}\n`);
   console.log(header);
-  console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---|---|');
+  console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---|---|---:|---|---|');
   for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
   if (WITH_WORKERS) {
     console.log('\n| case | flags | throughput | per CPU-second | p99 ms | busy % / steal % |');
