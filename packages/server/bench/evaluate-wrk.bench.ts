@@ -37,7 +37,7 @@ const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').map(Nu
 const WITH_WORKERS = process.env.BENCH_WORKERS !== '0';
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
-/** Paced load: each connection waits this long before its next request (50 connections: some 3,500 req/s, well under either server's ceiling). */
+/** Paced load: each connection waits this long before its next request (50 connections: about 4,000 req/s, well under either server's ceiling). */
 const PACE_MS = Number(process.env.BENCH_PACE_MS ?? 12);
 /** BENCH_MAIN_JS: another build of the server to measure (e.g. the one before a change). */
 const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');

@@ -94,7 +94,7 @@ class BatchBuilder {
     return this.codeLength;
   }
 
-  /** Empty again, arrays kept: build() copied out what it handed over. */
+  /** Empty again, arrays kept (at most what maxBatchRows and maxPendingRequests let a batch grow to): build() copied out what it handed over. */
   clear(): void {
     this.environments = [];
     this.environmentIndex.clear();
