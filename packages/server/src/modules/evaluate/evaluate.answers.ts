@@ -78,8 +78,10 @@ const GROUP = 3;
  * then only the rollout flags differ between answers, so the answer is the same bytes up to the
  * first rollout flag (`head`), then per GROUP rollout flags the piece for their in/out
  * combination: their fragments and the unchanging fragments up to the next group. An answer is
- * 1 + (rollout flags / GROUP) copies of prepared bytes, whatever the number of flags; the pieces
- * take at most 2^GROUP / GROUP (under three) times the bytes of an answer.
+ * 1 + (rollout flags / GROUP) copies of prepared bytes, whatever the number of flags. Each piece
+ * repeats its unchanging fragments, so the pieces take up to 2^GROUP times the bytes of an answer
+ * (about 500 KB at 1,000 flags). Smaller groups take less memory but more copies: GROUP 1 was
+ * 2–4 % slower at 1,000 flags (docs/performance.md).
  */
 class AnswerTemplate {
   readonly head: Buffer;
