@@ -166,6 +166,12 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByRole('button', { name: 'Filter' }).click();
   await eventually(async () => (await page.getByRole('row').filter({ hasText: 'new_checkout' }).count()) === 1, 'only user-42');
   assert.match((await page.getByRole('row').filter({ hasText: 'new_checkout' }).textContent()) ?? '', /Matched user_id targeting rule/);
+  // On a phone each evaluation is a card: its reason, the last column, is in view without scrolling sideways.
+  const desktop = page.viewportSize()!;
+  await page.setViewportSize({ width: 360, height: 760 });
+  const reason = await page.getByRole('cell', { name: /Matched user_id targeting rule/ }).boundingBox();
+  assert.ok(reason && reason.x >= 0 && reason.x + reason.width <= 360, `the reason is within a phone's width: ${JSON.stringify(reason)}`);
+  await page.setViewportSize(desktop);
 
   // Copy the flag to Staging; it appears there in the side-by-side view.
   await section('Flags');

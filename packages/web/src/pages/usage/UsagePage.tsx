@@ -90,7 +90,7 @@ export default function UsagePage() {
         ) : (
           <>
             <div className="table-wrap">
-              <table className="plain">
+              <table className="list">
                 <caption className="visually-hidden">Evaluations, newest first</caption>
                 <thead>
                   <tr>
@@ -104,15 +104,15 @@ export default function UsagePage() {
                 <tbody>
                   {history.data.items.map((item) => (
                     <tr key={item.id}>
-                      <td>{dateTime(item.evaluated_at)}</td>
-                      <td>
+                      <th scope="row">{dateTime(item.evaluated_at)}</th>
+                      <td data-label="Flag">
                         <code>{item.flag_key}</code>
                       </td>
-                      <td>{item.user_id ?? <span className="muted">anonymous</span>}</td>
-                      <td>
+                      <td data-label="User">{item.user_id ?? <span className="muted">anonymous</span>}</td>
+                      <td data-label="Enabled">
                         <span className={`badge ${item.enabled ? 'on' : 'off'}`}>{item.enabled ? 'On' : 'Off'}</span>
                       </td>
-                      <td>{item.reason}</td>
+                      <td data-label="Reason">{item.reason}</td>
                     </tr>
                   ))}
                 </tbody>
