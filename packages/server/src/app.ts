@@ -11,7 +11,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { App, Services } from './services.js';
 import { AppError, RateLimited, Unavailable } from './errors.js';
-import { ErrorBody } from './http/schemas.js';
+import { documentCommonErrors, ErrorBody } from './http/schemas.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
 import { requestIdOf } from './http/request-id.js';
 import { refuseUnstorableText } from './http/well-formed.js';
@@ -149,6 +149,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     frameworkErrors: (_error, request, reply) => sendError(new AppError(404, 'Not found'), request, reply),
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler());
+  app.addHook('onRoute', documentCommonErrors);
   // The id in every log line of the request, handed back so a caller can quote it.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -145,6 +145,14 @@ describe('service endpoints', () => {
     for (const [method, path] of expected) assert.ok(paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`);
     const flagSchema = answer.body.components.schemas.Flag;
     assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['created_at', 'description', 'enabled', 'environment_id', 'id', 'key', 'name', 'project_id', 'rollout_percentage', 'updated_at']);
+    // The errors any route can give are on every documented route, in the route's own error shape (documentCommonErrors).
+    const errorSchema = (path: string, method: string, status: number) => (paths[path]?.[method] as any)?.responses?.[status]?.content?.['application/json']?.schema;
+    for (const status of [413, 500, 503]) assert.equal(errorSchema('/api/projects', 'post', status)?.$ref, '#/components/schemas/Error', `POST /api/projects documents ${status}`);
+    for (const status of [500, 503]) assert.equal(errorSchema('/auth/login', 'post', status)?.$ref, '#/components/schemas/Error', `POST /auth/login documents ${status}`);
+    for (const status of [500, 503]) assert.equal(errorSchema('/api/projects', 'get', status)?.$ref, '#/components/schemas/Error', `GET /api/projects documents ${status}`);
+    assert.equal(errorSchema('/api/projects', 'get', 413), undefined, 'no body, no 413');
+    assert.deepEqual(errorSchema('/ofrep/v1/evaluate/flags', 'post', 503)?.required, ['errorCode', 'errorDetails'], 'OFREP keeps its own error shape');
+    assert.deepEqual(errorSchema('/health', 'get', 503)?.required, ['status'], "a route's own 503 stays");
     const ui = await request(server, 'GET', '/docs/');
     assert.equal(ui.status, 200);
     assert.match(ui.text, /swagger/i);

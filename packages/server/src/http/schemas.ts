@@ -1,3 +1,4 @@
+import type { RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 
 /** Contract §3: every error body. */
@@ -20,4 +21,19 @@ export const Description = Type.Union([Type.String({ maxLength: 2000 }), Type.Nu
 /** The error answers a route can give, referenced by $id so OpenAPI lists them once. */
 export function errorResponses(...statuses: number[]) {
   return Object.fromEntries(statuses.map((status) => [status, Type.Ref('Error')]));
+}
+
+/**
+ * onRoute: the errors any documented route can give, added where its responses do not list them,
+ * in the route's own error shape (its 400's schema, else Error): 500, 503 while the database is
+ * away (contract §3, with Retry-After), and 413 for a body over 1 MiB. So OpenAPI, and the
+ * clients generated from it, know of them without every route repeating them. (415 is left to
+ * the routes: the SDK surfaces answer 400 to a body that is not JSON.)
+ */
+export function documentCommonErrors(route: RouteOptions): void {
+  const response = route.schema?.response as Record<string, unknown> | undefined;
+  if (response === undefined) return;
+  const shape = response[400] ?? Type.Ref('Error');
+  const statuses = route.schema!.body === undefined ? [500, 503] : [413, 500, 503];
+  route.schema = { ...route.schema, response: { ...Object.fromEntries(statuses.map((status) => [status, shape])), ...response } };
 }
