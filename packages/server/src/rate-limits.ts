@@ -75,14 +75,18 @@ export class Limit {
   /** The refusal when over budget; null when the hit is allowed. */
   private async consume(key: string): Promise<RateLimiterRes | null> {
     this.track(key);
+    let refused: RateLimiterRes | null = null;
     try {
       await this.limiter.consume(key);
-      return null;
     } catch (error) {
-      if (error instanceof RateLimiterRes) return error;
-      this.failOpen(error);
-      return null;
+      if (!(error instanceof RateLimiterRes)) {
+        this.failOpen(error);
+        return null;
+      }
+      refused = error;
     }
+    if (this.failureLog.recovered()) this.log.info('rate limit counters back; counting requests again');
+    return refused;
   }
 
   private track(key: string): void {

@@ -5,7 +5,7 @@ import { LogThrottle } from './log-throttle.js';
 /**
  * A Redis client that never makes a caller wait for Redis: with no connection, commands fail at
  * once (callers fail open) while ioredis keeps reconnecting in the background. Errors are logged
- * at most every 10 s.
+ * at most every 10 s, and its return once.
  */
 export function createRedis(url: string, log: FastifyBaseLogger, options: { queueWhileOffline?: boolean } = {}): Redis {
   const redis = new Redis(url, {
@@ -16,6 +16,9 @@ export function createRedis(url: string, log: FastifyBaseLogger, options: { queu
   const failureLog = new LogThrottle();
   redis.on('error', (error: Error) => {
     if (failureLog.due()) log.error({ err: error }, 'Redis connection failed; reconnecting');
+  });
+  redis.on('ready', () => {
+    if (failureLog.recovered()) log.info('Redis connection back');
   });
   return redis;
 }

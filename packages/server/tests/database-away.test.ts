@@ -52,6 +52,8 @@ const OUTBOX_WARNING = 'webhook sender: could not read the outbox';
 const STREAMS_WARNING = 'could not send a change to the open streams';
 const LISTENER_ERROR = 'change notifications: lost the PostgreSQL connection';
 const REVISION_CHECK_WARNING = 'revision check failed';
+/** What each of those loops logs once when the database is back. */
+const BACK = ['webhook sender: reading the outbox again', 'open streams: changes are sent again', 'change notifications: listening again', 'revision check works again'];
 
 /**
  * Over an outage that began at `since` (server.logs.length then, and the time), each warning is
@@ -160,6 +162,10 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
     cluster.start();
     await assertRecovered(server, user, project);
     await eventually(() => stream.messages.some((message) => message.data.includes('refetchEvaluation')), 'the change waiting for the streams is sent once the database is back');
+    // Each loop says once that it works again.
+    await eventually(() => BACK.every((message) => server.logs.slice(away.line).some((line) => line.includes(message))), `the log says: ${BACK.join('; ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // more successful rounds: still one line each
+    for (const message of BACK) assert.equal(server.logs.slice(away.line).filter((line) => line.includes(message)).length, 1, message);
   });
 
   test('unreachable (connections accepted, never answered): /health 503 within 2 s, writes 503, then back', async () => {

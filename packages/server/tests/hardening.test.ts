@@ -12,6 +12,7 @@ import pino from 'pino';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { sql } from 'kysely';
 import { createRateLimits, MAX_KEYS_IN_MEMORY } from '../src/rate-limits.js';
+import { LogThrottle } from '../src/log-throttle.js';
 import { openDatabase } from '../src/db/database.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
 import { insertEvaluations } from '../src/modules/history/history.sql.js';
@@ -82,7 +83,8 @@ describe('Redis down when the instance starts', { skip: hasRedisServer ? false :
     const database = await createTestDatabase();
     const port = await freePort();
     const env = { REDIS_URL: `redis://127.0.0.1:${port}` };
-    const a = await startServer(env, { database, revisionCheckIntervalMs: 3_600_000 });
+    // A's sign-up and login limits count in Redis: while it is down they let requests through, and say so.
+    const a = await startServer({ ...env, RATE_LIMIT_AUTH: '100' }, { database, revisionCheckIntervalMs: 3_600_000 });
     const b = await startServer(env, { database, revisionCheckIntervalMs: 3_600_000 });
     let redis: ChildProcess | undefined;
     try {
@@ -98,12 +100,35 @@ describe('Redis down when the instance starts', { skip: hasRedisServer ? false :
       const toggled = await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
       assert.equal(toggled.body.enabled, true);
       await eventually(async () => (await evaluate(b, project.sdk_key, 'production')).body.flags.late?.enabled === true, 'the toggle on B through Redis', 3000);
+      // Whatever told the log of the outage (each Redis client, each limit) tells of the return, once.
+      const said = (server: TestServer, text: string) => server.logs.filter((line) => line.includes(text)).length;
+      await newUser(a, 'after-redis');
+      for (const server of [a, b]) {
+        assert.ok(said(server, 'Redis connection failed') >= 1);
+        assert.equal(said(server, 'Redis connection back'), said(server, 'Redis connection failed'));
+      }
+      assert.ok(said(a, 'rate limit counters unavailable') >= 1);
+      assert.equal(said(a, 'rate limit counters back'), said(a, 'rate limit counters unavailable'));
     } finally {
       await a.close();
       await b.close();
       redis?.kill('SIGKILL');
       await database.drop();
     }
+  });
+});
+
+describe('a retry loop\'s log lines (LogThrottle)', () => {
+  test('a dependency that fails and comes back every 100 ms gives one failure line and one return line per 10 s', () => {
+    const throttle = new LogThrottle(10_000);
+    const lines: string[] = [];
+    for (let at = 0; at < 30_000; at += 100) {
+      if (throttle.due(at)) lines.push(`failed ${at}`);
+      if (throttle.recovered()) lines.push(`back ${at}`);
+    }
+    assert.deepEqual(lines, ['failed 0', 'back 0', 'failed 10000', 'back 10000', 'failed 20000', 'back 20000']);
+    assert.equal(throttle.recovered(), false, 'a return is told once');
+    assert.equal(new LogThrottle().recovered(), false, 'nothing failed: nothing to tell');
   });
 });
 

@@ -60,6 +60,7 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
     }
     listener = connection;
     retryMs = 250;
+    if (failureLog.recovered()) log.info('change notifications: listening again');
   }
 
   return {
@@ -224,6 +225,7 @@ export class ChangeFeed {
         }
       }
       this.lastConfirmedAt = Date.now();
+      if (this.checkFailureLog.recovered()) this.log.info('revision check works again');
     } catch (error) {
       if (this.checkFailureLog.due()) this.log.warn({ err: error }, 'revision check failed (database unreachable?); compiled projects are served as they are');
     } finally {

@@ -93,11 +93,16 @@ export class StreamHub {
       projectId,
       setTimeout(() => {
         this.pending.delete(projectId);
-        this.refresh(projectId).catch((error: unknown) => {
-          // The database is away: try again shortly, the change is still to be sent.
-          if (this.failureLog.due()) this.log.warn({ err: error, projectId }, 'could not send a change to the open streams; retrying');
-          setTimeout(() => this.changed(projectId), 1000).unref();
-        });
+        this.refresh(projectId).then(
+          () => {
+            if (this.failureLog.recovered()) this.log.info('open streams: changes are sent again');
+          },
+          (error: unknown) => {
+            // The database is away: try again shortly, the change is still to be sent.
+            if (this.failureLog.due()) this.log.warn({ err: error, projectId }, 'could not send a change to the open streams; retrying');
+            setTimeout(() => this.changed(projectId), 1000).unref();
+          },
+        );
       }, this.options.coalesceMs),
     );
   }

@@ -65,9 +65,14 @@ export class WebhookSender {
       return;
     }
     this.running = this.drain()
-      .catch((error: unknown) => {
-        if (this.failureLog.due()) this.log.warn({ err: error }, 'webhook sender: could not read the outbox; trying again shortly');
-      })
+      .then(
+        () => {
+          if (this.failureLog.recovered()) this.log.info('webhook sender: reading the outbox again');
+        },
+        (error: unknown) => {
+          if (this.failureLog.due()) this.log.warn({ err: error }, 'webhook sender: could not read the outbox; trying again shortly');
+        },
+      )
       .finally(() => {
         this.running = undefined;
       });
