@@ -60,6 +60,7 @@ export class Limit {
       this.failOpen(error);
       return;
     }
+    this.working();
     if (state && state.remainingPoints <= 0) throw new RateLimited(retryAfterSeconds(state));
   }
 
@@ -69,7 +70,9 @@ export class Limit {
       await this.limiter.reward(key, 1);
     } catch (error) {
       this.failOpen(error);
+      return;
     }
+    this.working();
   }
 
   /** The refusal when over budget; null when the hit is allowed. */
@@ -85,7 +88,7 @@ export class Limit {
       }
       refused = error;
     }
-    if (this.failureLog.recovered()) this.log.info('rate limit counters back; counting requests again');
+    this.working();
     return refused;
   }
 
@@ -102,6 +105,11 @@ export class Limit {
   /** A broken counter store (Redis gone) must not take the service down: allow, and say so in the log (every 10 s at most). */
   private failOpen(error: unknown): void {
     if (this.failureLog.due()) this.log.error({ err: error }, 'rate limit counters unavailable; allowing requests until they are back');
+  }
+
+  /** The counter store answered: after a logged failure, say once that limits hold again. */
+  private working(): void {
+    if (this.failureLog.recovered()) this.log.info('rate limit counters back; counting requests again');
   }
 }
 
