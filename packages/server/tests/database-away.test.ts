@@ -138,6 +138,9 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
     const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, { 'x-sdk-key': streamed.sdk_key });
     streams.push(stream);
     assert.equal(stream.status, 200);
+    // A browser's stream token, from the OFREP bulk answer of a compiled project.
+    const bulk = await request(server, 'POST', '/ofrep/v1/evaluate/flags', { sdkKey: project.sdk_key, body: { context: {} } });
+    const tokenUri: string = bulk.body.eventStreams[0].endpoint.requestUri;
     const locker = await changeWaitingForStreams(cluster, streamed);
     const away = { line: server.logs.length, at: Date.now() };
     cluster.stop('fast');
@@ -152,6 +155,10 @@ describe('PostgreSQL away', { skip: !onPostgres ? 'runs in the PostgreSQL pass o
     // An SDK key not compiled yet needs the database: 503 on every SDK surface (as documented, see sdk-surfaces.test.ts).
     assertUnavailable(await evaluate(server, cold.sdk_key, 'production'), 'evaluate of a key not compiled yet');
     assertUnavailable(await request(server, 'GET', '/sdk/v1/stream?environment=production', { sdkKey: cold.sdk_key }), 'stream of a key not compiled yet');
+    // The stream token of a compiled project opens its stream from memory, as the SDK key does.
+    const tokenStream = await openStream(server.url + tokenUri);
+    streams.push(tokenStream);
+    assert.equal(tokenStream.status, 200);
     const ofrep = await request(server, 'POST', '/ofrep/v1/evaluate/flags', { sdkKey: cold.sdk_key, body: { context: {} } });
     assert.equal(ofrep.status, 503, ofrep.text);
     assert.equal(ofrep.body.errorCode, 'GENERAL');

@@ -3,6 +3,7 @@ import { compileFlag, compileFlagSet, type CompiledFlag, type CompiledFlagSet } 
 import type { Db } from '../../db/database.js';
 import { loadProjectBySdkKey } from './evaluate.repository.js';
 import { outcomeOf } from './outcomes.js';
+import { sdkKeyHash } from './stream.tokens.js';
 
 /** An environment's flags, as parallel arrays in answer order. */
 export interface CompiledEnvironment {
@@ -56,6 +57,16 @@ export class EvaluateCache {
       this.loading.set(sdkKey, pending);
     }
     return pending;
+  }
+
+  /**
+   * The project as compiled under an SDK key with this hash (a stream token names its key by
+   * hash), or undefined when it is not compiled under it: a key rotation drops every entry of
+   * the project, so a retired key is not found here.
+   */
+  compiledUnderKeyHash(projectId: string, keyHash: string): CompiledProject | undefined {
+    for (const sdkKey of this.sdkKeysOfProject.get(projectId) ?? []) if (sdkKeyHash(sdkKey) === keyHash) return this.bySdkKey.get(sdkKey);
+    return undefined;
   }
 
   /** Every compiled entry (one per SDK key), with the revision it was compiled at. */

@@ -46,7 +46,7 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
       description: 'Server-Sent Events: `refetchEvaluation` after each change to the environment, a comment every 15 s.',
       security: [{ sdkKey: [] }],
       querystring: StreamQuery,
-      // 503: the database away while the SDK key is not compiled yet, or for a stream token (its key is read).
+      // 503: the database away while the SDK key (or a stream token's) is not compiled yet.
       response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(400, 401, 404, 429, 500, 503) },
     },
   }, async (request, reply) => {
@@ -56,9 +56,14 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
     const scope = request.streamScope;
     if (scope) {
       // A token outlives nothing: its project must still exist under the key it was issued for.
-      const sdkKey = await currentSdkKey(db, scope.projectId);
-      if (sdkKey === null || sdkKeyHash(sdkKey) !== scope.keyHash) throw invalidToken();
-      project = await evaluateCache.project(sdkKey);
+      // Compiled under that key, it does (as for evaluate): no database read, and browsers'
+      // streams open while the database is away.
+      project = evaluateCache.compiledUnderKeyHash(scope.projectId, scope.keyHash) ?? null;
+      if (!project) {
+        const sdkKey = await currentSdkKey(db, scope.projectId);
+        if (sdkKey === null || sdkKeyHash(sdkKey) !== scope.keyHash) throw invalidToken();
+        project = await evaluateCache.project(sdkKey);
+      }
       environment = scope.environment;
       keyHash = scope.keyHash;
     } else {
