@@ -172,7 +172,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     ping: database.ping,
     tokens: await LoginTokens.create(db, config.jwtSecret),
     limits: createRateLimits(config.rateLimits, app.log, counters),
-    mailer: createMailer(config.smtpUrl, config.mailFrom, app.log),
+    mailer: createMailer(config.smtpUrl, config.mailFrom, config.publicUrl, app.log),
     evaluateCache,
     changes,
     history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays, closeTimeoutMs: config.historyFlushTimeoutSeconds * 1000 }),

@@ -80,10 +80,20 @@ function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
   return value.split(',').map((part) => part.trim()).filter(Boolean);
 }
 
+/** PUBLIC_URL: the base of the links in emails, so an absolute http(s) address; this machine's by default. */
+function publicUrlSetting(env: Env, port: number): string {
+  const raw = env.PUBLIC_URL?.trim();
+  if (!raw) return `http://localhost:${port === 0 ? 8080 : port}`;
+  if (!URL.canParse(raw) || !['http:', 'https:'].includes(new URL(raw).protocol)) {
+    throw new ConfigError(`PUBLIC_URL must be an absolute http(s) address such as https://flags.example.com, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const port = intSetting(env, 'PORT', 8080);
   if (port > 65535) throw new ConfigError('PORT must be at most 65535');
-  const publicUrl = (env.PUBLIC_URL?.trim() || `http://localhost:${port === 0 ? 8080 : port}`).replace(/\/+$/, '');
+  const publicUrl = publicUrlSetting(env, port);
   return Object.freeze({
     port,
     host: env.HOST?.trim() || '0.0.0.0',

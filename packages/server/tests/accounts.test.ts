@@ -617,6 +617,26 @@ describe('password reset by email (SMTP_URL)', () => {
   });
 });
 
+describe('PUBLIC_URL with SMTP_URL', () => {
+  test('left at its default (this machine), a warning at start says the emailed links will not open; set, none', async () => {
+    const warning = 'PUBLIC_URL points to this machine';
+    for (const [publicUrl, warned] of [[undefined, true], ['http://127.0.0.1:8080', true], ['https://flags.example.com', false]] as const) {
+      const server = await startServer({ SMTP_URL: 'smtp://127.0.0.1:2525', ...(publicUrl ? { PUBLIC_URL: publicUrl } : {}) });
+      try {
+        assert.equal(server.logs.some((line) => line.includes(warning)), warned, `PUBLIC_URL ${publicUrl ?? 'unset'}`);
+      } finally {
+        await server.close();
+      }
+    }
+    const withoutSmtp = await startServer({});
+    try {
+      assert.ok(!withoutSmtp.logs.some((line) => line.includes(warning)), 'no emails, no warning');
+    } finally {
+      await withoutSmtp.close();
+    }
+  });
+});
+
 describe('forgot-password without SMTP_URL', () => {
   let server: TestServer;
   before(async () => {

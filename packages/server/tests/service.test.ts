@@ -76,6 +76,8 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
     assert.throws(() => loadConfig({ WORKERS: '0' }), /WORKERS/);
     assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '0' }), /DATABASE_POOL_SIZE/);
+    for (const url of ['flags.example.com', 'ftp://flags.example.com', '/reset']) assert.throws(() => loadConfig({ PUBLIC_URL: url }), /PUBLIC_URL/, url);
+    assert.equal(loadConfig({ PUBLIC_URL: 'https://flags.example.com/guidon/' }).publicUrl, 'https://flags.example.com/guidon');
   });
 });
 

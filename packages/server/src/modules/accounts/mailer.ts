@@ -8,8 +8,17 @@ export interface Mailer {
   close(): void;
 }
 
-/** Sends through SMTP_URL; without it the link is logged with a warning (development setups). */
-export function createMailer(smtpUrl: string | null, from: string, log: FastifyBaseLogger): Mailer {
+/** Whether a URL names this machine: links to it in an email open nothing for whoever reads it elsewhere. */
+function pointsHere(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || host.startsWith('127.');
+}
+
+/**
+ * Sends through SMTP_URL; without it the link is logged with a warning (development setups).
+ * With it, a PUBLIC_URL left at its default (localhost) is said at start: every link it sends would be dead.
+ */
+export function createMailer(smtpUrl: string | null, from: string, publicUrl: string, log: FastifyBaseLogger): Mailer {
   if (!smtpUrl) {
     return {
       async sendPasswordReset(to, link) {
@@ -21,6 +30,7 @@ export function createMailer(smtpUrl: string | null, from: string, log: FastifyB
       close() {},
     };
   }
+  if (pointsHere(publicUrl)) log.warn({ publicUrl }, 'PUBLIC_URL points to this machine: the links in password-reset and invitation emails will not open for their readers; set PUBLIC_URL to the address users reach');
   const transport = nodemailer.createTransport(smtpUrl);
   return {
     async sendPasswordReset(to, link) {
