@@ -48,7 +48,7 @@ interface EnvironmentCounts {
  * full garbage collections that set evaluate's p99 (docs/performance.md).
  */
 class BatchBuilder {
-  environments: BatchEnvironment[] = [];
+  readonly environments: BatchEnvironment[] = [];
   private readonly environmentIndex = new Map<BatchEnvironment, number>();
   private requestEnvironment = new Uint32Array(1024);
   private requestTime = new Float64Array(1024);
@@ -96,7 +96,7 @@ class BatchBuilder {
 
   /** Empty again, arrays kept (at most what maxBatchRows and maxPendingRequests let a batch grow to): build() copied out what it handed over. */
   clear(): void {
-    this.environments = [];
+    this.environments.length = 0;
     this.environmentIndex.clear();
     this.usersLength = 0;
     this.codeLength = 0;
