@@ -13,6 +13,7 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { sql } from 'kysely';
 import { createRateLimits, MAX_KEYS_IN_MEMORY } from '../src/rate-limits.js';
 import { LogThrottle } from '../src/log-throttle.js';
+import { createRedis } from '../src/redis.js';
 import { openDatabase } from '../src/db/database.js';
 import { HistoryStore } from '../src/modules/history/history.store.js';
 import { insertEvaluations } from '../src/modules/history/history.sql.js';
@@ -114,6 +115,31 @@ describe('Redis down when the instance starts', { skip: hasRedisServer ? false :
       await b.close();
       redis?.kill('SIGKILL');
       await database.drop();
+    }
+  });
+});
+
+describe('rate limits counted in Redis while it is down', { skip: hasRedisServer ? false : 'redis-server is not installed' }, () => {
+  test('a check or a give-back that fails logs the outage; the next one Redis answers logs its return', async () => {
+    const port = await freePort();
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const redis = createRedis(`redis://127.0.0.1:${port}`, log);
+    const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0 }, log, { kind: 'redis', client: redis });
+    const said = (text: string) => lines.filter((line) => line.includes(text)).length;
+    let redisServer: ChildProcess | undefined;
+    try {
+      await limits.failedLogin.check('ada@example.com');
+      await limits.forgotPassword.giveBack('ada@example.com');
+      assert.equal(said('rate limit counters unavailable'), 2, 'each limit says it lets requests through');
+      redisServer = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      await eventually(() => redis.status === 'ready', 'the client connected', 20_000);
+      await limits.failedLogin.check('ada@example.com');
+      await limits.forgotPassword.giveBack('ada@example.com');
+      assert.equal(said('rate limit counters back'), 2, 'each limit says it counts again');
+    } finally {
+      redis.disconnect();
+      redisServer?.kill('SIGKILL');
     }
   });
 });
