@@ -84,8 +84,8 @@ function validatorCompiler() {
     (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
-/** Query parameters that may carry a secret: a reset link's token, an SDK or API key, a password. */
-const SECRET_PARAMETER = /token|secret|password|^key$|sdk_?key|api_?key/i;
+/** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password. */
+const SECRET_PARAMETER = /token|secret|password|invitation|^key$|sdk_?key|api_?key/i;
 
 /** A URL as logged, with the values of secret-looking query parameters redacted. */
 function redactedUrl(url: string): string {
@@ -229,6 +229,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.decorateRequest('actor', null as never);
       api.decorateRequest('apiToken', null);
       api.decorateRequest('projectRole', null);
+      api.decorateRequest('emailVerified', false);
       api.addHook('onRoute', (route) => {
         route.schema = { ...route.schema, security: [{ bearer: [] }] };
         app.apiRoutes.push(...declaredRoute(route)); // throws for a route that declares no role

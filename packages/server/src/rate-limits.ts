@@ -121,6 +121,11 @@ export interface RateLimits {
   forgotPassword: Limit;
   /** Per client address, over forgot-password and reset-password together. */
   passwordReset: Limit | null;
+  /** Per user: verification emails asked again (contract §18). */
+  resendVerification: Limit;
+  /** Invitation emails per project, and per address over every project (contract §8). */
+  invitationsPerProject: Limit;
+  invitationsPerAddress: Limit;
 }
 
 /** In-memory counters kept per limit at most (the oldest key is forgotten first). */
@@ -156,5 +161,8 @@ export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseL
     failedLogin: limit('failed-login', 10, 15 * 60),
     forgotPassword: limit('forgot-password', 5, 60 * 60),
     passwordReset: optional('password-reset', config.authPerMinute),
+    resendVerification: limit('resend-verification', 5, 60 * 60),
+    invitationsPerProject: limit('invitations-project', 50, 60 * 60),
+    invitationsPerAddress: limit('invitations-address', 3, 24 * 60 * 60),
   };
 }

@@ -4,10 +4,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { SignJWT, UnsecuredJWT, decodeJwt, decodeProtectedHeader, type JWTPayload } from 'jose';
 import { evaluate, eventually, newProject, request, startServer, type Answer, type TestServer, type TestUser } from './harness.js';
+import type { Mail } from './mailbox.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PASSWORD = 'correct horse battery';
@@ -61,86 +60,6 @@ async function account(server: TestServer, email = freshEmail(), password = PASS
   return { id: registered.body.id, email, password, token: loggedIn.body.token };
 }
 
-// ---------------------------------------------------------------------------------------------
-// A real SMTP server that keeps every message it receives.
-
-interface Mail {
-  to: string[];
-  raw: string;
-  /** The decoded text of every part. */
-  text: string;
-}
-
-function decodeQuotedPrintable(body: string): string {
-  const bytes = body.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-  return Buffer.from(bytes, 'latin1').toString('utf8');
-}
-
-/** Just enough MIME: unfolds headers, walks multipart bodies, decodes quoted-printable and base64. */
-function mimeText(entity: string): string {
-  const split = /\r?\n\r?\n/.exec(entity);
-  const head = (split ? entity.slice(0, split.index) : entity).replace(/\r?\n[ \t]+/g, ' ');
-  const body = split ? entity.slice(split.index + split[0].length) : '';
-  const header = (name: string) => new RegExp(`^${name}:[ \\t]*(.*)$`, 'im').exec(head)?.[1]?.trim() ?? '';
-  const type = header('content-type');
-  const boundary = /boundary="?([^";]+)"?/i.exec(type)?.[1];
-  if (/^multipart\//i.test(type) && boundary) {
-    return body
-      .split(`--${boundary}`)
-      .slice(1)
-      .filter((part) => !part.startsWith('--'))
-      .map((part) => mimeText(part.replace(/^\r?\n/, '')))
-      .join('\n');
-  }
-  const encoding = header('content-transfer-encoding').toLowerCase();
-  if (encoding === 'quoted-printable') return decodeQuotedPrintable(body);
-  if (encoding === 'base64') return Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8');
-  return body;
-}
-
-interface Mailbox {
-  port: number;
-  messages: Mail[];
-  to(address: string): Mail[];
-  /** Waits until `count` messages have reached `address`, and returns them. */
-  waitFor(address: string, count?: number): Promise<Mail[]>;
-  close(): Promise<void>;
-}
-
-async function startMailbox(): Promise<Mailbox> {
-  const messages: Mail[] = [];
-  const smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        messages.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address.toLowerCase()), raw, text: mimeText(raw) });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve, reject) => {
-    smtp.once('error', reject);
-    smtp.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = smtp.server.address() as AddressInfo;
-  const to = (address: string) => messages.filter((mail) => mail.to.includes(address.toLowerCase()));
-  return {
-    port,
-    messages,
-    to,
-    async waitFor(address, count = 1) {
-      await eventually(() => to(address).length >= count, `${count} email(s) to ${address}`);
-      return to(address);
-    },
-    close: () => new Promise<void>((resolve) => smtp.close(() => resolve())),
-  };
-}
-
 const RESET_LINK = /http:\/\/guidon\.test\/reset-password\?token=[^\s"'<>]+/;
 
 /** The reset token carried by the link in the email (contract §5: `<PUBLIC_URL>/reset-password?token=<token>`). */
@@ -178,7 +97,7 @@ describe('POST /auth/register', () => {
     const loggedIn = await login(server, { email: 'a@example.com', password: PASSWORD });
     assert.equal(loggedIn.status, 200, loggedIn.text);
     const current = await me(server, `Bearer ${loggedIn.body.token}`);
-    assert.deepEqual(current.body, { user_id: answer.body.id });
+    assert.deepEqual(current.body, { user_id: answer.body.id, email: 'a@example.com', email_verified: false });
 
     const other = await register(server, { email: freshEmail(), password: PASSWORD });
     assert.equal(other.status, 201);
@@ -320,7 +239,7 @@ describe('POST /auth/login', () => {
     assert.ok(Math.abs(claims.iat! - Date.now() / 1000) < 300, 'iat is the time of issue');
     assert.equal(JSON.stringify(claims).includes(PASSWORD), false);
 
-    assert.deepEqual((await me(server, `Bearer ${token}`)).body, { user_id: registered.body.id });
+    assert.deepEqual((await me(server, `Bearer ${token}`)).body, { user_id: registered.body.id, email, email_verified: false });
   });
 
   test('the email is compared trimmed and lower-cased', async () => {
@@ -398,11 +317,11 @@ describe('GET /api/me', () => {
   });
   after(() => server.close());
 
-  test('200 with exactly {user_id} for a login token', async () => {
+  test('200 with exactly {user_id, email, email_verified} for a login token', async () => {
     const answer = await me(server, `Bearer ${user.token}`);
     assert.equal(answer.status, 200, answer.text);
     assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
-    assert.deepEqual(answer.body, { user_id: user.id });
+    assert.deepEqual(answer.body, { user_id: user.id, email: user.email, email_verified: false });
     assert.match(answer.body.user_id, UUID);
   });
 
@@ -410,7 +329,7 @@ describe('GET /api/me', () => {
     const resigned = await sign({ ...claims, iat: now() - 60, exp: now() - 60 + DAY_SECONDS });
     const answer = await me(server, `Bearer ${resigned}`);
     assert.equal(answer.status, 200, answer.text);
-    assert.deepEqual(answer.body, { user_id: user.id });
+    assert.equal(answer.body.user_id, user.id);
   });
 
   test('401 without an Authorization header, with a malformed one, or with another scheme', async () => {
@@ -465,17 +384,21 @@ describe('GET /api/me', () => {
 });
 
 describe('password reset by email (SMTP_URL)', () => {
-  let mailbox: Mailbox;
   let server: TestServer;
+  // The reset emails of the server's mailbox (each new account also gets a verification email).
+  const resets = (address: string) => server.mailbox!.to(address).filter((mail) => RESET_LINK.test(mail.text));
+  const mailbox = {
+    to: resets,
+    async waitFor(address: string, count = 1): Promise<Mail[]> {
+      await eventually(() => resets(address).length >= count, `${count} reset email(s) to ${address}`);
+      return resets(address);
+    },
+  };
 
   before(async () => {
-    mailbox = await startMailbox();
-    server = await startServer({ SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test' });
+    server = await startServer({ PUBLIC_URL: 'http://guidon.test' });
   });
-  after(async () => {
-    await server.close();
-    await mailbox.close();
-  });
+  after(() => server.close());
 
   /** Asks for a reset link and returns the token of the next email to that address. */
   async function resetToken(email: string): Promise<string> {
@@ -521,7 +444,8 @@ describe('password reset by email (SMTP_URL)', () => {
 
     // A reset revokes every login token issued before it; the new one works.
     assertError(await me(server, `Bearer ${user.token}`), 401);
-    assert.deepEqual((await me(server, `Bearer ${fresh.body.token}`)).body, { user_id: user.id });
+    // The emailed link proved the address (contract §18).
+    assert.deepEqual((await me(server, `Bearer ${fresh.body.token}`)).body, { user_id: user.id, email: user.email, email_verified: true });
 
     // Single use: the same token a second time is 400 and changes nothing.
     assertError(await resetPassword(server, { token, newPassword: 'yet another password' }), 400);
@@ -628,7 +552,7 @@ describe('PUBLIC_URL with SMTP_URL', () => {
         await server.close();
       }
     }
-    const withoutSmtp = await startServer({});
+    const withoutSmtp = await startServer({ SMTP_URL: '' });
     try {
       assert.ok(!withoutSmtp.logs.some((line) => line.includes(warning)), 'no emails, no warning');
     } finally {
@@ -640,7 +564,7 @@ describe('PUBLIC_URL with SMTP_URL', () => {
 describe('forgot-password without SMTP_URL', () => {
   let server: TestServer;
   before(async () => {
-    server = await startServer({ PUBLIC_URL: 'http://guidon.test' });
+    server = await startServer({ PUBLIC_URL: 'http://guidon.test', SMTP_URL: '' });
   });
   after(() => server.close());
 

@@ -6,6 +6,7 @@ import type { App } from '../src/services.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
+import { linkToken, startMailbox, type Mailbox } from './mailbox.js';
 
 export interface TestServer {
   url: string;
@@ -14,13 +15,15 @@ export interface TestServer {
   database: Database;
   /** Every log line the server wrote, as text. */
   logs: string[];
+  /** The SMTP server its emails go to, started with it unless the test set SMTP_URL (null then). */
+  mailbox: Mailbox | null;
   close(): Promise<void>;
 }
 
 /**
  * Starts the service as main.ts would, on 127.0.0.1 and a free port, on a fresh database (see
- * test-database.ts). Rate limits are off unless the test sets them (a file registers far more
- * users than 60 a minute).
+ * test-database.ts), sending its emails to a mailbox of its own (SMTP_URL: '' for none). Rate
+ * limits are off unless the test sets them (a file registers far more users than 60 a minute).
  */
 export async function startServer(
   env: Record<string, string> = {},
@@ -28,6 +31,7 @@ export async function startServer(
 ): Promise<TestServer> {
   // A database passed in is shared with other servers: the caller drops it.
   const testDatabase = options.database ?? (await createTestDatabase());
+  const mailbox = env.SMTP_URL === undefined ? await startMailbox() : null;
   const config = loadConfig({
     DATABASE_URL: testDatabase.url,
     HOST: '127.0.0.1',
@@ -35,6 +39,7 @@ export async function startServer(
     LOG_LEVEL: 'info',
     RATE_LIMIT_EVALUATE: '0',
     RATE_LIMIT_AUTH: '0',
+    ...(mailbox ? { SMTP_URL: mailbox.url } : {}),
     ...env,
   });
   const logs: string[] = [];
@@ -54,10 +59,12 @@ export async function startServer(
     config,
     database,
     logs,
+    mailbox,
     async close() {
       await app.close();
       await database.close().catch(() => undefined); // a test may have closed it already
       if (!options.database) await testDatabase.drop();
+      await mailbox?.close();
     },
   };
 }
@@ -102,15 +109,30 @@ export interface TestUser {
   token: string;
 }
 
-/** Registers a new user and logs in. */
-export async function newUser(server: { url: string }, prefix = 'user'): Promise<TestUser> {
+/**
+ * Registers a new user and logs in; then, unless told otherwise, verifies the address as a person
+ * would (contract §18): opens the link of the verification email the server sent to its mailbox.
+ */
+export async function newUser(server: { url: string; mailbox?: Mailbox | null }, prefix = 'user', { verified = true } = {}): Promise<TestUser> {
   const email = `${prefix}${++userCounter}-${process.pid}@example.com`;
   const password = 'correct horse battery';
   const registered = await request(server, 'POST', '/auth/register', { body: { email, password } });
   if (registered.status !== 201) throw new Error(`register failed: ${registered.status} ${registered.text}`);
   const login = await request(server, 'POST', '/auth/login', { body: { email, password } });
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.text}`);
-  return { id: registered.body.id, email, password, token: login.body.token };
+  const user = { id: registered.body.id, email, password, token: login.body.token };
+  if (verified) await verifyEmail(server, user);
+  return user;
+}
+
+/** Opens the link of the newest verification email to the user (POST /auth/verify-email with its token). */
+export async function verifyEmail(server: { url: string; mailbox?: Mailbox | null }, user: { email: string }): Promise<void> {
+  if (!server.mailbox) throw new Error('this server has no test mailbox: start it with startServer() and no SMTP_URL, or pass { verified: false }');
+  const mailbox = server.mailbox;
+  const mails = () => mailbox.to(user.email).filter((mail) => mail.text.includes('/verify-email?token='));
+  await eventually(() => mails().length > 0, `the verification email to ${user.email}`);
+  const verified = await request(server, 'POST', '/auth/verify-email', { body: { token: linkToken(mails().at(-1)!, '/verify-email') } });
+  if (verified.status !== 200) throw new Error(`verify-email failed: ${verified.status} ${verified.text}`);
 }
 
 /** One item of evaluation history as the API answers it (contract §6). */

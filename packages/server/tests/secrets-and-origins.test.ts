@@ -5,30 +5,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { evaluate, eventually, newProject, request, startServer, type TestServer } from './harness.js';
-
-/** A mail server that keeps the raw messages (the reset link travels only by email). */
-async function startMailbox() {
-  const messages: string[] = [];
-  const smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, _session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        messages.push(Buffer.concat(chunks).toString('utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '='));
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
-  return { port: (smtp.server.address() as AddressInfo).port, messages, close: () => new Promise<void>((resolve) => smtp.close(() => resolve())) };
-}
+import { linkToken, type Mail } from './mailbox.js';
 
 /**
  * Secrets by shape: whatever their value, none of these may appear in a log line. Add a line
@@ -39,24 +18,26 @@ const SECRET_SHAPES: [string, RegExp][] = [
   ['login token (JWT)', /eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{20,}/],
   ['SDK key', /sdk_[\w-]{20,}/],
   ['API token', /gdn_[\w-]{20,}/],
-  ['reset link token', /[?&]token=(?!\[redacted\])[\w-]{20,}/],
+  ['reset or verification link token', /[?&]token=(?!\[redacted\])[\w-]{20,}/],
+  ['invitation link secret', /[?&]invitation=(?!\[redacted\])[\w-]{20,}/],
   ['bearer credential', /Bearer\s+(?!\[redacted\])\S{8,}/i],
 ];
 
 describe('secrets never reach the logs', () => {
   let server: TestServer;
-  let mailbox: Awaited<ReturnType<typeof startMailbox>>;
+  /** The newest email to the address with a link to `path`. */
+  async function mailWith(address: string, path: string): Promise<Mail> {
+    const found = () => server.mailbox!.to(address).filter((mail) => mail.text.includes(`${path}?`));
+    await eventually(() => found().length > 0, `an email with a ${path} link`);
+    return found().at(-1)!;
+  }
 
   before(async () => {
-    mailbox = await startMailbox();
-    server = await startServer({ LOG_LEVEL: 'trace', SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test' });
+    server = await startServer({ LOG_LEVEL: 'trace', PUBLIC_URL: 'http://guidon.test' });
   });
-  after(async () => {
-    await server?.close();
-    await mailbox?.close();
-  });
+  after(() => server?.close());
 
-  test('register, login, reset, evaluate, regenerate-key: no password, token or key in any line', async () => {
+  test('register, verify, invite, login, reset, log out, evaluate, regenerate-key: no password, token or key in any line', async () => {
     const secrets: [string, string][] = [];
     const email = `secrets-${process.pid}@example.com`;
     const password = 'Pa55-word-that-must-not-leak-7f3a';
@@ -73,11 +54,16 @@ describe('secrets never reach the logs', () => {
     secrets.push(['login token', token], ['login token signature', token.split('.')[2]!]);
     const user = { id: '', email, password, token };
 
+    // Verification: the link as a browser opens it (the dashboard's page), then the API call.
+    const verifyToken = linkToken(await mailWith(email, '/verify-email'), '/verify-email');
+    secrets.push(['verification token', verifyToken]);
+    await request(server, 'GET', `/verify-email?token=${verifyToken}`, { headers: { accept: 'text/html' } });
+    assert.equal((await request(server, 'POST', '/auth/resend-verification', { token })).status, 202);
+    assert.equal((await request(server, 'POST', '/auth/verify-email', { body: { token: verifyToken } })).status, 200);
+
     // Password reset: the token travels by email only.
     assert.equal((await request(server, 'POST', '/auth/forgot-password', { body: { email } })).status, 200);
-    await eventually(() => mailbox.messages.length > 0, 'the reset email');
-    const resetToken = /reset-password\?token=([\w-]+)/.exec(mailbox.messages[0]!)?.[1];
-    assert.ok(resetToken, 'the email carries the reset token');
+    const resetToken = linkToken(await mailWith(email, '/reset-password'), '/reset-password');
     secrets.push(['reset token', resetToken]);
     // The link as a browser opens it (the dashboard's page, issue 8): the query string is logged.
     await request(server, 'GET', `/reset-password?token=${resetToken}`);
@@ -88,10 +74,21 @@ describe('secrets never reach the logs', () => {
     assert.equal(again.status, 200);
     user.token = again.body.token;
     secrets.push(['second login token', user.token]);
+    const third = (await request(server, 'POST', '/auth/login', { body: { email, password: newPassword } })).body.token as string;
+    secrets.push(['logged out login token', third]);
+    assert.equal((await request(server, 'POST', '/auth/logout', { token: third })).status, 204);
+    assert.equal((await request(server, 'GET', '/api/me', { token: third })).status, 401);
 
     // Evaluate with a good and a bad key, keys in headers, in the query string, as a bearer.
     const project = await newProject(server, user, 'secrets');
     secrets.push(['SDK key', project.sdk_key]);
+    // An invitation: its secret travels by email only; the link as a browser opens it, then sign-up with it.
+    const invitee = `invitee-${process.pid}@example.com`;
+    assert.equal((await request(server, 'POST', `/api/projects/${project.id}/members`, { token: user.token, body: { email: invitee, role: 'viewer' } })).status, 201);
+    const invitation = linkToken(await mailWith(invitee, '/register'), '/register', 'invitation');
+    secrets.push(['invitation secret', invitation]);
+    await request(server, 'GET', `/register?invitation=${invitation}`, { headers: { accept: 'text/html' } });
+    assert.equal((await request(server, 'POST', '/auth/register', { body: { email: invitee, password, invitation_token: invitation } })).status, 201);
     assert.equal((await evaluate(server, project.sdk_key, 'production', { user_id: 'u1' })).status, 200);
     assert.equal((await evaluate(server, `${project.sdk_key}x`, 'production')).status, 401);
     await request(server, 'GET', `/api/projects?sdk_key=${project.sdk_key}&token=${user.token}`, { token: user.token });
@@ -110,6 +107,7 @@ describe('secrets never reach the logs', () => {
       for (const [name, shape] of SECRET_SHAPES) assert.doesNotMatch(line, shape, `a ${name} in a log line`);
     }
     assert.ok(lines.some((line) => line.includes('token=[redacted]')), 'the query string is logged, its secrets redacted');
+    assert.ok(lines.some((line) => line.includes('invitation=[redacted]')), 'the invitation link too');
   });
 });
 

@@ -220,7 +220,7 @@ describe('WORKERS=2 (node:cluster)', () => {
     const testDatabase = await createTestDatabase();
     const server = await startProcess({ WORKERS: '2', DATABASE_URL: testDatabase.url, RATE_LIMIT_EVALUATE: '40', LOG_LEVEL: 'info' });
     try {
-      const user = await newUser(server);
+      const user = await newUser(server, 'user', { verified: false }); // its own project: no mailbox needed
       const project = await newProject(server, user);
       const flag = await newFlag(server, user, project, { key: 'clustered', enabled: false });
       const evaluateFresh = () => freshConnection(server.url, '/sdk/v1/evaluate', { 'x-sdk-key': project.sdk_key }, { environment: 'production', context: { user_id: 'c1' } });
@@ -282,7 +282,7 @@ describe('the process (npm start)', () => {
         if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      const user = await newUser(server);
+      const user = await newUser(server, 'user', { verified: false }); // its own project: no mailbox needed
       const project = await newProject(server, user);
       await newFlag(server, user, project, { key: 'shutdown', enabled: true });
       for (let i = 0; i < 25; i++) assert.equal((await evaluate(server, project.sdk_key, 'production', { user_id: `u${i}` })).status, 200);

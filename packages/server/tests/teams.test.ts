@@ -1,44 +1,23 @@
 /**
  * Contract §8–§9: members, roles and invitations (emailed through a real SMTP receiver), closed
- * sign-up, and API tokens (shown once, stored hashed, scoped, capped, last use, revocation seen
+ * sign-up, and API tokens (issue 18's proven addresses: proven-addresses.test.ts) (shown once, stored hashed, scoped, capped, last use, revocation seen
  * by every instance). The full route × caller matrix is role-matrix.test.ts.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
+import { linkToken } from './mailbox.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
-interface Mailbox {
-  port: number;
-  /** Each message's recipients and its text with quoted-printable soft breaks and =3D undone. */
-  messages: { to: string[]; text: string }[];
-  close(): Promise<void>;
+async function register(server: TestServer, email: string, invitation_token?: string) {
+  return request(server, 'POST', '/auth/register', { body: { email, password: 'correct horse battery', invitation_token } });
 }
 
-async function startMailbox(): Promise<Mailbox> {
-  const messages: Mailbox['messages'] = [];
-  const smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8').replace(/=\r?\n/g, '').replace(/=3D/gi, '=');
-        messages.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address.toLowerCase()), text });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
-  return { port: (smtp.server.address() as AddressInfo).port, messages, close: () => new Promise<void>((resolve) => smtp.close(() => resolve())) };
-}
-
-async function register(server: TestServer, email: string) {
-  return request(server, 'POST', '/auth/register', { body: { email, password: 'correct horse battery' } });
+/** The secret of the newest invitation link emailed to the address. */
+async function invitationToken(server: TestServer, email: string): Promise<string> {
+  const invitations = () => server.mailbox!.to(email).filter((mail) => mail.text.includes('/register?invitation='));
+  await eventually(() => invitations().length > 0, `the invitation email to ${email}`);
+  return linkToken(invitations().at(-1)!, '/register', 'invitation');
 }
 
 async function login(server: TestServer, email: string) {
@@ -49,18 +28,13 @@ async function login(server: TestServer, email: string) {
 
 describe('members and invitations', () => {
   let server: TestServer;
-  let mailbox: Mailbox;
   let owner: TestUser;
 
   before(async () => {
-    mailbox = await startMailbox();
-    server = await startServer({ SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test' });
+    server = await startServer({ PUBLIC_URL: 'http://guidon.test' });
     owner = await newUser(server, 'team-owner');
   });
-  after(async () => {
-    await server?.close();
-    await mailbox?.close();
-  });
+  after(() => server?.close());
 
   test('an added member sees the project with their role; the list puts owners first, then by email', async () => {
     const project = await newProject(server, owner);
@@ -107,7 +81,7 @@ describe('members and invitations', () => {
     assert.equal((await request(server, 'PUT', `/api/projects/${project.id}`, { token: zed.token, body: { name: 'mine now' } })).status, 200);
   });
 
-  test('an address without an account is invited by email; registering makes it a member', async () => {
+  test('an address without an account is invited by email; registering through the link makes it a member', async () => {
     const project = await newProject(server, owner, 'Invites');
     const email = `newcomer-${process.pid}@example.com`;
     const invited = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email, role: 'editor' } });
@@ -115,12 +89,11 @@ describe('members and invitations', () => {
     assert.equal(invited.body.status, 'invited');
     assert.equal(invited.body.user_id, null);
 
-    await eventually(() => mailbox.messages.some((mail) => mail.to.includes(email)), 'the invitation email');
-    const mail = mailbox.messages.find((message) => message.to.includes(email))!;
-    assert.ok(mail.text.includes(`http://guidon.test/register?email=${encodeURIComponent(email)}`), mail.text);
-    assert.ok(mail.text.includes('Invites'));
+    const [mail] = await server.mailbox!.waitFor(email);
+    assert.match(mail!.text, /http:\/\/guidon\.test\/register\?invitation=[\w-]{43,}/);
+    assert.ok(mail!.text.includes('"Invites"'), 'the project is named, quoted');
 
-    const registered = await register(server, email);
+    const registered = await register(server, email, await invitationToken(server, email));
     assert.equal(registered.status, 201, registered.text);
     const token = await login(server, email);
     const seen = await request(server, 'GET', `/api/projects/${project.id}`, { token });
@@ -147,16 +120,17 @@ describe('closed sign-up (ALLOW_REGISTRATION=false)', () => {
   });
   after(() => closed?.close());
 
-  test('only an invited address may register', async () => {
+  test('only an invited address may register, with its invitation link', async () => {
     const refused = await register(closed, 'stranger@example.com');
     assert.equal(refused.status, 403);
     assert.deepEqual(Object.keys(refused.body).sort(), ['error', 'message', 'statusCode']);
     const project = await request(closed, 'POST', '/api/projects', { token: owner.token, body: { name: 'Company' } });
     await request(closed, 'POST', `/api/projects/${project.body.id}/members`, { token: owner.token, body: { email: 'hire@example.com', role: 'viewer' } });
-    const invited = await register(closed, 'Hire@Example.com');
+    const secret = await invitationToken(closed, 'hire@example.com');
+    const invited = await register(closed, 'Hire@Example.com', secret);
     assert.equal(invited.status, 201, invited.text);
-    assert.equal((await register(closed, 'hire2@example.com')).status, 403);
-    assert.equal((await register(closed, 'hire@example.com')).status, 403, 'the invitation is used up');
+    assert.equal((await register(closed, 'hire2@example.com', secret)).status, 403);
+    assert.equal((await register(closed, 'hire@example.com', secret)).status, 403, 'the invitation is used up');
     const token = await login(closed, 'hire@example.com');
     assert.equal((await request(closed, 'GET', `/api/projects/${project.body.id}`, { token })).body.role, 'viewer');
   });
@@ -200,7 +174,7 @@ describe('API tokens', () => {
     assert.deepEqual(listed.body.map((t: any) => t.id), [created.body.id]);
     assert.ok(!('token' in listed.body[0]));
 
-    assert.deepEqual((await request(b, 'GET', '/api/me', { token: secret })).body, { user_id: owner.id });
+    assert.deepEqual((await request(b, 'GET', '/api/me', { token: secret })).body, { user_id: owner.id, email: owner.email, email_verified: true });
     assert.equal((await request(a, 'GET', '/api/tokens', { token: secret })).status, 403);
     assert.equal((await request(a, 'POST', '/api/tokens', { token: secret, body: { name: 'x' } })).status, 403);
     assert.equal((await request(a, 'DELETE', `/api/tokens/${created.body.id}`, { token: secret })).status, 403);

@@ -1,7 +1,9 @@
 /**
  * Issue 10, "upgrades lose nothing": databases written by the release before teams (fixtures/,
  * see fixtures/README.md) migrate on start; every project's creator becomes its owner and
- * nothing that was there changes.
+ * nothing that was there changes. Issue 18 adds users.email_verified_at: the fixtures' accounts
+ * never completed a password reset, so they come out unverified (docs/decisions.md), still owners
+ * of their own projects. (The upgrade of a teams database: proven-addresses.test.ts.)
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,6 +28,8 @@ async function oldData(db: Db): Promise<string> {
   const dump: Record<string, unknown> = {};
   for (const table of tables) {
     const rows = await db.selectFrom(table).selectAll().execute();
+    // Columns added since (issue 18) are checked by checkUpgraded, not here.
+    if (table === 'users') for (const row of rows as Record<string, unknown>[]) delete row.email_verified_at;
     dump[table] = rows.map((row) => JSON.stringify(row, (_key, value) => (value?.type === 'Buffer' ? value.data : value))).sort();
   }
   return JSON.stringify(dump);
@@ -36,6 +40,7 @@ async function checkUpgraded(server: TestServer): Promise<void> {
   const alice = await login('alice@example.com');
   const bob = await login('bob@example.com');
   assert.ok(alice && bob, 'the old accounts still log in');
+  for (const token of [alice, bob]) assert.equal((await request(server, 'GET', '/api/me', { token })).body.email_verified, false, 'nothing proved the old addresses');
 
   const projects = await request(server, 'GET', '/api/projects', { token: alice });
   assert.deepEqual(projects.body.map((p: any) => [p.name, p.description, p.role]), [['Shop', 'the web shop', 'owner']]);

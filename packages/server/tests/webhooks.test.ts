@@ -256,7 +256,7 @@ describe('webhook deliveries survive a crash', () => {
         child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));
       });
       const first = { url };
-      const user = await newUser(first, 'crash');
+      const user = await newUser(first, 'crash', { verified: false }); // its own project: no mailbox needed
       const project = await newProject(first, user);
       const hook = await createWebhook(first as TestServer, user, project.id, { url: receiver.url, events: ['flag.created'] });
       receiver.answer = () => 'hang'; // the first send never finishes

@@ -252,5 +252,69 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('webhook_attempts_webhook_time_idx').on('webhook_attempts').columns(['webhook_id', 'created_at', 'id']).execute();
       },
     },
+    // Proven addresses, invitation secrets, log out (contract §8, §18; issue 18).
+    '0004_proven_addresses': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('users').addColumn('email_verified_at', timestamp).execute();
+
+        await db.schema
+          .createTable('email_verifications')
+          .addColumn('token_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('expires_at', timestamp, (c) => c.notNull())
+          .addColumn('used_at', timestamp)
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('email_verifications_user_idx').on('email_verifications').column('user_id').execute();
+
+        await db.schema
+          .createTable('invitation_tokens')
+          .addColumn('email', 'text', (c) => c.primaryKey())
+          .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('expires_at', timestamp, (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+
+        await db.schema
+          .createTable('revoked_login_tokens')
+          .addColumn('jti', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('expires_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('revoked_login_tokens_expiry_idx').on('revoked_login_tokens').column('expires_at').execute();
+
+        // Accounts from before: nothing proved their address except a completed password reset,
+        // so only those count as verified, since that reset (docs/decisions.md, "Proven addresses").
+        const lastReset = (eb: any) =>
+          eb.selectFrom('password_resets').select((r: any) => r.fn.max('used_at').as('used_at')).whereRef('password_resets.user_id', '=', 'users.id');
+        await db
+          .updateTable('users')
+          .set((eb) => ({ email_verified_at: lastReset(eb) }))
+          .where((eb) => eb.exists(eb.selectFrom('password_resets').select('token_hash').whereRef('password_resets.user_id', '=', 'users.id').where('used_at', 'is not', null)))
+          .execute();
+        // API tokens belong to verified accounts and were made after the proof: others may be a pre-claimer's.
+        await db
+          .deleteFrom('api_tokens')
+          .where((eb) =>
+            eb.or([
+              eb('user_id', 'in', eb.selectFrom('users').select('id').where('email_verified_at', 'is', null)),
+              eb('created_at', '<', eb.selectFrom('users').select('email_verified_at').whereRef('users.id', '=', 'api_tokens.user_id')),
+            ]),
+          )
+          .execute();
+        // An unverified account is a member of its own projects only: elsewhere its membership
+        // waits as an invitation, accepted when the address is verified.
+        await db
+          .updateTable('project_members')
+          .set({ user_id: null })
+          .where((eb) =>
+            eb.and([
+              eb('user_id', 'in', eb.selectFrom('users').select('id').where('email_verified_at', 'is', null)),
+              eb('user_id', '<>', eb.selectFrom('projects').select('owner_id').whereRef('projects.id', '=', 'project_members.project_id')),
+            ]),
+          )
+          .execute();
+      },
+    },
   };
 }

@@ -14,6 +14,32 @@ export interface UsersTable {
   /** Bumped by a password reset; login tokens carry it, so older tokens stop working. */
   token_version: Generated<number>;
   created_at: Timestamp;
+  /** When the address was proven (contract §18); null: unverified. */
+  email_verified_at: Timestamp | null;
+}
+
+/** A single-use emailed link that proves the address (contract §18); only the token's hash is kept. */
+export interface EmailVerificationsTable {
+  token_hash: string;
+  user_id: string;
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+/** The secret of an address's invitations (contract §8): one per address, replaced by each new invitation. */
+export interface InvitationTokensTable {
+  email: string;
+  token_hash: string;
+  expires_at: Timestamp;
+  created_at: Timestamp;
+}
+
+/** Login tokens ended by log out, kept until they would have expired anyway. */
+export interface RevokedLoginTokensTable {
+  jti: string;
+  user_id: string;
+  expires_at: Timestamp;
 }
 
 export interface SettingsTable {
@@ -193,6 +219,9 @@ export interface WebhookAttemptsTable {
 
 export interface Schema {
   users: UsersTable;
+  email_verifications: EmailVerificationsTable;
+  invitation_tokens: InvitationTokensTable;
+  revoked_login_tokens: RevokedLoginTokensTable;
   settings: SettingsTable;
   password_resets: PasswordResetsTable;
   projects: ProjectsTable;

@@ -1,24 +1,67 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { looksLikeEmail } from '@guidon/engine';
 import type { Services, ApiPlugin } from '../../services.js';
 import { Forbidden, Invalid, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { createUser, findUserByEmail, findUserById, isUsableResetToken, resetPassword, storeResetToken } from './accounts.repository.js';
+import {
+  createUser,
+  findSessionUser,
+  findUserByEmail,
+  isUsableResetToken,
+  resetPassword,
+  revokeLoginToken,
+  storeResetToken,
+  storeVerificationToken,
+  verifyEmail,
+  type NewUser,
+} from './accounts.repository.js';
 import { authenticateApiToken, TOKEN_PREFIX } from '../api-tokens/api-tokens.repository.js';
-import { acceptInvitation, hasPendingInvitation, pendingInvitations } from '../members/members.repository.js';
-import { CurrentUser, ForgotPasswordBody, LoginBody, LoginResult, MessageResult, RegisterBody, RegisteredUser, ResetPasswordBody } from './accounts.schemas.js';
+import { isUsableInvitation, joinInvitedProjects, useInvitationToken } from '../members/invitations.js';
+import {
+  CurrentUser,
+  ForgotPasswordBody,
+  LoginBody,
+  LoginResult,
+  MessageResult,
+  RegisterBody,
+  RegisteredUser,
+  ResetPasswordBody,
+  VerifyEmailBody,
+} from './accounts.schemas.js';
 
 const RESET_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
+const VERIFICATION_LIFETIME_MS = 24 * 60 * 60 * 1000;
 const FORGOT_PASSWORD_ANSWER = { message: 'If an account exists for that email, a password reset link has been sent.' };
+/** Every refusal of a closed sign-up: the same words whether or not the address was invited (no oracle). */
+const SIGN_UP_CLOSED = 'Sign-up is closed: open the invitation link you were emailed, or ask a project owner for one';
 
 const normalizeEmail = (email: string) => email.trim().toLowerCase();
-const hashResetToken = (token: string) => createHash('sha256').update(token).digest('hex');
+const hashSecret = (token: string) => createHash('sha256').update(token).digest('hex');
 
-/** /auth/*: no bearer token. */
-export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer, config, writes }) => {
+/** The bearer's login token (not an API token), valid and not logged out, with its user; else 401. */
+async function loginSession({ db, tokens }: Pick<Services, 'db' | 'tokens'>, request: FastifyRequest) {
+  const secret = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+  const claims = secret && !secret.startsWith(TOKEN_PREFIX) ? await tokens.verify(secret) : null;
+  const user = claims ? await findSessionUser(db, claims.userId, claims.jti) : undefined;
+  if (!claims || !user || user.token_version !== claims.tokenVersion || user.revoked !== null) throw new Unauthorized();
+  return { user, claims };
+}
+
+/** /auth/*: no bearer token, except log out and resend-verification (a login token). */
+export const accountRoutes: ApiPlugin = async (app, services) => {
+  const { db, limits, tokens, mailer, config, writes } = services;
   const tags = ['account'];
+
+  /** Emails a new single-use verification link (24 h); the email goes out after the answer. */
+  function sendVerificationLink(request: FastifyRequest, user: NewUser): void {
+    const token = randomBytes(32).toString('base64url');
+    storeVerificationToken(db, hashSecret(token), user.id, new Date(Date.now() + VERIFICATION_LIFETIME_MS).toISOString())
+      .then(() => mailer.sendVerification(user.email, `${config.publicUrl}/verify-email?token=${token}`))
+      .catch((error: unknown) => request.log.error({ err: error }, 'could not send the verification email'));
+  }
 
   app.post('/auth/register', {
     onRequest: async (request) => limits.register?.hit(request.ip),
@@ -26,17 +69,52 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
   }, async (request, reply) => {
     const email = normalizeEmail(request.body.email);
     if (!looksLikeEmail(email)) throw new Invalid('email must be a valid email address');
-    if (!config.allowRegistration && !(await hasPendingInvitation(db, email))) throw new Forbidden('Sign-up is closed: ask a project owner for an invitation');
-    const user = await createUser(db, email, await hashPassword(request.body.password));
-    // Every invitation for the address becomes a membership (one audit event in each project).
-    for (const invitation of await pendingInvitations(db, email)) {
-      await writes.apply({ user_id: user.id, email, token_id: null }, invitation.project_id, async (trx, record) => {
-        const { project_id: _project, ...before } = invitation;
-        const after = await acceptInvitation(trx, invitation.id, user.id);
-        record({ action: 'member.joined', resource_type: 'member', resource_id: after.id, before, after });
-      });
+    const invitation = request.body.invitation_token;
+    // Only the invitation's secret (emailed to the address) proves it; being invited proves nothing.
+    const proven = invitation !== undefined && (await isUsableInvitation(db, email, invitation));
+    if (!config.allowRegistration && !proven) throw new Forbidden(SIGN_UP_CLOSED);
+    if (invitation !== undefined && !proven) throw new Invalid('This invitation link does not work for this address: it expired, was used, or a newer invitation replaced it');
+    const passwordHash = await hashPassword(request.body.password);
+    if (!proven) {
+      const user = await createUser(db, email, passwordHash);
+      sendVerificationLink(request, user); // its invitations wait for the address to be verified
+      return reply.code(201).send(user);
     }
+    const user = await db.transaction().execute(async (trx) => {
+      const created = await createUser(trx, email, passwordHash, true);
+      if (!(await useInvitationToken(trx, email, invitation!))) throw config.allowRegistration ? new Invalid('This invitation link was used meanwhile') : new Forbidden(SIGN_UP_CLOSED);
+      return created;
+    });
+    await joinInvitedProjects(writes, db, user);
     return reply.code(201).send(user);
+  });
+
+  app.post('/auth/verify-email', {
+    schema: { tags, body: VerifyEmailBody, response: { 200: MessageResult, ...errorResponses(400) } },
+  }, async (request) => {
+    const user = await verifyEmail(db, hashSecret(request.body.token));
+    if (!user) throw new Invalid('Verification link is invalid, expired or already used');
+    await joinInvitedProjects(writes, db, user);
+    return { message: 'Email address verified' };
+  });
+
+  app.post('/auth/resend-verification', {
+    schema: { tags, security: [{ bearer: [] }], response: { 202: MessageResult, ...errorResponses(401, 429) } },
+  }, async (request, reply) => {
+    const { user } = await loginSession(services, request);
+    if (user.email_verified_at === null) {
+      await limits.resendVerification.hit(user.id);
+      sendVerificationLink(request, user);
+    }
+    return reply.code(202).send({ message: user.email_verified_at === null ? 'A new verification link is on its way' : 'Your email address is already verified' });
+  });
+
+  app.post('/auth/logout', {
+    schema: { tags, security: [{ bearer: [] }], response: { 204: Type.Null({ description: 'this login token no longer works, on any instance' }), ...errorResponses(401) } },
+  }, async (request, reply) => {
+    const { user, claims } = await loginSession(services, request);
+    await revokeLoginToken(db, user.id, claims.jti, claims.expiresAt);
+    return reply.code(204).send(null);
   });
 
   app.post('/auth/login', {
@@ -70,7 +148,7 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
     const user = await findUserByEmail(db, email);
     if (!user) return;
     const token = randomBytes(32).toString('base64url');
-    await storeResetToken(db, hashResetToken(token), user.id, new Date(Date.now() + RESET_TOKEN_LIFETIME_MS).toISOString());
+    await storeResetToken(db, hashSecret(token), user.id, new Date(Date.now() + RESET_TOKEN_LIFETIME_MS).toISOString());
     await mailer.sendPasswordReset(email, `${config.publicUrl}/reset-password?token=${token}`);
   }
 
@@ -83,9 +161,10 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
     },
   }, async (request, reply) => {
     // The token first: a bogus one must not cost an argon2 hash (memory-hard, on the shared thread pool).
-    const tokenHash = hashResetToken(request.body.token);
-    const done = (await isUsableResetToken(db, tokenHash)) && (await resetPassword(db, tokenHash, await hashPassword(request.body.newPassword)));
-    if (!done) throw new Invalid('Reset token is invalid, expired or already used');
+    const tokenHash = hashSecret(request.body.token);
+    const user = (await isUsableResetToken(db, tokenHash)) ? await resetPassword(db, tokenHash, await hashPassword(request.body.newPassword)) : undefined;
+    if (!user) throw new Invalid('Reset token is invalid, expired or already used');
+    await joinInvitedProjects(writes, db, user); // the emailed link proved the address
     return reply.type('text/plain; charset=utf-8').send('Password reset successful');
   });
 };
@@ -94,24 +173,24 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
  * onRequest hook for /api/*: a valid, unexpired, unrevoked login token (JWT) or API token
  * (gdn_…, contract §9), else 401. Sets who is calling; what they may do is members/access.ts.
  */
-export function requireUser({ db, tokens }: Services) {
+export function requireUser(services: Services) {
   return async (request: FastifyRequest): Promise<void> => {
     const secret = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
     if (!secret) throw new Unauthorized();
     if (secret.startsWith(TOKEN_PREFIX)) {
-      const token = await authenticateApiToken(db, secret);
+      const token = await authenticateApiToken(services.db, secret);
       if (!token) throw new Unauthorized();
       request.userId = token.user_id;
       request.actor = { user_id: token.user_id, email: token.email, token_id: token.id };
       request.apiToken = { id: token.id, project_id: token.project_id, role: token.role };
+      request.emailVerified = true; // only verified accounts hold API tokens
       return;
     }
-    const claims = await tokens.verify(secret);
-    const user = claims ? await findUserById(db, claims.userId) : undefined;
-    if (!claims || !user || user.token_version !== claims.tokenVersion) throw new Unauthorized();
+    const { user } = await loginSession(services, request);
     request.userId = user.id;
     request.actor = { user_id: user.id, email: user.email, token_id: null };
     request.apiToken = null;
+    request.emailVerified = user.email_verified_at !== null;
   };
 }
 
@@ -119,5 +198,7 @@ export function requireUser({ db, tokens }: Services) {
 export const currentUserRoutes: ApiPlugin = async (app) => {
   app.get('/me', { config: { role: 'user' }, schema: { tags: ['account'], response: { 200: CurrentUser, ...errorResponses(401) } } }, async (request) => ({
     user_id: request.userId,
+    email: request.actor.email!,
+    email_verified: request.emailVerified,
   }));
 };

@@ -5,7 +5,11 @@ const Email = Type.String({ minLength: 3, maxLength: 320 });
 /** argon2 does not need the limit; it keeps a megabyte password from being hashed. */
 const NewPassword = Type.String({ minLength: 8, maxLength: 1024 });
 
-export const RegisterBody = Type.Object({ email: Email, password: NewPassword });
+export const RegisterBody = Type.Object({
+  email: Email,
+  password: NewPassword,
+  invitation_token: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'the secret of an invitation link (<PUBLIC_URL>/register?invitation=…): proves the address, and is required while sign-up is closed' })),
+});
 export const RegisteredUser = Type.Object({ id: Uuid, email: Type.String() });
 
 export const LoginBody = Type.Object({ email: Type.String({ maxLength: 320 }), password: Type.String({ maxLength: 1024 }) });
@@ -16,4 +20,10 @@ export const MessageResult = Type.Object({ message: Type.String() });
 
 export const ResetPasswordBody = Type.Object({ token: Type.String({ maxLength: 512 }), newPassword: NewPassword });
 
-export const CurrentUser = Type.Object({ user_id: Uuid });
+export const VerifyEmailBody = Type.Object({ token: Type.String({ maxLength: 512, description: 'from the emailed link <PUBLIC_URL>/verify-email?token=…' }) });
+
+export const CurrentUser = Type.Object({
+  user_id: Uuid,
+  email: Type.String(),
+  email_verified: Type.Boolean({ description: 'false until the address is proven (the emailed link, an invitation, a password reset)' }),
+});

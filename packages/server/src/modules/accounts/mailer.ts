@@ -3,9 +3,26 @@ import type { FastifyBaseLogger } from 'fastify';
 
 export interface Mailer {
   sendPasswordReset(to: string, link: string): Promise<void>;
-  /** Contract §8: the link opens the dashboard's sign-up with the address filled in. */
+  /** Contract §18: the single-use link that proves the address. */
+  sendVerification(to: string, link: string): Promise<void>;
+  /** Contract §8: the link (with the invitation's secret) opens the dashboard's sign-up. */
   sendInvitation(to: string, link: string, projectName: string): Promise<void>;
   close(): void;
+}
+
+const MAX_NAME_IN_EMAIL = 60;
+
+/**
+ * A project's name as an invitation email quotes it: the owner chose it, and whoever can create a
+ * project can invite anyone, so it must not read as the email's own text (issue 18, finding 7).
+ * One line (control, format and separator characters become spaces: no new paragraphs, no bidi
+ * tricks), at most 60 characters, no double quote to end the quotation early, and nothing a mail
+ * client would turn into a link (dots, colons and @ are bracketed: "https[:]//evil[.]example").
+ */
+export function nameForEmail(name: string): string {
+  const oneLine = name.normalize('NFKC').replace(/[\p{C}\p{Z}]+/gu, ' ').trim();
+  const short = [...oneLine].length > MAX_NAME_IN_EMAIL ? `${[...oneLine].slice(0, MAX_NAME_IN_EMAIL - 1).join('').trimEnd()}…` : oneLine;
+  return short.replace(/[.:@]/g, (character) => `[${character}]`).replaceAll('"', "'") || 'unnamed';
 }
 
 /** Whether a URL names this machine: links to it in an email open nothing for whoever reads it elsewhere. */
@@ -24,13 +41,16 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
       async sendPasswordReset(to, link) {
         log.warn({ to, link }, 'SMTP_URL is not set: password reset link logged instead of emailed');
       },
+      async sendVerification(to, link) {
+        log.warn({ to, link }, 'SMTP_URL is not set: email verification link logged instead of emailed');
+      },
       async sendInvitation(to, link, projectName) {
         log.warn({ to, link, projectName }, 'SMTP_URL is not set: invitation link logged instead of emailed');
       },
       close() {},
     };
   }
-  if (pointsHere(publicUrl)) log.warn({ publicUrl }, 'PUBLIC_URL points to this machine: the links in password-reset and invitation emails will not open for their readers; set PUBLIC_URL to the address users reach');
+  if (pointsHere(publicUrl)) log.warn({ publicUrl }, 'PUBLIC_URL points to this machine: the links in password-reset, verification and invitation emails will not open for their readers; set PUBLIC_URL to the address users reach');
   const transport = nodemailer.createTransport(smtpUrl);
   return {
     async sendPasswordReset(to, link) {
@@ -41,12 +61,21 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
         text: `Someone asked to reset the password of your Guidon account.\n\nOpen this link within 30 minutes to choose a new password:\n${link}\n\nIf it was not you, ignore this email: your password stays as it is.\n`,
       });
     },
+    async sendVerification(to, link) {
+      await transport.sendMail({
+        from,
+        to,
+        subject: 'Verify your email address for Guidon',
+        text: `Someone created a Guidon account with this email address, or asked for a new verification link.\n\nOpen this link within 24 hours to verify that the address is yours:\n${link}\n\nIf you did not create this account, do not open the link: ignore this email, and the account stays unverified.\n`,
+      });
+    },
+    // Fixed text: the only words the inviter chooses are the project's name, quoted as a name.
     async sendInvitation(to, link, projectName) {
       await transport.sendMail({
         from,
         to,
-        subject: `You are invited to ${projectName} on Guidon`,
-        text: `You have been invited to the project "${projectName}" on Guidon.\n\nCreate your account with this address to join it:\n${link}\n`,
+        subject: 'You are invited to a project on Guidon',
+        text: `You are invited to join a project on Guidon, the feature-flag service at this address:\n${publicUrl}\n\nThe project's name, as its owner wrote it: "${nameForEmail(projectName)}"\n\nTo accept, open this link within 7 days and create your account with this email address:\n${link}\n\nIf you already have an account, sign in and verify your email address instead: the invitation waits for you.\nIf you did not expect this invitation, ignore this email: nothing happens unless you open the link.\n`,
       });
     },
     close: () => transport.close(),

@@ -9,7 +9,13 @@ export interface TokenClaims {
   tokenVersion: number;
 }
 
-/** Login tokens: JWT HS256, sub = user id, exp = iat + 24 h, tv = the user's token version. */
+export interface VerifiedClaims extends TokenClaims {
+  /** The token's own id, which log out revokes; null in tokens issued before log out existed. */
+  jti: string | null;
+  expiresAt: Date;
+}
+
+/** Login tokens: JWT HS256, sub = user id, exp = iat + 24 h, tv = the user's token version, jti = its id (log out). */
 export class LoginTokens {
   private constructor(private readonly key: Uint8Array) {}
 
@@ -32,17 +38,19 @@ export class LoginTokens {
     return new SignJWT({ tv: claims.tokenVersion })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.userId)
+      .setJti(randomBytes(16).toString('base64url'))
       .setIssuedAt()
       .setExpirationTime(`${LIFETIME_SECONDS}s`)
       .sign(this.key);
   }
 
   /** The token's claims, or null when it is malformed, badly signed or expired. */
-  async verify(token: string): Promise<TokenClaims | null> {
+  async verify(token: string): Promise<VerifiedClaims | null> {
     try {
       const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], requiredClaims: ['sub', 'exp', 'iat'] });
       if (typeof payload.sub !== 'string' || typeof payload.tv !== 'number') return null;
-      return { userId: payload.sub, tokenVersion: payload.tv };
+      const jti = typeof payload.jti === 'string' && payload.jti.length > 0 ? payload.jti : null;
+      return { userId: payload.sub, tokenVersion: payload.tv, jti, expiresAt: new Date(payload.exp! * 1000) };
     } catch {
       return null;
     }

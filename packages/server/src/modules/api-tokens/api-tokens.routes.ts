@@ -7,7 +7,7 @@ import { findMemberRole } from '../members/members.repository.js';
 import { createApiToken, deleteApiToken, listApiTokens } from './api-tokens.repository.js';
 import { ApiTokenParams, CreateApiTokenBody, CreatedApiToken } from './api-tokens.schemas.js';
 
-/** /api/tokens (contract §9): only a signed-in user manages tokens, never a token. */
+/** /api/tokens (contract §9): only a signed-in user with a verified address manages tokens, never a token. */
 export const apiTokenRoutes: ApiPlugin = async (app, { db }) => {
   const tags = ['tokens'];
 

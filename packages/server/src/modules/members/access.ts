@@ -13,6 +13,8 @@ declare module 'fastify' {
     apiToken: { id: string; project_id: string | null; role: Role | null } | null;
     /** On project routes: the caller's role there, capped by the token's. */
     projectRole: Role | null;
+    /** Whether the caller's address is verified (contract §18; always so for an API token). */
+    emailVerified: boolean;
   }
 }
 
@@ -46,7 +48,7 @@ export function declaredRoute(route: RouteOptions): DeclaredRoute[] {
 
 /**
  * The one authorization decision for /api (contract §8, §9), from the route's declared least role:
- * - login: a signed-in user, not an API token (tokens cannot manage tokens);
+ * - login: a signed-in user whose address is verified, not an API token (tokens cannot manage tokens);
  * - user: any caller; a project-scoped token may only read there;
  * - viewer / editor / owner: a member of :project_id (else 404) whose role, capped by the
  *   token's, is at least that (else 403). A token scoped to another project gets 404.
@@ -58,6 +60,7 @@ export function authorize({ db }: Services) {
     const token = request.apiToken;
     if (least === 'login') {
       if (token) throw new Forbidden('API tokens cannot manage tokens: sign in with a password');
+      if (!request.emailVerified) throw new Forbidden('Verify your email address first: open the link we emailed you (or ask for a new one)');
       return;
     }
     if (least === 'user') {

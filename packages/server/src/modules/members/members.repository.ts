@@ -39,10 +39,15 @@ export async function requireMember(db: Db, projectId: string, memberId: string)
   return toMember(row);
 }
 
-/** An active membership when the address has an account, else an invitation. */
-export async function addMember(trx: Db, projectId: string, email: string, role: Role): Promise<Member> {
-  const user = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
-  const row = { id: newId(), project_id: projectId, user_id: user?.id ?? null, email, role, created_at: nowIso() };
+/** The account with this address, when its address is verified: only such an account is added as an active member (contract §8). */
+export async function findVerifiedUserId(db: Db, email: string): Promise<string | undefined> {
+  const user = await db.selectFrom('users').select('id').where('email', '=', email).where('email_verified_at', 'is not', null).executeTakeFirst();
+  return user?.id;
+}
+
+/** An active membership of the verified account userId, or (userId null) an invitation to the address. */
+export async function addMember(trx: Db, projectId: string, email: string, role: Role, userId: string | null): Promise<Member> {
+  const row = { id: newId(), project_id: projectId, user_id: userId, email, role, created_at: nowIso() };
   await conflictOnDuplicate(trx.insertInto('project_members').values(row).execute(), `${email} is already a member of this project or invited to it`);
   return toMember(row);
 }
@@ -71,18 +76,13 @@ export async function removeMember(trx: Db, projectId: string, member: Member): 
   await trx.deleteFrom('project_members').where('id', '=', member.id).execute();
 }
 
-export async function hasPendingInvitation(db: Db, email: string): Promise<boolean> {
-  const row = await db.selectFrom('project_members').select('id').where('email', '=', email).where('user_id', 'is', null).executeTakeFirst();
-  return row !== undefined;
-}
-
 export async function pendingInvitations(db: Db, email: string): Promise<(Member & { project_id: string })[]> {
   const rows = await db.selectFrom('project_members').select(COLUMNS).where('email', '=', email).where('user_id', 'is', null).execute();
   return rows.map((row) => ({ ...toMember(row), project_id: row.project_id }));
 }
 
-/** The invitation becomes the user's membership. */
-export async function acceptInvitation(trx: Db, memberId: string, userId: string): Promise<Member> {
-  const row = await trx.updateTable('project_members').set({ user_id: userId }).where('id', '=', memberId).where('user_id', 'is', null).returning(COLUMNS).executeTakeFirstOrThrow();
-  return toMember(row);
+/** The invitation becomes the user's membership; undefined when it is gone or was accepted meanwhile. */
+export async function acceptInvitation(trx: Db, memberId: string, userId: string): Promise<Member | undefined> {
+  const row = await trx.updateTable('project_members').set({ user_id: userId }).where('id', '=', memberId).where('user_id', 'is', null).returning(COLUMNS).executeTakeFirst();
+  return row && toMember(row);
 }

@@ -5,13 +5,14 @@ import { Forbidden, Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { requireProject } from '../projects/projects.repository.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
-import { addMember, changeMemberRole, listMembers, removeMember, requireMember } from './members.repository.js';
+import { addMember, changeMemberRole, findVerifiedUserId, listMembers, removeMember, requireMember } from './members.repository.js';
+import { newInvitationToken } from './invitations.js';
 import { AddMemberBody, ChangeMemberBody, MemberParams } from './members.schemas.js';
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 /** /api/projects/{project_id}/members (contract §8) */
-export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config }) => {
+export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config, limits }) => {
   const tags = ['members'];
   const MemberRef = Type.Ref('Member');
   const base = '/projects/:project_id/members';
@@ -23,23 +24,48 @@ export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config 
 
   app.post(base, {
     config: { role: 'owner' },
-    schema: { tags, params: ProjectParams, body: AddMemberBody, response: { 201: MemberRef, ...errorResponses(400, 401, 403, 404, 409) } },
+    schema: { tags, params: ProjectParams, body: AddMemberBody, response: { 201: MemberRef, ...errorResponses(400, 401, 403, 404, 409, 429) } },
   }, async (request, reply) => {
     const email = normalizeEmail(request.body.email);
     if (!looksLikeEmail(email)) throw new Invalid('email must be a valid email address');
     const projectId = request.params.project_id;
-    const member = await writes.apply(request.actor, projectId, async (trx, record) => {
-      const added = await addMember(trx, projectId, email, request.body.role);
-      record({ action: 'member.added', resource_type: 'member', resource_id: added.id, before: null, after: added });
-      return added;
-    });
-    if (member.status === 'invited') {
+    // A verified account joins at once; any other address (an account or not: the same answer) is
+    // invited by an email whose secret link proves the address (contract §8).
+    const userId = (await findVerifiedUserId(db, email)) ?? null;
+    if (userId === null) await countInvitation(projectId, email);
+    let invitationToken: string | null = null;
+    const member = await writes
+      .apply(request.actor, projectId, async (trx, record) => {
+        const added = await addMember(trx, projectId, email, request.body.role, userId);
+        if (userId === null) invitationToken = await newInvitationToken(trx, email);
+        record({ action: 'member.added', resource_type: 'member', resource_id: added.id, before: null, after: added });
+        return added;
+      })
+      .catch(async (error: unknown) => {
+        if (userId === null) await uncountInvitation(projectId, email); // nothing was sent
+        throw error;
+      });
+    if (invitationToken !== null) {
       const project = await requireProject(db, projectId);
-      const link = `${config.publicUrl}/register?email=${encodeURIComponent(email)}`;
+      const link = `${config.publicUrl}/register?invitation=${invitationToken}`;
       mailer.sendInvitation(email, link, project.name).catch((error: unknown) => request.log.error({ err: error }, 'could not send the invitation email'));
     }
     return reply.code(201).send(member);
   });
+
+  /** Invitation emails: at most 50 a project an hour and 3 an address a day (contract §8), else 429. */
+  async function countInvitation(projectId: string, email: string): Promise<void> {
+    await limits.invitationsPerProject.hit(projectId);
+    await limits.invitationsPerAddress.hit(email).catch(async (error: unknown) => {
+      await limits.invitationsPerProject.giveBack(projectId);
+      throw error;
+    });
+  }
+
+  async function uncountInvitation(projectId: string, email: string): Promise<void> {
+    await limits.invitationsPerProject.giveBack(projectId);
+    await limits.invitationsPerAddress.giveBack(email);
+  }
 
   app.put(`${base}/:member_id`, {
     config: { role: 'owner' },
@@ -54,7 +80,8 @@ export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config 
     });
   });
 
-  // Viewer: any member may leave; removing someone else needs the owner role.
+  // Viewer: any member may leave, with a login or a token that is owner there (a capped token
+  // must not undo its owner's membership); removing someone else needs the owner role.
   app.delete(`${base}/:member_id`, {
     config: { role: 'viewer' },
     schema: { tags, params: MemberParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 409) } },
@@ -62,7 +89,9 @@ export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config 
     const projectId = request.params.project_id;
     await writes.apply(request.actor, projectId, async (trx, record) => {
       const member = await requireMember(trx, projectId, request.params.member_id);
-      if (member.user_id !== request.userId && request.projectRole !== 'owner') throw new Forbidden('Only an owner can remove another member');
+      const leaving = member.user_id === request.userId;
+      if (!leaving && request.projectRole !== 'owner') throw new Forbidden('Only an owner can remove another member');
+      if (leaving && request.apiToken && request.projectRole !== 'owner') throw new Forbidden('Leaving a project needs a login, or an API token with the owner role there');
       await removeMember(trx, projectId, member);
       record({ action: 'member.removed', resource_type: 'member', resource_id: member.id, before: member, after: null });
     });
