@@ -1,7 +1,7 @@
 /**
  * The teams pages walked through in Debian's Chromium, by role and accessible name: an owner
- * invites someone by email (the SMTP server here receives it; the link opens sign-up with the
- * address filled in), makes them a viewer, who sees the switches disabled with the reason; the
+ * invites someone by email (the server's test mailbox receives it; its secret link opens sign-up,
+ * and signing up through it joins the project at once), makes them a viewer, who sees the switches disabled with the reason; the
  * owner toggles a flag and finds it in the audit log and the flag's history with its before and
  * after; creates an API token (shown once, used once, revoked, refused); and adds a webhook to a
  * receiver started here, whose test event shows as delivered. No console error on any page.
@@ -17,10 +17,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { eventually, newFlag, newProject, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
-import { hasChromium, launch, startMailbox, watchConsole, type Mailbox } from './browser.js';
+import { hasChromium, launch, watchConsole } from './browser.js';
 
 let server: TestServer;
-let mailbox: Mailbox;
 let browser: Browser;
 let receiver: Server;
 let receiverUrl = '';
@@ -28,7 +27,6 @@ const received: { headers: IncomingHttpHeaders; body: string }[] = [];
 
 before(async () => {
   assert.ok(hasChromium(), 'Chromium is installed (apt-get install chromium)');
-  mailbox = await startMailbox();
   // A webhook receiver on 127.0.0.1: allowed only because the server is told so.
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -40,13 +38,12 @@ before(async () => {
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/guidon`;
-  server = await startServer({ SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test', WEBHOOK_ALLOW_PRIVATE: 'true' });
+  server = await startServer({ PUBLIC_URL: 'http://guidon.test', WEBHOOK_ALLOW_PRIVATE: 'true' });
   browser = await launch();
 });
 after(async () => {
   await browser?.close();
   await server?.close();
-  await mailbox?.close();
   await new Promise((resolve) => receiver?.close(resolve));
 });
 
@@ -89,15 +86,21 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     const members = page.getByRole('list', { name: 'Members and invitations' });
     await members.getByRole('listitem').filter({ hasText: invitee }).getByText('invited', { exact: true }).waitFor();
 
-    // The email's link opens sign-up with the address filled in.
-    await eventually(() => mailbox.to(invitee).length > 0, 'the invitation email');
-    const link = /http:\/\/guidon\.test(\/register\?email=[^\s"'<>]+)/.exec(mailbox.to(invitee)[0]!)?.[1];
-    assert.ok(link, 'the invitation has the sign-up link');
+    // The email's secret link opens sign-up; signing up through it proves the address: a member at once, verified.
+    await eventually(() => server.mailbox!.to(invitee).length > 0, 'the invitation email');
+    const link = /http:\/\/guidon\.test(\/register\?invitation=[\w-]+)/.exec(server.mailbox!.to(invitee)[0]!.text)?.[1];
+    assert.ok(link, 'the invitation has the sign-up link with its secret');
     await guest.goto(server.url + link);
     await heading(guest, 'Create your account');
-    assert.equal(await guest.getByLabel('Email').inputValue(), invitee, 'the invited address is filled in');
+    await guest.getByText('You were invited to a project').waitFor();
+    await guest.getByLabel('Email').fill(invitee);
     await guest.getByLabel('Password').fill('another good passphrase');
     await guest.getByRole('button', { name: 'Sign up' }).click();
+    await guest.getByRole('link', { name: 'Team shop' }).waitFor();
+    await guest.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
+    await guest.getByText('Verified', { exact: true }).waitFor(); // the link proved the address
+    assert.equal(await guest.getByRole('region', { name: 'Email address not verified' }).count(), 0, 'no banner');
+    await guest.getByRole('link', { name: 'Guidon: your projects' }).click();
     await guest.getByRole('link', { name: 'Team shop' }).waitFor();
 
     // Now a member: the owner makes them a viewer.

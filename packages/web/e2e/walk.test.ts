@@ -1,8 +1,9 @@
 /**
  * The dashboard walked through in Debian's Chromium, as a person would: every element found by
- * its role and accessible name. Sign up → project → flag → rules (reordered by keyboard) → switch
- * on → try it → history → copy to staging → rotate the key → expired session → forgot/reset
- * password through an SMTP server started here. No console error on any page.
+ * its role and accessible name. Sign up → verify the address through the emailed link → project →
+ * flag → rules (reordered by keyboard) → switch on → try it → history → copy to staging → rotate
+ * the key → expired session → log out (the token ends on the server) → forgot/reset password
+ * through the emailed link (the server's test mailbox). No console error on any page.
  *
  * GUIDON_SCREENSHOTS=<dir> also saves screenshots of the main pages (desktop and phone, light and
  * dark) into that directory: `npm run screenshots -w packages/web`.
@@ -12,25 +13,30 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { eventually, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { eventually, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { bucketOf } from '@guidon/engine';
-import { hasChromium, launch, startMailbox, watchConsole, type Mailbox } from './browser.js';
+import { hasChromium, launch, watchConsole } from './browser.js';
 
 let server: TestServer;
-let mailbox: Mailbox;
 let browser: Browser;
 
 before(async () => {
   assert.ok(hasChromium(), 'Chromium is installed (apt-get install chromium)');
-  mailbox = await startMailbox();
-  server = await startServer({ SMTP_URL: `smtp://127.0.0.1:${mailbox.port}`, PUBLIC_URL: 'http://guidon.test' });
+  server = await startServer({ PUBLIC_URL: 'http://guidon.test' });
   browser = await launch();
 });
 after(async () => {
   await browser?.close();
   await server?.close();
-  await mailbox?.close();
 });
+
+/** The path and query of the newest link to `path` in the emails to the address (the server's test mailbox). */
+async function emailedLink(address: string, path: string): Promise<string> {
+  const links = () =>
+    server.mailbox!.to(address).flatMap((mail) => [...mail.text.matchAll(/http:\/\/guidon\.test(\/[^\s"'<>]+)/g)].map((match) => match[1]!)).filter((link) => link.startsWith(`${path}?`));
+  await eventually(() => links().length > 0, `an email to ${address} with a ${path} link`);
+  return links().at(-1)!;
+}
 
 const email = `walker-${process.pid}@example.com`;
 const password = 'correct horse battery';
@@ -78,6 +84,28 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign up' }).click();
   await heading('Projects');
+  await heading('No projects yet');
+
+  // Unverified: a banner says what waits, and sends a new link on request.
+  const banner = page.getByRole('region', { name: 'Email address not verified' });
+  await banner.getByText(`We emailed a link to ${email}`).waitFor();
+  await banner.getByRole('button', { name: 'Resend the email' }).click();
+  await banner.getByRole('status').filter({ hasText: 'A new link is on its way' }).waitFor();
+  await eventually(() => server.mailbox!.to(email).length === 2, 'the second verification email');
+  await page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
+  await heading('Account');
+  await page.getByText('Not verified', { exact: true }).waitFor();
+  // The emailed link: a press of the button verifies (a mail scanner opening the link does not).
+  await page.goto(server.url + (await emailedLink(email, '/verify-email')));
+  await heading('Verify your email address');
+  await page.getByRole('button', { name: 'Verify my email address' }).click();
+  await page.getByRole('status').filter({ hasText: 'Your email address is verified' }).waitFor();
+  await page.getByRole('link', { name: 'Go to your projects' }).first().click();
+  await heading('No projects yet');
+  assert.equal(await page.getByRole('region', { name: 'Email address not verified' }).count(), 0, 'no banner once verified');
+  await page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
+  await page.getByText('Verified', { exact: true }).waitFor();
+  await page.getByRole('link', { name: 'Guidon: your projects' }).click();
   await heading('No projects yet');
 
   // A project: the dialog traps focus and names what comes with it.
@@ -221,17 +249,16 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await heading('New environment');
   assert.equal(new URL(page.url()).pathname, `/projects/${projectId}/environments`);
 
-  // Log out, then forgot / reset password through the emailed link.
+  // Log out ends the login token on the server too, then forgot / reset password through the emailed link.
+  const loggedOut = await token(page);
   await page.getByRole('button', { name: 'Log out' }).click();
   await heading('Log in');
+  assert.equal((await request(server, 'GET', '/api/me', { token: loggedOut })).status, 401, 'the logged-out token is refused');
   await page.getByRole('link', { name: 'Forgot your password?' }).click();
   await page.getByLabel('Email').fill(email);
   await page.getByRole('button', { name: 'Send reset link' }).click();
   await page.getByRole('status').filter({ hasText: 'Check your inbox' }).waitFor();
-  await eventually(() => mailbox.to(email).length > 0, 'the reset email');
-  const link = /http:\/\/guidon\.test(\/reset-password\?token=[^\s"'<>]+)/.exec(mailbox.to(email)[0]!)?.[1];
-  assert.ok(link, 'the email has the reset link');
-  await page.goto(server.url + link);
+  await page.goto(server.url + (await emailedLink(email, '/reset-password')));
   await heading('Choose a new password');
   await page.getByLabel('New password', { exact: true }).fill(newPassword);
   await page.getByLabel('Repeat the new password').fill('something else');
@@ -256,13 +283,19 @@ async function screenshots(dir: string, sessionToken: string, projectId: string)
   const flags = (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token: sessionToken })).body;
   const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token: sessionToken })).body;
   const production = environments.find((env: { key: string }) => env.key === 'production');
+  const unverified = (await newUser(server, 'new-account', { verified: false })).token;
   const pages = [
-    { name: 'login', path: '/login', signedIn: false },
-    { name: 'projects', path: '/', signedIn: true },
-    { name: 'flags', path: `/projects/${projectId}`, signedIn: true },
-    { name: 'flag', path: `/projects/${projectId}/flags/${production.id}/${flags[0].environments.production.flag_id}`, signedIn: true },
-    { name: 'usage', path: `/projects/${projectId}/usage`, signedIn: true },
-    { name: 'connect', path: `/projects/${projectId}/connect`, signedIn: true },
+    { name: 'login', path: '/login', token: '' },
+    { name: 'projects', path: '/', token: sessionToken },
+    { name: 'flags', path: `/projects/${projectId}`, token: sessionToken },
+    { name: 'flag', path: `/projects/${projectId}/flags/${production.id}/${flags[0].environments.production.flag_id}`, token: sessionToken },
+    { name: 'usage', path: `/projects/${projectId}/usage`, token: sessionToken },
+    { name: 'connect', path: `/projects/${projectId}/connect`, token: sessionToken },
+    // Issue 18: the account page (verified, and unverified with its banner), the emailed links' pages.
+    { name: 'account', path: '/account', token: sessionToken },
+    { name: 'account-unverified', path: '/account', token: unverified },
+    { name: 'verify-email', path: '/verify-email?token=from-the-email', token: '' },
+    { name: 'signup-invitation', path: '/register?invitation=from-the-email', token: '' },
   ];
   const variants = [
     { name: 'desktop', viewport: { width: 1280, height: 860 }, isMobile: false },
@@ -274,7 +307,7 @@ async function screenshots(dir: string, sessionToken: string, projectId: string)
       const page = await context.newPage();
       for (const shot of pages) {
         await page.goto(server.url + '/login');
-        await page.evaluate((value) => (value ? localStorage.setItem('guidon.token', value) : localStorage.removeItem('guidon.token')), shot.signedIn ? sessionToken : '');
+        await page.evaluate((value) => (value ? localStorage.setItem('guidon.token', value) : localStorage.removeItem('guidon.token')), shot.token);
         await page.goto(server.url + shot.path);
         await page.waitForLoadState('networkidle');
         await page.waitForTimeout(300); // the chart's first paint

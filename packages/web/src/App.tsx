@@ -10,6 +10,8 @@ import { LoginPage } from './pages/account/LoginPage';
 import { SignupPage } from './pages/account/SignupPage';
 import { ForgotPasswordPage } from './pages/account/ForgotPasswordPage';
 import { ResetPasswordPage } from './pages/account/ResetPasswordPage';
+import { VerifyEmailPage } from './pages/account/VerifyEmailPage';
+import { AccountPage } from './pages/account/AccountPage';
 import { ProjectsPage } from './pages/projects/ProjectsPage';
 import { ProjectSettingsPage } from './pages/projects/ProjectSettingsPage';
 import { EnvironmentsPage } from './pages/environments/EnvironmentsPage';
@@ -44,10 +46,12 @@ function RequireSession() {
 const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
   { path: '/signup', element: <SignupPage /> },
-  // The invitation email links here (contract §8: <PUBLIC_URL>/register?email=…).
+  // The invitation email links here (contract §8: <PUBLIC_URL>/register?invitation=<secret>).
   { path: '/register', element: <SignupPage /> },
   { path: '/forgot-password', element: <ForgotPasswordPage /> },
   { path: '/reset-password', element: <ResetPasswordPage /> },
+  // The verification email links here (contract §18: <PUBLIC_URL>/verify-email?token=…).
+  { path: '/verify-email', element: <VerifyEmailPage /> },
   {
     element: <RequireSession />,
     children: [
@@ -55,6 +59,7 @@ const router = createBrowserRouter([
         element: <AppLayout />,
         children: [
           { path: '/', element: <ProjectsPage /> },
+          { path: '/account', element: <AccountPage /> },
           { path: '/account/tokens', element: <TokensPage /> },
           {
             path: '/projects/:projectId',

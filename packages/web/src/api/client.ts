@@ -30,14 +30,19 @@ export class ApiError extends Error {
 let onSessionExpired: () => void = () => undefined;
 export const setSessionExpiredHandler = (handler: () => void) => void (onSessionExpired = handler);
 
+/** The calls that carry the login token: the API, and the two /auth calls of a signed-in person. */
+const SIGNED_IN_AUTH = new Set(['/auth/logout', '/auth/resend-verification']);
+const carriesToken = (path: string) => path.startsWith('/api/') || SIGNED_IN_AUTH.has(path);
+
 const auth: Middleware = {
   onRequest({ request }) {
     const token = session.token();
-    if (token && new URL(request.url).pathname.startsWith('/api/')) request.headers.set('authorization', `Bearer ${token}`);
+    if (token && carriesToken(new URL(request.url).pathname)) request.headers.set('authorization', `Bearer ${token}`);
     return request;
   },
   onResponse({ request, response }) {
-    if (response.status === 401 && new URL(request.url).pathname.startsWith('/api/')) onSessionExpired();
+    const path = new URL(request.url).pathname;
+    if (response.status === 401 && carriesToken(path) && path !== '/auth/logout') onSessionExpired();
     return response;
   },
 };

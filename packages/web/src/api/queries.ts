@@ -72,6 +72,6 @@ export const teamKeys = {
 export const useMe = () => useQuery({ queryKey: teamKeys.me, queryFn: () => unwrap(api.GET('/api/me')), staleTime: Infinity });
 export const useMembers = (pid: string) =>
   useQuery({ queryKey: teamKeys.members(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/members', p(pid))) });
-export const useTokens = () => useQuery({ queryKey: teamKeys.tokens, queryFn: () => unwrap(api.GET('/api/tokens')) });
+export const useTokens = (enabled = true) => useQuery({ queryKey: teamKeys.tokens, queryFn: () => unwrap(api.GET('/api/tokens')), enabled });
 export const useWebhooks = (pid: string, enabled = true) =>
   useQuery({ queryKey: teamKeys.webhooks(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/webhooks', p(pid))), enabled });

@@ -1,12 +1,16 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { Link, Outlet, useNavigate } from 'react-router';
+import { api } from '../api/client';
 import { session } from '../api/session';
+import { VerifyEmailBanner } from './VerifyEmail';
 
-/** The frame of every signed-in page: the brand, and log out. */
+/** The frame of every signed-in page: the brand, the account, log out, and the banner of an unverified address. */
 export function AppLayout() {
   const navigate = useNavigate();
   const client = useQueryClient();
-  const logOut = () => {
+  const logOut = async () => {
+    // The server ends this login token everywhere (contract §18); this browser forgets it either way.
+    await api.POST('/auth/logout').catch(() => undefined);
     session.signOut();
     client.clear();
     navigate('/login', { replace: true });
@@ -25,14 +29,18 @@ export function AppLayout() {
           Guidon
         </Link>
         <nav className="account-links" aria-label="Account">
+          <Link to="/account" className="small">
+            Account
+          </Link>
           <Link to="/account/tokens" className="small">
             API tokens
           </Link>
-          <button type="button" className="secondary small" onClick={logOut}>
+          <button type="button" className="secondary small" onClick={() => void logOut()}>
             Log out
           </button>
         </nav>
       </header>
+      <VerifyEmailBanner />
       <main id="main" tabIndex={-1}>
         <Outlet />
       </main>

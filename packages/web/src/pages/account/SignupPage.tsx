@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { ApiError, api, unwrap } from '../../api/client';
 import { fields } from '../../api/fields';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
@@ -9,10 +9,13 @@ import { AccountFrame, safeNext } from './AccountFrame';
 export function SignupPage() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
-  // An invitation link carries the invited address: /register?email=…
-  const [email, setEmail] = useState(params.get('email') ?? '');
+  // An invitation link carries its secret (/register?invitation=…): signing up with it proves the
+  // address the invitation was sent to, which the person types (the link does not carry it).
+  const invitation = params.get('invitation');
+  const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string }>({});
+  // taken: the address has an account already (409), which may be someone else's claim on it.
+  const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string; taken?: boolean }>({});
   const [busy, setBusy] = useState(false);
 
   const submit = async (event: FormEvent) => {
@@ -25,12 +28,12 @@ export function SignupPage() {
     if (found.email || found.password) return;
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/register', { body: { email: email.trim(), password } }));
+      await unwrap(api.POST('/auth/register', { body: { email: email.trim(), password, ...(invitation ? { invitation_token: invitation } : {}) } }));
       const { token } = await unwrap(api.POST('/auth/login', { body: { email: email.trim(), password } }));
       session.signIn(token);
       navigate(safeNext(params.get('next')), { replace: true });
     } catch (error) {
-      setErrors({ form: (error as Error).message });
+      setErrors({ form: (error as Error).message, taken: error instanceof ApiError && error.status === 409 });
     } finally {
       setBusy(false);
     }
@@ -38,7 +41,7 @@ export function SignupPage() {
 
   return (
     <AccountFrame title="Create your account" footer={<span>Have an account? <Link to="/login">Log in</Link></span>}>
-      {params.get('email') && <p className="notice">You were invited to a project: sign up with this address and it is yours at once.</p>}
+      {invitation && <p className="notice">You were invited to a project: sign up with the address the invitation was sent to, and you join it at once.</p>}
       <form onSubmit={submit} noValidate>
         <Field label="Email" type="email" autoComplete="email" value={email} onChange={setEmail} error={errors.email} required />
         <Field
@@ -54,6 +57,11 @@ export function SignupPage() {
         {errors.form && (
           <p className="error" role="alert">
             {errors.form}
+            {errors.taken && (
+              <>
+                . <Link to="/login">Log in</Link> instead; if you never created this account, <Link to="/forgot-password">reset its password</Link>: the emailed link proves the address is yours and ends every other session.
+              </>
+            )}
           </p>
         )}
         <button type="submit" disabled={busy}>

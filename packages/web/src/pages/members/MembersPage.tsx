@@ -69,7 +69,7 @@ export function MembersPage() {
                       <strong>{member.email}</strong>
                       {isMe && <span className="badge role">you</span>}
                       {member.status === 'invited' && (
-                        <span className="badge invited" title="Invited by email; becomes a member on sign-up">
+                        <span className="badge invited" title="Invited by email; a member once they open the emailed link or verify their address">
                           invited
                         </span>
                       )}
@@ -145,7 +145,7 @@ function InviteForm({ projectId, onInvited }: { projectId: string; onInvited: ()
     setBusy(true);
     try {
       const member = await unwrap(api.POST('/api/projects/{project_id}/members', { params: { path: { project_id: projectId } }, body: { email: email.trim(), role } }));
-      setDone(member.status === 'invited' ? `Invited ${member.email}: they get an email with a sign-up link.` : `${member.email} is now a member.`);
+      setDone(member.status === 'invited' ? `Invited ${member.email}: they get an email with a link to join, valid 7 days.` : `${member.email} is now a member.`);
       setEmail('');
       await onInvited();
     } catch (caught) {
@@ -157,7 +157,7 @@ function InviteForm({ projectId, onInvited }: { projectId: string; onInvited: ()
   return (
     <section className="panel">
       <h2>Invite someone</h2>
-      <p className="muted">Someone with an account joins at once; anyone else gets an email with a link to sign up.</p>
+      <p className="muted">Someone whose account has a verified address joins at once; anyone else gets an email with a link to join (at most 3 invitations a day to one address).</p>
       <form onSubmit={submit} noValidate className="inline-form">
         <Field label="Email of the person to invite" type="email" value={email} onChange={setEmail} error={errors.email} autoComplete="off" />
         <div className="field">

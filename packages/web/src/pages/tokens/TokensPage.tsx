@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { api, unwrap, type ApiToken } from '../../api/client';
-import { teamKeys, useProjects, useTokens } from '../../api/queries';
+import { teamKeys, useMe, useProjects, useTokens } from '../../api/queries';
 import { atLeast, type Role } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
@@ -20,7 +20,10 @@ const EXPIRY = [
 
 /** Personal API tokens for scripts and CI (contract §9): per user, so on the account page. */
 export function TokensPage() {
-  const tokens = useTokens();
+  const me = useMe();
+  // Only an account whose address is verified holds tokens (contract §9): the others see why.
+  const unverified = me.data?.email_verified === false;
+  const tokens = useTokens(me.data?.email_verified === true);
   const projects = useProjects();
   const client = useQueryClient();
   const [creating, setCreating] = useState(false);
@@ -35,10 +38,15 @@ export function TokensPage() {
           <p className="eyebrow">Your account</p>
           <h1>API tokens</h1>
         </div>
-        <button type="button" onClick={() => setCreating(true)}>
+        <button type="button" onClick={() => setCreating(true)} disabled={unverified} aria-describedby={unverified ? 'tokens-need-verification' : undefined}>
           New token
         </button>
       </div>
+      {unverified && (
+        <p className="notice" id="tokens-need-verification">
+          API tokens need a verified email address: open the link we emailed to {me.data?.email} (the banner above sends a new one).
+        </p>
+      )}
       <p className="muted">
         Scripts and CI send a token as <code>Authorization: Bearer gdn_…</code> on /api. It acts as you, limited to one project and a role if you choose. Tokens cannot create or revoke tokens.
       </p>
@@ -53,7 +61,7 @@ export function TokensPage() {
           onDone={() => setCreated(null)}
         />
       )}
-      <QueryState query={tokens} what="your tokens">
+      {!unverified && <QueryState query={tokens} what="your tokens">
         {(list) =>
           list.length === 0 ? (
             <Empty title="No tokens yet">
@@ -101,7 +109,7 @@ export function TokensPage() {
             </div>
           )
         }
-      </QueryState>
+      </QueryState>}
       {creating && (
         <CreateTokenDialog
           onClose={() => setCreating(false)}
