@@ -2,7 +2,7 @@
 import { Writable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
 import { buildApp, type BuildOptions } from '../src/app.js';
-import type { App } from '../src/services.js';
+import type { App } from '../src/http/plugin.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';

@@ -2,9 +2,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readSse, type SseMessage } from '@guidon/sdk';
+import { ChangeFeed } from '../src/modules/changes/change-feed.js';
 import { EvaluateCache } from '../src/modules/evaluate/evaluate.cache.js';
-import { StreamHub, type OpenStream } from '../src/modules/evaluate/stream.hub.js';
-import { sdkKeyHash } from '../src/modules/evaluate/stream.tokens.js';
+import { sdkKeyHash } from '../src/modules/evaluate/sdk-auth.js';
+import { StreamHub, type OpenStream } from '../src/modules/streams/streams.hub.js';
 import { eventually, newProject, newUser, startServer } from './harness.js';
 
 function bodyOf(chunks: string[]): ReadableStream<Uint8Array> {
@@ -56,7 +57,7 @@ describe('StreamHub', () => {
     t.after(() => server.close());
     const user = await newUser(server);
     const project = await newProject(server, user);
-    const cache = new EvaluateCache(server.database.db);
+    const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
     const hub = new StreamHub(server.database.db, cache, server.app.log, { heartbeatMs: 20, coalesceMs: 10 });
     t.after(() => hub.close());
     const fake = (keyHash: string, environment = 'production') => {

@@ -1,7 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { looksLikeEmail } from '@guidon/engine';
-import type { Services, ApiPlugin } from '../../services.js';
+import type { Config } from '../../config.js';
+import type { Db } from '../../db/database.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { RateLimits } from '../../rate-limits.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { Mailer } from './mailer.js';
+import type { LoginTokens } from './tokens.js';
 import { Forbidden, Invalid, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -17,7 +23,10 @@ const normalizeEmail = (email: string) => email.trim().toLowerCase();
 const hashResetToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** /auth/*: no bearer token. */
-export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer, config, writes }) => {
+export const accountRoutes: ApiPlugin<{ db: Db; limits: RateLimits; tokens: LoginTokens; mailer: Mailer; config: Readonly<Config>; writes: ProjectWrites }> = async (
+  app,
+  { db, limits, tokens, mailer, config, writes },
+) => {
   const tags = ['account'];
 
   app.post('/auth/register', {
@@ -94,7 +103,7 @@ export const accountRoutes: ApiPlugin = async (app, { db, limits, tokens, mailer
  * onRequest hook for /api/*: a valid, unexpired, unrevoked login token (JWT) or API token
  * (gdn_…, contract §9), else 401. Sets who is calling; what they may do is members/access.ts.
  */
-export function requireUser({ db, tokens }: Services) {
+export function requireUser({ db, tokens }: { db: Db; tokens: LoginTokens }) {
   return async (request: FastifyRequest): Promise<void> => {
     const secret = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
     if (!secret) throw new Unauthorized();

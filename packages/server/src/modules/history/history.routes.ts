@@ -1,4 +1,5 @@
-import type { ApiPlugin } from '../../services.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
 import { errorResponses } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
 import { EnvironmentParams } from '../environments/environments.schemas.js';
@@ -11,7 +12,7 @@ import { flagMetrics, listEvaluations } from './history.repository.js';
 import { EvaluationPage, EvaluationQuery, FlagKeyMetricsQuery, FlagMetrics, MetricsQuery } from './history.schemas.js';
 
 /** Evaluation history (contract §6) and per-flag counts. */
-export const historyRoutes: ApiPlugin = async (app, { db }) => {
+export const historyRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
   const tags = ['history'];
 
   app.get('/projects/:project_id/evaluations', {

@@ -1,6 +1,10 @@
 import { Type } from 'typebox';
 import { looksLikeEmail } from '@guidon/engine';
-import type { ApiPlugin } from '../../services.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { Mailer } from '../accounts/mailer.js';
+import type { Config } from '../../config.js';
 import { Forbidden, Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { requireProject } from '../projects/projects.repository.js';
@@ -11,7 +15,7 @@ import { AddMemberBody, ChangeMemberBody, MemberParams } from './members.schemas
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 /** /api/projects/{project_id}/members (contract §8) */
-export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config }) => {
+export const memberRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; mailer: Mailer; config: Readonly<Config> }> = async (app, { db, writes, mailer, config }) => {
   const tags = ['members'];
   const MemberRef = Type.Ref('Member');
   const base = '/projects/:project_id/members';

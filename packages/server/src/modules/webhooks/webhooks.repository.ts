@@ -4,11 +4,15 @@ import type { Db } from '../../db/database.js';
 import type { WebhooksTable } from '../../db/schema.js';
 import { newId, nowIso, toArray, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
-import { decodeCursor, encodeCursor, type AuditEvent } from '../audit/audit.repository.js';
+import { decodeCursor, encodeCursor } from '../../db/cursors.js';
+import type { AuditAction, ChangeEvent } from '../changes/changes.schemas.js';
+
+/** What a webhook listens to: audit actions, or * for all. */
+export type WebhookEvent = AuditAction | '*';
 
 export interface WebhookFields {
   url: string;
-  events: string[];
+  events: WebhookEvent[];
   description: string | null;
   enabled: boolean;
 }
@@ -20,7 +24,7 @@ export function toWebhook(row: Omit<Selectable<WebhooksTable>, 'secret'>) {
     id: row.id,
     project_id: row.project_id,
     url: row.url,
-    events: toArray(row.events),
+    events: toArray(row.events) as WebhookEvent[],
     description: row.description,
     enabled: toBool(row.enabled),
     created_at: toIso(row.created_at),
@@ -66,7 +70,7 @@ export async function deleteWebhook(trx: Db, webhookId: string): Promise<void> {
 const matches = (events: string[], action: string) => events.includes('*') || events.includes(action);
 
 /** In the change's transaction: one outbox row per enabled webhook whose events match (contract §11). */
-export async function enqueueDeliveries(trx: Db, event: AuditEvent): Promise<void> {
+export async function enqueueDeliveries(trx: Db, event: ChangeEvent): Promise<void> {
   const hooks = await trx.selectFrom('webhooks').select(['id', 'events', 'enabled']).where('project_id', '=', event.project_id).execute();
   const targets = hooks.filter((hook) => toBool(hook.enabled) && matches(toArray(hook.events), event.action));
   if (targets.length === 0) return;
@@ -79,9 +83,9 @@ export async function enqueueDeliveries(trx: Db, event: AuditEvent): Promise<voi
 }
 
 /** A webhook.test event for one webhook, whatever its events (POST …/test). */
-export async function enqueueTest(db: Db, webhook: { id: string; project_id: string }, actor: AuditEvent['actor']): Promise<void> {
+export async function enqueueTest(db: Db, webhook: { id: string; project_id: string }, actor: ChangeEvent['actor']): Promise<void> {
   const now = nowIso();
-  const event: AuditEvent = {
+  const event: ChangeEvent = {
     id: newId(),
     project_id: webhook.project_id,
     environment_id: null,
@@ -188,7 +192,7 @@ export async function listAttempts(db: Db, webhookId: string, query: { limit: nu
     select = select.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
   }
   const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
-  const items = rows.slice(0, query.limit).map((row) => ({ ...row, created_at: toIso(row.created_at) }));
+  const items = rows.slice(0, query.limit).map((row) => ({ ...row, action: row.action as AuditAction, created_at: toIso(row.created_at) }));
   const last = items.at(-1);
   return { items, next_cursor: rows.length > query.limit && last ? encodeCursor(last.created_at, last.id) : null };
 }

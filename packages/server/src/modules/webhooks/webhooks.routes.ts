@@ -1,5 +1,10 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
+import type { AuditAction } from '../changes/changes.schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { Config } from '../../config.js';
+import type { WebhookSender } from './webhooks.sender.js';
 import { onlyProvided } from '../../db/values.js';
 import { Conflict, Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -9,7 +14,7 @@ import { createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, 
 import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
 
 type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
-const change = (action: string, before: Webhook | null, after: Webhook | null) => ({
+const change = (action: AuditAction, before: Webhook | null, after: Webhook | null) => ({
   action,
   resource_type: 'webhook' as const,
   resource_id: (after ?? before)!.id,
@@ -18,7 +23,7 @@ const change = (action: string, before: Webhook | null, after: Webhook | null) =
 });
 
 /** /api/projects/{project_id}/webhooks (contract §11); the sending is webhooks.sender.ts. */
-export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhooks }) => {
+export const webhookRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; config: Readonly<Config>; webhooks: WebhookSender }> = async (app, { db, writes, config, webhooks }) => {
   const tags = ['webhooks'];
   const WebhookRef = Type.Ref('Webhook');
   const base = '/projects/:project_id/webhooks';

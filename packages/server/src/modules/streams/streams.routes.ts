@@ -1,12 +1,15 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from 'typebox';
-import { Invalid, NotFound, Unauthorized } from '../../errors.js';
+import { Invalid, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import type { CompiledProject } from './evaluate.cache.js';
-import { currentSdkKey } from './evaluate.repository.js';
-import { anySdkCredential, sdkProjectHook, type SdkPlugin } from './evaluation.js';
-import { StreamHub, refetchMessage, type OpenStream } from './stream.hub.js';
-import { sdkKeyHash, type StreamScope } from './stream.tokens.js';
+import type { Db } from '../../db/database.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { RateLimits } from '../../rate-limits.js';
+import { environmentOf, type CompiledProject, type EvaluateCache } from '../evaluate/evaluate.cache.js';
+import { currentSdkKey } from '../evaluate/evaluate.repository.js';
+import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
+import { StreamHub, refetchMessage, type OpenStream } from './streams.hub.js';
+import type { StreamScope, StreamTokens } from './stream-tokens.js';
 
 const StreamQuery = Type.Object({
   environment: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'environment key (with an SDK key; a stream token names its own)' })),
@@ -21,7 +24,7 @@ declare module 'fastify' {
 }
 
 /** GET /sdk/v1/stream: Server-Sent Events, one refetchEvaluation message per change (contract §12). */
-export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, streamTokens }) => {
+export const streamRoutes: ApiPlugin<{ db: Db; limits: RateLimits; evaluateCache: EvaluateCache; streamTokens: StreamTokens }> = async (app, { db, limits, evaluateCache, streamTokens }) => {
   const hub = new StreamHub(db, evaluateCache, app.log);
   // The server waits for open answers when it closes: end the streams first.
   app.addHook('preClose', async () => hub.close());
@@ -73,7 +76,7 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
       keyHash = sdkKeyHash(anySdkCredential(request)!);
     }
     if (!project) throw invalidToken();
-    if (!project.environments.has(environment)) throw new NotFound(`Environment "${environment}" not found in this project`);
+    environmentOf(project, environment); // 404 for an unknown environment
 
     reply.hijack();
     const raw = reply.raw;

@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { LogThrottle } from '../../log-throttle.js';
-import type { EvaluateCache } from './evaluate.cache.js';
-import { currentSdkKey } from './evaluate.repository.js';
-import { sdkKeyHash } from './stream.tokens.js';
+import type { EvaluateCache } from '../evaluate/evaluate.cache.js';
+import { currentSdkKey } from '../evaluate/evaluate.repository.js';
+import { sdkKeyHash } from '../evaluate/sdk-auth.js';
 
 /** One open Server-Sent Events answer. */
 export interface OpenStream {
