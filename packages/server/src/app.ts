@@ -41,8 +41,8 @@ import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
-import { historyRoutes } from './modules/history/history.routes.js';
-import { EvaluationItem } from './modules/history/history.schemas.js';
+import { evaluationRoutes } from './modules/evaluations/evaluations.routes.js';
+import { EvaluationItem } from './modules/evaluations/evaluations.schemas.js';
 import { Project } from './modules/projects/projects.schemas.js';
 import { projectRoutes } from './modules/projects/projects.routes.js';
 import { ApiToken } from './modules/api-tokens/api-tokens.schemas.js';
@@ -274,7 +274,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, historyRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

@@ -4243,7 +4243,7 @@ export interface paths {
                     "application/json": {
                         /** @description http or https */
                         url: string;
-                        events?: string[];
+                        events?: ("*" | components["schemas"]["AuditAction"])[];
                         description?: string | null;
                         enabled?: boolean;
                     };
@@ -4262,7 +4262,7 @@ export interface paths {
                             /** Format: uuid */
                             project_id: string;
                             url: string;
-                            events: string[];
+                            events: ("*" | components["schemas"]["AuditAction"])[];
                             description: string | null;
                             enabled: boolean;
                             /**
@@ -4441,7 +4441,7 @@ export interface paths {
                     "application/json": {
                         /** @description http or https */
                         url?: string;
-                        events?: string[];
+                        events?: ("*" | components["schemas"]["AuditAction"])[];
                         description?: string | null;
                         enabled?: boolean;
                     };
@@ -4722,7 +4722,7 @@ export interface paths {
                                 id: string;
                                 /** Format: uuid */
                                 event_id: string;
-                                action: string;
+                                action: components["schemas"]["AuditAction"];
                                 attempt: number;
                                 status_code: number | null;
                                 error: string | null;
@@ -5036,6 +5036,13 @@ export interface components {
             /** @description set on first use, then refreshed at most once a minute */
             last_used_at: string | (never | null);
         };
+        /**
+         * @description <resource>.<verb>, e.g. flag.toggled
+         * @enum {unknown}
+         */
+        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test";
+        /** @enum {unknown} */
+        ResourceType: "project" | "environment" | "flag" | "rule" | "member" | "webhook";
         AuditEvent: {
             /** Format: uuid */
             id: string;
@@ -5043,9 +5050,8 @@ export interface components {
             project_id: string;
             /** Format: uuid */
             environment_id: string | null;
-            /** @description <resource>.<verb>, e.g. flag.toggled */
-            action: string;
-            resource_type: string;
+            action: components["schemas"]["AuditAction"];
+            resource_type: components["schemas"]["ResourceType"];
             /** Format: uuid */
             resource_id: string;
             resource_key: string | null;
@@ -5074,7 +5080,7 @@ export interface components {
             /** Format: uuid */
             project_id: string;
             url: string;
-            events: string[];
+            events: ("*" | components["schemas"]["AuditAction"])[];
             description: string | null;
             enabled: boolean;
             /**

@@ -1,7 +1,6 @@
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
-import { errorResponses } from '../../http/schemas.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
+import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { listAuditEvents } from './audit.repository.js';
 import { AuditPage, AuditQuery } from './audit.schemas.js';
 

@@ -5,10 +5,9 @@ import type { Db } from '../../db/database.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import { Invalid } from '../../errors.js';
-import { errorResponses } from '../../http/schemas.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
+import { errorResponses, ProjectParams, EnvironmentParams } from '../../http/schemas.js';
 import { createEnvironment, deleteEnvironment, listEnvironments, renameEnvironment, requireEnvironment } from './environments.repository.js';
-import { CreateEnvironmentBody, EnvironmentParams, UpdateEnvironmentBody } from './environments.schemas.js';
+import { CreateEnvironmentBody, UpdateEnvironmentBody } from './environments.schemas.js';
 
 type Environment = Awaited<ReturnType<typeof requireEnvironment>>;
 const change = (action: AuditAction, before: Environment | null, after: Environment | null) => {

@@ -4,9 +4,8 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { onlyProvided } from '../../db/values.js';
-import { errorResponses } from '../../http/schemas.js';
+import { errorResponses, EnvironmentParams } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
-import { EnvironmentParams } from '../environments/environments.schemas.js';
 import { createFlag, deleteFlag, listFlags, requireFlag, toggleFlag, updateFlag } from './flags.repository.js';
 import { CreateFlagBody, FlagParams, UpdateFlagBody } from './flags.schemas.js';
 

@@ -6,9 +6,8 @@ import type { ProjectWrites } from '../changes/project-writes.js';
 import type { Mailer } from '../accounts/mailer.js';
 import type { Config } from '../../config.js';
 import { Forbidden, Invalid } from '../../errors.js';
-import { errorResponses } from '../../http/schemas.js';
+import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { requireProject } from '../projects/projects.repository.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
 import { addMember, changeMemberRole, listMembers, removeMember, requireMember } from './members.repository.js';
 import { AddMemberBody, ChangeMemberBody, MemberParams } from './members.schemas.js';
 

@@ -3,7 +3,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../../config.js';
 import type { ApiPlugin } from '../../http/plugin.js';
-import type { EvaluateCache } from '../evaluate/evaluate.cache.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import { passwordWork } from '../accounts/passwords.js';
 
@@ -11,7 +10,13 @@ import { passwordWork } from '../accounts/passwords.js';
  * The Prometheus metrics of this process (docs/operations.md). One registry per app, so several
  * apps in one process (tests) do not share counters.
  */
-export function createMetrics({ history, evaluateCache }: { history: HistoryRecorder; evaluateCache: EvaluateCache }) {
+/** What the metrics read of the compiled evaluate view (evaluate/evaluate.cache.ts), which itself counts its answers here. */
+interface CompiledView {
+  readonly size: number;
+  lagSeconds(): number;
+}
+
+export function createMetrics({ history, evaluateCache }: { history: HistoryRecorder; evaluateCache: CompiledView }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'guidon_' });
   // Every answer is counted here (onResponse, and evaluate's direct path): prom-client's observe

@@ -5,11 +5,11 @@ import type { Db } from '../../db/database.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import { newId, onlyProvided } from '../../db/values.js';
-import { errorResponses } from '../../http/schemas.js';
+import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { lowerOf } from '../members/access.js';
 import { listEnvironments } from '../environments/environments.repository.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
-import { CreateProjectBody, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
+import { CreateProjectBody, UpdateProjectBody } from './projects.schemas.js';
 
 /** /api/projects */
 export const projectRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; history: HistoryRecorder }> = async (app, { db, writes, history }) => {
