@@ -26,6 +26,8 @@ export interface Config {
   allowRegistration: boolean;
   /** true: webhooks may target loopback, link-local and private addresses. */
   webhookAllowPrivate: boolean;
+  /** Open streams at most per client address and SDK key together (contract §12); 0: no cap. */
+  streamsPerClient: number;
   /** Bearer token that GET /metrics (Prometheus) requires; null: /metrics answers 404. */
   metricsToken: string | null;
   /** At shutdown, how long the last history flush may take before its rows are given up. */
@@ -115,6 +117,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
     allowRegistration: boolSetting(env, 'ALLOW_REGISTRATION', true),
     webhookAllowPrivate: boolSetting(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    streamsPerClient: intSetting(env, 'STREAMS_PER_CLIENT', 50),
     metricsToken: env.METRICS_TOKEN?.trim() || null,
     historyFlushTimeoutSeconds: intSetting(env, 'HISTORY_FLUSH_TIMEOUT_SECONDS', 10, 1),
   });

@@ -143,6 +143,12 @@ export class EvaluateCache {
     return undefined;
   }
 
+  /** Whether this compiled project is still what the cache serves: false once a change (a key rotation…) dropped it. */
+  holds(project: CompiledProject): boolean {
+    for (const sdkKey of this.sdkKeysOfProject.get(project.projectId) ?? []) if (this.bySdkKey.get(sdkKey) === project) return true;
+    return false;
+  }
+
   /** Compiled entries held (one per SDK key). */
   get size(): number {
     return this.bySdkKey.size;
