@@ -34,8 +34,12 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-// proxy-addr names: 127/8 + ::1, link-local, and the private ranges (10/8, 172.16/12, 192.168/16, fc00::/7).
-const DEFAULT_TRUSTED_PROXIES = ['loopback', 'linklocal', 'uniquelocal'];
+/**
+ * proxy-addr's name for 127/8 and ::1. Private ranges are not trusted by default: any client
+ * inside them could name its own address in X-Forwarded-For and dodge the per-IP limits (§4).
+ */
+const DEFAULT_TRUSTED_PROXIES = ['loopback'];
+
 
 type Env = Record<string, string | undefined>;
 
