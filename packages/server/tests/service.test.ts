@@ -38,7 +38,7 @@ describe('configuration', () => {
       HOST: '127.0.0.1',
       DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/guidon',
       REDIS_URL: 'redis://127.0.0.1:6379',
-      JWT_SECRET: 's3cret',
+      JWT_SECRET: 's3cret-s3cret-s3cret-s3cret-s3cret',
       SMTP_URL: 'smtp://127.0.0.1:2525',
       MAIL_FROM: 'flags@example.com',
       PUBLIC_URL: 'https://flags.example.com/',
@@ -57,7 +57,7 @@ describe('configuration', () => {
     assert.equal(config.host, '127.0.0.1');
     assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/guidon' });
     assert.equal(config.redisUrl, 'redis://127.0.0.1:6379');
-    assert.equal(config.jwtSecret, 's3cret');
+    assert.equal(config.jwtSecret, 's3cret-s3cret-s3cret-s3cret-s3cret');
     assert.equal(config.smtpUrl, 'smtp://127.0.0.1:2525');
     assert.equal(config.mailFrom, 'flags@example.com');
     assert.equal(config.publicUrl, 'https://flags.example.com');
