@@ -14,6 +14,7 @@ import type { Db } from './db/database.js';
 import { AppError, RateLimited, Unavailable } from './errors.js';
 import { documentCommonErrors, ErrorBody } from './http/schemas.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
+import { pageHeaders } from './http/page-headers.js';
 import { requestIdOf } from './http/request-id.js';
 import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
@@ -230,7 +231,11 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Swagger UI shares the dashboard's origin: every answer under /docs gets the pages' headers.
+  await app.register(async (docs) => {
+    docs.addHook('onSend', pageHeaders);
+    await docs.register(swaggerUi, { routePrefix: '/docs' });
+  });
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
