@@ -8,53 +8,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
-
-interface Received {
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** An HTTP receiver; `answer` decides each request's status, or 'hang' to never answer. */
-class Receiver {
-  readonly requests: Received[] = [];
-  answer: (received: Received, index: number) => number | 'hang' = () => 200;
-  private readonly server: Server;
-  private readonly hanging: ServerResponse[] = [];
-  url = '';
-
-  constructor() {
-    this.server = createServer((req, res) => {
-      let body = '';
-      req.setEncoding('utf8');
-      req.on('data', (chunk: string) => (body += chunk));
-      req.on('end', () => {
-        const received = { url: req.url ?? '', headers: req.headers, body };
-        this.requests.push(received);
-        const status = this.answer(received, this.requests.length - 1);
-        if (status === 'hang') this.hanging.push(res);
-        else res.writeHead(status).end();
-      });
-    });
-  }
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
-    return this;
-  }
-  of(action: string): Received[] {
-    return this.requests.filter((received) => received.headers['x-guidon-event'] === action);
-  }
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
+import { Receiver } from './webhook-receiver.js';
 
 const FAST = { pollIntervalMs: 50, timeoutMs: 2000, retryDelaysMs: [50, 50, 50, 50] };
 

@@ -23,7 +23,7 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
   const WebhookRef = Type.Ref('Webhook');
   const base = '/projects/:project_id/webhooks';
 
-  /** http(s) only; a private, loopback or link-local host is refused unless WEBHOOK_ALLOW_PRIVATE=true. */
+  /** http(s) only; a host that is or resolves to a blocked address (addresses.ts) is refused unless WEBHOOK_ALLOW_PRIVATE=true. */
   async function checkedUrl(raw: string): Promise<string> {
     let url: URL;
     try {
@@ -34,7 +34,7 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Invalid('url must be an absolute http or https URL');
     if (url.username || url.password) throw new Invalid('url must not carry credentials');
     if (!config.webhookAllowPrivate && (await classifyHost(url)) === 'private') {
-      throw new Invalid('url must not point at a private, loopback or link-local address (WEBHOOK_ALLOW_PRIVATE=true allows it)');
+      throw new Invalid('url must not point at a private, loopback, link-local or reserved address (WEBHOOK_ALLOW_PRIVATE=true allows it)');
     }
     return url.toString();
   }

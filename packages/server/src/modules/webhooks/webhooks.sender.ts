@@ -1,9 +1,11 @@
 import { createHmac } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import { Agent, request } from 'undici';
 import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
 import { LogThrottle } from '../../log-throttle.js';
-import { classifyHost } from './addresses.js';
+import { BlockedAddress, isBlockedAddress, pinnedLookup } from './addresses.js';
 import { claimDueDeliveries, dropDelivery, findWebhookForSend, recordAttempt, type AttemptOutcome, type ClaimedDelivery } from './webhooks.repository.js';
 
 /** Contract §11: retried after about 10 s, 1 min, 10 min, 1 h, then failed. */
@@ -38,6 +40,11 @@ export class WebhookSender {
   private again = false;
   /** The database away: the poll fails every second; said at most every 10 s. */
   private readonly failureLog = new LogThrottle();
+  /**
+   * The HTTP client of every send. Unless private addresses are allowed, its connector resolves
+   * through pinnedLookup: the address checked is the address connected to.
+   */
+  private readonly agent: Agent;
 
   constructor(
     private readonly db: Db,
@@ -49,6 +56,7 @@ export class WebhookSender {
     this.retryDelaysMs = options.retryDelaysMs ?? RETRY_DELAYS_MS;
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.agent = new Agent(allowPrivate ? {} : { connect: { lookup: pinnedLookup } });
   }
 
   start(): void {
@@ -83,6 +91,7 @@ export class WebhookSender {
     clearInterval(this.timer);
     this.closing.abort();
     await this.running;
+    await this.agent.destroy();
   }
 
   private async drain(): Promise<void> {
@@ -116,14 +125,14 @@ export class WebhookSender {
     const elapsed = () => Math.round(performance.now() - started);
     try {
       const url = new URL(rawUrl);
-      // Checked at every send: a name may resolve elsewhere than when the webhook was created.
-      if (!this.allowPrivate && (await classifyHost(url)) === 'private') {
-        return { status_code: null, error: 'refused: the host resolves to a private, loopback or link-local address', duration_ms: elapsed() };
-      }
+      // An IP literal is connected to without a lookup, so pinnedLookup never sees it: checked here.
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      if (!this.allowPrivate && isIP(literal) && isBlockedAddress(literal)) throw new BlockedAddress(literal);
       const timestamp = String(Math.floor(Date.now() / 1000));
-      const response = await fetch(url, {
+      // undici's request follows no redirect: a 3xx is a failure, and cannot lead elsewhere.
+      const response = await request(url, {
+        dispatcher: this.agent,
         method: 'POST',
-        redirect: 'manual',
         headers: {
           'content-type': 'application/json',
           'user-agent': 'Guidon-Webhooks',
@@ -135,13 +144,16 @@ export class WebhookSender {
         body: delivery.payload,
         signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing.signal]),
       });
-      await response.body?.cancel().catch(() => undefined);
-      const ok = response.status >= 200 && response.status < 300;
-      return { status_code: response.status, error: ok ? null : `HTTP ${response.status}`, duration_ms: elapsed() };
+      await response.body.dump().catch(() => undefined);
+      const ok = response.statusCode >= 200 && response.statusCode < 300;
+      return { status_code: response.statusCode, error: ok ? null : `HTTP ${response.statusCode}`, duration_ms: elapsed() };
     } catch (error) {
       if (this.closing.signal.aborted) return { status_code: null, error: 'shutting down', duration_ms: elapsed() };
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      const message = (error as Error).name === 'TimeoutError' ? `no answer within ${this.timeoutMs / 1000} s` : (cause?.code ?? cause?.message ?? (error as Error).message);
+      const failure = error as Error & { code?: string };
+      const message =
+        failure.name === 'TimeoutError' ? `no answer within ${this.timeoutMs / 1000} s`
+        : failure instanceof BlockedAddress || !failure.code ? failure.message
+        : failure.code;
       return { status_code: null, error: String(message).slice(0, 500), duration_ms: elapsed() };
     }
   }
