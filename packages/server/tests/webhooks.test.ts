@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
@@ -133,6 +133,49 @@ describe('webhooks', () => {
     await newFlag(server, user, project, { key: 'unseen' });
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(receiver.requests.length, before, 'a disabled webhook receives nothing');
+  });
+
+  test('a webhook URL is reduced to its origin in the audit log and in what webhooks receive; owners still see it whole', async () => {
+    const project = await newProject(server, user);
+    const viewer = await newUser(server, 'hooks-viewer');
+    const added = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: user.token, body: { email: viewer.email, role: 'viewer' } });
+    assert.equal(added.status, 201, added.text);
+    const watcher = await createWebhook(server, user, project.id, { url: `${receiver.url}?watcher` });
+    const origin = new URL(receiver.url).origin;
+    // As a Slack URL carries its token: in the path, and here in the query too.
+    const secretUrl = `${receiver.url}/services/T0/B0/s3cr3tPath?token=s3cr3tQuery`;
+    const hook = await createWebhook(server, user, project.id, { url: secretUrl, events: ['flag.deleted'] });
+    const shown = await request(server, 'GET', `/api/projects/${project.id}/webhooks/${hook.id}`, { token: user.token });
+    assert.equal(shown.body.url, secretUrl, 'the owner-only webhook API shows the whole URL');
+    // A change of the secret part only is still an event.
+    const rotatedUrl = `${receiver.url}/services/T0/B0/rotated-s3cr3t`;
+    assert.equal((await request(server, 'PUT', `/api/projects/${project.id}/webhooks/${hook.id}`, { token: user.token, body: { url: rotatedUrl } })).status, 200);
+    assert.equal((await request(server, 'DELETE', `/api/projects/${project.id}/webhooks/${hook.id}`, { token: user.token })).status, 204);
+
+    const audit = await request(server, 'GET', `/api/projects/${project.id}/audit?resource_id=${hook.id}`, { token: viewer.token });
+    assert.equal(audit.status, 200, audit.text);
+    assert.deepEqual(audit.body.items.map((event: any) => event.action), ['webhook.deleted', 'webhook.updated', 'webhook.created']);
+    assert.doesNotMatch(audit.text, /s3cr3t/, 'a viewer reads no part of the URL past its origin');
+    for (const event of audit.body.items) {
+      assert.equal(event.resource_key, origin);
+      for (const side of [event.before, event.after]) if (side) assert.equal(side.url, origin);
+    }
+    // An event written before URLs were reduced (issue 18) is reduced when read.
+    const { secret: _secret, ...whole } = hook as Record<string, unknown>;
+    await server.database.db
+      .insertInto('audit_events')
+      .values({ id: randomUUID(), project_id: project.id, environment_id: null, action: 'webhook.created', resource_type: 'webhook', resource_id: hook.id, resource_key: null, actor_user_id: user.id, actor_email: user.email, actor_token_id: null, before: null, after: JSON.stringify(whole), created_at: new Date().toISOString() })
+      .execute();
+    const everything = await request(server, 'GET', `/api/projects/${project.id}/audit?limit=500`, { token: viewer.token });
+    assert.equal(everything.body.items[0].after.url, origin);
+    assert.doesNotMatch(everything.text, /s3cr3t/);
+
+    const aboutWebhooks = () => receiver.requests.filter((received) => received.url.endsWith('?watcher') && [watcher.id, hook.id].includes(JSON.parse(received.body).resource_id));
+    await eventually(() => aboutWebhooks().length === 4, 'webhook.created of the watcher, and the three events of the other webhook');
+    for (const received of aboutWebhooks()) {
+      assert.doesNotMatch(received.body, /s3cr3t/, 'the URL is reduced in what webhooks receive');
+      assert.equal(JSON.parse(received.body).resource_key, origin);
+    }
   });
 
   test('bad webhook bodies are refused with 400 and create nothing', async () => {

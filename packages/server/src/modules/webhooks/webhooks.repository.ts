@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.js';
 import type { WebhooksTable } from '../../db/schema.js';
 import { newId, nowIso, toArray, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
-import { decodeCursor, encodeCursor, type AuditEvent } from '../audit/audit.repository.js';
+import { decodeCursor, encodeCursor, urlOrigin, type AuditEvent } from '../audit/audit.repository.js';
 
 export interface WebhookFields {
   url: string;
@@ -79,7 +79,7 @@ export async function enqueueDeliveries(trx: Db, event: AuditEvent): Promise<voi
 }
 
 /** A webhook.test event for one webhook, whatever its events (POST …/test). */
-export async function enqueueTest(db: Db, webhook: { id: string; project_id: string }, actor: AuditEvent['actor']): Promise<void> {
+export async function enqueueTest(db: Db, webhook: { id: string; project_id: string; url: string }, actor: AuditEvent['actor']): Promise<void> {
   const now = nowIso();
   const event: AuditEvent = {
     id: newId(),
@@ -88,7 +88,7 @@ export async function enqueueTest(db: Db, webhook: { id: string; project_id: str
     action: 'webhook.test',
     resource_type: 'webhook',
     resource_id: webhook.id,
-    resource_key: null,
+    resource_key: urlOrigin(webhook.url),
     actor,
     before: null,
     after: null,

@@ -3,16 +3,19 @@ import type { ApiPlugin } from '../../services.js';
 import { onlyProvided } from '../../db/values.js';
 import { Conflict, Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
+import { urlOrigin } from '../audit/audit.repository.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import { classifyHost } from './addresses.js';
 import { createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, updateWebhook } from './webhooks.repository.js';
 import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
 
 type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
+/** The audit event keeps the URL's origin only, in resource_key and (by redacted()) in before / after: a webhook URL often carries a secret. */
 const change = (action: string, before: Webhook | null, after: Webhook | null) => ({
   action,
   resource_type: 'webhook' as const,
   resource_id: (after ?? before)!.id,
+  resource_key: urlOrigin((after ?? before)!.url),
   before,
   after,
 });
