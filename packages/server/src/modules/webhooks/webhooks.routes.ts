@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
 import type { ApiPlugin } from '../../services.js';
 import { onlyProvided } from '../../db/values.js';
-import { Conflict, Invalid, NotFound } from '../../errors.js';
+import { Conflict, Invalid, NotFound, RateLimited } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { urlOrigin } from '../audit/audit.repository.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import { classifyHost } from './addresses.js';
-import { createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, updateWebhook } from './webhooks.repository.js';
+import { countWebhooks, createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, updateWebhook, WEBHOOKS_PER_PROJECT } from './webhooks.repository.js';
 import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
 
 type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
@@ -44,11 +44,15 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
 
   app.post(base, {
     config: { role: 'owner' },
-    schema: { tags, params: ProjectParams, body: CreateWebhookBody, response: { 201: CreatedWebhook, ...errorResponses(400, 401, 403, 404) } },
+    schema: { tags, params: ProjectParams, body: CreateWebhookBody, response: { 201: CreatedWebhook, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
     const { events = ['*'], description = null, enabled = true } = request.body;
     const url = await checkedUrl(request.body.url);
     const created = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      // Counted under the project's lock that apply takes first: two creates cannot both see 19.
+      if ((await countWebhooks(trx, request.params.project_id)) >= WEBHOOKS_PER_PROJECT) {
+        throw new Conflict(`A project has at most ${WEBHOOKS_PER_PROJECT} webhooks; delete one first`);
+      }
       const result = await createWebhook(trx, request.params.project_id, { url, events: [...new Set(events)], description, enabled });
       record(change('webhook.created', null, result.webhook));
       return result;
@@ -94,11 +98,12 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
 
   app.post(`${base}/:webhook_id/test`, {
     config: { role: 'owner' },
-    schema: { tags, params: WebhookParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409) } },
+    schema: { tags, params: WebhookParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409, 429) } },
   }, async (request, reply) => {
     const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
     if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
-    await enqueueTest(db, webhook, request.actor);
+    const retryAfter = await enqueueTest(db, config.database.kind, webhook, request.actor);
+    if (retryAfter !== null) throw new RateLimited(retryAfter);
     webhooks.wake();
     return reply.code(202).send({ message: 'A webhook.test event is on its way' });
   });
