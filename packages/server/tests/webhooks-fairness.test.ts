@@ -52,6 +52,7 @@ describe('webhook deliveries are fair between projects', () => {
     assert.deepEqual(answers.map((answer) => answer.status), [...Array(10).fill(202), 429, 429]);
     const retryAfter = Number(answers[10]!.headers.get('retry-after'));
     assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After: ${retryAfter}`);
+    assert.match(answers[10]!.body.message, /At most 10 test sends a webhook a minute/);
     assert.equal((await request(server, 'POST', `/api/projects/${project.id}/webhooks/${hooks[1]}/test`, { token: noisyOwner.token })).status, 202, 'the budget is per webhook');
     await eventually(() => prompt.of('webhook.test').length === 11, 'the accepted test sends');
   });

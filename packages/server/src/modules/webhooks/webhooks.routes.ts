@@ -6,7 +6,7 @@ import { errorResponses } from '../../http/schemas.js';
 import { urlOrigin } from '../audit/audit.repository.js';
 import { ProjectParams } from '../projects/projects.schemas.js';
 import { classifyHost } from './addresses.js';
-import { countWebhooks, createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, updateWebhook, WEBHOOKS_PER_PROJECT } from './webhooks.repository.js';
+import { countWebhooks, createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, TEST_SENDS_PER_MINUTE, updateWebhook, WEBHOOKS_PER_PROJECT } from './webhooks.repository.js';
 import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
 
 type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
@@ -103,7 +103,7 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
     const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
     if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
     const retryAfter = await enqueueTest(db, config.database.kind, webhook, request.actor);
-    if (retryAfter !== null) throw new RateLimited(retryAfter);
+    if (retryAfter !== null) throw new RateLimited(retryAfter, `At most ${TEST_SENDS_PER_MINUTE} test sends a webhook a minute; try again in ${retryAfter} s`);
     webhooks.wake();
     return reply.code(202).send({ message: 'A webhook.test event is on its way' });
   });
