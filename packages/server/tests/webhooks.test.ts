@@ -299,21 +299,25 @@ describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'PostgreSQL
     await database?.drop();
   });
 
-  test('each event is delivered once', async () => {
+  test('each event is delivered once, to each webhook', async () => {
     const user = await newUser(a, 'twice');
     const project = await newProject(a, user);
-    await createWebhook(a, user, project.id, { url: receiver.url, events: ['flag.toggled'] });
+    const hooks = ['first', 'second', 'third'];
+    for (const name of hooks) await createWebhook(a, user, project.id, { url: `${receiver.url}?${name}`, events: ['flag.toggled'] });
     const flag = await newFlag(a, user, project, { key: 'once' });
     const toggles = 30;
     await Promise.all(
       Array.from({ length: toggles }, (_, i) => request(i % 2 ? a : b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token })),
     );
-    await eventually(() => receiver.of('flag.toggled').length >= toggles, 'every toggle delivered');
+    await eventually(() => receiver.of('flag.toggled').length >= toggles * hooks.length, 'every toggle delivered to every webhook');
     await new Promise((resolve) => setTimeout(resolve, 500)); // both instances poll every 20 ms: a duplicate would be here
     const ids = receiver.of('flag.toggled').map((received) => received.headers['x-guidon-delivery']);
-    assert.equal(ids.length, toggles);
-    assert.equal(new Set(ids).size, toggles);
-    const events = new Set(receiver.of('flag.toggled').map((received) => JSON.parse(received.body).id));
-    assert.equal(events.size, toggles);
+    assert.equal(ids.length, toggles * hooks.length);
+    assert.equal(new Set(ids).size, toggles * hooks.length);
+    for (const name of hooks) {
+      const events = receiver.of('flag.toggled').filter((received) => received.url.endsWith(`?${name}`)).map((received) => JSON.parse(received.body).id);
+      assert.equal(new Set(events).size, toggles, `${name}: every event once`);
+      assert.equal(events.length, toggles);
+    }
   });
 });
