@@ -13,8 +13,8 @@ const RETRY_DELAYS_MS = [10_000, 60_000, 600_000, 3_600_000];
 
 /**
  * Sends at once on one instance: in all, to one project, to one webhook. A receiver that hangs
- * holds PER_WEBHOOK of them for up to the timeout, a project whose 20 webhooks all hang
- * PER_PROJECT, and the rest go to the others (contract §11: one project cannot delay another's).
+ * holds `perWebhook` of them for up to the timeout, a project whose 20 webhooks all hang
+ * `perProject`, and the rest go to the others (contract §11: one project cannot delay another's).
  */
 export const SEND_SLOTS = { total: 200, perProject: 10, perWebhook: 2 };
 /** Due deliveries read per claim (one a webhook) to choose from. */
