@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
+import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 import { Receiver } from './webhook-receiver.js';
 
@@ -112,6 +112,26 @@ describe('webhooks', () => {
       assert.deepEqual(brokenLog.map((item) => item.status_code), [503, 503, 503, 503, 503]);
       const row = await server.database.db.selectFrom('webhook_deliveries').select(['status', 'attempts']).where('webhook_id', '=', broken.id).executeTakeFirstOrThrow();
       assert.deepEqual(row, { status: 'failed', attempts: 5 });
+    } finally {
+      receiver.answer = () => 200;
+    }
+  });
+
+  test('a receiver that never answers, and an address that refuses the connection, are failed attempts that say why', async () => {
+    const project = await newProject(server, user);
+    const silent = await createWebhook(server, user, project.id, { url: `${receiver.url}?silent`, events: ['flag.created'] });
+    const closed = await createWebhook(server, user, project.id, { url: `http://127.0.0.1:${await freePort()}/hook`, events: ['flag.created'] });
+    receiver.answer = (received) => (received.url.includes('silent') ? 'hang' : 200);
+    try {
+      await newFlag(server, user, project, { key: 'unanswered' });
+      await eventually(async () => (await deliveries(server, user, project.id, silent.id)).length > 0, 'the timed-out attempt');
+      const [timedOut] = await deliveries(server, user, project.id, silent.id);
+      assert.equal(timedOut.status_code, null);
+      assert.equal(timedOut.error, 'no answer within 2 s');
+      assert.ok(timedOut.duration_ms >= 1900, `${timedOut.duration_ms} ms`);
+      await eventually(async () => (await deliveries(server, user, project.id, closed.id)).length > 0, 'the refused attempt');
+      const [refused] = await deliveries(server, user, project.id, closed.id);
+      assert.deepEqual([refused.status_code, refused.error], [null, 'ECONNREFUSED']);
     } finally {
       receiver.answer = () => 200;
     }

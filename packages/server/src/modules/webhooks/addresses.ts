@@ -64,8 +64,8 @@ export async function classifyHost(url: URL): Promise<'private' | 'public' | 'un
 }
 
 /**
- * The HTTP connector's lookup (undici's connect.lookup, handed on to net.connect): resolves the
- * name once, refuses it when any of its addresses is blocked, and gives the socket exactly the
+ * The sends' lookup (node:http's `lookup` option, handed on to net.connect): resolves the name
+ * once, refuses it when any of its addresses is blocked, and gives the socket exactly the
  * addresses it checked, so the connection goes to a checked address and the name is not
  * resolved again (DNS rebinding). net does not call it for an IP literal: the sender checks those.
  */

@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
 import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import { Agent, request } from 'undici';
 import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
 import { LogThrottle } from '../../log-throttle.js';
@@ -77,11 +78,6 @@ export class WebhookSender {
   private readonly inFlight = new Map<string, { webhookId: string; projectId: string; done: Promise<void> }>();
   /** The database away: the poll fails every second; said at most every 10 s. */
   private readonly failureLog = new LogThrottle();
-  /**
-   * The HTTP client of every send. Unless private addresses are allowed, its connector resolves
-   * through pinnedLookup: the address checked is the address connected to.
-   */
-  private readonly agent: Agent;
 
   constructor(
     private readonly db: Db,
@@ -93,7 +89,6 @@ export class WebhookSender {
     this.retryDelaysMs = options.retryDelaysMs ?? RETRY_DELAYS_MS;
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.agent = new Agent(allowPrivate ? {} : { connect: { lookup: pinnedLookup } });
   }
 
   start(): void {
@@ -129,7 +124,6 @@ export class WebhookSender {
     this.closing.abort();
     await this.running;
     await Promise.all([...this.inFlight.values()].map((send) => send.done));
-    await this.agent.destroy();
   }
 
   /** Fills the free slots with due deliveries, in turns between projects and webhooks. */
@@ -188,37 +182,48 @@ export class WebhookSender {
   private async post(rawUrl: string, secret: string, delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
+    const timeout = AbortSignal.timeout(this.timeoutMs);
     try {
       const url = new URL(rawUrl);
       // An IP literal is connected to without a lookup, so pinnedLookup never sees it: checked here.
       const literal = url.hostname.replace(/^\[|\]$/g, '');
       if (!this.allowPrivate && isIP(literal) && isBlockedAddress(literal)) throw new BlockedAddress(literal);
       const timestamp = String(Math.floor(Date.now() / 1000));
-      // undici's request follows no redirect: a 3xx is a failure, and cannot lead elsewhere.
-      const response = await request(url, {
-        dispatcher: this.agent,
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'Guidon-Webhooks',
-          'x-guidon-event': delivery.action,
-          'x-guidon-delivery': delivery.id,
-          'x-guidon-timestamp': timestamp,
-          'x-guidon-signature': signature(secret, timestamp, delivery.payload),
-        },
-        body: delivery.payload,
-        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing.signal]),
+      const status = await new Promise<number>((resolve, reject) => {
+        const sent = (url.protocol === 'https:' ? https : http).request(
+          url,
+          {
+            method: 'POST',
+            agent: false, // a connection of its own, closed once the status is in
+            // The socket connects to the addresses pinnedLookup checked; the name is not resolved again.
+            lookup: this.allowPrivate ? undefined : pinnedLookup,
+            headers: {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(delivery.payload),
+              'user-agent': 'Guidon-Webhooks',
+              'x-guidon-event': delivery.action,
+              'x-guidon-delivery': delivery.id,
+              'x-guidon-timestamp': timestamp,
+              'x-guidon-signature': signature(secret, timestamp, delivery.payload),
+            },
+            signal: AbortSignal.any([timeout, this.closing.signal]),
+          },
+          // Only the status counts (node:http follows no redirect: a 3xx is a failure, and leads nowhere).
+          (response) => {
+            response.destroy();
+            resolve(response.statusCode ?? 0);
+          },
+        );
+        sent.on('error', reject);
+        sent.end(delivery.payload);
       });
-      await response.body.dump().catch(() => undefined);
-      const ok = response.statusCode >= 200 && response.statusCode < 300;
-      return { status_code: response.statusCode, error: ok ? null : `HTTP ${response.statusCode}`, duration_ms: elapsed() };
+      const ok = status >= 200 && status < 300;
+      return { status_code: status, error: ok ? null : `HTTP ${status}`, duration_ms: elapsed() };
     } catch (error) {
       if (this.closing.signal.aborted) return { status_code: null, error: 'shutting down', duration_ms: elapsed() };
+      if (timeout.aborted) return { status_code: null, error: `no answer within ${this.timeoutMs / 1000} s`, duration_ms: elapsed() };
       const failure = error as Error & { code?: string };
-      const message =
-        failure.name === 'TimeoutError' ? `no answer within ${this.timeoutMs / 1000} s`
-        : failure instanceof BlockedAddress || !failure.code ? failure.message
-        : failure.code;
+      const message = failure instanceof BlockedAddress || !failure.code ? failure.message : failure.code;
       return { status_code: null, error: String(message).slice(0, 500), duration_ms: elapsed() };
     }
   }
