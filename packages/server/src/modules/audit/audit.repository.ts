@@ -8,9 +8,24 @@ import type { Actor, AuditAction, Change, ChangeEvent, ResourceType } from '../c
 /** Fields that are credentials: never stored in an event (nor sent to a webhook). */
 const SECRET_FIELDS = new Set(['sdk_key', 'secret', 'token', 'token_hash', 'password', 'password_hash']);
 
+/**
+ * A URL that may carry a secret in its path or query (a webhook's: a Slack URL holds its token)
+ * reduced to its origin: scheme, host and port (contract §10).
+ */
+export function urlOrigin(value: string): string {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return '[redacted]';
+  }
+}
+
+/** Secrets replaced by "[redacted]", a `url` reduced to its origin; idempotent (also applied to events read back). */
 export function redacted(value: object | null): Record<string, unknown> | null {
   if (value === null) return null;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, SECRET_FIELDS.has(key) ? '[redacted]' : item]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, SECRET_FIELDS.has(key) ? '[redacted]' : key === 'url' && typeof item === 'string' ? urlOrigin(item) : item]),
+  );
 }
 
 function parsed(value: string | Record<string, unknown> | null): Record<string, unknown> | null {
@@ -27,8 +42,9 @@ function toEvent(row: Selectable<AuditEventsTable>): ChangeEvent {
     resource_id: row.resource_id,
     resource_key: row.resource_key,
     actor: { user_id: row.actor_user_id, email: row.actor_email, token_id: row.actor_token_id },
-    before: parsed(row.before),
-    after: parsed(row.after),
+    // Redacted again: events written before URLs were reduced (issue 18) hold a webhook's full URL.
+    before: redacted(parsed(row.before)),
+    after: redacted(parsed(row.after)),
     created_at: toIso(row.created_at),
   };
 }
