@@ -144,6 +144,14 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
     const stored = await request(server, 'GET', `/api/projects/${projectId}/environments/${page.url().split('/flags/')[1]!.split('/')[0]}/flags/${flagId}/rules`, { token: await token(page) });
     return stored.body[0]?.rule_value === 'user-42';
   }, 'the new rule order stored');
+  // Editing a rule: the same dialog, from the rule's Edit button; Escape leaves it as it was.
+  const editRule = page.getByRole('button', { name: 'Edit rule User id user-42' });
+  const editDialog = await dialogByKeyboard(page, editRule, 'Edit rule');
+  assert.equal(await editDialog.getByLabel('Value').inputValue(), 'user-42');
+  await checkA11y(page, 'edit rule dialog');
+  await page.keyboard.press('Escape');
+  await editDialog.waitFor({ state: 'detached' });
+  await focusReturnsTo(page, editRule);
 
   // Switch it on in Production (Space on the switch); the state survives a reload (and so does the session).
   const productionSwitch = page.getByRole('switch', { name: 'new_checkout in Production' });
@@ -261,6 +269,15 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByRole('button', { name: 'Log in' }).click();
   await heading('New environment');
   await checkA11y(page, 'environments');
+  // Renaming and deleting an environment: dialogs from the keyboard, each closed with Escape.
+  for (const [button, dialogName] of [['Rename Staging', 'Rename Staging'], ['Delete Staging', 'Delete Staging?']] as const) {
+    const opener = page.getByRole('button', { name: button });
+    const dialog = await dialogByKeyboard(page, opener, dialogName);
+    await checkA11y(page, `${dialogName} dialog`);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await focusReturnsTo(page, opener);
+  }
   assert.equal(new URL(page.url()).pathname, `/projects/${projectId}/environments`);
 
   // Log out, then forgot / reset password through the emailed link.
