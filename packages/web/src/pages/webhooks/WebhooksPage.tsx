@@ -154,7 +154,7 @@ function WebhookItem({ projectId, hook, onChanged }: { projectId: string; hook: 
         </div>
       </div>
       <div className="row-actions">
-        <button type="button" className="secondary small" onClick={() => void test()} disabled={!hook.enabled} title={hook.enabled ? undefined : 'Switch the webhook on to send a test'} aria-label={`Send a test event to ${hook.url}`}>
+        <button type="button" className="secondary small" onClick={() => void test()} disabled={!hook.enabled} title={hook.enabled ? undefined : 'Switch the webhook on to send a test'} aria-label={`Send test event to ${hook.url}`}>
           Send test
         </button>
         <button type="button" className="secondary small" onClick={() => setShowDeliveries(!showDeliveries)} aria-expanded={showDeliveries} aria-label={`Deliveries of ${hook.url}`}>
