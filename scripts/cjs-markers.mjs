@@ -2,7 +2,7 @@
 // packages, so each gets a package.json of its own that says its .js files are CommonJS.
 import { existsSync, writeFileSync } from 'node:fs';
 
-for (const name of ['sdk', 'openfeature']) {
+for (const name of ['engine', 'sdk', 'openfeature']) {
   const dir = `packages/${name}/dist/cjs`;
   if (existsSync(dir)) writeFileSync(`${dir}/package.json`, '{ "type": "commonjs" }\n');
 }

@@ -41,8 +41,10 @@ function run(label, paths, env) {
   return result.status ?? 1;
 }
 
-const onSqlite = run('engine and server tests on SQLite', ['packages/engine/dist', 'packages/server/dist'], {});
-const onPostgres = postgres ? run('server tests on PostgreSQL', ['packages/server/dist'], { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
+// The SDK's and the providers' tests live beside them and start the real server, so they run on both databases too.
+const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'packages/openfeature/dist/tests'];
+const onSqlite = run('engine, server, SDK and provider tests on SQLite', ['packages/engine/dist', ...againstTheServer], {});
+const onPostgres = postgres ? run('server, SDK and provider tests on PostgreSQL', againstTheServer, { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
 console.log('\n=== dashboard: API client against the server\'s OpenAPI document ===');
 const apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
 const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;

@@ -10,8 +10,8 @@
  *
  * Optional env: BENCH_MS (target measured time per case, default 1000).
  */
-import { compileFlag, RULE_TYPES } from '../src/index.js';
-import type { CompiledFlag, EvaluationContext, FlagDefinition, RuleDefinition } from '../src/index.js';
+import { compileFlagSet, OUTCOMES, RULE_TYPES } from '../src/index.js';
+import type { CompiledFlagSet, EvaluationContext, FlagDefinition, RuleDefinition } from '../src/index.js';
 
 const TARGET_NS = BigInt(Math.round(Number(process.env['BENCH_MS'] ?? 1000) * 1e6));
 const WARMUP_NS = TARGET_NS / 4n;
@@ -101,14 +101,26 @@ const baselineCase: Case = {
   },
 };
 
-function singleFlagCase(name: string, flag: CompiledFlag, ctxs: readonly EvaluationContext[]): Case {
+/** The answer's enabled member per outcome code, as the server reads it. */
+const ENABLED = Uint8Array.from(OUTCOMES, (outcome) => Number(outcome.enabled));
+
+/** One flag compiled alone, evaluated as the server evaluates a set (evaluateInto), one code out. */
+function compileFlag(def: FlagDefinition): CompiledFlagSet {
+  return compileFlagSet([def]);
+}
+
+function singleFlagCase(name: string, flag: CompiledFlagSet, ctxs: readonly EvaluationContext[]): Case {
   const mask = ctxs.length - 1; // power of two
+  const codes = new Uint8Array(1);
   return {
     name,
     opsPerIter: 1,
     run(n) {
       let acc = 0;
-      for (let i = 0; i < n; i++) if (flag.evaluate(ctxs[i & mask]!).enabled) acc++;
+      for (let i = 0; i < n; i++) {
+        flag.evaluateInto(ctxs[i & mask]!, codes);
+        acc += ENABLED[codes[0]!]!;
+      }
       return acc;
     },
   };
@@ -173,17 +185,16 @@ for (let f = 0; f < 100; f++) {
     rules,
   });
 }
-const envFlags = envDefs.map(compileFlag);
+const envSet = compileFlagSet(envDefs);
 const envCase: Case = {
   name: '100-flag environment, one user (per flag eval)',
-  opsPerIter: envFlags.length,
+  opsPerIter: envSet.size,
   run(n) {
-    const flags = envFlags;
-    const len = flags.length;
+    const codes = new Uint8Array(envSet.size);
     let acc = 0;
     for (let i = 0; i < n; i++) {
-      const ctx = contexts[i & MASK]!;
-      for (let j = 0; j < len; j++) if (flags[j]!.evaluate(ctx).enabled) acc++;
+      envSet.evaluateInto(contexts[i & MASK]!, codes);
+      acc += codes[i % codes.length]!;
     }
     return acc;
   },
@@ -227,7 +238,7 @@ const lines = [
   ),
   '',
   `Baseline measured before and after the cases: ${fmtNs(before.nsPerOp)} ns and ${fmtNs(after.nsPerOp)} ns per Map.get (averaged).`,
-  `100-flag environment: ${fmtNs((results[results.length - 1]!.nsPerOp * envFlags.length) / 1000)} µs per user.`,
+  `100-flag environment: ${fmtNs((results[results.length - 1]!.nsPerOp * envSet.size) / 1000)} µs per user.`,
 ];
 console.log(lines.join('\n'));
 if (sink === 0.5) console.log(''); // keep `sink` observable

@@ -1,10 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  REASONS,
+  OUTCOMES,
   RULE_TYPES,
   bucketOf,
-  compileFlag,
+  compileFlagSet,
   isRuleType,
   looksLikeEmail,
   normalizeEmailDomain,
@@ -18,6 +18,17 @@ function flag(partial: Partial<FlagDefinition>): FlagDefinition {
 }
 function rule(type: RuleType, value: string, enabled = true): RuleDefinition {
   return { type, value, enabled };
+}
+/** One flag compiled alone: its answer as the evaluate endpoint shows it ({enabled, reason}). */
+function compileFlag(def: FlagDefinition) {
+  const set = compileFlagSet([def]);
+  return {
+    key: set.keys[0]!,
+    evaluate(ctx: EvaluationContext) {
+      const { enabled, reason } = OUTCOMES[set.evaluateFlag(ctx, 0)]!;
+      return { enabled, reason };
+    },
+  };
 }
 function evaluate(def: FlagDefinition, ctx: EvaluationContext) {
   return compileFlag(def).evaluate(ctx);
@@ -34,13 +45,14 @@ function findUser(key: string, pred: (bucket: number) => boolean): string {
 
 describe('reasons', () => {
   test('reason strings are exact', () => {
-    assert.equal(REASONS.disabled, 'Flag is globally disabled');
-    assert.equal(REASONS.enabledGlobally, 'Flag enabled globally');
-    assert.equal(REASONS.matchedRule('user_id'), 'Matched user_id targeting rule');
-    assert.equal(REASONS.matchedRule('user_email'), 'Matched user_email targeting rule');
-    assert.equal(REASONS.matchedRule('email_domain'), 'Matched email_domain targeting rule');
-    assert.equal(REASONS.inRollout(30), 'User in 30% rollout');
-    assert.equal(REASONS.notInRollout(30), 'User not in 30% rollout');
+    const reason = (code: number) => OUTCOMES[code]!.reason;
+    assert.equal(reason(0), 'Flag is globally disabled');
+    assert.equal(reason(1), 'Flag enabled globally');
+    assert.equal(reason(2), 'Matched user_id targeting rule');
+    assert.equal(reason(3), 'Matched user_email targeting rule');
+    assert.equal(reason(4), 'Matched email_domain targeting rule');
+    assert.equal(reason(34), 'User in 30% rollout');
+    assert.equal(reason(134), 'User not in 30% rollout');
   });
 
   test('RULE_TYPES and isRuleType', () => {
@@ -313,18 +325,12 @@ describe('evaluation', () => {
     assert.ok(share >= 0.27 && share <= 0.33, `share ${share}`);
   });
 
-  test('results are precomputed frozen constants; compiled flag exposes key', () => {
-    const def = flag({ key: 'k', rolloutPercentage: 50, rules: [rule('user_id', 'u1')] });
-    const c = compileFlag(def);
-    assert.equal(c.key, 'k');
-    const r1 = c.evaluate({ user_id: 'u1' });
-    assert.equal(r1, c.evaluate({ user_id: 'u1' }));
-    assert.ok(Object.isFrozen(r1));
-    const r2 = c.evaluate({ user_id: 'x' });
-    assert.ok(Object.isFrozen(r2));
-    const disabled = compileFlag(flag({ key: 'd', enabled: false }));
-    assert.equal(disabled.key, 'd');
-    assert.equal(disabled.evaluate({}), disabled.evaluate({ user_id: 'u' }));
+  test('a compiled set names its flags; outcomes are frozen constants', () => {
+    const set = compileFlagSet([flag({ key: 'k', rolloutPercentage: 50, rules: [rule('user_id', 'u1')] }), flag({ key: 'd', enabled: false })]);
+    assert.deepEqual(set.keys, ['k', 'd']);
+    assert.ok(Object.isFrozen(set.keys));
+    assert.ok(OUTCOMES.every((outcome) => Object.isFrozen(outcome)));
+    assert.equal(set.evaluateFlag({}, 1), set.evaluateFlag({ user_id: 'u1' }, 1));
   });
 
   test('compiled flag does not observe later mutation of the definition', () => {
@@ -342,7 +348,7 @@ describe('evaluation', () => {
     const M_DOMAIN = 'Matched email_domain targeting rule';
     const M_EMAIL = 'Matched user_email targeting rule';
     const GLOBAL = 'Flag enabled globally';
-    const seq: [typeof domainFlag, string, string][] = [
+    const seq: [ReturnType<typeof compileFlag>, string, string][] = [
       [domainFlag, 'p@a.com', M_DOMAIN],
       [emailFlag, 'q@b.com', GLOBAL], // new email seen by a flag that does not need the domain
       [domainFlag, 'q@b.com', GLOBAL], // must not reuse '@a.com'

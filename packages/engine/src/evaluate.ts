@@ -1,4 +1,5 @@
-import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_continue, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
+import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
+import { DISABLED_CODE, ENABLED_GLOBALLY_CODE, OUTCOMES, RULE_MATCH_CODES, inRolloutCode, notInRolloutCode, type Outcome } from './outcomes.js';
 
 export type RuleType = 'user_id' | 'user_email' | 'email_domain';
 
@@ -26,32 +27,6 @@ export interface EvaluationContext {
   user_id?: string | undefined;
   user_email?: string | undefined;
 }
-
-export interface EvaluationResult {
-  readonly enabled: boolean;
-  readonly reason: string;
-}
-
-export interface CompiledFlag {
-  readonly key: string;
-  evaluate(ctx: EvaluationContext): EvaluationResult;
-}
-
-export interface Reasons {
-  readonly disabled: 'Flag is globally disabled';
-  readonly enabledGlobally: 'Flag enabled globally';
-  matchedRule(type: RuleType): string;
-  inRollout(n: number): string;
-  notInRollout(n: number): string;
-}
-
-export const REASONS: Reasons = Object.freeze({
-  disabled: 'Flag is globally disabled',
-  enabledGlobally: 'Flag enabled globally',
-  matchedRule: (type: RuleType): string => `Matched ${type} targeting rule`,
-  inRollout: (n: number): string => `User in ${n}% rollout`,
-  notInRollout: (n: number): string => `User not in ${n}% rollout`,
-} as const);
 
 // ---------------------------------------------------------------------------
 // Validation / normalization helpers (shared with the server's validation)
@@ -136,23 +111,8 @@ export function rolloutIdentifier(ctx: EvaluationContext): string {
 }
 
 // ---------------------------------------------------------------------------
-// Compilation
+// Compilation: every flag of an environment at once
 // ---------------------------------------------------------------------------
-
-function result(enabled: boolean, reason: string): EvaluationResult {
-  return Object.freeze({ enabled, reason });
-}
-
-const DISABLED = result(false, REASONS.disabled);
-const ENABLED_GLOBALLY = result(true, REASONS.enabledGlobally);
-const MATCHED_USER_ID = result(true, REASONS.matchedRule('user_id'));
-const MATCHED_USER_EMAIL = result(true, REASONS.matchedRule('user_email'));
-const MATCHED_EMAIL_DOMAIN = result(true, REASONS.matchedRule('email_domain'));
-
-type Evaluate = (ctx: EvaluationContext) => EvaluationResult;
-
-const evaluateDisabled: Evaluate = () => DISABLED;
-const evaluateEnabledGlobally: Evaluate = () => ENABLED_GLOBALLY;
 
 /** Inserts value → rank, keeping the best (lowest) rank for duplicate values. */
 function addRule(map: Map<string, number> | null, value: string, rank: number): Map<string, number> {
@@ -196,24 +156,6 @@ function compileRules(rules: readonly RuleDefinition[]): RuleMaps {
   return maps;
 }
 
-/**
- * What happens when no rule matched: a fixed result (enabled globally, or a rollout of 100%),
- * or a rollout decided by the bucket of the context's identifier.
- */
-type Fallthrough =
-  | { readonly fixed: EvaluationResult }
-  | { readonly fixed: null; readonly n: number; readonly prefix: Murmur3State; readonly inRollout: EvaluationResult; readonly notInRollout: EvaluationResult };
-
-function fallthroughOf(key: string, rolloutPercentage: number): Fallthrough {
-  const n = rolloutPercentage;
-  if (!(n > 0)) return { fixed: ENABLED_GLOBALLY };
-  const inRollout = result(true, REASONS.inRollout(n));
-  if (n >= 100) return { fixed: inRollout }; // every bucket (0..99) is < n
-  // bucketOf(key, id) === murmur3(`${key}:${id}`) % 100: absorb the constant
-  // "<key>:" prefix once here, hash only the identifier per evaluation.
-  return { fixed: null, n, prefix: murmur3_x86_32_state(key + ':', 0), inRollout, notInRollout: result(false, REASONS.notInRollout(n)) };
-}
-
 /** rolloutIdentifier, inlined where it runs per flag (same semantics, tested for equivalence). */
 function identifierOf(ctx: EvaluationContext): string {
   let id = ctx.user_id;
@@ -224,91 +166,16 @@ function identifierOf(ctx: EvaluationContext): string {
   return id;
 }
 
-function compileFallthrough(key: string, rolloutPercentage: number): Evaluate {
-  const fallthrough = fallthroughOf(key, rolloutPercentage);
-  if (fallthrough.fixed !== null) {
-    const fixed = fallthrough.fixed;
-    return fixed === ENABLED_GLOBALLY ? evaluateEnabledGlobally : () => fixed;
-  }
-  const { n, prefix, inRollout, notInRollout } = fallthrough;
-  return (ctx) => (murmur3_x86_32_continue(prefix, identifierOf(ctx)) % 100 < n ? inRollout : notInRollout);
-}
-
-export function compileFlag(def: FlagDefinition): CompiledFlag {
-  const key = def.key;
-  if (!def.enabled) return Object.freeze({ key, evaluate: evaluateDisabled });
-
-  const { byUserId, byEmail, byDomain } = compileRules(def.rules);
-
-  const fallthrough = compileFallthrough(key, def.rolloutPercentage);
-  if (byUserId === null && byEmail === null && byDomain === null) {
-    return Object.freeze({ key, evaluate: fallthrough });
-  }
-
-  const idMap = byUserId;
-  const emailMap = byEmail;
-  const domainMap = byDomain;
-  const needsEmail = emailMap !== null || domainMap !== null;
-
-  const evaluate: Evaluate = (ctx) => {
-    let bestRank = -1;
-    let best: EvaluationResult = ENABLED_GLOBALLY; // placeholder; only read when bestRank >= 0
-
-    if (idMap !== null) {
-      const id = ctx.user_id;
-      if (typeof id === 'string') {
-        const r = idMap.get(id);
-        if (r !== undefined) {
-          bestRank = r;
-          best = MATCHED_USER_ID;
-        }
-      }
-    }
-
-    if (needsEmail && bestRank !== 0) {
-      const raw = ctx.user_email;
-      if (typeof raw === 'string' && raw.length !== 0) {
-        const email = contextEmail(raw);
-        if (emailMap !== null) {
-          const r = emailMap.get(email);
-          if (r !== undefined && (bestRank < 0 || r < bestRank)) {
-            bestRank = r;
-            best = MATCHED_USER_EMAIL;
-          }
-        }
-        if (domainMap !== null) {
-          const domain = contextDomain();
-          if (domain !== null) {
-            const r = domainMap.get(domain);
-            if (r !== undefined && (bestRank < 0 || r < bestRank)) {
-              bestRank = r;
-              best = MATCHED_EMAIL_DOMAIN;
-            }
-          }
-        }
-      }
-    }
-
-    return bestRank >= 0 ? best : fallthrough(ctx);
-  };
-
-  return Object.freeze({ key, evaluate });
-}
-
-// ---------------------------------------------------------------------------
-// Every flag of an environment at once
-// ---------------------------------------------------------------------------
-
 /**
- * The flags of one environment compiled together, for evaluating all of them for one context
- * (what evaluate does). Results are written as small numbers chosen by the caller (`codeOf`),
- * one per flag. Same results as compileFlag, flag by flag (tested for equivalence); faster on
- * large environments: a flag whose result cannot depend on the context costs nothing per
- * context, and the targeting rules of every flag are looked up with three map reads per
- * context in all, not three per flag.
+ * The flags of one environment compiled together (contract §2): evaluating them for a context
+ * writes one outcome code (outcomes.ts) per flag. A flag whose outcome cannot depend on the
+ * context costs nothing per context, and the targeting rules of every flag are looked up with
+ * three map reads per context in all, not three per flag.
  */
 export interface CompiledFlagSet {
   readonly size: number;
+  /** Each flag's key, in the set's order. */
+  readonly keys: readonly string[];
   /**
    * Each flag's code for a context that matches none of its rules; meaningless for the flags in
    * `rollouts`, whose code then depends on the context's bucket.
@@ -323,20 +190,22 @@ export interface CompiledFlagSet {
    * then flags other than `rollouts` may differ from `baseCodes`.
    */
   evaluateInto(ctx: EvaluationContext, codes: Uint8Array): boolean;
+  /** The code of the flag at `index` for a context: what evaluateInto writes there. */
+  evaluateFlag(ctx: EvaluationContext, index: number): number;
 }
 
 /** The context's identifier, read once for all the rollouts of a flag set (evaluation is synchronous: one is enough). */
 const identifier = new Murmur3Suffix();
 
-/** codeOf: the caller's code (0..255) for a result; called while compiling, never per context. */
-export function compileFlagSet(defs: readonly FlagDefinition[], codeOf: (result: EvaluationResult) => number): CompiledFlagSet {
+export function compileFlagSet(defs: readonly FlagDefinition[]): CompiledFlagSet {
   const size = defs.length;
+  const keys = Object.freeze(defs.map((def) => def.key));
   const baseCodes = new Uint8Array(size);
   const rollouts: number[] = [];
+  /** Per flag, its place in `rollouts`, or -1. */
+  const rolloutOf = new Int32Array(size).fill(-1);
   const rolloutPrefixes: Murmur3State[] = [];
   const rolloutPercentages: number[] = [];
-  const inCodes: number[] = [];
-  const outCodes: number[] = [];
   // Rule value → [flag, rank, flag, rank, …] over every flag of the set.
   const byUserId = new Map<string, number[]>();
   const byEmail = new Map<string, number[]>();
@@ -349,37 +218,35 @@ export function compileFlagSet(defs: readonly FlagDefinition[], codeOf: (result:
       else into.set(value, [flag, rank]);
     }
   };
-  const code = (of: EvaluationResult) => {
-    const n = codeOf(of);
-    if (!(Number.isInteger(n) && n >= 0 && n <= 255)) throw new Error(`code ${n} for "${of.reason}" does not fit a byte`);
-    return n;
-  };
 
   for (let flag = 0; flag < size; flag++) {
     const def = defs[flag]!;
     if (!def.enabled) {
-      baseCodes[flag] = code(DISABLED);
+      baseCodes[flag] = DISABLED_CODE;
       continue;
     }
     const rules = compileRules(def.rules);
     index(byUserId, rules.byUserId, flag);
     index(byEmail, rules.byEmail, flag);
     index(byDomain, rules.byDomain, flag);
-    const fallthrough = fallthroughOf(def.key, def.rolloutPercentage);
-    if (fallthrough.fixed !== null) {
-      baseCodes[flag] = code(fallthrough.fixed);
-    } else {
+    const n = def.rolloutPercentage;
+    if (!(n > 0)) baseCodes[flag] = ENABLED_GLOBALLY_CODE;
+    else if (n >= 100) baseCodes[flag] = inRolloutCode(100); // every bucket (0..99) is < n
+    else {
+      rolloutOf[flag] = rollouts.length;
       rollouts.push(flag);
-      rolloutPrefixes.push(fallthrough.prefix);
-      rolloutPercentages.push(fallthrough.n);
-      inCodes.push(code(fallthrough.inRollout));
-      outCodes.push(code(fallthrough.notInRollout));
+      // bucketOf(key, id) === murmur3(`${key}:${id}`) % 100: the constant "<key>:" prefix is
+      // absorbed once here, only the identifier is hashed per evaluation.
+      rolloutPrefixes.push(murmur3_x86_32_state(def.key + ':', 0));
+      rolloutPercentages.push(n);
     }
   }
+  const inRolloutCodes = Uint8Array.from(rolloutPercentages, inRolloutCode);
+  const notInRolloutCodes = Uint8Array.from(rolloutPercentages, notInRolloutCode);
 
-  const matchUserId = code(MATCHED_USER_ID);
-  const matchEmail = code(MATCHED_USER_EMAIL);
-  const matchDomain = code(MATCHED_EMAIL_DOMAIN);
+  const matchUserId = RULE_MATCH_CODES.user_id;
+  const matchEmail = RULE_MATCH_CODES.user_email;
+  const matchDomain = RULE_MATCH_CODES.email_domain;
   const hasIdRules = byUserId.size > 0;
   const hasEmailRules = byEmail.size > 0 || byDomain.size > 0;
   // The best rank matched so far per flag, valid where matchedIn[flag] === the current context's turn.
@@ -405,7 +272,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], codeOf: (result:
     if (rollouts.length > 0) {
       identifier.prepare(identifierOf(ctx));
       for (let j = 0; j < rollouts.length; j++) {
-        codes[rollouts[j]!] = identifier.finish(rolloutPrefixes[j]!) % 100 < rolloutPercentages[j]! ? inCodes[j]! : outCodes[j]!;
+        codes[rollouts[j]!] = identifier.finish(rolloutPrefixes[j]!) % 100 < rolloutPercentages[j]! ? inRolloutCodes[j]! : notInRolloutCodes[j]!;
       }
     }
     let matched = false;
@@ -435,5 +302,37 @@ export function compileFlagSet(defs: readonly FlagDefinition[], codeOf: (result:
     return matched;
   };
 
-  return Object.freeze({ size, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes: Uint8Array.from(inCodes), evaluateInto });
+  const evaluateFlag = (ctx: EvaluationContext, flag: number): number => {
+    let rank = -1;
+    let code = 0;
+    /** The flag's lowest rank among one rule value's hits (a value's hits hold each flag once). */
+    const consider = (hits: number[] | undefined, matchCode: number) => {
+      if (hits === undefined) return;
+      for (let k = 0; k < hits.length; k += 2) {
+        if (hits[k] === flag && (rank < 0 || hits[k + 1]! < rank)) {
+          rank = hits[k + 1]!;
+          code = matchCode;
+        }
+      }
+    };
+    if (hasIdRules && typeof ctx.user_id === 'string') consider(byUserId.get(ctx.user_id), matchUserId);
+    const raw = ctx.user_email;
+    if (hasEmailRules && typeof raw === 'string' && raw.length !== 0) {
+      consider(byEmail.get(contextEmail(raw)), matchEmail);
+      const domain = contextDomain();
+      if (domain !== null) consider(byDomain.get(domain), matchDomain);
+    }
+    if (rank >= 0) return code;
+    const j = rolloutOf[flag]!;
+    if (j < 0) return baseCodes[flag]!;
+    identifier.prepare(identifierOf(ctx));
+    return identifier.finish(rolloutPrefixes[j]!) % 100 < rolloutPercentages[j]! ? inRolloutCodes[j]! : notInRolloutCodes[j]!;
+  };
+
+  return Object.freeze({ size, keys, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes, evaluateInto, evaluateFlag });
+}
+
+/** The outcome of one flag for a context, compiled on the spot: for tests and one-off use, not for a hot path. */
+export function evaluateFlag(def: FlagDefinition, ctx: EvaluationContext): Outcome {
+  return OUTCOMES[compileFlagSet([def]).evaluateFlag(ctx, 0)]!;
 }

@@ -1,18 +1,36 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RULE_TYPES, compileFlag, compileFlagSet } from './index.js';
-import type { EvaluationContext, EvaluationResult, FlagDefinition, RuleDefinition } from './index.js';
+import { OUTCOMES, RULE_TYPES, compileFlagSet, murmur3_x86_32, normalizeEmailDomain } from './index.js';
+import type { EvaluationContext, FlagDefinition, RuleDefinition } from './index.js';
 
-/** A code per distinct result (enabled + reason), as a caller of compileFlagSet would number them. */
-function coder() {
-  const codes = new Map<string, number>();
-  const codeOf = (result: EvaluationResult) => {
-    const key = `${result.enabled}:${result.reason}`;
-    let code = codes.get(key);
-    if (code === undefined) codes.set(key, (code = codes.size));
-    return code;
-  };
-  return codeOf;
+/**
+ * Contract §2 read literally, with nothing compiled: the first enabled rule (in the given order)
+ * that matches, else the rollout bucket, else enabled globally. The compiled set must agree.
+ */
+function reference(def: FlagDefinition, ctx: EvaluationContext): { enabled: boolean; reason: string } {
+  if (!def.enabled) return { enabled: false, reason: 'Flag is globally disabled' };
+  const email = typeof ctx.user_email === 'string' ? ctx.user_email.trim().toLowerCase() : '';
+  const domain = email.includes('@') ? email.slice(email.lastIndexOf('@') + 1) : null;
+  for (const rule of def.rules) {
+    if (!rule.enabled) continue;
+    const matches =
+      rule.type === 'user_id'
+        ? rule.value !== '' && ctx.user_id === rule.value
+        : rule.type === 'user_email'
+          ? email !== '' && rule.value.trim().toLowerCase() === email
+          : (() => {
+              const wanted = normalizeEmailDomain(rule.value);
+              return email !== '' && domain !== null && wanted !== null && wanted === `@${domain}`;
+            })();
+    if (matches) return { enabled: true, reason: `Matched ${rule.type} targeting rule` };
+  }
+  const n = def.rolloutPercentage;
+  if (n > 0) {
+    const id = ctx.user_id ? ctx.user_id : ctx.user_email ? ctx.user_email : 'anonymous';
+    const bucket = murmur3_x86_32(`${def.key}:${id}`, 0) % 100;
+    return bucket < n ? { enabled: true, reason: `User in ${n}% rollout` } : { enabled: false, reason: `User not in ${n}% rollout` };
+  }
+  return { enabled: true, reason: 'Flag enabled globally' };
 }
 
 /** Deterministic pseudo-random numbers (mulberry32), so a failure names its seed. */
@@ -58,18 +76,19 @@ function generate(seed: number): { flags: FlagDefinition[]; contexts: Evaluation
   return { flags, contexts };
 }
 
-test('a flag set gives every flag the result compileFlag gives it, for any context', () => {
+test('a flag set gives every flag what contract §2 gives it, for any context, whole or one flag at a time', () => {
   for (let seed = 1; seed <= 400; seed++) {
     const { flags, contexts } = generate(seed);
-    const codeOf = coder();
-    const set = compileFlagSet(flags, codeOf);
-    const single = flags.map(compileFlag);
+    const set = compileFlagSet(flags);
     const codes = new Uint8Array(flags.length);
     for (const context of contexts) {
       const matched = set.evaluateInto(context, codes);
       let differsFromBase = false;
-      single.forEach((flag, i) => {
-        assert.equal(codes[i], codeOf(flag.evaluate(context)), `seed ${seed}, flag ${i}, context ${JSON.stringify(context)}`);
+      flags.forEach((flag, i) => {
+        const where = `seed ${seed}, flag ${i}, context ${JSON.stringify(context)}`;
+        const { enabled, reason } = OUTCOMES[codes[i]!]!;
+        assert.deepEqual({ enabled, reason }, reference(flag, context), where);
+        assert.equal(set.evaluateFlag(context, i), codes[i], where);
         if (codes[i] !== set.baseCodes[i] && !set.rollouts.includes(i)) differsFromBase = true;
       });
       // The promise the answer builder relies on: no match, no change outside the rollouts.
@@ -84,11 +103,8 @@ test('a flag set: lowest rank wins across rule types, and the next context start
     { key: 'b', enabled: true, rolloutPercentage: 50, rules: [{ type: 'user_id', value: 'u1', enabled: true }, { type: 'user_email', value: 'A@x.com', enabled: true }] },
     { key: 'c', enabled: false, rolloutPercentage: 0, rules: [{ type: 'user_id', value: 'u1', enabled: true }] },
   ];
-  const reasons: string[] = [];
-  const set = compileFlagSet(flags, (result) => {
-    const at = reasons.indexOf(result.reason);
-    return at === -1 ? reasons.push(result.reason) - 1 : at;
-  });
+  const reasons = OUTCOMES.map((outcome) => outcome.reason);
+  const set = compileFlagSet(flags);
   const codes = new Uint8Array(3);
   assert.equal(set.evaluateInto({ user_id: 'u1', user_email: 'a@x.com' }, codes), true);
   assert.deepEqual([...codes].map((code) => reasons[code]), ['Matched email_domain targeting rule', 'Matched user_id targeting rule', 'Flag is globally disabled']);

@@ -1,4 +1,10 @@
-import { REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type GuidonContext } from '@guidon/sdk';
+/**
+ * What the server and web providers share: the context mapping, the event wiring and the
+ * resolution details. OpenFeature's classes come from the SDK each provider is built for
+ * (@openfeature/server-sdk or web-sdk, both optional peers), so they are passed in.
+ */
+import { reasonKind } from '@guidon/engine';
+import { createClient, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type ClientOptions, type GuidonClient, type GuidonContext } from '@guidon/sdk';
 
 /** OpenFeature's evaluation context, as much of it as Guidon reads. */
 export interface OpenFeatureContext {
@@ -15,20 +21,95 @@ export function toGuidonContext(context: OpenFeatureContext | undefined): Guidon
   };
 }
 
-/** How a Guidon value came to be, for a provider to answer with. */
-export type Resolution =
-  | { kind: 'evaluated'; value: boolean; reason: 'DISABLED' | 'STATIC' | 'TARGETING_MATCH' | 'SPLIT'; guidonReason: string }
-  | { kind: 'bootstrap'; value: boolean }
-  | { kind: 'not-found' }
-  | { kind: 'unavailable' };
+/** The parts of an OpenFeature SDK a provider answers with (both SDKs have the same). */
+export interface OpenFeatureKit {
+  ProviderEvents: { Ready: string; Stale: string; Error: string; ConfigurationChanged: string };
+  StandardResolutionReasons: { STALE: string; DEFAULT: string };
+  FlagNotFoundError: new (message: string) => Error;
+  GeneralError: new (message: string) => Error;
+  TypeMismatchError: new (message: string) => Error;
+}
 
-/** Maps Guidon's reason strings to OpenFeature's reasons (contract §12). */
-export function resolve(enabled: boolean, reason: string): Resolution {
-  if (reason === REASON_BOOTSTRAP) return { kind: 'bootstrap', value: enabled };
-  if (reason === REASON_NOT_FOUND) return { kind: 'not-found' };
-  if (reason === REASON_FALLBACK) return { kind: 'unavailable' };
-  if (reason === 'Flag is globally disabled') return { kind: 'evaluated', value: enabled, reason: 'DISABLED', guidonReason: reason };
-  if (reason === 'Flag enabled globally') return { kind: 'evaluated', value: enabled, reason: 'STATIC', guidonReason: reason };
-  if (reason.startsWith('Matched ')) return { kind: 'evaluated', value: enabled, reason: 'TARGETING_MATCH', guidonReason: reason };
-  return { kind: 'evaluated', value: enabled, reason: 'SPLIT', guidonReason: reason };
+interface Emitter {
+  emit(event: never, details?: never): void;
+}
+
+/** The resolution details of a boolean flag, as both SDKs type them. */
+export interface BooleanDetails {
+  value: boolean;
+  variant?: string;
+  reason: string;
+  flagMetadata?: { reason: string };
+}
+
+/**
+ * A provider's state and its answers, the same for both SDKs: the client's events become the
+ * provider's, and a Guidon answer becomes resolution details (or the SDK's error).
+ */
+export class ProviderCore {
+  /** Set while the client's flags may be out of date (its stream is down). */
+  private stale = false;
+
+  constructor(
+    readonly client: GuidonClient,
+    private readonly kit: OpenFeatureKit,
+    events: Emitter,
+  ) {
+    const emit = (event: string, details?: object) => events.emit(event as never, details as never);
+    client.on('ready', () => {
+      this.stale = false;
+      emit(kit.ProviderEvents.Ready);
+    });
+    client.on('stale', () => {
+      this.stale = true;
+      emit(kit.ProviderEvents.Stale);
+    });
+    client.on('error', (error) => emit(kit.ProviderEvents.Error, { message: error.message }));
+    client.on('change', ({ keys }) => emit(kit.ProviderEvents.ConfigurationChanged, { flagsChanged: keys }));
+  }
+
+  /** The details of a boolean flag from what the client read for it; throws the SDK's error when there is no value to give. */
+  boolean(flagKey: string, enabled: boolean, reason: string): BooleanDetails {
+    if (reason === REASON_BOOTSTRAP) return { value: enabled, reason: this.kit.StandardResolutionReasons.DEFAULT };
+    if (reason === REASON_NOT_FOUND) throw new this.kit.FlagNotFoundError(`Flag "${flagKey}" not found`);
+    if (reason === REASON_FALLBACK) throw new this.kit.GeneralError('Guidon did not answer');
+    return {
+      value: enabled,
+      variant: enabled ? 'on' : 'off',
+      // Contract §12: the outcome table names the OpenFeature reason of each of Guidon's.
+      reason: this.stale ? this.kit.StandardResolutionReasons.STALE : (reasonKind(reason) ?? 'UNKNOWN'),
+      flagMetadata: { reason },
+    };
+  }
+
+  /** Guidon's flags are boolean: any other type is a mismatch. */
+  mismatch(): never {
+    throw new this.kit.TypeMismatchError('Guidon flags are boolean');
+  }
+
+  /** Throws the SDK's error unless the client holds flags from Guidon. */
+  async ensureReady(answered: Promise<boolean>): Promise<void> {
+    if (!(await answered)) throw new this.kit.GeneralError('Guidon did not answer');
+  }
+}
+
+export interface GuidonProviderOptions extends Omit<ClientOptions, 'context'> {
+  /** A client of your own to build on (then the other options are not used). */
+  client?: GuidonClient;
+}
+
+/** What both providers are besides their resolvers: a name, a Guidon client, its events, and closing. */
+export abstract class GuidonProviderBase {
+  readonly metadata = { name: 'Guidon' } as const;
+  readonly client: GuidonClient;
+  protected readonly core: ProviderCore;
+
+  constructor(options: GuidonProviderOptions, kit: OpenFeatureKit, events: Emitter) {
+    this.client = options.client ?? createClient(options);
+    this.core = new ProviderCore(this.client, kit, events);
+  }
+
+  async onClose(): Promise<void> {
+    this.client.close();
+  }
 }

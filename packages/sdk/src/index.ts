@@ -1,3 +1,2 @@
-export { createClient, backoffMs, GuidonError, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND } from './client.js';
+export { createClient, GuidonError, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND } from './client.js';
 export type { ClientEvents, ClientOptions, FlagSet, FlagState, Flags, GuidonClient, GuidonContext } from './client.js';
-export { readSse, type SseMessage } from './sse.js';

@@ -50,7 +50,7 @@ const AREAS: [string, (name: string, url: string) => boolean][] = [
   ['JSON.parse / stringify', (name) => /^(parse|stringify|JSON)$/.test(name)],
   ['rate-limiter-flexible', (_name, url) => url.includes('rate-limiter-flexible')],
   ['engine (flag evaluation)', (_name, url) => url.includes('/engine/')],
-  ['evaluate module', (_name, url) => url.includes('/modules/evaluate/')],
+  ['evaluate module', (_name, url) => url.includes('/modules/evaluate/') || url.includes('/modules/ofrep/') || url.includes('/modules/streams/')],
   ['history recorder', (_name, url) => url.includes('/modules/history/')],
   ['other server code', (_name, url) => url.includes('/server/dist/')],
   ['node:http', (_name, url) => /node:_http|node:http/.test(url)],

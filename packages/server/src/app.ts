@@ -9,23 +9,32 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
-import type { App, Services } from './services.js';
+import type { ApiPlugin, App } from './http/plugin.js';
+import type { Db } from './db/database.js';
 import { AppError, RateLimited, Unavailable } from './errors.js';
 import { documentCommonErrors, ErrorBody } from './http/schemas.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
+import { pageHeaders } from './http/page-headers.js';
 import { requestIdOf } from './http/request-id.js';
 import { refuseUnstorableText } from './http/well-formed.js';
-import { createRateLimits, type CounterStore } from './rate-limits.js';
+import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
-import { accountRoutes, currentUserRoutes, requireUser } from './modules/accounts/accounts.routes.js';
-import { createMailer } from './modules/accounts/mailer.js';
+import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
+import { requireUser } from './modules/api-tokens/bearer.js';
+import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
 import { Environment } from './modules/environments/environments.schemas.js';
 import { environmentRoutes } from './modules/environments/environments.routes.js';
+import { ChangeFeed } from './modules/changes/change-feed.js';
+import { changeBusFor } from './modules/changes/carriers.js';
+import { AuditActionSchema, ResourceTypeSchema } from './modules/changes/changes.schemas.js';
+import { ProjectWrites } from './modules/changes/project-writes.js';
 import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
-import { ChangeFeed, changeBusFor } from './modules/evaluate/evaluate.changes.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
-import { ofrepErrorBody } from './modules/evaluate/ofrep.routes.js';
+import { ofrepErrorBody, ofrepRoutes } from './modules/ofrep/ofrep.routes.js';
+import { streamRoutes } from './modules/streams/streams.routes.js';
+import { StreamTokens } from './modules/streams/stream-tokens.js';
+import { Invalid } from './errors.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
 import { acrossRoutes } from './modules/flags/across.routes.js';
@@ -34,18 +43,20 @@ import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
-import { historyRoutes } from './modules/history/history.routes.js';
-import { EvaluationItem } from './modules/history/history.schemas.js';
+import { evaluationRoutes } from './modules/evaluations/evaluations.routes.js';
+import { EvaluationItem } from './modules/evaluations/evaluations.schemas.js';
 import { Project } from './modules/projects/projects.schemas.js';
 import { projectRoutes } from './modules/projects/projects.routes.js';
 import { ApiToken } from './modules/api-tokens/api-tokens.schemas.js';
 import { apiTokenRoutes } from './modules/api-tokens/api-tokens.routes.js';
+import { insertAuditEvent } from './modules/audit/audit.repository.js';
 import { AuditEvent } from './modules/audit/audit.schemas.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
-import { ProjectWrites } from './modules/audit/project-writes.js';
 import { authorize, declaredRoute, type DeclaredRoute } from './modules/members/access.js';
 import { Member } from './modules/members/members.schemas.js';
 import { memberRoutes } from './modules/members/members.routes.js';
+import { joinInvitedProjects } from './modules/members/invitations.js';
+import { enqueueDeliveries } from './modules/webhooks/webhooks.repository.js';
 import { Webhook } from './modules/webhooks/webhooks.schemas.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { WebhookSender, type WebhookSenderOptions } from './modules/webhooks/webhooks.sender.js';
@@ -61,6 +72,21 @@ declare module 'fastify' {
   }
 }
 
+/** What the composition root builds once; each route plugin takes the part of it it names. */
+interface Services {
+  config: Readonly<Config>;
+  db: Db;
+  ping: () => Promise<void>;
+  tokens: LoginTokens;
+  limits: RateLimits;
+  mailer: Mailer;
+  evaluateCache: EvaluateCache;
+  history: HistoryRecorder;
+  /** The one change path for every write under a project (changes/project-writes.ts). */
+  writes: ProjectWrites;
+  webhooks: WebhookSender;
+}
+
 export interface BuildOptions {
   /** Where logs go; process stdout when not given. */
   logStream?: NodeJS.WritableStream;
@@ -74,12 +100,13 @@ export interface BuildOptions {
 
 /**
  * Bodies are validated without type coercion ("50" is not an integer, contract §3); query
- * strings and path parameters are text by nature, so they are coerced.
+ * strings and path parameters are text by nature, so they are coerced. `shared`: the schemas
+ * that request schemas may reference by $id.
  */
-function validatorCompiler() {
-  const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false } as const;
-  const strict = addFormats.default(new Ajv({ ...options, coerceTypes: false }));
-  const coercing = addFormats.default(new Ajv({ ...options, coerceTypes: 'array' }));
+function validatorCompiler(shared: readonly object[]) {
+  const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false };
+  const strict = addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: false }));
+  const coercing = addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: 'array' }));
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
     (httpPart === 'body' ? strict : coercing).compile(schema);
 }
@@ -148,10 +175,10 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.
     frameworkErrors: (_error, request, reply) => sendError(new AppError(404, 'Not found'), request, reply),
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler());
+  app.setValidatorCompiler(validatorCompiler([AuditActionSchema, ResourceTypeSchema]));
   app.addHook('onRoute', documentCommonErrors);
   // The id in every log line of the request, handed back so a caller can quote it.
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', function requestHeaders(request, reply, done) {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff'); // every answer says what it is; browsers must not guess
     done();
@@ -162,35 +189,38 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   const { db } = database;
   const redis = config.redisUrl ? createRedis(config.redisUrl, app.log) : null;
   const counters: CounterStore = redis ? { kind: 'redis', client: redis } : cluster.isWorker ? { kind: 'cluster' } : { kind: 'memory' };
-  const evaluateCache = new EvaluateCache(db);
   const bus = options.changeNotifications === false ? null : changeBusFor(config, db, redis, app.log);
-  const changes = new ChangeFeed(db, evaluateCache, bus, app.log, options.revisionCheckIntervalMs);
+  const changes = new ChangeFeed(bus, app.log);
+  const evaluateCache = new EvaluateCache(db, changes, app.log, options.revisionCheckIntervalMs);
   const webhooks = new WebhookSender(db, database.dialect, config.webhookAllowPrivate, app.log, options.webhooks);
+  const tokens = await LoginTokens.create(db, config.jwtSecret);
   const services: Services = {
     config,
     db,
     ping: database.ping,
-    tokens: await LoginTokens.create(db, config.jwtSecret),
+    tokens,
     limits: createRateLimits(config.rateLimits, app.log, counters),
     mailer: createMailer(config.smtpUrl, config.mailFrom, config.publicUrl, app.log),
     evaluateCache,
-    changes,
     history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays, closeTimeoutMs: config.historyFlushTimeoutSeconds * 1000 }),
-    writes: new ProjectWrites(db, changes, () => webhooks.wake(), app.log),
+    // Audit records each change; webhooks queue its deliveries in the same transaction and are woken after the commit.
+    writes: new ProjectWrites(db, changes, { record: insertAuditEvent, withEvent: [enqueueDeliveries], afterEvents: [() => webhooks.wake()] }, app.log),
     webhooks,
   };
-  await services.changes.start();
+  await changes.start();
+  evaluateCache.start();
   await services.history.start();
   webhooks.start();
   app.addHook('onClose', async () => {
     await services.history.close();
     await webhooks.close();
-    await services.changes.close();
+    evaluateCache.close();
+    await changes.close();
     if (redis) await closeRedis(redis);
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, Project, Environment, Flag, Rule, EvaluationItem, Member, ApiToken, AuditEvent, Webhook]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Project, Environment, Flag, Rule, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -203,7 +233,11 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Swagger UI shares the dashboard's origin: every answer under /docs gets the pages' headers.
+  await app.register(async (docs) => {
+    docs.addHook('onSend', pageHeaders);
+    await docs.register(swaggerUi, { routePrefix: '/docs' });
+  });
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
@@ -213,15 +247,26 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     });
   }
 
-  const metrics = createMetrics(services);
+  const metrics = createMetrics({ history: services.history, evaluateCache });
   app.addHook('onResponse', metrics.observe);
   await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    await auth.register(accountRoutes, services);
+    // A proven address (contract §18) turns the invitations waiting for it into memberships.
+    await auth.register(accountRoutes, { ...services, addressProven: (user) => joinInvitedProjects(services.writes, db, user) });
   });
-  await app.register(evaluateRoutes, { ...services, metrics }); // metrics: for evaluate's direct path
+  // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
+  await app.register(async (sdk) => {
+    sdk.decorateRequest('sdkProject', null);
+    // The interface promises 400 for a missing or malformed body: a body that is not declared as
+    // JSON (none at all, or form-encoded as curl sends by default) is one. Other routes keep 415.
+    sdk.addContentTypeParser('*', (_request, _payload, done) => done(new Invalid('body must be JSON, sent with Content-Type: application/json'), undefined));
+    const streamTokens = new StreamTokens(tokens.keyFor('sdk stream tokens'));
+    await sdk.register(evaluateRoutes, { ...services, metrics }); // metrics: for evaluate's direct path
+    await sdk.register(streamRoutes, { ...services, streamTokens });
+    await sdk.register(ofrepRoutes, { ...services, streamTokens });
+  });
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(
     async (api) => {
@@ -238,7 +283,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of [currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, historyRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

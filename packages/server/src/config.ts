@@ -26,6 +26,8 @@ export interface Config {
   allowRegistration: boolean;
   /** true: webhooks may target loopback, link-local and private addresses. */
   webhookAllowPrivate: boolean;
+  /** Open streams at most per client address and SDK key together (contract §12); 0: no cap. */
+  streamsPerClient: number;
   /** Bearer token that GET /metrics (Prometheus) requires; null: /metrics answers 404. */
   metricsToken: string | null;
   /** At shutdown, how long the last history flush may take before its rows are given up. */
@@ -34,8 +36,14 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-// proxy-addr names: 127/8 + ::1, link-local, and the private ranges (10/8, 172.16/12, 192.168/16, fc00::/7).
-const DEFAULT_TRUSTED_PROXIES = ['loopback', 'linklocal', 'uniquelocal'];
+/**
+ * proxy-addr's name for 127/8 and ::1. Private ranges are not trusted by default: any client
+ * inside them could name its own address in X-Forwarded-For and dodge the per-IP limits (§4).
+ */
+const DEFAULT_TRUSTED_PROXIES = ['loopback'];
+
+/** HS256 wants a key at least as long as its hash (RFC 7518 §3.2): 256 bits. */
+const MIN_JWT_SECRET_BYTES = 32;
 
 type Env = Record<string, string | undefined>;
 
@@ -90,6 +98,17 @@ function publicUrlSetting(env: Env, port: number): string {
   return raw.replace(/\/+$/, '');
 }
 
+/** JWT_SECRET: unset (generated and kept in the database), or at least 32 bytes. */
+function jwtSecretSetting(env: Env): string | null {
+  const secret = env.JWT_SECRET;
+  if (!secret) return null;
+  const bytes = Buffer.byteLength(secret, 'utf8');
+  if (bytes < MIN_JWT_SECRET_BYTES) {
+    throw new ConfigError(`JWT_SECRET must be at least ${MIN_JWT_SECRET_BYTES} bytes (got ${bytes}); e.g. openssl rand -base64 48, or leave it unset to have one generated`);
+  }
+  return secret;
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const port = intSetting(env, 'PORT', 8080);
   if (port > 65535) throw new ConfigError('PORT must be at most 65535');
@@ -101,7 +120,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     databasePoolSize: intSetting(env, 'DATABASE_POOL_SIZE', 10, 1),
     workers: workersSetting(env),
     redisUrl: env.REDIS_URL?.trim() || null,
-    jwtSecret: env.JWT_SECRET || null,
+    jwtSecret: jwtSecretSetting(env),
     smtpUrl: env.SMTP_URL?.trim() || null,
     mailFrom: env.MAIL_FROM?.trim() || 'Guidon <no-reply@guidon.local>',
     publicUrl,
@@ -115,6 +134,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
     allowRegistration: boolSetting(env, 'ALLOW_REGISTRATION', true),
     webhookAllowPrivate: boolSetting(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    streamsPerClient: intSetting(env, 'STREAMS_PER_CLIENT', 50),
     metricsToken: env.METRICS_TOKEN?.trim() || null,
     historyFlushTimeoutSeconds: intSetting(env, 'HISTORY_FLUSH_TIMEOUT_SECONDS', 10, 1),
   });

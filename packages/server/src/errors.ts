@@ -43,8 +43,11 @@ export class Conflict extends AppError {
 }
 
 export class RateLimited extends AppError {
-  constructor(readonly retryAfterSeconds: number) {
-    super(429, 'Too many requests, try again later');
+  constructor(
+    readonly retryAfterSeconds: number,
+    message = 'Too many requests, try again later',
+  ) {
+    super(429, message);
   }
 }
 

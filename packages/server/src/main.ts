@@ -6,7 +6,7 @@ import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
-import { relayClusterChanges } from './modules/evaluate/evaluate.changes.js';
+import { relayClusterChanges } from './modules/changes/carriers.js';
 
 /** On a terminal, readable log lines; otherwise (production, files, collectors) JSON lines. */
 const logStream = () => (process.stdout.isTTY ? pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' }) : undefined);

@@ -13,22 +13,26 @@ export class Limit {
   /** The property under which hitOnce keeps a request's outcome, one per limit. */
   private readonly counted = Symbol('hit counted by this limit');
   /**
-   * In-memory counters only: the keys counted, oldest first. Past maxKeys the oldest is
-   * forgotten, so an attacker sending many distinct keys (emails) cannot grow memory without bound.
+   * In-memory counters only (null otherwise): the keys counted, each with the end of its window,
+   * so that a flood of keys (addresses, emails) neither grows memory without bound nor resets a
+   * key being refused. `counting`: keys under their budget, least recently hit first; past
+   * maxKeys the first is forgotten. `held`: keys that used their budget up, in the order they
+   * did; never forgotten to make room for other keys, only past maxKeys held at once (then the
+   * one held longest, its window most likely ended).
    */
-  private readonly keys: Set<string> | null;
+  private readonly memory: { counting: Map<string, number>; held: Map<string, number> } | null;
 
   constructor(
     private readonly limiter: RateLimiterAbstract,
     private readonly log: FastifyBaseLogger,
     private readonly maxKeys: number | null = null,
   ) {
-    this.keys = maxKeys === null ? null : new Set();
+    this.memory = maxKeys === null ? null : { counting: new Map(), held: new Map() };
   }
 
   /** Keys this process holds counters for (in-memory counters only; 0 otherwise). */
   get trackedKeys(): number {
-    return this.keys?.size ?? 0;
+    return this.memory ? this.memory.counting.size + this.memory.held.size : 0;
   }
 
   /** Counts one hit; throws RateLimited when the key is over its budget. */
@@ -66,40 +70,61 @@ export class Limit {
 
   /** Gives back one hit counted earlier (a login that turned out right). */
   async giveBack(key: string): Promise<void> {
+    let state: RateLimiterRes;
     try {
-      await this.limiter.reward(key, 1);
+      state = await this.limiter.reward(key, 1);
     } catch (error) {
       this.failOpen(error);
       return;
     }
     this.working();
+    this.track(key, state);
   }
 
   /** The refusal when over budget; null when the hit is allowed. */
   private async consume(key: string): Promise<RateLimiterRes | null> {
-    this.track(key);
+    let state: RateLimiterRes;
     let refused: RateLimiterRes | null = null;
     try {
-      await this.limiter.consume(key);
+      state = await this.limiter.consume(key);
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) {
         this.failOpen(error);
         return null;
       }
-      refused = error;
+      state = refused = error;
     }
     this.working();
+    this.track(key, state);
     return refused;
   }
 
-  private track(key: string): void {
-    if (!this.keys) return;
-    this.keys.delete(key);
-    this.keys.add(key); // most recent last
-    if (this.keys.size <= this.maxKeys!) return;
-    const oldest = this.keys.values().next().value!;
-    this.keys.delete(oldest);
-    void this.limiter.delete(oldest).catch(() => undefined); // also clears its expiry timer
+  /** In-memory counters: notes the key's state after a hit or a give-back, then keeps within maxKeys. */
+  private track(key: string, state: RateLimiterRes): void {
+    if (!this.memory) return;
+    const { counting, held } = this.memory;
+    const now = Date.now();
+    const windowEnd = now + state.msBeforeNext;
+    if (state.remainingPoints > 0) {
+      held.delete(key);
+      counting.delete(key); // set again below: most recently hit last
+      counting.set(key, windowEnd);
+      this.keepWithinMax(counting, now);
+    } else {
+      counting.delete(key);
+      held.set(key, windowEnd); // a key refused again keeps its place
+      this.keepWithinMax(held, now);
+    }
+  }
+
+  /** Forgets the first keys of `keys` (and their counts) until maxKeys remain. */
+  private keepWithinMax(keys: Map<string, number>, now: number): void {
+    for (const [key, windowEnd] of keys) {
+      if (keys.size <= this.maxKeys!) return;
+      keys.delete(key);
+      // An ended window is gone from the store already; a running one loses its count and expiry timer.
+      if (windowEnd > now) void this.limiter.delete(key).catch(() => undefined);
+    }
   }
 
   /** A broken counter store (Redis gone) must not take the service down: allow, and say so in the log (every 10 s at most). */
@@ -128,7 +153,7 @@ export interface RateLimits {
   invitationsPerAddress: Limit;
 }
 
-/** In-memory counters kept per limit at most (the oldest key is forgotten first). */
+/** In-memory counters kept per limit at most: this many under their budget, and this many over it (Limit.memory). */
 export const MAX_KEYS_IN_MEMORY = 10_000;
 
 /**

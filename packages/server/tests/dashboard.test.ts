@@ -1,7 +1,8 @@
 /**
  * The dashboard served at / (issue 8): the built files of packages/web, index.html for
- * client-side routes, JSON 404 for unknown API paths, security headers on the pages, and the
- * first log line naming the dashboard's URL. Needs the dashboard built (`npm run build` does it).
+ * client-side routes, JSON 404 for unknown API paths, security headers on the pages (the API docs
+ * at /docs too, which share the origin: issue 18, finding 10), and the first log line naming the
+ * dashboard's URL. Needs the dashboard built (`npm run build` does it).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
 import { DASHBOARD_DIR } from '../src/modules/dashboard/dashboard.routes.js';
 import { request, startServer, type TestServer } from './harness.js';
 
@@ -29,9 +31,12 @@ function assertPageHeaders(headers: Headers) {
   assert.match(scriptSrc, /'self'/);
   assert.doesNotMatch(scriptSrc, /unsafe-inline|unsafe-eval/, 'no inline scripts');
   assert.match(csp, /frame-ancestors 'none'/);
+  assert.equal(headers.get('x-frame-options'), 'DENY');
   assert.equal(headers.get('x-content-type-options'), 'nosniff');
   assert.ok(headers.get('referrer-policy'), 'a referrer policy');
 }
+
+const CHROMIUM = '/usr/bin/chromium';
 
 describe('the dashboard at /', () => {
   test('/ is the dashboard page with security headers, and it has no inline script', async () => {
@@ -89,6 +94,39 @@ describe('the dashboard at /', () => {
     const doc = await request(server, 'GET', '/docs/json');
     assert.equal(doc.status, 200);
     assert.ok(!Object.keys(doc.body.paths).some((path) => path === '/' || path === '/*'), 'the dashboard routes are not in the API document');
+  });
+});
+
+describe('the API docs at /docs (Swagger UI, on the dashboard\'s origin)', () => {
+  test('its page, its files and the OpenAPI document carry the pages\' headers', async () => {
+    const page = await request(server, 'GET', '/docs', { headers: html });
+    assert.equal(page.status, 200);
+    assert.match(page.text, /swagger-ui-bundle\.js/);
+    assertPageHeaders(page.headers);
+    for (const path of ['/docs/', '/docs/json', '/docs/yaml', '/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js', '/docs/static/swagger-ui.css']) {
+      const answer = await request(server, 'GET', path);
+      assert.equal(answer.status, 200, path);
+      assertPageHeaders(answer.headers);
+    }
+  });
+
+  test('Swagger UI works under that policy in Chromium: it shows the API, an operation opens, no policy violation', { skip: existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM}` }, async () => {
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on('console', (message) => message.type() === 'error' && problems.push(`console: ${message.text()}`));
+      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+      // Reported by the page itself as well (the console wording may change).
+      await page.addInitScript(`document.addEventListener('securitypolicyviolation', (event) => console.error('CSP violation: ' + event.violatedDirective + ' ' + event.blockedURI))`);
+      await page.goto(`${server.url}/docs`);
+      await page.getByRole('heading', { name: /^Guidon/ }).waitFor();
+      await page.getByRole('button', { name: /POST \/auth\/login/ }).first().click();
+      await page.getByRole('button', { name: 'Try it out' }).first().waitFor();
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+    }
   });
 });
 

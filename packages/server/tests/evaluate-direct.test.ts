@@ -3,6 +3,11 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { Redis } from 'ioredis';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+import { hooksTheDirectPathWouldSkip } from '../src/modules/evaluate/evaluate.direct.js';
+import { createTestDatabase } from './test-database.js';
 import { eventually, freePort, newFlag, newProject, newUser, request, startServer, type Answer, type TestProject, type TestServer } from './harness.js';
 
 /**
@@ -29,9 +34,26 @@ describe('evaluate: the direct path answers as Fastify does', () => {
   const throughFastify = (body: string, headers?: Record<string, string>) => send(body, 'application/json; charset=UTF-8', headers);
   const headerNames = (answer: Answer) => [...answer.headers.keys()].filter((name) => name !== 'date').sort();
 
-  test('is on: no hook it would skip applies to the route', async () => {
-    await direct('{"environment":"production"}');
-    assert.ok(!server.logs.some((line) => line.includes('its direct path would skip')), server.logs.join(''));
+  test('is on: every hook that applies to the route is one it does itself', async () => {
+    assert.deepEqual(hooksTheDirectPathWouldSkip(server.app), []);
+  });
+
+  test('a hook added to the app that it would skip stops the start, naming the hook', async () => {
+    const database = await createTestDatabase();
+    const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'silent' });
+    const opened = await openDatabase(config.database, { poolSize: 1 });
+    const app = await buildApp(config, opened, { changeNotifications: false });
+    app.addHook('onRequest', function auditEveryRequest(_request, _reply, done) {
+      done();
+    });
+    app.addHook('preHandler', async function checkSomething() {});
+    try {
+      await assert.rejects(async () => app.ready(), /direct path .* would skip onRequest auditEveryRequest, preHandler checkSomething/);
+    } finally {
+      await app.close().catch(() => undefined);
+      await opened.close();
+      await database.drop();
+    }
   });
 
   test('the same answer and headers; the request id is the caller\'s or a new one', async () => {

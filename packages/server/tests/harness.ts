@@ -2,7 +2,7 @@
 import { Writable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
 import { buildApp, type BuildOptions } from '../src/app.js';
-import type { App } from '../src/services.js';
+import type { App } from '../src/http/plugin.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
@@ -21,13 +21,14 @@ export interface TestServer {
 }
 
 /**
- * Starts the service as main.ts would, on 127.0.0.1 and a free port, on a fresh database (see
- * test-database.ts), sending its emails to a mailbox of its own (SMTP_URL: '' for none). Rate
- * limits are off unless the test sets them (a file registers far more users than 60 a minute).
+ * Starts the service as main.ts would, on 127.0.0.1 (or options.host) and a free port, on a fresh
+ * database (see test-database.ts), sending its emails to a mailbox of its own (SMTP_URL: '' for
+ * none). Rate limits are off unless the test sets them (a file registers far more users than 60 a
+ * minute).
  */
 export async function startServer(
   env: Record<string, string> = {},
-  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; changeNotifications?: boolean; port?: number } = {},
+  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; changeNotifications?: boolean; port?: number; host?: string } = {},
 ): Promise<TestServer> {
   // A database passed in is shared with other servers: the caller drops it.
   const testDatabase = options.database ?? (await createTestDatabase());
@@ -51,10 +52,11 @@ export async function startServer(
   });
   const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
   const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs, webhooks: options.webhooks, changeNotifications: options.changeNotifications });
-  await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
+  const host = options.host ?? '127.0.0.1';
+  await app.listen({ port: options.port ?? 0, host });
   const { port } = app.server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     app,
     config,
     database,

@@ -420,7 +420,7 @@ describe('log out (contract §18): that login token ends on every instance at on
   });
 });
 
-describe('upgrade (migration 0004): accounts from before are verified only if a password reset proved them', () => {
+describe('upgrade (migration 0005): accounts from before are verified only if a password reset proved them', () => {
   const cleanup: (() => Promise<void>)[] = [];
   after(async () => {
     for (const step of cleanup.reverse()) await step();
@@ -429,9 +429,9 @@ describe('upgrade (migration 0004): accounts from before are verified only if a 
   test('pre-claimed memberships wait as invitations, unproven API tokens are gone, own projects stay', async () => {
     const testDatabase = await createTestDatabase();
     cleanup.push(() => testDatabase.drop());
-    // A database as the release before issue 18 left it (migrations up to 0003).
+    // A database as the release before proven addresses left it (migrations up to 0004).
     const old = await openDatabase(testDatabase.config, { migrate: false, poolSize: 1 });
-    const { error } = await new Migrator({ db: old.db, provider: { getMigrations: async () => migrations(old.dialect) } }).migrateTo('0003_teams');
+    const { error } = await new Migrator({ db: old.db, provider: { getMigrations: async () => migrations(old.dialect) } }).migrateTo('0004_webhook_deliveries_by_webhook');
     if (error) throw error;
     const db = old.db as unknown as Kysely<any>;
     const hash = await hashPassword(PASSWORD);

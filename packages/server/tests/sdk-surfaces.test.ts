@@ -314,6 +314,39 @@ describe('the rate limit is shared by evaluate, OFREP and the stream', () => {
   });
 });
 
+describe('open streams per client (contract §12: STREAMS_PER_CLIENT)', () => {
+  let server: TestServer;
+  const streams: TestStream[] = [];
+  after(async () => {
+    for (const stream of streams) stream.close();
+    await server?.close();
+  });
+
+  test('past the cap per client address and SDK key the next stream is 429 with Retry-After; closing one frees a place', { timeout: 60_000 }, async () => {
+    server = await startServer({ STREAMS_PER_CLIENT: '3' });
+    const user = await newUser(server);
+    const [project, other] = [await newProject(server, user), await newProject(server, user)];
+    const open = async (sdkKey: string) => {
+      const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, { 'x-sdk-key': sdkKey });
+      streams.push(stream);
+      return stream;
+    };
+    const held = [await open(project.sdk_key), await open(project.sdk_key), await open(project.sdk_key)];
+    assert.deepEqual(held.map((stream) => stream.status), [200, 200, 200]);
+    const refused = await request(server, 'GET', '/sdk/v1/stream?environment=production', { sdkKey: project.sdk_key });
+    assert.equal(refused.status, 429);
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    assert.equal(refused.body.statusCode, 429);
+    // The cap is per SDK key: the same address may follow another project.
+    assert.equal((await open(other.sdk_key)).status, 200);
+    held[0]!.close();
+    await eventually(async () => {
+      const again = await open(project.sdk_key);
+      return again.status === 200;
+    }, 'a place freed by the closed stream');
+  });
+});
+
 describe('the OpenAPI document of the SDK surfaces', () => {
   let server: TestServer;
   before(async () => {

@@ -23,6 +23,7 @@ describe('configuration', () => {
     assert.deepEqual(config.rateLimits, { evaluatePerMinute: 200, authPerMinute: 60 });
     assert.equal(config.evaluationRetentionDays, 30);
     assert.equal(config.jwtSecret, null);
+    assert.deepEqual(config.trustProxy, ['loopback'], 'private ranges must be named (§4)');
     assert.equal(config.smtpUrl, null);
     assert.equal(config.redisUrl, null);
     assert.deepEqual(config.corsOrigins, []);
@@ -37,7 +38,7 @@ describe('configuration', () => {
       HOST: '127.0.0.1',
       DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/guidon',
       REDIS_URL: 'redis://127.0.0.1:6379',
-      JWT_SECRET: 's3cret',
+      JWT_SECRET: 's3cret-s3cret-s3cret-s3cret-s3cret',
       SMTP_URL: 'smtp://127.0.0.1:2525',
       MAIL_FROM: 'flags@example.com',
       PUBLIC_URL: 'https://flags.example.com/',
@@ -56,7 +57,7 @@ describe('configuration', () => {
     assert.equal(config.host, '127.0.0.1');
     assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/guidon' });
     assert.equal(config.redisUrl, 'redis://127.0.0.1:6379');
-    assert.equal(config.jwtSecret, 's3cret');
+    assert.equal(config.jwtSecret, 's3cret-s3cret-s3cret-s3cret-s3cret');
     assert.equal(config.smtpUrl, 'smtp://127.0.0.1:2525');
     assert.equal(config.mailFrom, 'flags@example.com');
     assert.equal(config.publicUrl, 'https://flags.example.com');

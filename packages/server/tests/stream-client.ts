@@ -1,5 +1,12 @@
-/** A test's own reader of GET /sdk/v1/stream: fetch, and the SDK's Server-Sent Events parser. */
-import { readSse, type SseMessage } from '@guidon/sdk';
+/** A test's own reader of GET /sdk/v1/stream: fetch, and a kept Server-Sent Events parser (not the SDK's: an independent reading of the wire format). */
+import { createParser } from 'eventsource-parser';
+
+/** One message as the stream sent it; `event` is `message` when the stream named none. */
+export interface SseMessage {
+  event: string;
+  data: string;
+  id: string | undefined;
+}
 
 export interface TestStream {
   status: number;
@@ -29,6 +36,14 @@ export async function openStream(url: string, headers: Record<string, string> = 
       // aborted
     }
   })();
-  stream.ended = readSse(forMessages, (message) => stream.messages.push(message), () => undefined).catch(() => undefined);
+  const parser = createParser({ onEvent: ({ event, data, id }) => stream.messages.push({ event: event ?? 'message', data, id }) });
+  stream.ended = (async () => {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of forMessages as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+    } catch {
+      // aborted
+    }
+  })();
   return stream;
 }

@@ -7,54 +7,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createHmac, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
+import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
-
-interface Received {
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** An HTTP receiver; `answer` decides each request's status, or 'hang' to never answer. */
-class Receiver {
-  readonly requests: Received[] = [];
-  answer: (received: Received, index: number) => number | 'hang' = () => 200;
-  private readonly server: Server;
-  private readonly hanging: ServerResponse[] = [];
-  url = '';
-
-  constructor() {
-    this.server = createServer((req, res) => {
-      let body = '';
-      req.setEncoding('utf8');
-      req.on('data', (chunk: string) => (body += chunk));
-      req.on('end', () => {
-        const received = { url: req.url ?? '', headers: req.headers, body };
-        this.requests.push(received);
-        const status = this.answer(received, this.requests.length - 1);
-        if (status === 'hang') this.hanging.push(res);
-        else res.writeHead(status).end();
-      });
-    });
-  }
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
-    return this;
-  }
-  of(action: string): Received[] {
-    return this.requests.filter((received) => received.headers['x-guidon-event'] === action);
-  }
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
+import { Receiver } from './webhook-receiver.js';
 
 const FAST = { pollIntervalMs: 50, timeoutMs: 2000, retryDelaysMs: [50, 50, 50, 50] };
 
@@ -160,6 +117,26 @@ describe('webhooks', () => {
     }
   });
 
+  test('a receiver that never answers, and an address that refuses the connection, are failed attempts that say why', async () => {
+    const project = await newProject(server, user);
+    const silent = await createWebhook(server, user, project.id, { url: `${receiver.url}?silent`, events: ['flag.created'] });
+    const closed = await createWebhook(server, user, project.id, { url: `http://127.0.0.1:${await freePort()}/hook`, events: ['flag.created'] });
+    receiver.answer = (received) => (received.url.includes('silent') ? 'hang' : 200);
+    try {
+      await newFlag(server, user, project, { key: 'unanswered' });
+      await eventually(async () => (await deliveries(server, user, project.id, silent.id)).length > 0, 'the timed-out attempt');
+      const [timedOut] = await deliveries(server, user, project.id, silent.id);
+      assert.equal(timedOut.status_code, null);
+      assert.equal(timedOut.error, 'no answer within 2 s');
+      assert.ok(timedOut.duration_ms >= 1900, `${timedOut.duration_ms} ms`);
+      await eventually(async () => (await deliveries(server, user, project.id, closed.id)).length > 0, 'the refused attempt');
+      const [refused] = await deliveries(server, user, project.id, closed.id);
+      assert.deepEqual([refused.status_code, refused.error], [null, 'ECONNREFUSED']);
+    } finally {
+      receiver.answer = () => 200;
+    }
+  });
+
   test('test sends a webhook.test event whatever the events; a disabled webhook receives nothing', async () => {
     const project = await newProject(server, user);
     const hook = await createWebhook(server, user, project.id, { url: `${receiver.url}?test`, events: ['rule.deleted'] });
@@ -176,6 +153,49 @@ describe('webhooks', () => {
     await newFlag(server, user, project, { key: 'unseen' });
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(receiver.requests.length, before, 'a disabled webhook receives nothing');
+  });
+
+  test('a webhook URL is reduced to its origin in the audit log and in what webhooks receive; owners still see it whole', async () => {
+    const project = await newProject(server, user);
+    const viewer = await newUser(server, 'hooks-viewer');
+    const added = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: user.token, body: { email: viewer.email, role: 'viewer' } });
+    assert.equal(added.status, 201, added.text);
+    const watcher = await createWebhook(server, user, project.id, { url: `${receiver.url}?watcher` });
+    const origin = new URL(receiver.url).origin;
+    // As a Slack URL carries its token: in the path, and here in the query too.
+    const secretUrl = `${receiver.url}/services/T0/B0/s3cr3tPath?token=s3cr3tQuery`;
+    const hook = await createWebhook(server, user, project.id, { url: secretUrl, events: ['flag.deleted'] });
+    const shown = await request(server, 'GET', `/api/projects/${project.id}/webhooks/${hook.id}`, { token: user.token });
+    assert.equal(shown.body.url, secretUrl, 'the owner-only webhook API shows the whole URL');
+    // A change of the secret part only is still an event.
+    const rotatedUrl = `${receiver.url}/services/T0/B0/rotated-s3cr3t`;
+    assert.equal((await request(server, 'PUT', `/api/projects/${project.id}/webhooks/${hook.id}`, { token: user.token, body: { url: rotatedUrl } })).status, 200);
+    assert.equal((await request(server, 'DELETE', `/api/projects/${project.id}/webhooks/${hook.id}`, { token: user.token })).status, 204);
+
+    const audit = await request(server, 'GET', `/api/projects/${project.id}/audit?resource_id=${hook.id}`, { token: viewer.token });
+    assert.equal(audit.status, 200, audit.text);
+    assert.deepEqual(audit.body.items.map((event: any) => event.action), ['webhook.deleted', 'webhook.updated', 'webhook.created']);
+    assert.doesNotMatch(audit.text, /s3cr3t/, 'a viewer reads no part of the URL past its origin');
+    for (const event of audit.body.items) {
+      assert.equal(event.resource_key, origin);
+      for (const side of [event.before, event.after]) if (side) assert.equal(side.url, origin);
+    }
+    // An event written before URLs were reduced (issue 18) is reduced when read.
+    const { secret: _secret, ...whole } = hook as Record<string, unknown>;
+    await server.database.db
+      .insertInto('audit_events')
+      .values({ id: randomUUID(), project_id: project.id, environment_id: null, action: 'webhook.created', resource_type: 'webhook', resource_id: hook.id, resource_key: null, actor_user_id: user.id, actor_email: user.email, actor_token_id: null, before: null, after: JSON.stringify(whole), created_at: new Date().toISOString() })
+      .execute();
+    const everything = await request(server, 'GET', `/api/projects/${project.id}/audit?limit=500`, { token: viewer.token });
+    assert.equal(everything.body.items[0].after.url, origin);
+    assert.doesNotMatch(everything.text, /s3cr3t/);
+
+    const aboutWebhooks = () => receiver.requests.filter((received) => received.url.endsWith('?watcher') && [watcher.id, hook.id].includes(JSON.parse(received.body).resource_id));
+    await eventually(() => aboutWebhooks().length === 4, 'webhook.created of the watcher, and the three events of the other webhook');
+    for (const received of aboutWebhooks()) {
+      assert.doesNotMatch(received.body, /s3cr3t/, 'the URL is reduced in what webhooks receive');
+      assert.equal(JSON.parse(received.body).resource_key, origin);
+    }
   });
 
   test('bad webhook bodies are refused with 400 and create nothing', async () => {
@@ -299,21 +319,25 @@ describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'PostgreSQL
     await database?.drop();
   });
 
-  test('each event is delivered once', async () => {
+  test('each event is delivered once, to each webhook', async () => {
     const user = await newUser(a, 'twice');
     const project = await newProject(a, user);
-    await createWebhook(a, user, project.id, { url: receiver.url, events: ['flag.toggled'] });
+    const hooks = ['first', 'second', 'third'];
+    for (const name of hooks) await createWebhook(a, user, project.id, { url: `${receiver.url}?${name}`, events: ['flag.toggled'] });
     const flag = await newFlag(a, user, project, { key: 'once' });
     const toggles = 30;
     await Promise.all(
       Array.from({ length: toggles }, (_, i) => request(i % 2 ? a : b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token })),
     );
-    await eventually(() => receiver.of('flag.toggled').length >= toggles, 'every toggle delivered');
+    await eventually(() => receiver.of('flag.toggled').length >= toggles * hooks.length, 'every toggle delivered to every webhook');
     await new Promise((resolve) => setTimeout(resolve, 500)); // both instances poll every 20 ms: a duplicate would be here
     const ids = receiver.of('flag.toggled').map((received) => received.headers['x-guidon-delivery']);
-    assert.equal(ids.length, toggles);
-    assert.equal(new Set(ids).size, toggles);
-    const events = new Set(receiver.of('flag.toggled').map((received) => JSON.parse(received.body).id));
-    assert.equal(events.size, toggles);
+    assert.equal(ids.length, toggles * hooks.length);
+    assert.equal(new Set(ids).size, toggles * hooks.length);
+    for (const name of hooks) {
+      const events = receiver.of('flag.toggled').filter((received) => received.url.endsWith(`?${name}`)).map((received) => JSON.parse(received.body).id);
+      assert.equal(new Set(events).size, toggles, `${name}: every event once`);
+      assert.equal(events.length, toggles);
+    }
   });
 });

@@ -1,6 +1,9 @@
-/** Debian's Chromium driven by playwright-core (never a downloaded browser). The server's emails arrive in its test mailbox (harness.ts). */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+/** Debian's Chromium driven by playwright-core (never a downloaded browser), and axe-core. The server's emails arrive in its test mailbox (harness.ts). */
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AxeResults, Result, RunOptions } from 'axe-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.GUIDON_CHROMIUM ?? '/usr/bin/chromium';
 export const hasChromium = () => existsSync(CHROMIUM);
@@ -8,6 +11,97 @@ export const hasChromium = () => existsSync(CHROMIUM);
 export function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
 }
+
+/** axe-core's browser bundle, evaluated in the page by the test (never served by the dashboard). */
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** WCAG 2.0 and 2.1, A and AA, and axe's best practices (heading order, landmarks, …). */
+const axeOptions: RunOptions = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }, resultTypes: ['violations'] };
+/** Every page is measured at both widths in both themes: layouts and colours differ between them. */
+const a11yViews = [
+  { name: '1280 px light', width: 1280, height: 900, colorScheme: 'light' },
+  { name: '360 px dark', width: 360, height: 760, colorScheme: 'dark' },
+  { name: '1280 px dark', width: 1280, height: 900, colorScheme: 'dark' },
+  { name: '360 px light', width: 360, height: 760, colorScheme: 'light' },
+] as const;
+
+const describe = (view: string, violation: Result) =>
+  `${view}: ${violation.id} (${violation.impact}) ${violation.help}\n` +
+  violation.nodes.map((node) => `    ${node.target.join(' ')}: ${node.failureSummary?.split('\n').slice(1).join(' ').trim() ?? ''}`).join('\n');
+
+/**
+ * axe-core on the page as it is now (a dialog open, an error shown…), at both widths in both
+ * themes; the page is given back at its own size and theme. Throws on a serious or critical
+ * violation; prints moderate and minor ones. The script goes in through the DevTools protocol,
+ * which the page's Content-Security-Policy does not govern, so the context keeps its CSP and the
+ * walk still sees a page that breaks it.
+ */
+export async function checkA11y(page: Page, label: string): Promise<void> {
+  const size = page.viewportSize();
+  const dark = await page.evaluate(() => matchMedia('(prefers-color-scheme: dark)').matches);
+  const serious: string[] = [];
+  try {
+    for (const view of a11yViews) {
+      await page.setViewportSize({ width: view.width, height: view.height });
+      await page.emulateMedia({ colorScheme: view.colorScheme });
+      // A frame for the new layout and colours.
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
+      const results = (await page.evaluate((options) => (window as unknown as { axe: { run(context: Document, options: unknown): Promise<unknown> } }).axe.run(document, options), axeOptions)) as AxeResults;
+      for (const violation of results.violations) {
+        if (violation.impact === 'serious' || violation.impact === 'critical') serious.push(describe(view.name, violation));
+        else console.log(`a11y, ${label}, ${describe(view.name, violation)}`);
+      }
+    }
+  } finally {
+    if (size) await page.setViewportSize(size);
+    await page.emulateMedia({ colorScheme: dark ? 'dark' : 'light' });
+  }
+  if (serious.length > 0) throw new Error(`a11y, ${label}: ${serious.length} serious or critical violations\n${serious.join('\n')}`);
+}
+
+/** The element that has the focus is inside the given one (or is it). */
+const holdsFocus = (element: Locator) => element.evaluate((node) => node.contains(document.activeElement));
+
+/**
+ * A dialog opened from the keyboard (Enter on the button that opens it): the focus moves into it,
+ * Tab and Shift+Tab go round inside it, Escape closes it and the focus is back on that button.
+ * Then it is opened again the same way and answered, for the walk to fill in.
+ */
+export async function dialogByKeyboard(page: Page, opener: Locator, name: string): Promise<Locator> {
+  const dialog = page.getByRole('dialog', { name });
+  const open = async () => {
+    await opener.focus();
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    await page.waitForFunction((node) => node?.contains(document.activeElement), await dialog.elementHandle()).catch(async () => {
+      throw new Error(`the focus moves into the dialog "${name}" (it is on ${await describeFocus(page)})`);
+    });
+  };
+  await open();
+  // More presses than the dialog has stops: a focus that left it would show.
+  const stops = await dialog.evaluate((node) => node.querySelectorAll('a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex="0"]').length);
+  for (const key of ['Tab', 'Shift+Tab']) {
+    for (let i = 0; i <= stops; i++) {
+      await page.keyboard.press(key);
+      assert.ok(await holdsFocus(dialog), `${key} keeps the focus in the dialog "${name}" (press ${i + 1})`);
+    }
+  }
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  await focusReturnsTo(page, opener);
+  await open();
+  return dialog;
+}
+
+/** Waits until the focus is on the element (a closed dialog gives it back to what opened it). */
+export async function focusReturnsTo(page: Page, element: Locator): Promise<void> {
+  const target = await element.elementHandle();
+  await page.waitForFunction((node) => document.activeElement === node, target).catch(async () => {
+    throw new Error(`the focus should be on ${await target?.evaluate((node) => node.outerHTML.slice(0, 120))}, it is on ${await describeFocus(page)}`);
+  });
+}
+
+const describeFocus = (page: Page) => page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120) ?? 'nothing');
 
 /** Console errors and uncaught exceptions of a page, each with the URL it happened on. */
 export function watchConsole(page: Page, allowed: () => RegExp | null = () => null): string[] {

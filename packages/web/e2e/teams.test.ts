@@ -1,10 +1,12 @@
 /**
  * The teams pages walked through in Debian's Chromium, by role and accessible name: an owner
  * invites someone by email (the server's test mailbox receives it; its secret link opens sign-up,
- * and signing up through it joins the project at once), makes them a viewer, who sees the switches disabled with the reason; the
+ * and signing up through it joins the project at once), makes them a viewer, who sees the
+ * switches disabled with the reason; the
  * owner toggles a flag and finds it in the audit log and the flag's history with its before and
  * after; creates an API token (shown once, used once, revoked, refused); and adds a webhook to a
- * receiver started here, whose test event shows as delivered. No console error on any page.
+ * receiver started here, whose test event shows as delivered. No console error on any page; axe
+ * finds no serious violation on any of them; the dialogs work from the keyboard.
  *
  * GUIDON_SCREENSHOTS=<dir> also saves the new pages (desktop and phone, light and dark).
  */
@@ -17,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { eventually, newFlag, newProject, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
-import { hasChromium, launch, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, hasChromium, launch, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -57,7 +59,8 @@ async function signedInPage(context: BrowserContext, token: string): Promise<Pag
   return page;
 }
 
-test('a team shares a project: members, roles, audit log, API tokens, webhooks', { timeout: 120_000 }, async () => {
+// A generous limit: axe runs at four views on every page reached, on a machine that may be shared.
+test('a team shares a project: members, roles, audit log, API tokens, webhooks', { timeout: 300_000 }, async () => {
   const owner = await newUser(server, 'owner');
   const project = await newProject(server, owner, 'Team shop');
   await newFlag(server, owner, project, { key: 'new_checkout', name: 'New checkout' });
@@ -85,6 +88,7 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await page.getByRole('status').filter({ hasText: `Invited ${invitee}` }).waitFor();
     const members = page.getByRole('list', { name: 'Members and invitations' });
     await members.getByRole('listitem').filter({ hasText: invitee }).getByText('invited', { exact: true }).waitFor();
+    await checkA11y(page, 'members, an invitation');
 
     // The email's secret link opens sign-up; signing up through it proves the address: a member at once, verified.
     await eventually(() => server.mailbox!.to(invitee).length > 0, 'the invitation email');
@@ -93,6 +97,7 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await guest.goto(server.url + link);
     await heading(guest, 'Create your account');
     await guest.getByText('You were invited to a project').waitFor();
+    await checkA11y(guest, 'sign up, invited');
     await guest.getByLabel('Email').fill(invitee);
     await guest.getByLabel('Password').fill('another good passphrase');
     await guest.getByRole('button', { name: 'Sign up' }).click();
@@ -122,11 +127,13 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     assert.ok(reasonId, 'the disabled switch is described by its reason');
     assert.match((await guest.locator(`#${reasonId}`).textContent()) ?? '', /You are a viewer in this project/);
     assert.ok(await guest.getByRole('button', { name: 'New flag' }).isDisabled());
+    await checkA11y(guest, 'flags, as a viewer');
     assert.equal(await guest.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Webhooks' }).count(), 0, 'webhooks are for owners');
     await guest.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Members', exact: true }).click();
     await guest.getByText('Only an owner can invite people or change roles.').waitFor();
     assert.ok(await guest.getByLabel(`Role of ${owner.email}`).isDisabled());
     assert.equal(await guest.getByRole('button', { name: 'Invite' }).count(), 0);
+    await checkA11y(guest, 'members, as a viewer');
 
     // The owner toggles the flag: the audit log shows who, and before → after.
     await section(page, 'Flags');
@@ -137,6 +144,7 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     const toggled = page.getByRole('listitem').filter({ hasText: 'flag.toggled' });
     await toggled.getByRole('row', { name: 'enabled false true' }).waitFor();
     assert.match((await toggled.textContent()) ?? '', new RegExp(`by ${owner.email}`));
+    await checkA11y(page, 'audit log');
     await page.getByLabel('Changed by').selectOption({ label: invitee });
     await page.getByText('No change matches these filters.').waitFor();
 
@@ -147,18 +155,21 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await heading(page, 'History of new_checkout in Production');
     await page.getByRole('listitem').filter({ hasText: 'flag.toggled' }).getByRole('row', { name: 'enabled false true' }).waitFor();
     await page.getByRole('listitem').filter({ hasText: 'flag.created' }).waitFor();
+    await checkA11y(page, 'flag history');
 
     // An API token: shown once with a copy button, used once, revoked, refused.
     await page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'API tokens' }).click();
     await heading(page, 'No tokens yet');
-    await page.getByRole('button', { name: 'New token' }).click();
-    const tokenDialog = page.getByRole('dialog', { name: 'New API token' });
+    await checkA11y(page, 'API tokens, none yet');
+    const tokenDialog = await dialogByKeyboard(page, page.getByRole('button', { name: 'New token' }), 'New API token');
     await tokenDialog.getByLabel('Token name').fill('deploy script');
     await tokenDialog.getByLabel('Project').selectOption({ label: 'Team shop' });
     await tokenDialog.getByLabel('Role', { exact: true }).selectOption('editor');
+    await checkA11y(page, 'new API token dialog');
     await tokenDialog.getByRole('button', { name: 'Create token' }).click();
     const secret = ((await page.getByLabel('The new token', { exact: true }).textContent()) ?? '').trim();
     assert.match(secret, /^gdn_/);
+    await checkA11y(page, 'API tokens, a new one shown once');
     await page.getByRole('button', { name: 'Copy the new token' }).click();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret, 'the copy button copies the secret');
     const withToken = await request(server, 'GET', `/api/projects/${project.id}/flags`, { token: secret });
@@ -169,9 +180,11 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await tokenRow.waitFor();
     assert.equal(await page.getByLabel('The new token', { exact: true }).count(), 0, 'the secret is not shown again');
     assert.match((await tokenRow.textContent()) ?? '', /Team shop as editor/);
+    await checkA11y(page, 'API tokens');
     assert.notEqual((await tokenRow.getByRole('cell').nth(3).textContent())?.trim(), 'never', 'its use is shown as its last use');
-    await page.getByRole('button', { name: 'Revoke deploy script' }).click();
-    await page.getByRole('dialog', { name: 'Revoke deploy script?' }).getByRole('button', { name: 'Revoke token' }).click();
+    const revoke = await dialogByKeyboard(page, page.getByRole('button', { name: 'Revoke deploy script' }), 'Revoke deploy script?');
+    await checkA11y(page, 'revoke token dialog');
+    await revoke.getByRole('button', { name: 'Revoke token' }).press('Enter');
     await heading(page, 'No tokens yet');
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}/flags`, { token: secret })).status, 401, 'a revoked token is refused');
 
@@ -179,29 +192,33 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await page.goto(`${server.url}/projects/${project.id}`);
     await section(page, 'Webhooks');
     await heading(page, 'No webhooks yet');
-    await page.getByRole('button', { name: 'New webhook' }).click();
-    const hookDialog = page.getByRole('dialog', { name: 'New webhook' });
+    await checkA11y(page, 'webhooks, none yet');
+    const hookDialog = await dialogByKeyboard(page, page.getByRole('button', { name: 'New webhook' }), 'New webhook');
     await hookDialog.getByLabel('Payload URL').fill(receiverUrl);
-    await hookDialog.getByRole('checkbox', { name: 'Every event, including ones added later' }).uncheck();
-    await hookDialog.getByRole('checkbox', { name: 'flag.created' }).check();
+    // The events are checkboxes: Space picks them.
+    await hookDialog.getByRole('checkbox', { name: 'Every event, including ones added later' }).press('Space');
+    await hookDialog.getByRole('checkbox', { name: 'flag.created' }).press('Space');
+    assert.ok(await hookDialog.getByRole('checkbox', { name: 'flag.created' }).isChecked());
+    await checkA11y(page, 'new webhook dialog');
     await hookDialog.getByRole('button', { name: 'Create webhook' }).click();
     const signingSecret = ((await page.getByLabel("The webhook's signing secret").textContent()) ?? '').trim();
     assert.ok(signingSecret.length >= 32, 'the signing secret is shown');
     await page.getByText('Events: flag.toggled, flag.created').waitFor();
-    await page.getByRole('button', { name: `Send a test event to ${receiverUrl}` }).click();
+    await page.getByRole('button', { name: `Send test event to ${receiverUrl}` }).click();
     const deliveries = page.getByRole('table', { name: `Deliveries to ${receiverUrl}, newest first` });
     await eventually(async () => (await deliveries.getByRole('row').filter({ hasText: 'webhook.test' }).filter({ hasText: 'Delivered 200' }).count()) === 1, 'the test delivery shown as delivered', 20_000);
     const test = received.find((item) => item.headers['x-guidon-event'] === 'webhook.test');
     assert.ok(test, 'the receiver got the test event');
     const expected = createHmac('sha256', signingSecret).update(`${test.headers['x-guidon-timestamp']}.${test.body}`).digest('hex');
     assert.equal(test.headers['x-guidon-signature'], `sha256=${expected}`, 'signed with the secret shown once');
+    await checkA11y(page, 'webhooks, a delivery');
     // Resend: a second delivery of the same event.
     await deliveries.getByRole('button', { name: /^Resend webhook\.test/ }).click();
     await eventually(async () => (await deliveries.getByRole('row').filter({ hasText: 'Delivered 200' }).count()) === 2, 'the resent delivery', 20_000);
     // Switched off: no test to send.
-    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
+    await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).press('Space');
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: false }).waitFor();
-    assert.ok(await page.getByRole('button', { name: `Send a test event to ${receiverUrl}` }).isDisabled());
+    assert.ok(await page.getByRole('button', { name: `Send test event to ${receiverUrl}` }).isDisabled());
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: true }).waitFor();
   } catch (error) {

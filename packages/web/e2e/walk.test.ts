@@ -1,9 +1,11 @@
 /**
  * The dashboard walked through in Debian's Chromium, as a person would: every element found by
  * its role and accessible name. Sign up → verify the address through the emailed link → project →
- * flag → rules (reordered by keyboard) → switch on → try it → history → copy to staging → rotate
- * the key → expired session → log out (the token ends on the server) → forgot/reset password
- * through the emailed link (the server's test mailbox). No console error on any page.
+ * flag → rules (added and reordered by keyboard) → switch on → try it → history → copy to staging
+ * → rotate the key → expired session → log out (the token ends on the server) → forgot/reset
+ * password through the emailed link (the server's test mailbox). No console error on any page; axe
+ * finds no serious violation on any of them (checkA11y, both widths, both themes); every dialog is
+ * opened from the keyboard, keeps the focus inside and gives it back (dialogByKeyboard).
  *
  * GUIDON_SCREENSHOTS=<dir> also saves screenshots of the main pages (desktop and phone, light and
  * dark) into that directory: `npm run screenshots -w packages/web`.
@@ -15,7 +17,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { eventually, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { bucketOf } from '@guidon/engine';
-import { hasChromium, launch, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, focusReturnsTo, hasChromium, launch, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -42,7 +44,8 @@ const email = `walker-${process.pid}@example.com`;
 const password = 'correct horse battery';
 const newPassword = 'a brand new passphrase';
 
-test('a person runs their flags from the dashboard', { timeout: 120_000 }, async () => {
+// A generous limit: axe runs at four views on every page reached, on a machine that may be shared.
+test('a person runs their flags from the dashboard', { timeout: 300_000 }, async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
   const page = await context.newPage();
@@ -75,69 +78,89 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   // Sign up: the root sends a visitor to log in, which links to sign-up.
   await page.goto(server.url);
   await heading('Log in');
+  await checkA11y(page, 'log in');
   await page.getByRole('link', { name: 'Create an account' }).click();
   await heading('Create your account');
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill('short');
   await page.getByRole('button', { name: 'Sign up' }).click();
   await page.getByRole('alert').filter({ hasText: 'Use at least 8 characters' }).waitFor();
+  await checkA11y(page, 'sign up, with an error');
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign up' }).click();
   await heading('Projects');
   await heading('No projects yet');
+  await checkA11y(page, 'projects, none yet');
 
   // Unverified: a banner says what waits, and sends a new link on request.
   const banner = page.getByRole('region', { name: 'Email address not verified' });
   await banner.getByText(`We emailed a link to ${email}`).waitFor();
+  await checkA11y(page, 'projects, with the banner of an unverified address');
   await banner.getByRole('button', { name: 'Resend the email' }).click();
   await banner.getByRole('status').filter({ hasText: 'A new link is on its way' }).waitFor();
   await eventually(() => server.mailbox!.to(email).length === 2, 'the second verification email');
   await page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
   await heading('Account');
   await page.getByText('Not verified', { exact: true }).waitFor();
+  await checkA11y(page, 'account, unverified');
   // The emailed link: a press of the button verifies (a mail scanner opening the link does not).
   await page.goto(server.url + (await emailedLink(email, '/verify-email')));
   await heading('Verify your email address');
+  await checkA11y(page, 'verify email');
   await page.getByRole('button', { name: 'Verify my email address' }).click();
   await page.getByRole('status').filter({ hasText: 'Your email address is verified' }).waitFor();
+  await checkA11y(page, 'verify email, done');
   await page.getByRole('link', { name: 'Go to your projects' }).first().click();
   await heading('No projects yet');
   assert.equal(await page.getByRole('region', { name: 'Email address not verified' }).count(), 0, 'no banner once verified');
   await page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
   await page.getByText('Verified', { exact: true }).waitFor();
+  await checkA11y(page, 'account, verified');
   await page.getByRole('link', { name: 'Guidon: your projects' }).click();
   await heading('No projects yet');
 
   // A project: the dialog traps focus and names what comes with it.
-  await page.getByRole('button', { name: 'Create your first project' }).click();
-  const projectDialog = page.getByRole('dialog', { name: 'New project' });
+  const projectDialog = await dialogByKeyboard(page, page.getByRole('button', { name: 'Create your first project' }), 'New project');
   await projectDialog.getByLabel('Name').fill('Shop');
+  await checkA11y(page, 'new project dialog');
   await projectDialog.getByRole('button', { name: 'Create project' }).click();
   await heading('Shop');
   await heading('No flags yet');
+  await checkA11y(page, 'flags, none yet');
   const projectUrl = page.url();
   const projectId = projectUrl.split('/projects/')[1]!;
 
   // A flag: the key rule is checked before submit.
-  await page.getByRole('button', { name: 'Create your first flag' }).click();
-  const flagDialog = page.getByRole('dialog', { name: 'New flag' });
+  const flagDialog = await dialogByKeyboard(page, page.getByRole('button', { name: 'Create your first flag' }), 'New flag');
   await flagDialog.getByLabel('Name').fill('New checkout');
   assert.equal(await flagDialog.getByLabel('Key').inputValue(), 'new_checkout', 'the key is suggested from the name');
   await flagDialog.getByLabel('Key').fill('New Checkout');
   await flagDialog.getByRole('button', { name: 'Create flag' }).click();
   await flagDialog.getByRole('alert').filter({ hasText: 'The key allows a-z, 0-9, _ and -' }).waitFor();
+  await checkA11y(page, 'new flag dialog, with an error');
   await flagDialog.getByLabel('Key').fill('new_checkout');
   await flagDialog.getByRole('button', { name: 'Create flag' }).click();
   await heading(/New checkout/);
+  await checkA11y(page, 'flag, new');
 
-  // Two rules, then the second moved to the top with the keyboard (drag handle, Space, arrow, Space).
+  // Two rules added with the keyboard alone (the value has the focus, the kind is the radio group
+  // before it, Enter adds), then the second moved to the top (drag handle, Space, arrow, Space).
+  const addRule = page.getByRole('button', { name: 'Add rule' });
   for (const [type, value] of [['Email domain', 'example.com'], ['User id', 'user-42']] as const) {
-    await page.getByRole('button', { name: 'Add rule' }).click();
-    const ruleDialog = page.getByRole('dialog', { name: 'Add rule' });
-    await ruleDialog.getByRole('radio', { name: type }).check();
-    await ruleDialog.getByLabel('Value').fill(value);
-    await ruleDialog.getByRole('button', { name: 'Add rule' }).click();
+    const ruleDialog = await dialogByKeyboard(page, addRule, 'Add rule');
+    await focusReturnsTo(page, ruleDialog.getByLabel('Value'));
+    if (type === 'Email domain') {
+      await page.keyboard.press('Shift+Tab');
+      await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('ArrowDown');
+      assert.ok(await ruleDialog.getByRole('radio', { name: type }).isChecked(), `${type} picked with the arrow keys`);
+      await page.keyboard.press('Tab');
+    }
+    await page.keyboard.type(value);
+    if (type === 'Email domain') await checkA11y(page, 'add rule dialog');
+    await page.keyboard.press('Enter');
     await ruleDialog.waitFor({ state: 'detached' });
+    await focusReturnsTo(page, addRule);
   }
   const rules = page.getByRole('list').filter({ has: page.getByRole('button', { name: /^Reorder rule/ }) });
   await rules.getByRole('listitem').nth(1).filter({ hasText: 'user-42' }).waitFor();
@@ -154,11 +177,19 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
     const stored = await request(server, 'GET', `/api/projects/${projectId}/environments/${page.url().split('/flags/')[1]!.split('/')[0]}/flags/${flagId}/rules`, { token: await token(page) });
     return stored.body[0]?.rule_value === 'user-42';
   }, 'the new rule order stored');
+  // Editing a rule: the same dialog, from the rule's Edit button; Escape leaves it as it was.
+  const editRule = page.getByRole('button', { name: 'Edit rule User id user-42' });
+  const editDialog = await dialogByKeyboard(page, editRule, 'Edit rule');
+  assert.equal(await editDialog.getByLabel('Value').inputValue(), 'user-42');
+  await checkA11y(page, 'edit rule dialog');
+  await page.keyboard.press('Escape');
+  await editDialog.waitFor({ state: 'detached' });
+  await focusReturnsTo(page, editRule);
 
-  // Switch it on in Production; the state survives a reload (and so does the session).
+  // Switch it on in Production (Space on the switch); the state survives a reload (and so does the session).
   const productionSwitch = page.getByRole('switch', { name: 'new_checkout in Production' });
   assert.equal(await productionSwitch.getAttribute('aria-checked'), 'false');
-  await productionSwitch.click();
+  await productionSwitch.press('Space');
   await page.getByRole('switch', { name: 'new_checkout in Production', checked: true }).waitFor();
   await page.reload();
   await page.getByRole('switch', { name: 'new_checkout in Production', checked: true }).waitFor();
@@ -167,6 +198,16 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByLabel('Rollout percentage', { exact: true }).fill('50');
   await page.getByLabel('Rollout percentage', { exact: true }).press('Enter');
   await page.getByText('Of everyone else, 50% get it').waitFor();
+  // The slider moves with the arrow keys, and each step is saved.
+  const storedRollout = async () => (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token: await token(page) })).body[0].environments.production.rollout_percentage as number;
+  const slider = page.getByRole('slider', { name: 'Rollout percentage of new_checkout in Production' });
+  await slider.press('ArrowRight');
+  await page.getByText('Of everyone else, 51% get it').waitFor();
+  await eventually(async () => (await storedRollout()) === 51, 'rollout 51 stored');
+  await slider.press('ArrowLeft');
+  await page.getByText('Of everyone else, 50% get it').waitFor();
+  await eventually(async () => (await storedRollout()) === 50, 'rollout 50 stored');
+  await checkA11y(page, 'flag, with rules, on, 50% rollout');
 
   // Try it: the real evaluate endpoint, reasons as it answers them.
   await section('Try it');
@@ -180,6 +221,7 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await tryIt('user-42', 'ada@other.org', 'Matched user_id targeting rule');
   const rolloutReason = bucketOf('new_checkout', 'user-9') < 50 ? 'User in 50% rollout' : 'User not in 50% rollout';
   await tryIt('user-9', 'eve@other.org', rolloutReason);
+  await checkA11y(page, 'try it, with results');
 
   // History shows those evaluations, newest first, and filters by user.
   await section('Usage');
@@ -194,6 +236,7 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByRole('button', { name: 'Filter' }).click();
   await eventually(async () => (await page.getByRole('row').filter({ hasText: 'new_checkout' }).count()) === 1, 'only user-42');
   assert.match((await page.getByRole('row').filter({ hasText: 'new_checkout' }).textContent()) ?? '', /Matched user_id targeting rule/);
+  await checkA11y(page, 'usage, filtered history');
   // On a phone each evaluation is a card: its reason, the last column, is in view without scrolling sideways.
   const desktop = page.viewportSize()!;
   await page.setViewportSize({ width: 360, height: 760 });
@@ -207,6 +250,7 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByLabel('Target environment').selectOption({ label: 'Staging' });
   await page.getByRole('button', { name: 'Copy flag' }).click();
   await page.getByRole('status').filter({ hasText: 'Copied new_checkout to Staging, with its rules.' }).waitFor();
+  await checkA11y(page, 'flag, copied to another environment');
   await section('Flags');
   await page.getByRole('switch', { name: 'new_checkout in Staging', checked: true }).waitFor();
   // A toggle the server refuses moves back, and says so.
@@ -217,6 +261,7 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByRole('switch', { name: 'new_checkout in Staging' }).click();
   await page.getByRole('alert').filter({ hasText: 'Not switched, it is back as it was' }).waitFor();
   await page.getByRole('switch', { name: 'new_checkout in Staging', checked: true }).waitFor();
+  await checkA11y(page, 'flags, side by side, a refused toggle');
   await page.unrouteAll();
   allowConsoleError(null);
   await page.getByLabel('Search flags').fill('checkout');
@@ -225,16 +270,24 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   // Rotate the key: the dialog says the old one stops at once, and it does.
   const oldKey = (await request(server, 'GET', `/api/projects/${projectId}`, { token: await token(page) })).body.sdk_key as string;
   await section('Settings');
-  await page.getByRole('button', { name: 'Rotate SDK key' }).click();
-  const rotate = page.getByRole('dialog', { name: 'Rotate the SDK key?' });
+  const rotateButton = page.getByRole('button', { name: 'Rotate SDK key' });
+  const rotate = await dialogByKeyboard(page, rotateButton, 'Rotate the SDK key?');
   await rotate.getByText('The old key stops working at once').waitFor();
-  await rotate.getByRole('button', { name: 'Rotate key' }).click();
+  await checkA11y(page, 'rotate key dialog');
+  await rotate.getByRole('button', { name: 'Rotate key' }).press('Enter');
   await rotate.waitFor({ state: 'detached' });
+  await focusReturnsTo(page, rotateButton);
   const newKey = (await request(server, 'GET', `/api/projects/${projectId}`, { token: await token(page) })).body.sdk_key as string;
   assert.notEqual(newKey, oldKey);
   await page.getByLabel('SDK key').filter({ hasText: newKey }).waitFor();
+  await checkA11y(page, 'project settings');
   const withOld = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: oldKey, body: { environment: 'production' } });
   assert.equal(withOld.status, 401);
+
+  // How to connect an app, with the new key in its examples.
+  await section('Connect an app');
+  await page.getByText(newKey).first().waitFor();
+  await checkA11y(page, 'connect an app');
 
   // An expired session: to the login page, then back to where the person was.
   allowConsoleError(/status of 401/);
@@ -242,11 +295,22 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.goto(`${projectUrl}/environments`);
   await heading('Log in');
   await page.getByText('Your session ended').waitFor();
+  await checkA11y(page, 'log in, session ended');
   allowConsoleError(null);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Log in' }).click();
   await heading('New environment');
+  await checkA11y(page, 'environments');
+  // Renaming and deleting an environment: dialogs from the keyboard, each closed with Escape.
+  for (const [button, dialogName] of [['Rename Staging', 'Rename Staging'], ['Delete Staging', 'Delete Staging?']] as const) {
+    const opener = page.getByRole('button', { name: button });
+    const dialog = await dialogByKeyboard(page, opener, dialogName);
+    await checkA11y(page, `${dialogName} dialog`);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await focusReturnsTo(page, opener);
+  }
   assert.equal(new URL(page.url()).pathname, `/projects/${projectId}/environments`);
 
   // Log out ends the login token on the server too, then forgot / reset password through the emailed link.
@@ -258,12 +322,14 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByLabel('Email').fill(email);
   await page.getByRole('button', { name: 'Send reset link' }).click();
   await page.getByRole('status').filter({ hasText: 'Check your inbox' }).waitFor();
+  await checkA11y(page, 'forgot password, sent');
   await page.goto(server.url + (await emailedLink(email, '/reset-password')));
   await heading('Choose a new password');
   await page.getByLabel('New password', { exact: true }).fill(newPassword);
   await page.getByLabel('Repeat the new password').fill('something else');
   await page.getByRole('button', { name: 'Change password' }).click();
   await page.getByRole('alert').filter({ hasText: 'The two passwords differ' }).waitFor();
+  await checkA11y(page, 'reset password, with an error');
   await page.getByLabel('Repeat the new password').fill(newPassword);
   await page.getByRole('button', { name: 'Change password' }).click();
   await page.getByRole('link', { name: 'Log in with it' }).click();
@@ -271,6 +337,7 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByLabel('Password', { exact: true }).fill(newPassword);
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('link', { name: 'Shop' }).waitFor();
+  await checkA11y(page, 'projects');
 
   return projectId;
 }

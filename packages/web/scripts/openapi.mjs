@@ -28,7 +28,7 @@ export async function openApiDocument() {
   }
 }
 
-/** Field rules the forms check before submit, in the server's own words (schema descriptions). */
+/** Field rules the forms check before submit, in the server's own words (schema descriptions), and the API's closed lists. */
 function fieldRules(doc) {
   const body = (path, method) => doc.paths[path][method].requestBody.content['application/json'].schema.properties;
   const pick = ({ pattern, minLength, maxLength, description }) => ({ pattern, minLength, maxLength, description });
@@ -36,6 +36,9 @@ function fieldRules(doc) {
     flagKey: pick(body('/api/projects/{project_id}/environments/{env_id}/flags', 'post').key),
     environmentKey: pick(body('/api/projects/{project_id}/environments', 'post').key),
     password: pick(body('/auth/register', 'post').password),
+    // The closed vocabularies of the audit log (contract §10): the webhook form lists them.
+    auditActions: doc.components.schemas.AuditAction.enum,
+    resourceTypes: doc.components.schemas.ResourceType.enum,
   };
 }
 

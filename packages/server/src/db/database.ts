@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type PostgresPool, type PostgresPoolClient, type SqliteDatabase } from 'kysely';
@@ -80,8 +80,34 @@ function pingSqlite(raw: BetterSqlite3.Database): void {
   }
 }
 
+/**
+ * Creates a file (and the folders it needs) readable by this process's user only: 0600, and 0700
+ * for a folder made here. An existing file keeps its content; a group- or world-readable one is
+ * narrowed to 0600 (when we may: a file of another user is left as it is).
+ */
+export function createPrivateFile(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  closeSync(openSync(path, 'a', 0o600));
+  narrowToOwner(path);
+}
+
+function narrowToOwner(path: string): void {
+  try {
+    if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  } catch {
+    // gone meanwhile, or not ours to change
+  }
+}
+
+/**
+ * The database holds password hashes and the generated JWT secret. SQLite creates its -wal and
+ * -shm files with the database file's mode, so a 0600 database file covers all three.
+ */
 function openSqlite(path: string, options: OpenOptions): Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    createPrivateFile(path);
+    for (const companion of [`${path}-wal`, `${path}-shm`]) if (existsSync(companion)) narrowToOwner(companion);
+  }
   const raw = new BetterSqlite3(path);
   raw.pragma('journal_mode = WAL');
   // FULL: an acknowledged write survives a power cut, not only a process crash.

@@ -252,8 +252,15 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('webhook_attempts_webhook_time_idx').on('webhook_attempts').columns(['webhook_id', 'created_at', 'id']).execute();
       },
     },
+    '0004_webhook_deliveries_by_webhook': {
+      async up(db: Kysely<any>) {
+        // A webhook's test sends of the last minute are counted (at most 10, issue 18), and
+        // deleting a webhook deletes its deliveries: both read them by webhook.
+        await db.schema.createIndex('webhook_deliveries_webhook_time_idx').on('webhook_deliveries').columns(['webhook_id', 'created_at']).execute();
+      },
+    },
     // Proven addresses, invitation secrets, log out (contract §8, §18; issue 18).
-    '0004_proven_addresses': {
+    '0005_proven_addresses': {
       async up(db: Kysely<any>) {
         await db.schema.alterTable('users').addColumn('email_verified_at', timestamp).execute();
 

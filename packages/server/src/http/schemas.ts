@@ -14,6 +14,10 @@ export const ErrorBody = Type.Object(
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp' });
 export const Uuid = Type.String({ format: 'uuid' });
 
+/** Path parameters of the routes under a project, shared by every module that serves one. */
+export const ProjectParams = Type.Object({ project_id: Uuid });
+export const EnvironmentParams = Type.Object({ project_id: Uuid, env_id: Uuid });
+
 /** Names, labels: trimmed text of 1 to 200 characters. */
 export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 export const Description = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]);

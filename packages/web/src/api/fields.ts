@@ -14,5 +14,36 @@ export const fields = {
   "password": {
     "minLength": 8,
     "maxLength": 1024
-  }
+  },
+  "auditActions": [
+    "project.created",
+    "project.updated",
+    "project.key_regenerated",
+    "environment.created",
+    "environment.updated",
+    "environment.deleted",
+    "flag.created",
+    "flag.updated",
+    "flag.toggled",
+    "flag.deleted",
+    "rule.created",
+    "rule.updated",
+    "rule.deleted",
+    "member.added",
+    "member.joined",
+    "member.updated",
+    "member.removed",
+    "webhook.created",
+    "webhook.updated",
+    "webhook.deleted",
+    "webhook.test"
+  ],
+  "resourceTypes": [
+    "project",
+    "environment",
+    "flag",
+    "rule",
+    "member",
+    "webhook"
+  ]
 } as const;

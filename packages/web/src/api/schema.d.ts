@@ -4470,7 +4470,7 @@ export interface paths {
                     "application/json": {
                         /** @description http or https */
                         url: string;
-                        events?: string[];
+                        events?: ("*" | components["schemas"]["AuditAction"])[];
                         description?: string | null;
                         enabled?: boolean;
                     };
@@ -4489,7 +4489,7 @@ export interface paths {
                             /** Format: uuid */
                             project_id: string;
                             url: string;
-                            events: string[];
+                            events: ("*" | components["schemas"]["AuditAction"])[];
                             description: string | null;
                             enabled: boolean;
                             /**
@@ -4536,6 +4536,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4668,7 +4677,7 @@ export interface paths {
                     "application/json": {
                         /** @description http or https */
                         url?: string;
-                        events?: string[];
+                        events?: ("*" | components["schemas"]["AuditAction"])[];
                         description?: string | null;
                         enabled?: boolean;
                     };
@@ -4890,6 +4899,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -4949,7 +4967,7 @@ export interface paths {
                                 id: string;
                                 /** Format: uuid */
                                 event_id: string;
-                                action: string;
+                                action: components["schemas"]["AuditAction"];
                                 attempt: number;
                                 status_code: number | null;
                                 error: string | null;
@@ -5263,6 +5281,13 @@ export interface components {
             /** @description set on first use, then refreshed at most once a minute */
             last_used_at: string | (never | null);
         };
+        /**
+         * @description <resource>.<verb>, e.g. flag.toggled
+         * @enum {unknown}
+         */
+        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test";
+        /** @enum {unknown} */
+        ResourceType: "project" | "environment" | "flag" | "rule" | "member" | "webhook";
         AuditEvent: {
             /** Format: uuid */
             id: string;
@@ -5270,9 +5295,8 @@ export interface components {
             project_id: string;
             /** Format: uuid */
             environment_id: string | null;
-            /** @description <resource>.<verb>, e.g. flag.toggled */
-            action: string;
-            resource_type: string;
+            action: components["schemas"]["AuditAction"];
+            resource_type: components["schemas"]["ResourceType"];
             /** Format: uuid */
             resource_id: string;
             resource_key: string | null;
@@ -5301,7 +5325,7 @@ export interface components {
             /** Format: uuid */
             project_id: string;
             url: string;
-            events: string[];
+            events: ("*" | components["schemas"]["AuditAction"])[];
             description: string | null;
             enabled: boolean;
             /**

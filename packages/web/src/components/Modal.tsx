@@ -1,5 +1,5 @@
 import * as Dialog from '@radix-ui/react-dialog';
-import type { ReactNode } from 'react';
+import { useRef, type ReactNode } from 'react';
 
 interface ModalProps {
   open: boolean;
@@ -9,13 +9,27 @@ interface ModalProps {
   children: ReactNode;
 }
 
-/** A dialog that traps focus, closes on Escape and returns focus to what opened it (Radix). */
+/**
+ * A dialog that traps focus, closes on Escape and gives the focus back to what opened it (Radix).
+ * Radix gives it back only to a Dialog.Trigger, and our dialogs open from state (a button's
+ * onClick, a row's action): so the element that had the focus when the dialog opened is kept
+ * here and focused again on close, or the page's main content when that element is gone.
+ */
 export function Modal({ open, onOpenChange, title, description, children }: ModalProps) {
+  const opener = useRef<HTMLElement | null>(null);
+  // Read while rendering the open dialog, before it (or an autoFocus field in it) takes the focus.
+  if (open && opener.current === null && document.activeElement instanceof HTMLElement) opener.current = document.activeElement;
+  const giveFocusBack = (event: Event) => {
+    event.preventDefault();
+    const target = opener.current?.isConnected ? opener.current : document.getElementById('main');
+    opener.current = null;
+    target?.focus();
+  };
   return (
     <Dialog.Root open={open} onOpenChange={onOpenChange}>
       <Dialog.Portal>
         <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="dialog">
+        <Dialog.Content className="dialog" onCloseAutoFocus={giveFocusBack}>
           <Dialog.Title>{title}</Dialog.Title>
           {description ? <Dialog.Description>{description}</Dialog.Description> : <Dialog.Description className="visually-hidden">{title}</Dialog.Description>}
           {children}

@@ -1,5 +1,4 @@
-import { useEffect, useRef } from 'react';
-import { NavLink, Outlet, useLocation, useParams } from 'react-router';
+import { NavLink, Outlet, useParams } from 'react-router';
 import { useProject } from '../api/queries';
 import { QueryState } from './States';
 
@@ -19,12 +18,6 @@ const SECTIONS = [
 export function ProjectLayout() {
   const { projectId = '' } = useParams();
   const project = useProject(projectId);
-  const tabs = useRef<HTMLElement>(null);
-  const { pathname } = useLocation();
-  // On a phone the tabs scroll sideways: keep the current one in view.
-  useEffect(() => {
-    tabs.current?.querySelector('.tab.active')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
-  }, [pathname, project.data?.id]);
   return (
     <QueryState query={project} what="the project">
       {(data) => (
@@ -36,7 +29,7 @@ export function ProjectLayout() {
               {data.role}
             </span>
           </div>
-          <nav className="tabs" aria-label="Project sections" ref={tabs}>
+          <nav className="tabs" aria-label="Project sections">
             {SECTIONS.filter((section) => !('owner' in section) || data.role === 'owner').map((section) => (
               <NavLink key={section.to} to={section.to} end={'end' in section} className={({ isActive }) => (isActive ? 'tab active' : 'tab')}>
                 {section.label}

@@ -21,10 +21,12 @@ export function ErrorState({ error, retry }: { error: unknown; retry?: () => voi
   );
 }
 
-export function Empty({ title, children }: { title: string; children?: ReactNode }) {
+/** An empty list: its title is a heading one level below the page's or section's own (h3 under an h2, h2 under an h1). */
+export function Empty({ title, level = 3, children }: { title: string; level?: 2 | 3; children?: ReactNode }) {
+  const Heading = level === 2 ? 'h2' : 'h3';
   return (
     <div className="state state-empty">
-      <h3>{title}</h3>
+      <Heading>{title}</Heading>
       {children}
     </div>
   );

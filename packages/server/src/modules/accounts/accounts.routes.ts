@@ -2,13 +2,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { looksLikeEmail } from '@guidon/engine';
-import type { Services, ApiPlugin } from '../../services.js';
+import type { Config } from '../../config.js';
+import type { Db } from '../../db/database.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { RateLimits } from '../../rate-limits.js';
+import type { Mailer } from './mailer.js';
+import type { LoginTokens } from './tokens.js';
 import { Forbidden, Invalid, Unauthorized } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import {
   createUser,
-  findSessionUser,
   findUserByEmail,
   isUsableResetToken,
   resetPassword,
@@ -18,8 +22,8 @@ import {
   verifyEmail,
   type NewUser,
 } from './accounts.repository.js';
-import { authenticateApiToken, TOKEN_PREFIX } from '../api-tokens/api-tokens.repository.js';
-import { isUsableInvitation, joinInvitedProjects, useInvitationToken } from '../members/invitations.js';
+import { loginSession } from './sessions.js';
+import { isUsableInvitation, useInvitationToken } from './invitation-tokens.js';
 import {
   CurrentUser,
   ForgotPasswordBody,
@@ -41,18 +45,21 @@ const SIGN_UP_CLOSED = 'Sign-up is closed: open the invitation link you were ema
 const normalizeEmail = (email: string) => email.trim().toLowerCase();
 const hashSecret = (token: string) => createHash('sha256').update(token).digest('hex');
 
-/** The bearer's login token (not an API token), valid and not logged out, with its user; else 401. */
-async function loginSession({ db, tokens }: Pick<Services, 'db' | 'tokens'>, request: FastifyRequest) {
-  const secret = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
-  const claims = secret && !secret.startsWith(TOKEN_PREFIX) ? await tokens.verify(secret) : null;
-  const user = claims ? await findSessionUser(db, claims.userId, claims.jti) : undefined;
-  if (!claims || !user || user.token_version !== claims.tokenVersion || user.revoked !== null) throw new Unauthorized();
-  return { user, claims };
+export interface AccountOptions {
+  db: Db;
+  limits: RateLimits;
+  tokens: LoginTokens;
+  mailer: Mailer;
+  config: Readonly<Config>;
+  /**
+   * The address of this account is proven (its invitation's secret, a verification link, a
+   * password reset): app.ts turns the invitations waiting for it into memberships (members/).
+   */
+  addressProven: (user: NewUser) => Promise<void>;
 }
 
 /** /auth/*: no bearer token, except log out and resend-verification (a login token). */
-export const accountRoutes: ApiPlugin = async (app, services) => {
-  const { db, limits, tokens, mailer, config, writes } = services;
+export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits, tokens, mailer, config, addressProven }) => {
   const tags = ['account'];
 
   /** Emails a new single-use verification link (24 h); the email goes out after the answer. */
@@ -85,7 +92,7 @@ export const accountRoutes: ApiPlugin = async (app, services) => {
       if (!(await useInvitationToken(trx, email, invitation!))) throw config.allowRegistration ? new Invalid('This invitation link was used meanwhile') : new Forbidden(SIGN_UP_CLOSED);
       return created;
     });
-    await joinInvitedProjects(writes, db, user);
+    await addressProven(user);
     return reply.code(201).send(user);
   });
 
@@ -94,14 +101,14 @@ export const accountRoutes: ApiPlugin = async (app, services) => {
   }, async (request) => {
     const user = await verifyEmail(db, hashSecret(request.body.token));
     if (!user) throw new Invalid('Verification link is invalid, expired or already used');
-    await joinInvitedProjects(writes, db, user);
+    await addressProven(user);
     return { message: 'Email address verified' };
   });
 
   app.post('/auth/resend-verification', {
     schema: { tags, security: [{ bearer: [] }], response: { 202: MessageResult, ...errorResponses(401, 429) } },
   }, async (request, reply) => {
-    const { user } = await loginSession(services, request);
+    const { user } = await loginSession({ db, tokens }, request);
     if (user.email_verified_at === null) {
       await limits.resendVerification.hit(user.id);
       sendVerificationLink(request, user);
@@ -112,7 +119,7 @@ export const accountRoutes: ApiPlugin = async (app, services) => {
   app.post('/auth/logout', {
     schema: { tags, security: [{ bearer: [] }], response: { 204: Type.Null({ description: 'this login token no longer works, on any instance' }), ...errorResponses(401) } },
   }, async (request, reply) => {
-    const { user, claims } = await loginSession(services, request);
+    const { user, claims } = await loginSession({ db, tokens }, request);
     await revokeLoginToken(db, user.id, claims.jti, claims.expiresAt);
     return reply.code(204).send(null);
   });
@@ -164,35 +171,10 @@ export const accountRoutes: ApiPlugin = async (app, services) => {
     const tokenHash = hashSecret(request.body.token);
     const user = (await isUsableResetToken(db, tokenHash)) ? await resetPassword(db, tokenHash, await hashPassword(request.body.newPassword)) : undefined;
     if (!user) throw new Invalid('Reset token is invalid, expired or already used');
-    await joinInvitedProjects(writes, db, user); // the emailed link proved the address
+    await addressProven(user); // the emailed link proved the address
     return reply.type('text/plain; charset=utf-8').send('Password reset successful');
   });
 };
-
-/**
- * onRequest hook for /api/*: a valid, unexpired, unrevoked login token (JWT) or API token
- * (gdn_…, contract §9), else 401. Sets who is calling; what they may do is members/access.ts.
- */
-export function requireUser(services: Services) {
-  return async (request: FastifyRequest): Promise<void> => {
-    const secret = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
-    if (!secret) throw new Unauthorized();
-    if (secret.startsWith(TOKEN_PREFIX)) {
-      const token = await authenticateApiToken(services.db, secret);
-      if (!token) throw new Unauthorized();
-      request.userId = token.user_id;
-      request.actor = { user_id: token.user_id, email: token.email, token_id: token.id };
-      request.apiToken = { id: token.id, project_id: token.project_id, role: token.role };
-      request.emailVerified = true; // only verified accounts hold API tokens
-      return;
-    }
-    const { user } = await loginSession(services, request);
-    request.userId = user.id;
-    request.actor = { user_id: user.id, email: user.email, token_id: null };
-    request.apiToken = null;
-    request.emailVerified = user.email_verified_at !== null;
-  };
-}
 
 /** GET /api/me */
 export const currentUserRoutes: ApiPlugin = async (app) => {

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
 import { Forbidden, Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { atLeast } from '../members/access.js';
@@ -8,7 +9,7 @@ import { createApiToken, deleteApiToken, listApiTokens } from './api-tokens.repo
 import { ApiTokenParams, CreateApiTokenBody, CreatedApiToken } from './api-tokens.schemas.js';
 
 /** /api/tokens (contract §9): only a signed-in user with a verified address manages tokens, never a token. */
-export const apiTokenRoutes: ApiPlugin = async (app, { db }) => {
+export const apiTokenRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
   const tags = ['tokens'];
 
   app.post('/tokens', {

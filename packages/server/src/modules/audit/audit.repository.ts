@@ -1,82 +1,56 @@
 import type { Db } from '../../db/database.js';
 import type { AuditEventsTable } from '../../db/schema.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
-import { Invalid } from '../../errors.js';
 import type { Selectable } from 'kysely';
-
-export type ResourceType = 'project' | 'environment' | 'flag' | 'rule' | 'member' | 'webhook';
-
-/** Who made a change: the user, and the API token when one was used (null for a login). */
-export interface Actor {
-  user_id: string | null;
-  email: string | null;
-  token_id: string | null;
-}
-
-/** One change as a write describes it (contract §10). before / after are the resource's API objects. */
-export interface Change {
-  action: string;
-  resource_type: ResourceType;
-  resource_id: string;
-  resource_key?: string | null;
-  environment_id?: string | null;
-  before: object | null;
-  after: object | null;
-}
-
-export interface AuditEvent {
-  id: string;
-  project_id: string;
-  environment_id: string | null;
-  action: string;
-  resource_type: string;
-  resource_id: string;
-  resource_key: string | null;
-  actor: Actor;
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-  created_at: string;
-}
+import { decodeCursor, encodeCursor } from '../../db/cursors.js';
+import type { Actor, AuditAction, Change, ChangeEvent, ResourceType } from '../changes/changes.schemas.js';
 
 /** Fields that are credentials: never stored in an event (nor sent to a webhook). */
 const SECRET_FIELDS = new Set(['sdk_key', 'secret', 'token', 'token_hash', 'password', 'password_hash']);
 
-export function redacted(value: object | null): Record<string, unknown> | null {
-  if (value === null) return null;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, SECRET_FIELDS.has(key) ? '[redacted]' : item]));
+/**
+ * A URL that may carry a secret in its path or query (a webhook's: a Slack URL holds its token)
+ * reduced to its origin: scheme, host and port (contract §10).
+ */
+export function urlOrigin(value: string): string {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return '[redacted]';
+  }
 }
 
-/** An update that changes nothing but its timestamp is not an event. */
-export function changesNothing(change: Change): boolean {
-  if (change.before === null || change.after === null) return false;
-  const { updated_at: _b, ...before } = change.before as Record<string, unknown>;
-  const { updated_at: _a, ...after } = change.after as Record<string, unknown>;
-  const canonical = (value: object) => JSON.stringify(value, Object.keys(value).sort());
-  return canonical(before) === canonical(after);
+/** Secrets replaced by "[redacted]", a `url` reduced to its origin; idempotent (also applied to events read back). */
+export function redacted(value: object | null): Record<string, unknown> | null {
+  if (value === null) return null;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, SECRET_FIELDS.has(key) ? '[redacted]' : key === 'url' && typeof item === 'string' ? urlOrigin(item) : item]),
+  );
 }
 
 function parsed(value: string | Record<string, unknown> | null): Record<string, unknown> | null {
   return typeof value === 'string' ? (JSON.parse(value) as Record<string, unknown>) : value;
 }
 
-function toEvent(row: Selectable<AuditEventsTable>): AuditEvent {
+function toEvent(row: Selectable<AuditEventsTable>): ChangeEvent {
   return {
     id: row.id,
     project_id: row.project_id,
     environment_id: row.environment_id,
-    action: row.action,
-    resource_type: row.resource_type,
+    action: row.action as AuditAction,
+    resource_type: row.resource_type as ResourceType,
     resource_id: row.resource_id,
     resource_key: row.resource_key,
     actor: { user_id: row.actor_user_id, email: row.actor_email, token_id: row.actor_token_id },
-    before: parsed(row.before),
-    after: parsed(row.after),
+    // Redacted again: events written before URLs were reduced (issue 18) hold a webhook's full URL.
+    before: redacted(parsed(row.before)),
+    after: redacted(parsed(row.after)),
     created_at: toIso(row.created_at),
   };
 }
 
-/** Writes the event inside the change's transaction (trx) and returns it as the API shows it. */
-export async function insertAuditEvent(trx: Db, projectId: string, actor: Actor, change: Change): Promise<AuditEvent> {
+/** The change path's recorder (changes/project-writes.ts): writes the event inside the change's transaction and returns it as the API shows it. */
+export async function insertAuditEvent(trx: Db, projectId: string, actor: Actor, change: Change): Promise<ChangeEvent> {
   const before = redacted(change.before);
   const after = redacted(change.after);
   const row = {
@@ -105,23 +79,6 @@ export interface AuditQuery {
   actor_id?: string;
   limit: number;
   cursor?: string;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Paging key: the last item's (created_at, id), newest first. */
-export const encodeCursor = (createdAt: string, id: string) => Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
-
-export function decodeCursor(cursor: string): [string, string] {
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown;
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string' && !Number.isNaN(Date.parse(value[0])) && UUID.test(value[1])) {
-      return [new Date(value[0]).toISOString(), value[1]];
-    }
-  } catch {
-    // falls through to Invalid
-  }
-  throw new Invalid('cursor is not a cursor this API gave');
 }
 
 export async function listAuditEvents(db: Db, projectId: string, query: AuditQuery) {

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Timestamp, Uuid } from '../../http/schemas.js';
+import { AuditActionRef, RESOURCE_TYPES, ResourceTypeRef } from '../changes/changes.schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -8,8 +9,8 @@ export const AuditEvent = Type.Object(
     id: Uuid,
     project_id: Uuid,
     environment_id: Nullable(Uuid),
-    action: Type.String({ description: '<resource>.<verb>, e.g. flag.toggled' }),
-    resource_type: Type.String(),
+    action: AuditActionRef,
+    resource_type: ResourceTypeRef,
     resource_id: Uuid,
     resource_key: Nullable(Type.String()),
     actor: Type.Object({ user_id: Nullable(Uuid), email: Nullable(Type.String()), token_id: Nullable(Uuid) }),
@@ -22,10 +23,8 @@ export const AuditEvent = Type.Object(
 
 export const AuditPage = Type.Object({ items: Type.Array(Type.Ref('AuditEvent')), next_cursor: Nullable(Type.String()) });
 
-const ResourceType = Type.Union(['project', 'environment', 'flag', 'rule', 'member', 'webhook'].map((name) => Type.Literal(name)));
-
 export const AuditQuery = Type.Object({
-  resource_type: Type.Optional(ResourceType),
+  resource_type: Type.Optional(Type.Enum([...RESOURCE_TYPES])),
   resource_id: Type.Optional(Uuid),
   environment_id: Type.Optional(Uuid),
   actor_id: Type.Optional(Uuid),

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { NotFound } from '../../errors.js';
+import { pageHeaders } from '../../http/page-headers.js';
 
 /** packages/web/dist, built by `npm run build` (from packages/server/dist/src/modules/dashboard/). */
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../../../../web/dist/', import.meta.url));
@@ -10,20 +11,6 @@ export const DASHBOARD_DIR = fileURLToPath(new URL('../../../../../web/dist/', i
 /** Paths that belong to the API: an unknown one stays a JSON 404, never the dashboard. */
 const API_PREFIXES = ['/api', '/auth', '/sdk', '/docs', '/health', '/ofrep'];
 const isApiPath = (path: string) => API_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
-
-/**
- * The page's scripts come only from this origin (no inline scripts); inline styles are allowed
- * because the dialog library sets element styles. No framing, no sniffing, no referrer (the
- * reset link carries a token in its query).
- */
-const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " +
-    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-};
 
 /**
  * The dashboard (packages/web) at /: its files, and index.html for any other GET that asks for
@@ -37,10 +24,7 @@ export const dashboardRoutes: FastifyPluginAsync<{ dir?: string }> = async (app,
   }
   const indexHtml = readFileSync(indexPath);
 
-  app.addHook('onSend', async (_request, reply, payload) => {
-    reply.headers(SECURITY_HEADERS);
-    return payload;
-  });
+  app.addHook('onSend', pageHeaders);
   await app.register(fastifyStatic, {
     root: dir,
     wildcard: false, // one route per built file; everything else reaches the fallback below

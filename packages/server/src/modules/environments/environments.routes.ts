@@ -1,19 +1,22 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
+import type { AuditAction } from '../changes/changes.schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
 import { Invalid } from '../../errors.js';
-import { errorResponses } from '../../http/schemas.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
+import { errorResponses, ProjectParams, EnvironmentParams } from '../../http/schemas.js';
 import { createEnvironment, deleteEnvironment, listEnvironments, renameEnvironment, requireEnvironment } from './environments.repository.js';
-import { CreateEnvironmentBody, EnvironmentParams, UpdateEnvironmentBody } from './environments.schemas.js';
+import { CreateEnvironmentBody, UpdateEnvironmentBody } from './environments.schemas.js';
 
 type Environment = Awaited<ReturnType<typeof requireEnvironment>>;
-const change = (action: string, before: Environment | null, after: Environment | null) => {
+const change = (action: AuditAction, before: Environment | null, after: Environment | null) => {
   const environment = (after ?? before)!;
   return { action, resource_type: 'environment' as const, resource_id: environment.id, resource_key: environment.key, environment_id: environment.id, before, after };
 };
 
 /** /api/projects/{project_id}/environments */
-export const environmentRoutes: ApiPlugin = async (app, { db, writes, history }) => {
+export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; history: HistoryRecorder }> = async (app, { db, writes, history }) => {
   const tags = ['environments'];
   const EnvironmentRef = Type.Ref('Environment');
   const base = '/projects/:project_id/environments';

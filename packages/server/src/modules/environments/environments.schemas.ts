@@ -13,4 +13,3 @@ export const UpdateEnvironmentBody = Type.Object({
   name: Type.Optional(Name),
   key: Type.Optional(Type.String({ description: 'accepted only when equal to the current key: the key never changes' })),
 });
-export const EnvironmentParams = Type.Object({ project_id: Uuid, env_id: Uuid });

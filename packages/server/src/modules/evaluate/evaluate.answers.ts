@@ -1,7 +1,10 @@
+import { OUTCOMES } from '@guidon/engine';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, recordAll, type Evaluated } from './evaluation.js';
-import { OUTCOMES } from './outcomes.js';
+
+/** `{"enabled":…,"reason":"…"}` per outcome code, ready to be spliced into an answer. */
+const OUTCOME_JSON: readonly string[] = OUTCOMES.map(({ enabled, reason }) => JSON.stringify({ enabled, reason }));
 
 /** An evaluate answer: its JSON bytes, and the ETag that hashes it (contract §12). */
 export interface Answer {
@@ -153,7 +156,9 @@ class AnswerTemplate {
  * BYTES_PER_ENVIRONMENT bytes; a compiled environment is dropped, with its answers, on any change.
  * Where answers rarely repeat (many rollouts), new ones stop being kept: keeping costs a copy.
  */
-class EnvironmentAnswers {
+export class EnvironmentAnswers {
+  /** `"<key>":` for each flag, with the separating comma in front from the second on. */
+  private readonly jsonKeys: readonly string[];
   /** Per flag, up to FRAGMENTS (code, fragment) pairs: a flag gives a handful of outcomes at most. */
   private readonly fragmentCodes: Int16Array;
   private readonly fragments: string[];
@@ -169,6 +174,7 @@ class EnvironmentAnswers {
 
   constructor(private readonly environment: CompiledEnvironment) {
     const count = environment.flagSet.size;
+    this.jsonKeys = environment.quotedKeys.map((key, i) => `${i === 0 ? '' : ','}${key}:`);
     this.fragmentCodes = new Int16Array(count * FRAGMENTS).fill(-1);
     this.fragments = new Array(count * FRAGMENTS);
     this.template = new AnswerTemplate(environment, (flag, code) => this.fragment(flag, code));
@@ -221,10 +227,10 @@ class EnvironmentAnswers {
       if (known === code) return this.fragments[k]!;
       if (known === -1) {
         this.fragmentCodes[k] = code;
-        return (this.fragments[k] = this.environment.jsonKeys[flag]! + OUTCOMES[code]!.json);
+        return (this.fragments[k] = this.jsonKeys[flag]! + OUTCOME_JSON[code]!);
       }
     }
-    return this.environment.jsonKeys[flag]! + OUTCOMES[code]!.json; // more outcomes than expected: not kept
+    return this.jsonKeys[flag]! + OUTCOME_JSON[code]!; // more outcomes than expected: not kept
   }
 }
 
@@ -236,15 +242,6 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
   return true;
 }
 
-const byEnvironment = new WeakMap<CompiledEnvironment, EnvironmentAnswers>();
-
-/** The answer for what evaluateAll gave for this environment. */
-export function answerOf(environment: CompiledEnvironment, evaluated: Evaluated): Answer {
-  let answers = byEnvironment.get(environment);
-  if (!answers) byEnvironment.set(environment, (answers = new EnvironmentAnswers(environment)));
-  return answers.answer(evaluated);
-}
-
 /**
  * What evaluate does for a request that passed its checks (contract §2), by whichever path it came
  * (evaluate.routes.ts, evaluate.direct.ts): every flag evaluated for the context, the request
@@ -254,5 +251,5 @@ export function answerFor(environment: CompiledEnvironment, userId: string | nul
   const context = contextOf(userId, userEmail);
   const evaluated = evaluateAll(environment, context);
   recordAll(history, environment, context, evaluated.codes);
-  return answerOf(environment, evaluated);
+  return environment.answers.answer(evaluated);
 }

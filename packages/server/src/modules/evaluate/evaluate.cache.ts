@@ -1,24 +1,68 @@
-import { randomUUID } from 'node:crypto';
-import { compileFlag, compileFlagSet, type CompiledFlag, type CompiledFlagSet } from '@guidon/engine';
+import { hash, randomUUID } from 'node:crypto';
+import { compileFlagSet, type CompiledFlagSet } from '@guidon/engine';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
-import { loadProjectBySdkKey } from './evaluate.repository.js';
-import { outcomeOf } from './outcomes.js';
-import { sdkKeyHash } from './stream.tokens.js';
+import { NotFound } from '../../errors.js';
+import { LogThrottle } from '../../log-throttle.js';
+import type { ChangeFeed } from '../changes/change-feed.js';
+import { currentRevisions } from '../changes/revisions.js';
+import type { BatchEnvironment } from '../history/history.protocol.js';
+import { EnvironmentAnswers } from './evaluate.answers.js';
+import { loadProjectBySdkKey, type StoredEnvironment } from './evaluate.repository.js';
+import { sdkKeyHash } from './sdk-auth.js';
 
-/** An environment's flags, as parallel arrays in answer order. */
-export interface CompiledEnvironment {
-  readonly projectId: string;
+/**
+ * One environment's flags compiled for evaluation, with every view derived from them: built
+ * where the cache loads the project, dropped with it on the next change.
+ */
+export class CompiledEnvironment implements BatchEnvironment {
   readonly environmentId: string;
+  readonly key: string;
   /** Names this flag list in stored history (a new one each time the environment is compiled). */
-  readonly snapshotId: string;
+  readonly snapshotId = randomUUID();
   readonly flagIds: readonly string[];
   readonly flagKeys: readonly string[];
-  /** Each flag alone (one-flag evaluations: OFREP). */
-  readonly flags: readonly CompiledFlag[];
-  /** Every flag at once, as outcome codes (evaluate, OFREP bulk, the stream). */
+  /** Every flag at once, as outcome codes (evaluate, OFREP, the stream). */
   readonly flagSet: CompiledFlagSet;
-  /** `"<key>":` for each flag, with the separating comma in front from the second on. */
-  readonly jsonKeys: readonly string[];
+  /** Each key as JSON text, quotes and escapes included. */
+  readonly quotedKeys: readonly string[];
+  /** SHA-1 of the keys in order: what an answer's ETag hashes besides its outcome codes. */
+  readonly keysDigest: Uint8Array;
+  /** Recent answers and the bytes to build new ones (evaluate.answers.ts). */
+  readonly answers: EnvironmentAnswers;
+  private readonly indexes: ReadonlyMap<string, number>;
+  /** History's view of a one-flag evaluation per flag: a flag list of its own, made when first needed. */
+  private readonly oneFlagViews: BatchEnvironment[] = [];
+
+  constructor(
+    readonly projectId: string,
+    stored: StoredEnvironment,
+  ) {
+    this.environmentId = stored.id;
+    this.key = stored.key;
+    this.flagIds = stored.flags.map((flag) => flag.id);
+    this.flagSet = compileFlagSet(stored.flags);
+    this.flagKeys = this.flagSet.keys;
+    this.quotedKeys = this.flagKeys.map((key) => JSON.stringify(key));
+    this.keysDigest = hash('sha1', JSON.stringify(this.flagKeys), 'buffer');
+    this.indexes = new Map(this.flagKeys.map((key, i) => [key, i]));
+    this.answers = new EnvironmentAnswers(this);
+  }
+
+  /** The position of a flag in the environment, or -1. */
+  indexOf(flagKey: string): number {
+    return this.indexes.get(flagKey) ?? -1;
+  }
+
+  /** History's view of evaluating only the flag at `index`. */
+  oneFlagView(index: number): BatchEnvironment {
+    return (this.oneFlagViews[index] ??= {
+      environmentId: this.environmentId,
+      snapshotId: randomUUID(),
+      flagIds: [this.flagIds[index]!],
+      flagKeys: [this.flagKeys[index]!],
+    });
+  }
 }
 
 export interface CompiledProject {
@@ -29,10 +73,18 @@ export interface CompiledProject {
   readonly environments: ReadonlyMap<string, CompiledEnvironment>;
 }
 
+/** The environment of an SDK request (every SDK surface): 404 when the project has no such key. */
+export function environmentOf(project: CompiledProject | null, key: string): CompiledEnvironment {
+  const environment = project?.environments.get(key);
+  if (!environment) throw new NotFound(`Environment "${key}" not found in this project`);
+  return environment;
+}
+
 /**
- * The compiled, in-memory view that evaluate reads: SDK key → project → environment → flags.
- * A request for a known key touches no database. Every write to a project calls
- * invalidateProject, and the next request rebuilds the view from the database.
+ * The compiled, in-memory view that the SDK surfaces read: SDK key → project → environment →
+ * flags. A request for a known key touches no database. Every change the feed reports (a local
+ * write, another instance's) drops the project's view, and the next request rebuilds it from
+ * the database; a revision check every second is the safety net for a lost notification.
  */
 export class EvaluateCache {
   private readonly bySdkKey = new Map<string, CompiledProject>();
@@ -42,8 +94,30 @@ export class EvaluateCache {
   /** Bumped by every invalidation: a load that overlapped one answers its caller but is not kept. */
   private generation = 0;
   private readonly invalidationListeners = new Set<(projectId: string) => void>();
+  private timer: NodeJS.Timeout | undefined;
+  private checking = false;
+  private readonly checkFailureLog = new LogThrottle();
+  /** When a revision check last confirmed (or corrected) every compiled project. */
+  private lastConfirmedAt = Date.now();
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    feed: ChangeFeed,
+    private readonly log: FastifyBaseLogger,
+    private readonly checkIntervalMs = 1000,
+  ) {
+    feed.onChange((projectId) => this.invalidateProject(projectId));
+    feed.onReconnect(() => void this.checkRevisions()); // notifications may have been missed while the carrier was away
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.checkRevisions(), this.checkIntervalMs);
+    this.timer.unref();
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
 
   /** The project that owns the SDK key, or null when no project has it. */
   project(sdkKey: string): CompiledProject | Promise<CompiledProject | null> {
@@ -69,14 +143,20 @@ export class EvaluateCache {
     return undefined;
   }
 
-  /** Every compiled entry (one per SDK key), with the revision it was compiled at. */
-  entries(): { projectId: string; revision: number }[] {
-    return [...this.bySdkKey.values()].map(({ projectId, revision }) => ({ projectId, revision }));
+  /** Whether this compiled project is still what the cache serves: false once a change (a key rotation…) dropped it. */
+  holds(project: CompiledProject): boolean {
+    for (const sdkKey of this.sdkKeysOfProject.get(project.projectId) ?? []) if (this.bySdkKey.get(sdkKey) === project) return true;
+    return false;
   }
 
   /** Compiled entries held (one per SDK key). */
   get size(): number {
     return this.bySdkKey.size;
+  }
+
+  /** Seconds since the compiled view was last confirmed current: how stale it can be if a notification was lost. */
+  lagSeconds(): number {
+    return (Date.now() - this.lastConfirmedAt) / 1000;
   }
 
   /**
@@ -99,23 +179,33 @@ export class EvaluateCache {
     this.sdkKeysOfProject.delete(projectId);
   }
 
+  /** Drops every compiled project whose revision moved (or that no longer exists). */
+  async checkRevisions(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      // Every entry, not one per project: a project can be compiled under two SDK keys at different revisions.
+      const compiled = [...this.bySdkKey.values()].map(({ projectId, revision }) => ({ projectId, revision }));
+      if (compiled.length > 0) {
+        const current = await currentRevisions(this.db, [...new Set(compiled.map((entry) => entry.projectId))]);
+        for (const { projectId, revision } of compiled) {
+          if (current.get(projectId) !== revision) this.invalidateProject(projectId);
+        }
+      }
+      this.lastConfirmedAt = Date.now();
+      if (this.checkFailureLog.recovered()) this.log.info('revision check works again');
+    } catch (error) {
+      if (this.checkFailureLog.due()) this.log.warn({ err: error }, 'revision check failed (database unreachable?); compiled projects are served as they are');
+    } finally {
+      this.checking = false;
+    }
+  }
+
   private async load(sdkKey: string): Promise<CompiledProject | null> {
     const generation = this.generation;
     const stored = await loadProjectBySdkKey(this.db, sdkKey);
     if (!stored) return null;
-    const environments = new Map<string, CompiledEnvironment>();
-    for (const env of stored.environments) {
-      environments.set(env.key, {
-        projectId: stored.id,
-        environmentId: env.id,
-        snapshotId: randomUUID(),
-        flagIds: env.flags.map((flag) => flag.id),
-        flagKeys: env.flags.map((flag) => flag.key),
-        flags: env.flags.map(compileFlag),
-        flagSet: compileFlagSet(env.flags, codeOf),
-        jsonKeys: env.flags.map((flag, i) => `${i === 0 ? '' : ','}${JSON.stringify(flag.key)}:`),
-      });
-    }
+    const environments = new Map(stored.environments.map((env) => [env.key, new CompiledEnvironment(stored.id, env)]));
     const project: CompiledProject = { projectId: stored.id, revision: stored.revision, environments };
     if (generation === this.generation) {
       this.bySdkKey.set(sdkKey, project);
@@ -126,5 +216,3 @@ export class EvaluateCache {
     return project;
   }
 }
-
-const codeOf = (result: Parameters<typeof outcomeOf>[0]) => outcomeOf(result).code;

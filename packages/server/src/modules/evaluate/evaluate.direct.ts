@@ -3,12 +3,14 @@ import { Readable } from 'node:stream';
 import { Ajv } from 'ajv';
 import type { FastifyInstance, preParsingHookHandler } from 'fastify';
 import type { Static } from 'typebox';
-import type { Services } from '../../services.js';
+import type { Config } from '../../config.js';
+import type { RateLimits } from '../../rate-limits.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { clientAddressOf } from '../../http/client-address.js';
 import { requestIdOf } from '../../http/request-id.js';
 import { answerFor, releaseAnswer, type Answer } from './evaluate.answers.js';
-import type { CompiledProject } from './evaluate.cache.js';
+import type { CompiledProject, EvaluateCache } from './evaluate.cache.js';
 import { EvaluateBody } from './evaluate.schemas.js';
 
 type Listener = (request: IncomingMessage, response: ServerResponse) => void;
@@ -30,12 +32,40 @@ export const bodyReadBefore: preParsingHookHandler = (request, _reply, payload, 
 };
 
 /**
- * The hooks of the evaluate route when nothing else applies to it: onRequest, the request-id hook
- * of app.ts (X-Request-Id, nosniff) and the route's SDK-key hook; preParsing, bodyReadBefore;
- * onResponse, the metrics' observe. The direct path does what they do for a 200 itself;
- * tests/evaluate-direct.test.ts compares its answers with Fastify's.
+ * What the direct path does itself for a 200, by the name of the hook that does it for Fastify's
+ * route: the request-id headers (app.ts), the rate limit and SDK key (sdkProject), reading the
+ * body once (bodyReadBefore) and the request metrics (observe). These are all the hooks the
+ * evaluate route may have: at start-up (onReady) the hooks that apply to it are compared with
+ * this list, and a hook it does not name stops the start, since the direct path would skip it.
+ * Name it here once the direct path does what it does (tests/evaluate-direct.test.ts).
  */
-const OWN_HOOKS = '(onRequest) 2\n(preParsing) ["bodyReadBefore()"]\n(onResponse) ["observe()"]';
+export const DIRECT_PATH_DOES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  onRequest: ['requestHeaders', 'sdkProject'],
+  preParsing: ['bodyReadBefore'],
+  onResponse: ['observe'],
+});
+
+/** The hooks that apply to a route, by kind, as printRoutes draws them: `• (onRequest) ["requestHeaders()", …]`. */
+function hooksOf(app: FastifyInstance, method: string, path: string): Record<string, string[]> {
+  const lines = app.printRoutes({ includeHooks: true, commonPrefix: false, method }).split('\n').map((line) => line.replace(/^[\s│├└─]*/, ''));
+  const at = lines.indexOf(`${path} (${method})`);
+  if (at < 0) throw new Error(`${method} ${path} is not a route`);
+  const hooks: Record<string, string[]> = {};
+  for (let i = at + 1; i < lines.length && lines[i]!.startsWith('• ('); i++) {
+    const [, kind, names] = /^• \((\w+)\) (.*)$/.exec(lines[i]!) ?? [];
+    if (kind && names) hooks[kind] = (JSON.parse(names) as string[]).map((name) => name.replace(/\(\)$/, ''));
+  }
+  return hooks;
+}
+
+/** The hooks that apply to the route and that the direct path does not do (DIRECT_PATH_DOES). */
+export function hooksTheDirectPathWouldSkip(app: FastifyInstance): string[] {
+  const skipped: string[] = [];
+  for (const [kind, names] of Object.entries(hooksOf(app, 'POST', PATH))) {
+    for (const name of names) if (!DIRECT_PATH_DOES[kind]?.includes(name)) skipped.push(`${kind} ${name}`);
+  }
+  return skipped;
+}
 
 /**
  * POST /sdk/v1/evaluate in front of Fastify: Fastify's request pipeline costs evaluate more than
@@ -48,23 +78,23 @@ const OWN_HOOKS = '(onRequest) 2\n(preParsing) ["bodyReadBefore()"]\n(onResponse
  * route's key, request.ip) before it reads the body, with Limit.hitOnce: a request it then hands
  * over carries that outcome, which the route's hook takes instead of counting again, and a refused
  * one is handed over unread, so the 429 is the route's.
- * It stays off when any hook besides the route's own applies to the route, since it would skip it.
+ * A hook that applies to the route and is not in DIRECT_PATH_DOES stops the start.
  */
-export function directEvaluate(app: FastifyInstance, { config, limits, evaluateCache, history }: Services, metrics: Metrics): void {
+export function directEvaluate(
+  app: FastifyInstance,
+  { config, limits, evaluateCache, history, metrics }: { config: Readonly<Config>; limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; metrics: Metrics },
+): void {
   const clientAddress = clientAddressOf(config.trustProxy); // what app.ts's Fastify gives as request.ip
   // The route's schema, compiled as app.ts compiles bodies (no coercion, no defaults): what passes here passes there.
   const valid = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false }).compile(EvaluateBody);
   let on = false;
 
   app.addHook('onReady', async () => {
-    // printRoutes draws a tree: the route's line, then one `• (hook) [names]` line per kind of hook.
-    const lines = app.printRoutes({ includeHooks: true, commonPrefix: false, method: 'POST' }).split('\n').map((line) => line.replace(/^[\s│├└─]*/, ''));
-    const at = lines.indexOf(`${PATH} (POST)`);
-    const hooks: string[] = [];
-    for (let i = at + 1; at >= 0 && i < lines.length && lines[i]!.startsWith('• '); i++) hooks.push(lines[i]!.slice(2));
-    const summary = hooks.map((line) => (line.startsWith('(onRequest) ') ? `(onRequest) ${(JSON.parse(line.slice(12)) as string[]).length}` : line));
-    on = summary.join('\n') === OWN_HOOKS;
-    if (!on) app.log.warn({ hooks }, `hooks apply to POST ${PATH} that its direct path would skip: every evaluate request goes through Fastify`);
+    // With CORS configured the direct path takes nothing (see take): CORS's hooks are Fastify's to run.
+    if (config.corsOrigins.length > 0) return;
+    const skipped = hooksTheDirectPathWouldSkip(app);
+    if (skipped.length > 0) throw new Error(`POST ${PATH}: its direct path (evaluate.direct.ts) would skip ${skipped.join(', ')}: do what it does there and name it in DIRECT_PATH_DOES`);
+    on = true;
   });
   app.addHook('preClose', async () => {
     on = false; // Fastify answers 503 to new requests while closing
@@ -116,7 +146,7 @@ export function directEvaluate(app: FastifyInstance, { config, limits, evaluateC
           parsed = undefined;
         }
       }
-      const environment = parsed !== undefined && valid(parsed) ? project.environments.get((parsed as EvaluateBody).environment) : undefined;
+      const environment = parsed !== undefined && valid(parsed) ? project.environments.get((parsed as EvaluateBody).environment) : undefined; // unknown: the route's 404
       let answer: Answer | undefined;
       try {
         if (environment !== undefined) answer = answerFor(environment, (parsed as EvaluateBody).context?.user_id, (parsed as EvaluateBody).context?.user_email, history);

@@ -55,21 +55,6 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
   return { id: project.id, revision: Number(project.revision), environments: [...byEnvironment.values()] };
 }
 
-/** Marks a project as changed (see projects.revision). */
-export async function bumpRevision(db: Db, projectId: string): Promise<void> {
-  await db.updateTable('projects').set((eb) => ({ revision: eb('revision', '+', 1) })).where('id', '=', projectId).execute();
-}
-
-/** The current revision of each of these projects; a deleted project is missing from the map. */
-export async function currentRevisions(db: Db, projectIds: string[]): Promise<Map<string, number>> {
-  const revisions = new Map<string, number>();
-  for (let start = 0; start < projectIds.length; start += 500) {
-    const rows = await db.selectFrom('projects').select(['id', 'revision']).where('id', 'in', projectIds.slice(start, start + 500)).execute();
-    for (const row of rows) revisions.set(row.id, Number(row.revision));
-  }
-  return revisions;
-}
-
 /** The project's current SDK key; null when the project no longer exists. */
 export async function currentSdkKey(db: Db, projectId: string): Promise<string | null> {
   const row = await db.selectFrom('projects').select('sdk_key').where('id', '=', projectId).executeTakeFirst();

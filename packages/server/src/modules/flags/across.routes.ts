@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
-import { errorResponses } from '../../http/schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
 import { requireProject } from '../projects/projects.repository.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
 import { copyFlag, listProjectFlags } from './across.repository.js';
 import { CopyFlagBody, ProjectFlag } from './across.schemas.js';
 import { requireFlag } from './flags.repository.js';
@@ -11,7 +12,7 @@ import { flagChange, flagScopeOf } from './flags.routes.js';
 import { FlagParams } from './flags.schemas.js';
 
 /** Flags across the environments of a project (contract §13): the side-by-side view and copying. */
-export const acrossRoutes: ApiPlugin = async (app, { db, writes }) => {
+export const acrossRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['flags'];
   app.addSchema(ProjectFlag);
 

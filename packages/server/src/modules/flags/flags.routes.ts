@@ -1,9 +1,11 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
+import type { AuditAction } from '../changes/changes.schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
 import { onlyProvided } from '../../db/values.js';
-import { errorResponses } from '../../http/schemas.js';
+import { errorResponses, EnvironmentParams } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
-import { EnvironmentParams } from '../environments/environments.schemas.js';
 import { createFlag, deleteFlag, listFlags, requireFlag, toggleFlag, updateFlag } from './flags.repository.js';
 import { CreateFlagBody, FlagParams, UpdateFlagBody } from './flags.schemas.js';
 
@@ -16,13 +18,13 @@ export const flagScopeOf = (request: FlagRequest) => ({
 
 type Flag = Awaited<ReturnType<typeof requireFlag>>;
 /** The audit record of a change to a flag. */
-export const flagChange = (action: string, before: Flag | null, after: Flag | null) => {
+export const flagChange = (action: AuditAction, before: Flag | null, after: Flag | null) => {
   const flag = (after ?? before)!;
   return { action, resource_type: 'flag' as const, resource_id: flag.id, resource_key: flag.key, environment_id: flag.environment_id, before, after };
 };
 
 /** /api/projects/{project_id}/environments/{env_id}/flags */
-export const flagRoutes: ApiPlugin = async (app, { db, writes }) => {
+export const flagRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['flags'];
   const FlagRef = Type.Ref('Flag');
   const base = '/projects/:project_id/environments/:env_id/flags';

@@ -1,6 +1,9 @@
 import { Type } from 'typebox';
 import { looksLikeEmail, normalizeEmailDomain, type RuleType } from '@guidon/engine';
-import type { ApiPlugin } from '../../services.js';
+import type { AuditAction } from '../changes/changes.schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
 import { onlyProvided } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -27,7 +30,7 @@ export function checkedRuleValue(type: RuleType, raw: string): string {
 
 type Rule = Awaited<ReturnType<typeof requireRule>>;
 /** A rule's events carry its flag's key and environment. */
-const change = (action: string, flag: { key: string; environment_id: string }, before: Rule | null, after: Rule | null) => ({
+const change = (action: AuditAction, flag: { key: string; environment_id: string }, before: Rule | null, after: Rule | null) => ({
   action,
   resource_type: 'rule' as const,
   resource_id: (after ?? before)!.id,
@@ -38,7 +41,7 @@ const change = (action: string, flag: { key: string; environment_id: string }, b
 });
 
 /** /api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules */
-export const ruleRoutes: ApiPlugin = async (app, { db, writes }) => {
+export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['rules'];
   const RuleRef = Type.Ref('Rule');
   const base = '/projects/:project_id/environments/:env_id/flags/:flag_id/rules';

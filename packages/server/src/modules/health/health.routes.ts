@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
+import type { ApiPlugin } from '../../http/plugin.js';
 
 /** A load balancer waits about 2 s: a database that does not answer by then is down for it. */
 const PING_DEADLINE_MS = 1500;
 
 /** GET /health: 200 while the database answers, else 503 (within PING_DEADLINE_MS). */
-export const healthRoutes: ApiPlugin = async (app, { ping }) => {
+export const healthRoutes: ApiPlugin<{ ping: () => Promise<void> }> = async (app, { ping }) => {
   const Status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { tags: ['health'], response: { 200: Status, 503: Status } } }, async (request, reply) => {
     const timer = new AbortController();

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
-import { OUTCOMES } from '../evaluate/outcomes.js';
+import { OUTCOMES } from '@guidon/engine';
 import type { Batch, BatchEnvironment, FromWorker, HourCounts, ToWorker } from './history.protocol.js';
 
 export interface RecorderOptions {

@@ -1,11 +1,20 @@
 import type { FastifyRequest, RouteOptions } from 'fastify';
 import type { Role } from '../../db/schema.js';
 import { Forbidden, NotFound } from '../../errors.js';
-import type { Services } from '../../services.js';
-import type { Actor } from '../audit/audit.repository.js';
+import type { Db } from '../../db/database.js';
+import type { Actor } from '../changes/changes.schemas.js';
 import { findMemberRole } from './members.repository.js';
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The least a caller needs to use the route (contract §8): 'user' is any signed-in caller,
+     * 'login' a signed-in user but no API token; the project roles apply to routes under
+     * /api/projects/{project_id}. Declared by every /api route (the app does not start otherwise)
+     * and decided in one place: authorize() below.
+     */
+    role?: DeclaredRole;
+  }
   interface FastifyRequest {
     /** Who is calling (audit events name it). */
     actor: Actor;
@@ -54,7 +63,7 @@ export function declaredRoute(route: RouteOptions): DeclaredRoute[] {
  *   token's, is at least that (else 403). A token scoped to another project gets 404.
  * Handlers then act without checking who may.
  */
-export function authorize({ db }: Services) {
+export function authorize({ db }: { db: Db }) {
   return async (request: FastifyRequest): Promise<void> => {
     const least = request.routeOptions.config.role;
     const token = request.apiToken;

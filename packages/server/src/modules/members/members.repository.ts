@@ -76,6 +76,17 @@ export async function removeMember(trx: Db, projectId: string, member: Member): 
   await trx.deleteFrom('project_members').where('id', '=', member.id).execute();
 }
 
+export async function hasPendingInvitation(db: Db, email: string): Promise<boolean> {
+  const row = await db.selectFrom('project_members').select('id').where('email', '=', email).where('user_id', 'is', null).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The project's name, for the invitation email (the route's authorization found the project). */
+export async function projectName(db: Db, projectId: string): Promise<string> {
+  const row = await db.selectFrom('projects').select('name').where('id', '=', projectId).executeTakeFirst();
+  return row?.name ?? '';
+}
+
 export async function pendingInvitations(db: Db, email: string): Promise<(Member & { project_id: string })[]> {
   const rows = await db.selectFrom('project_members').select(COLUMNS).where('email', '=', email).where('user_id', 'is', null).execute();
   return rows.map((row) => ({ ...toMember(row), project_id: row.project_id }));

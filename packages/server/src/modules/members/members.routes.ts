@@ -1,18 +1,24 @@
 import { Type } from 'typebox';
 import { looksLikeEmail } from '@guidon/engine';
-import type { ApiPlugin } from '../../services.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { Mailer } from '../accounts/mailer.js';
+import type { Config } from '../../config.js';
 import { Forbidden, Invalid } from '../../errors.js';
-import { errorResponses } from '../../http/schemas.js';
-import { requireProject } from '../projects/projects.repository.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
-import { addMember, changeMemberRole, findVerifiedUserId, listMembers, removeMember, requireMember } from './members.repository.js';
-import { newInvitationToken } from './invitations.js';
+import { errorResponses, ProjectParams } from '../../http/schemas.js';
+import type { RateLimits } from '../../rate-limits.js';
+import { dropInvitationToken, newInvitationToken } from '../accounts/invitation-tokens.js';
+import { addMember, changeMemberRole, findVerifiedUserId, hasPendingInvitation, listMembers, projectName, removeMember, requireMember } from './members.repository.js';
 import { AddMemberBody, ChangeMemberBody, MemberParams } from './members.schemas.js';
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 /** /api/projects/{project_id}/members (contract §8) */
-export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config, limits }) => {
+export const memberRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; mailer: Mailer; config: Readonly<Config>; limits: RateLimits }> = async (
+  app,
+  { db, writes, mailer, config, limits },
+) => {
   const tags = ['members'];
   const MemberRef = Type.Ref('Member');
   const base = '/projects/:project_id/members';
@@ -46,9 +52,8 @@ export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config,
         throw error;
       });
     if (invitationToken !== null) {
-      const project = await requireProject(db, projectId);
       const link = `${config.publicUrl}/register?invitation=${invitationToken}`;
-      mailer.sendInvitation(email, link, project.name).catch((error: unknown) => request.log.error({ err: error }, 'could not send the invitation email'));
+      mailer.sendInvitation(email, link, await projectName(db, projectId)).catch((error: unknown) => request.log.error({ err: error }, 'could not send the invitation email'));
     }
     return reply.code(201).send(member);
   });
@@ -93,6 +98,8 @@ export const memberRoutes: ApiPlugin = async (app, { db, writes, mailer, config,
       if (!leaving && request.projectRole !== 'owner') throw new Forbidden('Only an owner can remove another member');
       if (leaving && request.apiToken && request.projectRole !== 'owner') throw new Forbidden('Leaving a project needs a login, or an API token with the owner role there');
       await removeMember(trx, projectId, member);
+      // The last invitation to the address is gone: its emailed link must not prove it any more.
+      if (member.status === 'invited' && !(await hasPendingInvitation(trx, member.email))) await dropInvitationToken(trx, member.email);
       record({ action: 'member.removed', resource_type: 'member', resource_id: member.id, before: member, after: null });
     });
     return reply.code(204).send(null);

@@ -1,14 +1,22 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ApiPlugin, Services } from '../../services.js';
+import type { Config } from '../../config.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
 import { passwordWork } from '../accounts/passwords.js';
 
 /**
  * The Prometheus metrics of this process (docs/operations.md). One registry per app, so several
  * apps in one process (tests) do not share counters.
  */
-export function createMetrics({ history, evaluateCache, changes }: Pick<Services, 'history' | 'evaluateCache' | 'changes'>) {
+/** What the metrics read of the compiled evaluate view (evaluate/evaluate.cache.ts), which itself counts its answers here. */
+interface CompiledView {
+  readonly size: number;
+  lagSeconds(): number;
+}
+
+export function createMetrics({ history, evaluateCache }: { history: HistoryRecorder; evaluateCache: CompiledView }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'guidon_' });
   // Every answer is counted here (onResponse, and evaluate's direct path): prom-client's observe
@@ -86,7 +94,7 @@ export function createMetrics({ history, evaluateCache, changes }: Pick<Services
     help: 'Seconds since a revision check last confirmed every compiled project current (how stale one can be if a notification was lost)',
     registers: [registry],
     collect() {
-      this.set(changes.lagSeconds());
+      this.set(evaluateCache.lagSeconds());
     },
   });
   new Counter({
@@ -218,7 +226,7 @@ function setHistogramState(histogram: Histogram<string>, state: Record<string, H
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /** GET /metrics for Prometheus: only with METRICS_TOKEN set, and only to a request bearing it; else 404, as if absent. */
-export const metricsRoutes = (metrics: Metrics): ApiPlugin => async (app, { config }) => {
+export const metricsRoutes = (metrics: Metrics): ApiPlugin<{ config: Readonly<Config> }> => async (app, { config }) => {
   const expected = config.metricsToken === null ? null : digest(config.metricsToken);
   app.get('/metrics', { schema: { hide: true }, logLevel: 'warn' }, async (request, reply) => {
     const given = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];

@@ -1,17 +1,21 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
+import type { AuditAction } from '../changes/changes.schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
 import { newId, onlyProvided } from '../../db/values.js';
-import { errorResponses } from '../../http/schemas.js';
+import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { lowerOf } from '../members/access.js';
 import { listEnvironments } from '../environments/environments.repository.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
-import { CreateProjectBody, ProjectParams, UpdateProjectBody } from './projects.schemas.js';
+import { CreateProjectBody, UpdateProjectBody } from './projects.schemas.js';
 
 /** /api/projects */
-export const projectRoutes: ApiPlugin = async (app, { db, writes, history }) => {
+export const projectRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; history: HistoryRecorder }> = async (app, { db, writes, history }) => {
   const tags = ['projects'];
   const ProjectRef = Type.Ref('Project');
-  const record = (action: string, before: object | null, after: { id: string }) => ({ action, resource_type: 'project' as const, resource_id: after.id, before, after });
+  const record = (action: AuditAction, before: object | null, after: { id: string }) => ({ action, resource_type: 'project' as const, resource_id: after.id, before, after });
 
   app.post('/projects', {
     config: { role: 'user' },

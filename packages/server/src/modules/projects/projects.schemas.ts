@@ -16,4 +16,3 @@ export const Project = Type.Object(
 
 export const CreateProjectBody = Type.Object({ name: Name, description: Type.Optional(Description) });
 export const UpdateProjectBody = Type.Object({ name: Type.Optional(Name), description: Type.Optional(Description) });
-export const ProjectParams = Type.Object({ project_id: Uuid });

@@ -4,11 +4,16 @@ import type { Db } from '../../db/database.js';
 import type { WebhooksTable } from '../../db/schema.js';
 import { newId, nowIso, toArray, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
-import { decodeCursor, encodeCursor, type AuditEvent } from '../audit/audit.repository.js';
+import { decodeCursor, encodeCursor } from '../../db/cursors.js';
+import { urlOrigin } from '../audit/audit.repository.js';
+import type { AuditAction, ChangeEvent } from '../changes/changes.schemas.js';
+
+/** What a webhook listens to: audit actions, or * for all. */
+export type WebhookEvent = AuditAction | '*';
 
 export interface WebhookFields {
   url: string;
-  events: string[];
+  events: WebhookEvent[];
   description: string | null;
   enabled: boolean;
 }
@@ -20,12 +25,22 @@ export function toWebhook(row: Omit<Selectable<WebhooksTable>, 'secret'>) {
     id: row.id,
     project_id: row.project_id,
     url: row.url,
-    events: toArray(row.events),
+    events: toArray(row.events) as WebhookEvent[],
     description: row.description,
     enabled: toBool(row.enabled),
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
   };
+}
+
+/** Contract §11: at most this many webhooks a project… */
+export const WEBHOOKS_PER_PROJECT = 20;
+/** …and this many test sends a webhook a minute. */
+export const TEST_SENDS_PER_MINUTE = 10;
+
+export async function countWebhooks(db: Db, projectId: string): Promise<number> {
+  const row = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number | string>().as('count')).where('project_id', '=', projectId).executeTakeFirstOrThrow();
+  return Number(row.count);
 }
 
 export async function listWebhooks(db: Db, projectId: string) {
@@ -66,7 +81,7 @@ export async function deleteWebhook(trx: Db, webhookId: string): Promise<void> {
 const matches = (events: string[], action: string) => events.includes('*') || events.includes(action);
 
 /** In the change's transaction: one outbox row per enabled webhook whose events match (contract §11). */
-export async function enqueueDeliveries(trx: Db, event: AuditEvent): Promise<void> {
+export async function enqueueDeliveries(trx: Db, event: ChangeEvent): Promise<void> {
   const hooks = await trx.selectFrom('webhooks').select(['id', 'events', 'enabled']).where('project_id', '=', event.project_id).execute();
   const targets = hooks.filter((hook) => toBool(hook.enabled) && matches(toArray(hook.events), event.action));
   if (targets.length === 0) return;
@@ -78,26 +93,50 @@ export async function enqueueDeliveries(trx: Db, event: AuditEvent): Promise<voi
     .execute();
 }
 
-/** A webhook.test event for one webhook, whatever its events (POST …/test). */
-export async function enqueueTest(db: Db, webhook: { id: string; project_id: string }, actor: AuditEvent['actor']): Promise<void> {
-  const now = nowIso();
-  const event: AuditEvent = {
-    id: newId(),
-    project_id: webhook.project_id,
-    environment_id: null,
-    action: 'webhook.test',
-    resource_type: 'webhook',
-    resource_id: webhook.id,
-    resource_key: null,
-    actor,
-    before: null,
-    after: null,
-    created_at: now,
-  };
-  await db
-    .insertInto('webhook_deliveries')
-    .values({ id: newId(), webhook_id: webhook.id, event_id: event.id, action: event.action, payload: JSON.stringify(event), status: 'pending', next_attempt_at: now, created_at: now })
-    .execute();
+/**
+ * A webhook.test event for one webhook, whatever its events (POST …/test), unless it had its
+ * TEST_SENDS_PER_MINUTE already: then nothing is queued and the answer is the seconds until the
+ * oldest of them leaves the minute (null when queued).
+ */
+export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhook: { id: string; project_id: string; url: string }, actor: ChangeEvent['actor']): Promise<number | null> {
+  return db.transaction().execute(async (trx) => {
+    // Test sends of one webhook count one after the other: on PostgreSQL behind its row's lock (SQLite has one writer).
+    let lock = trx.selectFrom('webhooks').select('id').where('id', '=', webhook.id);
+    if (dialect === 'postgres') lock = lock.forUpdate();
+    await lock.executeTakeFirst();
+    const minuteAgo = Date.now() - 60_000;
+    const recent = await trx
+      .selectFrom('webhook_deliveries')
+      .select('created_at')
+      .where('webhook_id', '=', webhook.id)
+      .where('action', '=', 'webhook.test')
+      .where('created_at', '>', new Date(minuteAgo).toISOString())
+      .orderBy('created_at')
+      .execute();
+    if (recent.length >= TEST_SENDS_PER_MINUTE) {
+      const freedAt = Date.parse(toIso(recent[recent.length - TEST_SENDS_PER_MINUTE]!.created_at)) + 60_000;
+      return Math.max(1, Math.ceil((freedAt - Date.now()) / 1000));
+    }
+    const now = nowIso();
+    const event: ChangeEvent = {
+      id: newId(),
+      project_id: webhook.project_id,
+      environment_id: null,
+      action: 'webhook.test',
+      resource_type: 'webhook',
+      resource_id: webhook.id,
+      resource_key: urlOrigin(webhook.url),
+      actor,
+      before: null,
+      after: null,
+      created_at: now,
+    };
+    await trx
+      .insertInto('webhook_deliveries')
+      .values({ id: newId(), webhook_id: webhook.id, event_id: event.id, action: event.action, payload: JSON.stringify(event), status: 'pending', next_attempt_at: now, created_at: now })
+      .execute();
+    return null;
+  });
 }
 
 /**
@@ -127,23 +166,64 @@ export interface ClaimedDelivery {
   attempts: number;
 }
 
+export interface DueDelivery {
+  id: string;
+  webhook_id: string;
+  project_id: string;
+}
+
 /**
- * Takes up to `limit` due deliveries for this instance: their next attempt moves to `leaseUntil`,
- * so no other instance takes them meanwhile, and one that dies mid-send leaves them to be retried
- * when the lease ends. One statement; on PostgreSQL rows another instance is claiming are skipped.
+ * The candidates of a claim: the oldest due delivery of each webhook that has one (one a webhook,
+ * so a webhook with a backlog cannot crowd the others out), oldest first, leaving out the webhooks
+ * and projects the caller has no room for.
  */
-export async function claimDueDeliveries(db: Db, dialect: 'sqlite' | 'postgres', limit: number, leaseUntil: string): Promise<ClaimedDelivery[]> {
+export async function dueDeliveries(db: Db, full: { webhooks: string[]; projects: string[] }, limit: number): Promise<DueDelivery[]> {
   const now = nowIso();
   // A read first: the poll runs every second on every instance, and is nearly always empty.
   const any = await db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').where('next_attempt_at', '<=', now).limit(1).executeTakeFirst();
   if (!any) return [];
-  let due = db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
+  let ranked = db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .select((eb) => [
+      'd.id',
+      'd.webhook_id',
+      'w.project_id',
+      'd.next_attempt_at',
+      eb.fn.agg<number>('row_number').over((over) => over.partitionBy('d.webhook_id').orderBy('d.next_attempt_at').orderBy('d.id')).as('nth'),
+    ])
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', now);
+  if (full.webhooks.length > 0) ranked = ranked.where('d.webhook_id', 'not in', full.webhooks);
+  if (full.projects.length > 0) ranked = ranked.where('w.project_id', 'not in', full.projects);
+  return db
+    .selectFrom(ranked.as('ranked'))
+    .select(['ranked.id', 'ranked.webhook_id', 'ranked.project_id'])
+    .where('ranked.nth', '=', 1)
+    .orderBy('ranked.next_attempt_at')
+    .orderBy('ranked.id')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Claims these deliveries for this instance if still due: their next attempt moves to
+ * `leaseUntil`, so no other instance takes them meanwhile, and one that dies mid-send leaves them
+ * to be retried when the lease ends. Another instance may have claimed some since they were
+ * read: those are not returned (PostgreSQL skips the rows it is claiming, and the due check is
+ * made again on the row as committed).
+ */
+export async function claimDeliveries(db: Db, dialect: 'sqlite' | 'postgres', ids: string[], leaseUntil: string): Promise<ClaimedDelivery[]> {
+  if (ids.length === 0) return [];
+  const now = nowIso();
+  let due = db.selectFrom('webhook_deliveries').select('id').where('id', 'in', ids).where('status', '=', 'pending').where('next_attempt_at', '<=', now);
   if (dialect === 'postgres') due = due.forUpdate().skipLocked();
   return db
     .updateTable('webhook_deliveries')
     .set((eb) => ({ next_attempt_at: leaseUntil, attempts: eb('attempts', '+', 1) }))
     .where('id', 'in', due)
     .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
     .returning(['id', 'webhook_id', 'event_id', 'action', 'payload', 'attempts'])
     .execute();
 }
@@ -188,7 +268,7 @@ export async function listAttempts(db: Db, webhookId: string, query: { limit: nu
     select = select.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
   }
   const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
-  const items = rows.slice(0, query.limit).map((row) => ({ ...row, created_at: toIso(row.created_at) }));
+  const items = rows.slice(0, query.limit).map((row) => ({ ...row, action: row.action as AuditAction, created_at: toIso(row.created_at) }));
   const last = items.at(-1);
   return { items, next_cursor: rows.length > query.limit && last ? encodeCursor(last.created_at, last.id) : null };
 }

@@ -1,29 +1,36 @@
 import { Type } from 'typebox';
-import type { ApiPlugin } from '../../services.js';
+import type { AuditAction } from '../changes/changes.schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { Config } from '../../config.js';
+import type { WebhookSender } from './webhooks.sender.js';
 import { onlyProvided } from '../../db/values.js';
-import { Conflict, Invalid, NotFound } from '../../errors.js';
-import { errorResponses } from '../../http/schemas.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
+import { Conflict, Invalid, NotFound, RateLimited } from '../../errors.js';
+import { errorResponses, ProjectParams } from '../../http/schemas.js';
+import { urlOrigin } from '../audit/audit.repository.js';
 import { classifyHost } from './addresses.js';
-import { createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, updateWebhook } from './webhooks.repository.js';
+import { countWebhooks, createWebhook, deleteWebhook, enqueueTest, listAttempts, listWebhooks, requireWebhook, resendAttempt, TEST_SENDS_PER_MINUTE, updateWebhook, WEBHOOKS_PER_PROJECT } from './webhooks.repository.js';
 import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
 
 type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
-const change = (action: string, before: Webhook | null, after: Webhook | null) => ({
+/** The audit event keeps the URL's origin only, in resource_key and (by redacted()) in before / after: a webhook URL often carries a secret. */
+const change = (action: AuditAction, before: Webhook | null, after: Webhook | null) => ({
   action,
   resource_type: 'webhook' as const,
   resource_id: (after ?? before)!.id,
+  resource_key: urlOrigin((after ?? before)!.url),
   before,
   after,
 });
 
 /** /api/projects/{project_id}/webhooks (contract §11); the sending is webhooks.sender.ts. */
-export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhooks }) => {
+export const webhookRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; config: Readonly<Config>; webhooks: WebhookSender }> = async (app, { db, writes, config, webhooks }) => {
   const tags = ['webhooks'];
   const WebhookRef = Type.Ref('Webhook');
   const base = '/projects/:project_id/webhooks';
 
-  /** http(s) only; a private, loopback or link-local host is refused unless WEBHOOK_ALLOW_PRIVATE=true. */
+  /** http(s) only; a host that is or resolves to a blocked address (addresses.ts) is refused unless WEBHOOK_ALLOW_PRIVATE=true. */
   async function checkedUrl(raw: string): Promise<string> {
     let url: URL;
     try {
@@ -34,18 +41,22 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Invalid('url must be an absolute http or https URL');
     if (url.username || url.password) throw new Invalid('url must not carry credentials');
     if (!config.webhookAllowPrivate && (await classifyHost(url)) === 'private') {
-      throw new Invalid('url must not point at a private, loopback or link-local address (WEBHOOK_ALLOW_PRIVATE=true allows it)');
+      throw new Invalid('url must not point at a private, loopback, link-local or reserved address (WEBHOOK_ALLOW_PRIVATE=true allows it)');
     }
     return url.toString();
   }
 
   app.post(base, {
     config: { role: 'owner' },
-    schema: { tags, params: ProjectParams, body: CreateWebhookBody, response: { 201: CreatedWebhook, ...errorResponses(400, 401, 403, 404) } },
+    schema: { tags, params: ProjectParams, body: CreateWebhookBody, response: { 201: CreatedWebhook, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
     const { events = ['*'], description = null, enabled = true } = request.body;
     const url = await checkedUrl(request.body.url);
     const created = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
+      // Counted under the project's lock that apply takes first: two creates cannot both see 19.
+      if ((await countWebhooks(trx, request.params.project_id)) >= WEBHOOKS_PER_PROJECT) {
+        throw new Conflict(`A project has at most ${WEBHOOKS_PER_PROJECT} webhooks; delete one first`);
+      }
       const result = await createWebhook(trx, request.params.project_id, { url, events: [...new Set(events)], description, enabled });
       record(change('webhook.created', null, result.webhook));
       return result;
@@ -91,11 +102,12 @@ export const webhookRoutes: ApiPlugin = async (app, { db, writes, config, webhoo
 
   app.post(`${base}/:webhook_id/test`, {
     config: { role: 'owner' },
-    schema: { tags, params: WebhookParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409) } },
+    schema: { tags, params: WebhookParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409, 429) } },
   }, async (request, reply) => {
     const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
     if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
-    await enqueueTest(db, webhook, request.actor);
+    const retryAfter = await enqueueTest(db, config.database.kind, webhook, request.actor);
+    if (retryAfter !== null) throw new RateLimited(retryAfter, `At most ${TEST_SENDS_PER_MINUTE} test sends a webhook a minute; try again in ${retryAfter} s`);
     webhooks.wake();
     return reply.code(202).send({ message: 'A webhook.test event is on its way' });
   });

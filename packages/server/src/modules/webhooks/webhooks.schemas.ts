@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
 import { Timestamp, Uuid } from '../../http/schemas.js';
+import { AuditActionRef } from '../changes/changes.schemas.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2000, description: 'http or https' });
-/** An action name such as flag.toggled, or * for every event. */
-const EventName = Type.String({ pattern: '^(\\*|[a-z_]+\\.[a-z_]+)$', maxLength: 100 });
+/** An audit action (contract §10) such as flag.toggled, or * for every event. */
+const EventName = Type.Union([Type.Literal('*'), AuditActionRef]);
 const Events = Type.Array(EventName, { minItems: 1, maxItems: 100 });
 const WebhookDescription = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]);
 
@@ -12,7 +13,7 @@ export const Webhook = Type.Object(
     id: Uuid,
     project_id: Uuid,
     url: Type.String(),
-    events: Type.Array(Type.String()),
+    events: Type.Array(EventName),
     description: Type.Union([Type.String(), Type.Null()]),
     enabled: Type.Boolean(),
     created_at: Timestamp,
@@ -43,7 +44,7 @@ export const DeliveryParams = Type.Object({ project_id: Uuid, webhook_id: Uuid, 
 export const Delivery = Type.Object({
   id: Uuid,
   event_id: Uuid,
-  action: Type.String(),
+  action: AuditActionRef,
   attempt: Type.Integer(),
   status_code: Type.Union([Type.Integer(), Type.Null()]),
   error: Type.Union([Type.String(), Type.Null()]),

@@ -86,6 +86,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
             ) : (
               <span key={env.id} className="tab absent" title={`Not in ${env.name}: copy it there below`}>
                 {env.name}
+                <span className="visually-hidden"> (not in {env.name}: copy it there below)</span>
               </span>
             );
           })}

@@ -21,7 +21,7 @@ export function ProjectsPage() {
       <QueryState query={projects} what="your projects">
         {(list) =>
           list.length === 0 ? (
-            <Empty title="No projects yet">
+            <Empty title="No projects yet" level={2}>
               <p>A project holds the flags of one application. It starts with two environments, Production and Staging, and an SDK key for your app.</p>
               <button type="button" onClick={() => setCreating(true)}>
                 Create your first project

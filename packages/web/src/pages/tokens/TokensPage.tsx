@@ -64,7 +64,7 @@ export function TokensPage() {
       {!unverified && <QueryState query={tokens} what="your tokens">
         {(list) =>
           list.length === 0 ? (
-            <Empty title="No tokens yet">
+            <Empty title="No tokens yet" level={2}>
               <p>Create one for a deploy script or CI job instead of putting your password in it.</p>
             </Empty>
           ) : (

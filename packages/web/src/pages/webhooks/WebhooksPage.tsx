@@ -7,21 +7,33 @@ import { teamKeys, useWebhooks } from '../../api/queries';
 import { useRole } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
+import { fields } from '../../api/fields';
 import { Modal } from '../../components/Modal';
 import { RoleNote } from '../../components/RoleNote';
 import { SecretOnce } from '../../components/SecretOnce';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
 
-/** The audit actions a webhook can subscribe to (contract §10), grouped by resource. */
-export const EVENT_GROUPS: { label: string; actions: string[] }[] = [
-  { label: 'Flags', actions: ['flag.created', 'flag.updated', 'flag.toggled', 'flag.deleted'] },
-  { label: 'Targeting rules', actions: ['rule.created', 'rule.updated', 'rule.deleted'] },
-  { label: 'Environments', actions: ['environment.created', 'environment.updated', 'environment.deleted'] },
-  { label: 'Project', actions: ['project.updated', 'project.key_regenerated'] },
-  { label: 'Members', actions: ['member.added', 'member.joined', 'member.updated', 'member.removed'] },
-  { label: 'Webhooks', actions: ['webhook.created', 'webhook.updated', 'webhook.deleted'] },
-];
+type ResourceType = (typeof fields.resourceTypes)[number];
+type AuditAction = (typeof fields.auditActions)[number];
+
+/** The dashboard's name for each resource type's group, in the order shown (a new type must get one). */
+const GROUP_LABELS: Record<ResourceType, string> = {
+  flag: 'Flags',
+  rule: 'Targeting rules',
+  environment: 'Environments',
+  project: 'Project',
+  member: 'Members',
+  webhook: 'Webhooks',
+};
+/** Actions no webhook hears: the project exists before any webhook, and a test send goes to one webhook whatever it listens to. */
+const UNHEARD: readonly AuditAction[] = ['project.created', 'webhook.test'];
+
+/** The audit actions a webhook can subscribe to (contract §10, the API's own list), grouped by resource. */
+export const EVENT_GROUPS: { label: string; actions: AuditAction[] }[] = (Object.entries(GROUP_LABELS) as [ResourceType, string][]).map(([type, label]) => ({
+  label,
+  actions: fields.auditActions.filter((action) => action.startsWith(`${type}.`) && !UNHEARD.includes(action)),
+}));
 
 const hookPath = (project_id: string, webhook_id: string) => ({ params: { path: { project_id, webhook_id } } });
 
@@ -142,7 +154,7 @@ function WebhookItem({ projectId, hook, onChanged }: { projectId: string; hook: 
         </div>
       </div>
       <div className="row-actions">
-        <button type="button" className="secondary small" onClick={() => void test()} disabled={!hook.enabled} title={hook.enabled ? undefined : 'Switch the webhook on to send a test'} aria-label={`Send a test event to ${hook.url}`}>
+        <button type="button" className="secondary small" onClick={() => void test()} disabled={!hook.enabled} title={hook.enabled ? undefined : 'Switch the webhook on to send a test'} aria-label={`Send test event to ${hook.url}`}>
           Send test
         </button>
         <button type="button" className="secondary small" onClick={() => setShowDeliveries(!showDeliveries)} aria-expanded={showDeliveries} aria-label={`Deliveries of ${hook.url}`}>
@@ -264,10 +276,10 @@ function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: str
   const [url, setUrl] = useState(hook?.url ?? '');
   const [description, setDescription] = useState(hook?.description ?? '');
   const [all, setAll] = useState(hook ? hook.events.includes('*') : true);
-  const [events, setEvents] = useState<string[]>(hook && !hook.events.includes('*') ? hook.events : ['flag.toggled']);
+  const [events, setEvents] = useState<AuditAction[]>(hook && !hook.events.includes('*') ? (hook.events as AuditAction[]) : ['flag.toggled']);
   const [errors, setErrors] = useState<{ url?: string; events?: string; form?: string }>({});
   const [busy, setBusy] = useState(false);
-  const toggle = (action: string, on: boolean) => setEvents(on ? [...events, action] : events.filter((item) => item !== action));
+  const toggle = (action: AuditAction, on: boolean) => setEvents(on ? [...events, action] : events.filter((item) => item !== action));
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -278,7 +290,7 @@ function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: str
     setErrors(found);
     if (found.url || found.events) return;
     setBusy(true);
-    const body = { url: url.trim(), description: description.trim() || null, events: all ? ['*'] : events };
+    const body = { url: url.trim(), description: description.trim() || null, events: all ? ['*' as const] : events };
     try {
       if (hook) {
         await unwrap(api.PUT('/api/projects/{project_id}/webhooks/{webhook_id}', { ...hookPath(projectId, hook.id), body }));

@@ -12,7 +12,7 @@ import { OpenFeature as WebOpenFeature, ProviderEvents as WebProviderEvents } fr
 import { OFREPProvider } from '@openfeature/ofrep-provider';
 import { GuidonServerProvider } from '@guidon/openfeature/server';
 import { GuidonWebProvider } from '@guidon/openfeature/web';
-import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 
 describe('OpenFeature against Guidon', () => {
   let server: TestServer;

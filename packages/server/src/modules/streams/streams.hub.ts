@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { LogThrottle } from '../../log-throttle.js';
-import type { EvaluateCache } from './evaluate.cache.js';
-import { currentSdkKey } from './evaluate.repository.js';
-import { sdkKeyHash } from './stream.tokens.js';
+import type { CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
+import { currentSdkKey } from '../evaluate/evaluate.repository.js';
+import { sdkKeyHash } from '../evaluate/sdk-auth.js';
 
 /** One open Server-Sent Events answer. */
 export interface OpenStream {
@@ -61,10 +61,16 @@ export class StreamHub {
     return count;
   }
 
-  add(stream: OpenStream): void {
+  /**
+   * Follows the stream from now on. `openedFrom` is the compiled project it was authorized
+   * against: when a change dropped it meanwhile (a key rotation committing while the stream
+   * opened), the stream's key and environment are checked again at once, as for any change.
+   */
+  add(stream: OpenStream, openedFrom: CompiledProject): void {
     let streams = this.byProject.get(stream.projectId);
     if (!streams) this.byProject.set(stream.projectId, (streams = new Set()));
     streams.add(stream);
+    if (!this.cache.holds(openedFrom)) this.changed(stream.projectId);
   }
 
   remove(stream: OpenStream): void {

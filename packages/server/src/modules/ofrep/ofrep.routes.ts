@@ -1,9 +1,14 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.js';
-import { contextOf, anySdkCredential, etagOf, evaluateAll, evaluateOne, flagIndex, notModified, recordAll, sdkProjectHook, type SdkPlugin } from './evaluation.js';
-import { OUTCOMES, type Outcome } from './outcomes.js';
-import { sdkKeyHash } from './stream.tokens.js';
+import { OUTCOMES } from '@guidon/engine';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { RateLimits } from '../../rate-limits.js';
+import { environmentOf, type EvaluateCache } from '../evaluate/evaluate.cache.js';
+import { contextOf, etagOf, evaluateAll, evaluateOne, notModified, recordAll } from '../evaluate/evaluation.js';
+import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
+import type { StreamTokens } from '../streams/stream-tokens.js';
 
 /**
  * OFREP, the OpenFeature Remote Evaluation Protocol (contract §12): any OpenFeature OFREP
@@ -80,41 +85,20 @@ export function ofrepErrorBody(request: FastifyRequest, status: number, message:
   return { ...(key === undefined ? {} : { key }), errorCode, errorDetails: message };
 }
 
-/** `"value":…,"variant":…,"reason":…,"metadata":{…}` for each outcome code, ready to splice. */
-const FRAGMENTS: readonly string[] = OUTCOMES.map((outcome) => {
-  const json = JSON.stringify({ value: outcome.enabled, variant: outcome.enabled ? 'on' : 'off', reason: ofrepReason(outcome), metadata: { reason: outcome.reason } });
-  return json.slice(1, -1);
-});
+/** `"value":…,"variant":…,"reason":…,"metadata":{…}` for each outcome code, ready to splice (contract §12). */
+const FRAGMENTS: readonly string[] = OUTCOMES.map(({ enabled, reason, kind }) => JSON.stringify({ value: enabled, variant: enabled ? 'on' : 'off', reason: kind, metadata: { reason } }).slice(1, -1));
 
-/** Contract §12: disabled, enabled for everyone, a targeting rule, or the rollout bucket. */
-function ofrepReason(outcome: Outcome): string {
-  if (outcome.code === 0) return 'DISABLED';
-  if (outcome.code === 1) return 'STATIC';
-  if (outcome.code <= 4) return 'TARGETING_MATCH';
-  return 'SPLIT';
-}
-
-/** Keys as `{"key":"…",` once per compiled flag list. */
-const keyPrefixes = new WeakMap<readonly string[], string[]>();
-function keyPrefix(flagKeys: readonly string[], i: number): string {
-  let prefixes = keyPrefixes.get(flagKeys);
-  if (!prefixes) keyPrefixes.set(flagKeys, (prefixes = flagKeys.map((key) => `{"key":${JSON.stringify(key)},`)));
-  return prefixes[i]!;
-}
-
-export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, history, streamTokens }) => {
+export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; streamTokens: StreamTokens }> = async (
+  app,
+  { limits, evaluateCache, history, streamTokens },
+) => {
   const config = { errorShape: 'ofrep' as const };
   const onRequest = sdkProjectHook(limits, evaluateCache, anySdkCredential);
   const environmentName = (request: FastifyRequest) => {
     const header = request.headers['x-environment'];
     return typeof header === 'string' ? header : 'production';
   };
-  const environmentOf = (request: FastifyRequest) => {
-    const name = environmentName(request);
-    const environment = request.sdkProject?.environments.get(name);
-    if (!environment) throw new OfrepFailure(404, 'GENERAL', `Environment "${name}" not found in this project`);
-    return environment;
-  };
+  const keyPrefix = (quotedKey: string) => `{"key":${quotedKey},`;
 
   app.post('/ofrep/v1/evaluate/flags/:key', {
     logLevel: 'warn',
@@ -130,12 +114,12 @@ export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, histo
     },
   }, async (request, reply) => {
     const { key } = request.params;
-    const environment = environmentOf(request);
-    const index = flagIndex(environment, key);
-    if (index < 0) throw new OfrepFailure(404, 'FLAG_NOT_FOUND', `Flag "${key}" not found in environment "${environmentName(request)}"`);
+    const environment = environmentOf(request.sdkProject, environmentName(request));
+    const index = environment.indexOf(key);
+    if (index < 0) throw new OfrepFailure(404, 'FLAG_NOT_FOUND', `Flag "${key}" not found in environment "${environment.key}"`);
     const context = contextOf(request.body.context?.targetingKey, request.body.context?.email);
-    const outcome = evaluateOne(history, environment, index, context);
-    return reply.type('application/json; charset=utf-8').send(`${keyPrefix(environment.flagKeys, index)}${FRAGMENTS[outcome.code]}}` as never);
+    const code = evaluateOne(history, environment, index, context);
+    return reply.type('application/json; charset=utf-8').send(`${keyPrefix(environment.quotedKeys[index]!)}${FRAGMENTS[code]}}` as never);
   });
 
   app.post('/ofrep/v1/evaluate/flags', {
@@ -152,18 +136,18 @@ export const ofrepRoutes: SdkPlugin = async (app, { limits, evaluateCache, histo
       response: { 200: OfrepBulk, 304: Type.Null({ description: 'Not modified (no body)' }), ...OFREP_ERRORS },
     },
   }, async (request, reply) => {
-    const environment = environmentOf(request);
+    const environment = environmentOf(request.sdkProject, environmentName(request));
     const context = contextOf(request.body.context?.targetingKey, request.body.context?.email);
     const { codes } = evaluateAll(environment, context);
     let flags = '[';
-    for (let i = 0; i < environment.flags.length; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.flagKeys, i)}${FRAGMENTS[codes[i]!]}}`;
+    for (let i = 0; i < environment.flagSet.size; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.quotedKeys[i]!)}${FRAGMENTS[codes[i]!]}}`;
     flags += ']';
     recordAll(history, environment, context, codes);
     // The ETag covers the evaluated flags, not the stream token beside them (which is renewed).
     const etag = etagOf(environment, codes);
     reply.header('etag', etag);
     if (notModified(request.headers, etag)) return reply.code(304).send(undefined as never);
-    const token = await streamTokens.issue({ projectId: environment.projectId, environment: environmentName(request), keyHash: sdkKeyHash(anySdkCredential(request)!) });
+    const token = await streamTokens.issue({ projectId: environment.projectId, environment: environment.key, keyHash: sdkKeyHash(anySdkCredential(request)!) });
     const requestUri = `/sdk/v1/stream?token=${encodeURIComponent(token)}`;
     const eventStreams = JSON.stringify([{ type: 'sse', endpoint: { requestUri }, inactivityDelaySec: 120 }]);
     return reply.type('application/json; charset=utf-8').send(`{"flags":${flags},"eventStreams":${eventStreams}}` as never);

@@ -1,17 +1,16 @@
-import type { ApiPlugin } from '../../services.js';
-import { errorResponses } from '../../http/schemas.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { Db } from '../../db/database.js';
+import { errorResponses, ProjectParams, EnvironmentParams } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
-import { EnvironmentParams } from '../environments/environments.schemas.js';
 import { listEnvironments } from '../environments/environments.repository.js';
 import { requireFlag } from '../flags/flags.repository.js';
 import { flagScopeOf } from '../flags/flags.routes.js';
 import { FlagParams } from '../flags/flags.schemas.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
-import { flagMetrics, listEvaluations } from './history.repository.js';
-import { EvaluationPage, EvaluationQuery, FlagKeyMetricsQuery, FlagMetrics, MetricsQuery } from './history.schemas.js';
+import { flagMetrics, listEvaluations } from './evaluations.repository.js';
+import { EvaluationPage, EvaluationQuery, FlagKeyMetricsQuery, FlagMetrics, MetricsQuery } from './evaluations.schemas.js';
 
-/** Evaluation history (contract §6) and per-flag counts. */
-export const historyRoutes: ApiPlugin = async (app, { db }) => {
+/** Reading evaluation history (contract §6) and per-flag counts; history/ writes them. */
+export const evaluationRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
   const tags = ['history'];
 
   app.get('/projects/:project_id/evaluations', {

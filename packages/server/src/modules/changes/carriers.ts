@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+/** The carriers that spread "project X changed" between the instances of the service. */
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -8,8 +8,6 @@ import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import { LogThrottle } from '../../log-throttle.js';
 import { createRedis } from '../../redis.js';
-import type { EvaluateCache } from './evaluate.cache.js';
-import { bumpRevision, currentRevisions } from './evaluate.repository.js';
 
 const CHANNEL = 'guidon_changes';
 
@@ -149,87 +147,3 @@ export function relayClusterChanges(): void {
   });
 }
 
-/**
- * Keeps compiled projects in step with the database across instances. Every write under a
- * project goes through ProjectWrites.apply (audit/project-writes.ts), which calls
- * markChanged inside the write's transaction (the revision bump and, on PostgreSQL, the NOTIFY
- * commit with the write or not at all) and afterCommit once it is committed. A revision check
- * every second is the safety net for a lost notification.
- */
-export class ChangeFeed {
-  private readonly instance = randomUUID();
-  private timer: NodeJS.Timeout | undefined;
-  private checking = false;
-  private readonly checkFailureLog = new LogThrottle();
-  /** When a revision check last confirmed (or corrected) every compiled project. */
-  private lastConfirmedAt = Date.now();
-
-  constructor(
-    private readonly db: Db,
-    private readonly cache: EvaluateCache,
-    private readonly bus: ChangeBus | null,
-    private readonly log: FastifyBaseLogger,
-    private readonly checkIntervalMs = 1000,
-  ) {}
-
-  async start(): Promise<void> {
-    await this.bus?.start(
-      (message) => this.receive(message),
-      () => void this.checkRevisions(), // notifications may have been missed while the bus was away
-    );
-    this.timer = setInterval(() => void this.checkRevisions(), this.checkIntervalMs);
-    this.timer.unref();
-  }
-
-  /** Inside the write's transaction: bumps the project's revision and, on PostgreSQL, queues the NOTIFY. */
-  async markChanged(trx: Db, projectId: string): Promise<void> {
-    await bumpRevision(trx, projectId);
-    if (this.bus?.transactional) await this.bus.publish(`${this.instance} ${projectId}`, trx);
-  }
-
-  /** After the commit: drops this instance's compiled view and tells the others (Redis, cluster). Never throws. */
-  afterCommit(projectId: string): void {
-    this.cache.invalidateProject(projectId);
-    if (!this.bus || this.bus.transactional) return;
-    this.bus.publish(`${this.instance} ${projectId}`).catch((error: unknown) => {
-      this.log.warn({ err: error, projectId }, 'could not notify other instances of a change; their revision check will catch it');
-    });
-  }
-
-  /** Seconds since the compiled view was last confirmed current: how stale it can be if a notification was lost. */
-  lagSeconds(): number {
-    return (Date.now() - this.lastConfirmedAt) / 1000;
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.bus?.close();
-  }
-
-  private receive(message: string): void {
-    const [from, projectId] = message.split(' ');
-    if (from !== this.instance && projectId) this.cache.invalidateProject(projectId);
-  }
-
-  /** Drops every compiled project whose revision moved (or that no longer exists). */
-  async checkRevisions(): Promise<void> {
-    if (this.checking) return;
-    this.checking = true;
-    try {
-      // Every entry, not one per project: a project can be compiled under two SDK keys at different revisions.
-      const compiled = this.cache.entries();
-      if (compiled.length > 0) {
-        const current = await currentRevisions(this.db, [...new Set(compiled.map((entry) => entry.projectId))]);
-        for (const { projectId, revision } of compiled) {
-          if (current.get(projectId) !== revision) this.cache.invalidateProject(projectId);
-        }
-      }
-      this.lastConfirmedAt = Date.now();
-      if (this.checkFailureLog.recovered()) this.log.info('revision check works again');
-    } catch (error) {
-      if (this.checkFailureLog.due()) this.log.warn({ err: error }, 'revision check failed (database unreachable?); compiled projects are served as they are');
-    } finally {
-      this.checking = false;
-    }
-  }
-}

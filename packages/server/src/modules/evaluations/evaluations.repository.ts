@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.js';
 import { sql } from 'kysely';
 import { toArray, toIso } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
-import { OUTCOMES } from '../evaluate/outcomes.js';
+import { OUTCOMES } from '@guidon/engine';
 
 export interface EvaluationFilter {
   environmentIds: string[];

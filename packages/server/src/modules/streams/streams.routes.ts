@@ -1,12 +1,16 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Type } from 'typebox';
-import { Invalid, NotFound, Unauthorized } from '../../errors.js';
+import { Invalid, RateLimited, Unauthorized } from '../../errors.js';
+import type { Config } from '../../config.js';
 import { errorResponses } from '../../http/schemas.js';
-import type { CompiledProject } from './evaluate.cache.js';
-import { currentSdkKey } from './evaluate.repository.js';
-import { anySdkCredential, sdkProjectHook, type SdkPlugin } from './evaluation.js';
-import { StreamHub, refetchMessage, type OpenStream } from './stream.hub.js';
-import { sdkKeyHash, type StreamScope } from './stream.tokens.js';
+import type { Db } from '../../db/database.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import type { RateLimits } from '../../rate-limits.js';
+import { environmentOf, type CompiledProject, type EvaluateCache } from '../evaluate/evaluate.cache.js';
+import { currentSdkKey } from '../evaluate/evaluate.repository.js';
+import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
+import { StreamHub, refetchMessage, type OpenStream } from './streams.hub.js';
+import type { StreamScope, StreamTokens } from './stream-tokens.js';
 
 const StreamQuery = Type.Object({
   environment: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'environment key (with an SDK key; a stream token names its own)' })),
@@ -21,13 +25,21 @@ declare module 'fastify' {
 }
 
 /** GET /sdk/v1/stream: Server-Sent Events, one refetchEvaluation message per change (contract §12). */
-export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, streamTokens }) => {
+/** How long a client over its open-stream cap is told to wait: about as long as a stream of a well-behaved client lasts between reconnects. */
+const STREAM_CAP_RETRY_SECONDS = 30;
+
+export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; evaluateCache: EvaluateCache; streamTokens: StreamTokens }> = async (
+  app,
+  { config, db, limits, evaluateCache, streamTokens },
+) => {
   const hub = new StreamHub(db, evaluateCache, app.log);
   // The server waits for open answers when it closes: end the streams first.
   app.addHook('preClose', async () => hub.close());
   app.decorateRequest('streamScope', null);
 
   const byKey = sdkProjectHook(limits, evaluateCache, anySdkCredential);
+  /** Open streams per client address and SDK key (contract §12: at most STREAMS_PER_CLIENT together). */
+  const openPerClient = new Map<string, number>();
   const invalidToken = () => new Unauthorized('Missing or invalid stream token');
 
   app.get('/sdk/v1/stream', {
@@ -73,10 +85,25 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
       keyHash = sdkKeyHash(anySdkCredential(request)!);
     }
     if (!project) throw invalidToken();
-    if (!project.environments.has(environment)) throw new NotFound(`Environment "${environment}" not found in this project`);
+    environmentOf(project, environment); // 404 for an unknown environment
+    const client = `${request.ip} ${keyHash}`;
+    const open = openPerClient.get(client) ?? 0;
+    if (config.streamsPerClient > 0 && open >= config.streamsPerClient) throw new RateLimited(STREAM_CAP_RETRY_SECONDS);
+    openPerClient.set(client, open + 1);
 
     reply.hijack();
     const raw = reply.raw;
+    let stream: OpenStream | undefined;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      if (stream) hub.remove(stream);
+      const left = (openPerClient.get(client) ?? 1) - 1;
+      if (left > 0) openPerClient.set(client, left);
+      else openPerClient.delete(client);
+    };
+    raw.on('close', release);
     raw.writeHead(200, {
       ...reply.getHeaders(),
       'content-type': 'text/event-stream; charset=utf-8',
@@ -89,7 +116,7 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
     const lastEventId = request.headers['last-event-id'];
     if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) raw.write(refetchMessage(project.revision));
 
-    const stream: OpenStream = {
+    stream = {
       projectId: project.projectId,
       environment,
       keyHash,
@@ -100,7 +127,7 @@ export const streamRoutes: SdkPlugin = async (app, { db, limits, evaluateCache, 
       },
       close: (retryMs) => raw.end(retryMs === undefined ? undefined : `retry: ${retryMs}\n\n`),
     };
-    hub.add(stream);
-    raw.on('close', () => hub.remove(stream));
+    hub.add(stream, project);
+    if (raw.socket === null || raw.socket.destroyed) release(); // the client left before we listened
   });
 };

@@ -9,8 +9,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { createClient, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type ClientOptions, type GuidonClient, type GuidonError } from '@guidon/sdk';
-import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
-import { createTestDatabase, onPostgres } from './test-database.js';
+import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
 
 async function within(ms: number, what: string, check: () => boolean): Promise<void> {
   const deadline = Date.now() + ms;

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 
 /** Long enough for a page's EventSource to (re)connect; a later bulk answer hands out a fresh one. */
@@ -11,9 +10,6 @@ export interface StreamScope {
   /** sdkKeyHash of the key it was issued under: rotating the key retires its tokens. */
   keyHash: string;
 }
-
-/** Names an SDK key without holding it (tokens are readable, and travel in URLs). */
-export const sdkKeyHash = (sdkKey: string): string => createHash('sha256').update(sdkKey).digest('base64url').slice(0, 22);
 
 /**
  * Stream tokens, for a browser EventSource that cannot send the SDK key as a header (contract

@@ -1,0 +1,56 @@
+/**
+ * The one outcome vocabulary: every answer evaluation can give for a flag, with its code, its
+ * reason string (interface.md, contract §2) and the OpenFeature reason it maps to (contract §12).
+ * The compiler writes codes; the server's answers, history, OFREP and the OpenFeature providers
+ * all read this table.
+ */
+import type { RuleType } from './evaluate.js';
+
+/** OpenFeature's resolution reasons that Guidon gives (contract §12). */
+export type ReasonKind = 'DISABLED' | 'STATIC' | 'TARGETING_MATCH' | 'SPLIT';
+
+export interface Outcome {
+  /**
+   * Its byte in stored evaluation history: the same in every process and release. Codes are
+   * written out below and never change; a new outcome takes the next free code.
+   */
+  readonly code: number;
+  readonly enabled: boolean;
+  /** The reason string of the evaluate answer (the seed's wording). */
+  readonly reason: string;
+  readonly kind: ReasonKind;
+}
+
+export const DISABLED_CODE = 0;
+export const ENABLED_GLOBALLY_CODE = 1;
+export const RULE_MATCH_CODES: Readonly<Record<RuleType, number>> = Object.freeze({ user_id: 2, user_email: 3, email_domain: 4 });
+/** 4 + N for "in N% rollout", N = 1..100 (5..104). */
+const IN_ROLLOUT_BASE = 4;
+/** 104 + N for "not in N% rollout", N = 1..100 (105..204). */
+const NOT_IN_ROLLOUT_BASE = 104;
+
+export const inRolloutCode = (percentage: number): number => IN_ROLLOUT_BASE + percentage;
+export const notInRolloutCode = (percentage: number): number => NOT_IN_ROLLOUT_BASE + percentage;
+
+/** Every outcome, indexed by code (0..n without a gap, each fits a byte). */
+export const OUTCOMES: readonly Outcome[] = (() => {
+  const all: Outcome[] = [];
+  const add = (code: number, enabled: boolean, reason: string, kind: ReasonKind) => {
+    if (all[code]) throw new Error(`outcome code ${code} given twice`);
+    all[code] = Object.freeze({ code, enabled, reason, kind });
+  };
+  add(DISABLED_CODE, false, 'Flag is globally disabled', 'DISABLED');
+  add(ENABLED_GLOBALLY_CODE, true, 'Flag enabled globally', 'STATIC');
+  for (const [type, code] of Object.entries(RULE_MATCH_CODES)) add(code, true, `Matched ${type} targeting rule`, 'TARGETING_MATCH');
+  for (let n = 1; n <= 100; n++) add(inRolloutCode(n), true, `User in ${n}% rollout`, 'SPLIT');
+  for (let n = 1; n <= 100; n++) add(notInRolloutCode(n), false, `User not in ${n}% rollout`, 'SPLIT');
+  if (all.length > 256 || all.some((entry) => entry === undefined)) throw new Error('outcome codes must fill 0..n without a gap and fit a byte');
+  return Object.freeze(all);
+})();
+
+const kinds = new Map(OUTCOMES.map((outcome) => [outcome.reason, outcome.kind]));
+
+/** The OpenFeature reason of one of Guidon's reason strings; undefined for any other text. */
+export function reasonKind(reason: string): ReasonKind | undefined {
+  return kinds.get(reason);
+}

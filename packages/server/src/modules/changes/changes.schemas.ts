@@ -1,0 +1,85 @@
+/**
+ * The change path's vocabulary (contract §10): what a write under a project describes, the event
+ * it becomes, and the closed lists of actions and resource types. The audit log stores these
+ * events, webhooks deliver them, and OpenAPI (so the dashboard's generated types) lists them.
+ */
+import { Type } from 'typebox';
+
+export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'member', 'webhook'] as const;
+export type ResourceType = (typeof RESOURCE_TYPES)[number];
+
+/** Every audit action: `<resource>.<verb>`. `webhook.test` is sent to one webhook, never stored. */
+export const AUDIT_ACTIONS = [
+  'project.created',
+  'project.updated',
+  'project.key_regenerated',
+  'environment.created',
+  'environment.updated',
+  'environment.deleted',
+  'flag.created',
+  'flag.updated',
+  'flag.toggled',
+  'flag.deleted',
+  'rule.created',
+  'rule.updated',
+  'rule.deleted',
+  'member.added',
+  'member.joined',
+  'member.updated',
+  'member.removed',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'webhook.test',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export const ResourceTypeSchema = Type.Enum([...RESOURCE_TYPES], { $id: 'ResourceType' });
+export const AuditActionSchema = Type.Enum([...AUDIT_ACTIONS], { $id: 'AuditAction', description: '<resource>.<verb>, e.g. flag.toggled' });
+
+/** Who made a change: the user, and the API token when one was used (null for a login). */
+export interface Actor {
+  user_id: string | null;
+  email: string | null;
+  token_id: string | null;
+}
+
+/** One change as a write describes it. before / after are the resource's API objects. */
+export interface Change {
+  action: AuditAction;
+  resource_type: ResourceType;
+  resource_id: string;
+  resource_key?: string | null;
+  environment_id?: string | null;
+  before: object | null;
+  after: object | null;
+}
+
+/** A change as recorded: what the audit log lists and webhooks deliver. */
+export interface ChangeEvent {
+  id: string;
+  project_id: string;
+  environment_id: string | null;
+  action: AuditAction;
+  resource_type: ResourceType;
+  resource_id: string;
+  resource_key: string | null;
+  actor: Actor;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+  created_at: string;
+}
+
+/** An update that changes nothing but its timestamp is not an event. */
+export function changesNothing(change: Change): boolean {
+  if (change.before === null || change.after === null) return false;
+  const { updated_at: _b, ...before } = change.before as Record<string, unknown>;
+  const { updated_at: _a, ...after } = change.after as Record<string, unknown>;
+  const canonical = (value: object) => JSON.stringify(value, Object.keys(value).sort());
+  return canonical(before) === canonical(after);
+}
+
+
+/** References to the two schemas above (registered once by app.ts), typed for handlers. */
+export const AuditActionRef = Type.Unsafe<AuditAction>(Type.Ref('AuditAction'));
+export const ResourceTypeRef = Type.Unsafe<ResourceType>(Type.Ref('ResourceType'));

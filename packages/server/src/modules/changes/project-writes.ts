@@ -1,0 +1,55 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.js';
+import type { ChangeFeed } from './change-feed.js';
+import { changesNothing, type Actor, type Change, type ChangeEvent } from './changes.schemas.js';
+
+/** Collects what a write changed; each call becomes one event (unless it changed nothing). */
+export type RecordChange = (change: Change) => void;
+
+/** Who takes part in every write, wired by the composition root (app.ts). */
+export interface ChangeParticipants {
+  /** In the write's transaction: stores the change as an event (the audit log) and returns it. */
+  record(trx: Db, projectId: string, actor: Actor, change: Change): Promise<ChangeEvent>;
+  /** In the write's transaction, for each event: e.g. the webhook outbox rows. */
+  withEvent: ((trx: Db, event: ChangeEvent) => Promise<void>)[];
+  /** After the commit, when the write recorded at least one event: e.g. wake the webhook sender. */
+  afterEvents: (() => void)[];
+}
+
+/**
+ * The one change path (docs/adr/0004): every write under a project runs through apply. In one
+ * transaction it runs the write, bumps the project's revision (PostgreSQL: and queues the NOTIFY),
+ * records one event per change and lets the participants act on it. After the commit the change
+ * feed drops the compiled views and tells the other instances. A write that throws leaves
+ * nothing: no event, no delivery, no revision.
+ */
+export class ProjectWrites {
+  constructor(
+    private readonly db: Db,
+    private readonly feed: ChangeFeed,
+    private readonly participants: ChangeParticipants,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>): Promise<T> {
+    let events: ChangeEvent[] = [];
+    const result = await this.db.transaction().execute(async (trx) => {
+      // First, so the project row is locked for the whole write (writes to one project queue up).
+      await this.feed.markChanged(trx, projectId);
+      const changes: Change[] = [];
+      const value = await write(trx, (change) => changes.push(change));
+      events = [];
+      for (const change of changes) {
+        if (changesNothing(change)) continue;
+        const event = await this.participants.record(trx, projectId, actor, change);
+        for (const participant of this.participants.withEvent) await participant(trx, event);
+        events.push(event);
+      }
+      return value;
+    });
+    this.feed.afterCommit(projectId);
+    if (events.length > 0) for (const participant of this.participants.afterEvents) participant();
+    this.log.debug({ projectId, actions: events.map((event) => event.action) }, 'project changed');
+    return result;
+  }
+}

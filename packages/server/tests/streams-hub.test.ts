@@ -1,0 +1,69 @@
+/** The server's stream hub on its own. */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ChangeFeed } from '../src/modules/changes/change-feed.js';
+import { EvaluateCache } from '../src/modules/evaluate/evaluate.cache.js';
+import { sdkKeyHash } from '../src/modules/evaluate/sdk-auth.js';
+import { StreamHub, type OpenStream } from '../src/modules/streams/streams.hub.js';
+import { eventually, newProject, newUser, request, startServer } from './harness.js';
+
+describe('StreamHub', () => {
+  test('heartbeats, a message per invalidation, and streams of a rotated-out key closed', async (t) => {
+    const server = await startServer();
+    t.after(() => server.close());
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
+    const hub = new StreamHub(server.database.db, cache, server.app.log, { heartbeatMs: 20, coalesceMs: 10 });
+    t.after(() => hub.close());
+    const compiled = await cache.project(project.sdk_key);
+    assert.ok(compiled);
+    const fake = (keyHash: string, environment = 'production') => {
+      const stream = { written: [] as string[], closed: false, projectId: project.id, environment, keyHash, write: (chunk: string) => void stream.written.push(chunk), close: () => {
+          stream.closed = true;
+          hub.remove(stream);
+        } };
+      hub.add(stream satisfies OpenStream, compiled);
+      return stream;
+    };
+    const current = fake(sdkKeyHash(project.sdk_key));
+    const rotatedOut = fake(sdkKeyHash('sdk_an_old_key'));
+    const deletedEnvironment = fake(sdkKeyHash(project.sdk_key), 'gone');
+    await eventually(() => current.written.includes(':\n\n'), 'a heartbeat');
+
+    cache.invalidateProject(project.id);
+    cache.invalidateProject(project.id); // within the window: one message
+    await eventually(() => current.written.some((chunk) => chunk.includes('refetchEvaluation')), 'the message');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(current.written.filter((chunk) => chunk.includes('refetchEvaluation')).length, 1);
+    assert.match(current.written.find((chunk) => chunk.includes('refetchEvaluation'))!, /^id: \d+\nevent: message\ndata: \{"type":"refetchEvaluation","etag":"\d+","lastModified":\d+\}\n\n$/);
+    assert.equal(current.closed, false);
+    assert.equal(rotatedOut.closed, true);
+    assert.equal(deletedEnvironment.closed, true);
+    assert.equal(hub.size, 1);
+  });
+
+  test('a stream opened while a key rotation commits is checked at once and closed (contract §12)', async (t) => {
+    const server = await startServer();
+    t.after(() => server.close());
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
+    const hub = new StreamHub(server.database.db, cache, server.app.log, { heartbeatMs: 60_000, coalesceMs: 10 });
+    t.after(() => hub.close());
+    // The stream was authorized against the project compiled under the old key…
+    const openedFrom = await cache.project(project.sdk_key);
+    assert.ok(openedFrom);
+    // …then the rotation committed, and its change reached the cache before the stream joined the hub.
+    const rotated = await request(server, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
+    assert.equal(rotated.status, 200);
+    cache.invalidateProject(project.id);
+    const stream = { closed: false, projectId: project.id, environment: 'production', keyHash: sdkKeyHash(project.sdk_key), write: () => undefined, close: () => {
+        stream.closed = true;
+        hub.remove(stream);
+      } };
+    hub.add(stream satisfies OpenStream, openedFrom);
+    await eventually(() => stream.closed, 'the stream under the retired key closed');
+    assert.equal(hub.size, 0);
+  });
+});
