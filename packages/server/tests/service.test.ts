@@ -9,7 +9,7 @@ import { loadConfig, ConfigError } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { sql } from 'kysely';
 import { createTestDatabase, onPostgres } from './test-database.js';
-import { evaluate, freePort, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
+import { evaluate, eventually, freePort, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
 
 const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 
@@ -220,7 +220,10 @@ describe('WORKERS=2 (node:cluster)', () => {
   test('both workers serve a change at once, share the rate limit, and stop gracefully with their history written', async () => {
     const testDatabase = await createTestDatabase();
     const server = await startProcess({ WORKERS: '2', DATABASE_URL: testDatabase.url, RATE_LIMIT_EVALUATE: '40', LOG_LEVEL: 'info' });
+    // /health answers once the first worker listens; under load the second one may take seconds more.
+    const listeningPids = () => new Set(server.output().split('\n').filter((line) => line.includes('Server listening')).map((line) => JSON.parse(line).pid));
     try {
+      await eventually(() => listeningPids().size === 2, 'the second worker to listen', 30_000);
       const user = await newUser(server, 'user', { verified: false }); // its own project: no mailbox needed
       const project = await newProject(server, user);
       const flag = await newFlag(server, user, project, { key: 'clustered', enabled: false });
@@ -244,8 +247,7 @@ describe('WORKERS=2 (node:cluster)', () => {
       const allowed = statuses.filter((status) => status === 200).length;
       assert.ok(allowed <= 30, `${allowed} allowed after at least 10 earlier requests`);
 
-      const listening = server.output().split('\n').filter((line) => line.includes('Server listening'));
-      assert.equal(new Set(listening.map((line) => JSON.parse(line).pid)).size, 2, 'two worker processes listen');
+      assert.equal(listeningPids().size, 2, 'two worker processes listen');
 
       server.child.kill('SIGTERM');
       assert.equal(await server.exited, 0, server.output());

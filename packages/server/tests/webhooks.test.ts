@@ -148,11 +148,13 @@ describe('webhooks', () => {
     assert.equal(event.actor.user_id, user.id);
 
     assert.equal((await request(server, 'PUT', `/api/projects/${project.id}/webhooks/${hook.id}`, { token: user.token, body: { enabled: false, events: ['*'] } })).status, 200);
-    const before = receiver.requests.length;
+    // Only this webhook's URL counts: the previous test's hanging receiver is still being retried.
+    const sentToHook = () => receiver.requests.filter((received) => received.url.endsWith('?test')).length;
+    const before = sentToHook();
     assert.equal((await request(server, 'POST', `/api/projects/${project.id}/webhooks/${hook.id}/test`, { token: user.token })).status, 409);
     await newFlag(server, user, project, { key: 'unseen' });
     await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(receiver.requests.length, before, 'a disabled webhook receives nothing');
+    assert.equal(sentToHook(), before, 'a disabled webhook receives nothing');
   });
 
   test('a webhook URL is reduced to its origin in the audit log and in what webhooks receive; owners still see it whole', async () => {
