@@ -19,7 +19,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { freePort, request, type TestProject } from './harness.js';
+import { eventually, freePort, request, type TestProject } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 import { startChildServer, type ChildServer } from './child-server.js';
 import { openStream } from './stream-client.js';
@@ -246,7 +246,10 @@ describe(`crash: SIGKILL under writes, ${KILLS} times (${onPostgres ? 'PostgreSQ
 
     const writers = Array.from({ length: WRITERS }, writer);
     for (let kill = 1; kill <= KILLS; kill++) {
+      const acknowledgedBefore = ledger.acknowledged;
       await sleep(150 + random() * 600);
+      // On a slow machine the restart can take the whole pause: kill only a server that took writes.
+      await eventually(() => ledger.acknowledged > acknowledgedBefore + 5, 'writes on the restarted server', 30_000);
       await server.kill('SIGKILL');
       server = await start();
     }
@@ -345,7 +348,8 @@ describe(`graceful stop: SIGTERM under evaluate load (${onPostgres ? 'PostgreSQL
       }
     };
     const clients = Array.from({ length: 16 }, client);
-    await sleep(1500);
+    // Stopped once enough were answered, however slow the machine is today.
+    await eventually(() => (outcomes.get(200) ?? 0) > 100, 'evaluate under load', 30_000);
     stopping = true;
     const exit = server.kill('SIGTERM');
     await Promise.all(clients);
