@@ -56,7 +56,7 @@ describe('reasons', () => {
   });
 
   test('RULE_TYPES and isRuleType', () => {
-    assert.deepEqual([...RULE_TYPES], ['user_id', 'user_email', 'email_domain']);
+    assert.deepEqual([...RULE_TYPES], ['user_id', 'user_email', 'email_domain', 'conditions']);
     assert.ok(Object.isFrozen(RULE_TYPES));
     for (const t of RULE_TYPES) assert.equal(isRuleType(t), true);
     assert.equal(isRuleType('USER_ID'), false);

@@ -1,18 +1,26 @@
 import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
-import { DISABLED_CODE, ENABLED_GLOBALLY_CODE, OUTCOMES, RULE_MATCH_CODES, inRolloutCode, notInRolloutCode, type Outcome } from './outcomes.js';
+import { compileConditions, conditionScope, type Condition, type ConditionScope, type Matcher } from './conditions.js';
+import { DISABLED_CODE, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, inRolloutCode, matchCode, notInRolloutCode, type Outcome } from './outcomes.js';
 
-export type RuleType = 'user_id' | 'user_email' | 'email_domain';
+export type RuleType = 'user_id' | 'user_email' | 'email_domain' | 'conditions';
 
-export const RULE_TYPES: readonly RuleType[] = Object.freeze(['user_id', 'user_email', 'email_domain'] as const);
+export const RULE_TYPES: readonly RuleType[] = Object.freeze(['user_id', 'user_email', 'email_domain', 'conditions'] as const);
 
 export function isRuleType(value: unknown): value is RuleType {
-  return value === 'user_id' || value === 'user_email' || value === 'email_domain';
+  return value === 'user_id' || value === 'user_email' || value === 'email_domain' || value === 'conditions';
 }
 
 export interface RuleDefinition {
   type: RuleType;
+  /** The seed types' value; unused by `conditions`. */
   value: string;
   enabled: boolean;
+  /** For `conditions` (contract §14): all must hold. */
+  conditions?: readonly Condition[] | null | undefined;
+  /** 0–100, default 100: a matched user is served by the rule when their §2 bucket is below it. */
+  rolloutPercentage?: number | undefined;
+  /** Default true: what the rule serves. */
+  serve?: boolean | undefined;
 }
 
 /** rules must already be ordered: highest priority first, ties oldest first. The array index is the rank. */
@@ -21,11 +29,25 @@ export interface FlagDefinition {
   enabled: boolean;
   rolloutPercentage: number;
   rules: readonly RuleDefinition[];
+  /** Who no rule served (contract §14): `rollout` (default, §2 steps 3–4) or `off`. */
+  everyoneElse?: 'rollout' | 'off' | undefined;
 }
+
+/** A custom attribute's value (contract §14); null counts as absent. */
+export type AttributeValue = string | number | boolean | null;
 
 export interface EvaluationContext {
   user_id?: string | undefined;
   user_email?: string | undefined;
+  custom_attributes?: Readonly<Record<string, AttributeValue | undefined>> | null | undefined;
+}
+
+/** What a flag set is compiled against besides its flags. */
+export interface CompileOptions {
+  /** The environment's key: the `environment` attribute. */
+  environment?: string | undefined;
+  /** The project's segments by key, for IN_SEGMENT. */
+  segments?: ReadonlyMap<string, readonly Condition[]> | undefined;
 }
 
 // ---------------------------------------------------------------------------
@@ -114,14 +136,17 @@ export function rolloutIdentifier(ctx: EvaluationContext): string {
 // Compilation: every flag of an environment at once
 // ---------------------------------------------------------------------------
 
-/** Inserts value → rank, keeping the best (lowest) rank for duplicate values. */
-function addRule(map: Map<string, number> | null, value: string, rank: number): Map<string, number> {
+/** Inserts value → hit, keeping the best (lowest) rank for duplicate values. */
+function addRule(map: Map<string, number> | null, value: string, hit: number): Map<string, number> {
   const m = map ?? new Map<string, number>();
-  if (!m.has(value)) m.set(value, rank); // ranks arrive in increasing order
+  if (!m.has(value)) m.set(value, hit); // ranks arrive in increasing order
   return m;
 }
 
-/** A flag's enabled targeting rules, by type: normalized value → rank (lower wins). null: none of that type. */
+/** A rule's hit: its rank and the code it serves in one number, so that the lower number is the better rank. */
+const hitOf = (rank: number, code: number) => rank * 256 + code;
+
+/** A flag's enabled targeting rules, by type: normalized value → hit (rank and code; lower wins). null: none of that type. */
 interface RuleMaps {
   byUserId: Map<string, number> | null;
   byEmail: Map<string, number> | null;
@@ -133,19 +158,20 @@ function compileRules(rules: readonly RuleDefinition[]): RuleMaps {
   for (let rank = 0; rank < rules.length; rank++) {
     const rule = rules[rank];
     if (rule === undefined || rule.enabled !== true || typeof rule.value !== 'string') continue;
+    const code = matchCode(rule.type, rule.serve !== false);
     switch (rule.type) {
       case 'user_id':
         // Exact, case-sensitive. An empty id never matches (empty ctx.user_id means "no id").
-        if (rule.value.length !== 0) maps.byUserId = addRule(maps.byUserId, rule.value, rank);
+        if (rule.value.length !== 0) maps.byUserId = addRule(maps.byUserId, rule.value, hitOf(rank, code));
         break;
       case 'user_email': {
         const v = normalizeEmail(rule.value);
-        if (v.length !== 0) maps.byEmail = addRule(maps.byEmail, v, rank);
+        if (v.length !== 0) maps.byEmail = addRule(maps.byEmail, v, hitOf(rank, code));
         break;
       }
       case 'email_domain': {
         const v = normalizeEmailDomain(rule.value);
-        if (v !== null) maps.byDomain = addRule(maps.byDomain, v, rank);
+        if (v !== null) maps.byDomain = addRule(maps.byDomain, v, hitOf(rank, code));
         break;
       }
       default:
@@ -186,7 +212,7 @@ export interface CompiledFlagSet {
   /** Per flag of `rollouts`, its code when in the rollout (any other code there, with no rule matched, is the not-in one). */
   readonly inRolloutCodes: Uint8Array;
   /**
-   * Writes each flag's code into codes[0..size). Returns true when a targeting rule matched:
+   * Writes each flag's code into codes[0..size). Returns true when a targeting rule served:
    * then flags other than `rollouts` may differ from `baseCodes`.
    */
   evaluateInto(ctx: EvaluationContext, codes: Uint8Array): boolean;
@@ -197,25 +223,83 @@ export interface CompiledFlagSet {
 /** The context's identifier, read once for all the rollouts of a flag set (evaluation is synchronous: one is enough). */
 const identifier = new Murmur3Suffix();
 
-export function compileFlagSet(defs: readonly FlagDefinition[]): CompiledFlagSet {
+/** A rule of a flag evaluated rule by rule: one with conditions, or with a rollout of its own. */
+interface CompiledRule {
+  readonly match: Matcher;
+  /** 1–100: served when the §2 bucket is below it. */
+  readonly rollout: number;
+  readonly code: number;
+}
+
+/** Whether a flag's rules must be tried one by one, in order (else its rules go into the set's value maps). */
+function needsRuleByRule(def: FlagDefinition): boolean {
+  return def.rules.some((rule) => rule.enabled === true && (rule.type === 'conditions' || (rule.rolloutPercentage ?? 100) < 100));
+}
+
+/** An enabled rule that can serve someone, compiled; null for one that never serves. */
+function compileRule(rule: RuleDefinition, scope: ConditionScope): CompiledRule | null {
+  const rollout = rule.rolloutPercentage ?? 100;
+  if (rule.enabled !== true || !(rollout > 0)) return null;
+  const code = matchCode(rule.type, rule.serve !== false);
+  let match: Matcher;
+  switch (rule.type) {
+    case 'user_id': {
+      const id = rule.value;
+      if (typeof id !== 'string' || id.length === 0) return null;
+      match = (ctx) => ctx.user_id === id;
+      break;
+    }
+    case 'user_email': {
+      const email = typeof rule.value === 'string' ? normalizeEmail(rule.value) : '';
+      if (email.length === 0) return null;
+      match = (ctx) => typeof ctx.user_email === 'string' && ctx.user_email.length !== 0 && contextEmail(ctx.user_email) === email;
+      break;
+    }
+    case 'email_domain': {
+      const domain = typeof rule.value === 'string' ? normalizeEmailDomain(rule.value) : null;
+      if (domain === null) return null;
+      match = (ctx) => {
+        const raw = ctx.user_email;
+        if (typeof raw !== 'string' || raw.length === 0) return false;
+        contextEmail(raw);
+        return contextDomain() === domain;
+      };
+      break;
+    }
+    case 'conditions':
+      match = compileConditions(rule.conditions ?? [], scope);
+      break;
+    default:
+      return null; // an unknown type (a newer schema) never matches
+  }
+  return { match, rollout: Math.min(rollout, 100), code };
+}
+
+export function compileFlagSet(defs: readonly FlagDefinition[], options: CompileOptions = {}): CompiledFlagSet {
   const size = defs.length;
   const keys = Object.freeze(defs.map((def) => def.key));
   const baseCodes = new Uint8Array(size);
+  const scope = conditionScope(options.environment, options.segments);
   const rollouts: number[] = [];
   /** Per flag, its place in `rollouts`, or -1. */
   const rolloutOf = new Int32Array(size).fill(-1);
   const rolloutPrefixes: Murmur3State[] = [];
   const rolloutPercentages: number[] = [];
-  // Rule value → [flag, rank, flag, rank, …] over every flag of the set.
+  /** The flags tried rule by rule, their rules in order, and the "<key>:" hash prefix of their bucket. */
+  const ruleByRule: number[] = [];
+  const ruleByRuleOf = new Int32Array(size).fill(-1);
+  const ruleLists: (readonly CompiledRule[])[] = [];
+  const bucketPrefixes: Murmur3State[] = [];
+  // Rule value → [flag, hit, flag, hit, …] over every flag of the set (hitOf: rank and code).
   const byUserId = new Map<string, number[]>();
   const byEmail = new Map<string, number[]>();
   const byDomain = new Map<string, number[]>();
   const index = (into: Map<string, number[]>, rules: Map<string, number> | null, flag: number) => {
     if (rules === null) return;
-    for (const [value, rank] of rules) {
+    for (const [value, hit] of rules) {
       const hits = into.get(value);
-      if (hits) hits.push(flag, rank);
-      else into.set(value, [flag, rank]);
+      if (hits) hits.push(flag, hit);
+      else into.set(value, [flag, hit]);
     }
   };
 
@@ -225,12 +309,20 @@ export function compileFlagSet(defs: readonly FlagDefinition[]): CompiledFlagSet
       baseCodes[flag] = DISABLED_CODE;
       continue;
     }
-    const rules = compileRules(def.rules);
-    index(byUserId, rules.byUserId, flag);
-    index(byEmail, rules.byEmail, flag);
-    index(byDomain, rules.byDomain, flag);
+    if (needsRuleByRule(def)) {
+      ruleByRuleOf[flag] = ruleByRule.length;
+      ruleByRule.push(flag);
+      ruleLists.push(def.rules.map((rule) => compileRule(rule, scope)).filter((rule) => rule !== null));
+      bucketPrefixes.push(murmur3_x86_32_state(def.key + ':', 0));
+    } else {
+      const rules = compileRules(def.rules);
+      index(byUserId, rules.byUserId, flag);
+      index(byEmail, rules.byEmail, flag);
+      index(byDomain, rules.byDomain, flag);
+    }
     const n = def.rolloutPercentage;
-    if (!(n > 0)) baseCodes[flag] = ENABLED_GLOBALLY_CODE;
+    if (def.everyoneElse === 'off') baseCodes[flag] = NO_RULE_MATCHED_CODE;
+    else if (!(n > 0)) baseCodes[flag] = ENABLED_GLOBALLY_CODE;
     else if (n >= 100) baseCodes[flag] = inRolloutCode(100); // every bucket (0..99) is < n
     else {
       rolloutOf[flag] = rollouts.length;
@@ -244,27 +336,41 @@ export function compileFlagSet(defs: readonly FlagDefinition[]): CompiledFlagSet
   const inRolloutCodes = Uint8Array.from(rolloutPercentages, inRolloutCode);
   const notInRolloutCodes = Uint8Array.from(rolloutPercentages, notInRolloutCode);
 
-  const matchUserId = RULE_MATCH_CODES.user_id;
-  const matchEmail = RULE_MATCH_CODES.user_email;
-  const matchDomain = RULE_MATCH_CODES.email_domain;
   const hasIdRules = byUserId.size > 0;
   const hasEmailRules = byEmail.size > 0 || byDomain.size > 0;
-  // The best rank matched so far per flag, valid where matchedIn[flag] === the current context's turn.
-  const bestRank = new Int32Array(size);
+  // The best hit matched so far per flag, valid where matchedIn[flag] === the current context's turn.
+  const bestHit = new Int32Array(size);
   const matchedIn = new Uint32Array(size);
   let turn = 0;
 
-  /** Applies one rule value's matches: a flag takes the match of its lowest rank (its rule order). */
-  const apply = (hits: number[], matchCode: number, codes: Uint8Array) => {
+  /** Applies one rule value's hits: a flag takes the hit of its lowest rank (its rule order). */
+  const apply = (hits: number[], codes: Uint8Array) => {
     for (let k = 0; k < hits.length; k += 2) {
       const flag = hits[k]!;
-      const rank = hits[k + 1]!;
-      if (matchedIn[flag] !== turn || rank < bestRank[flag]!) {
+      const hit = hits[k + 1]!;
+      if (matchedIn[flag] !== turn || hit < bestHit[flag]!) {
         matchedIn[flag] = turn;
-        bestRank[flag] = rank;
-        codes[flag] = matchCode;
+        bestHit[flag] = hit;
+        codes[flag] = hit & 255;
       }
     }
+  };
+
+  /** The code of the first rule of a rule-by-rule flag that serves the context, or -1. */
+  const served = (j: number, ctx: EvaluationContext): number => {
+    const rules = ruleLists[j]!;
+    let bucket = -1;
+    for (let r = 0; r < rules.length; r++) {
+      const rule = rules[r]!;
+      if (!rule.match(ctx)) continue;
+      if (rule.rollout >= 100) return rule.code;
+      if (bucket < 0) {
+        identifier.prepare(identifierOf(ctx));
+        bucket = identifier.finish(bucketPrefixes[j]!) % 100;
+      }
+      if (bucket < rule.rollout) return rule.code;
+    }
+    return -1;
   };
 
   const evaluateInto = (ctx: EvaluationContext, codes: Uint8Array): boolean => {
@@ -282,7 +388,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[]): CompiledFlagSet
       if (hits !== undefined) {
         turn = (turn + 1) >>> 0 || 1;
         matched = true;
-        apply(hits, matchUserId, codes);
+        apply(hits, codes);
       }
     }
     if (hasEmailRules) {
@@ -294,35 +400,42 @@ export function compileFlagSet(defs: readonly FlagDefinition[]): CompiledFlagSet
         if (emailHits !== undefined || domainHits !== undefined) {
           if (!matched) turn = (turn + 1) >>> 0 || 1;
           matched = true;
-          if (emailHits !== undefined) apply(emailHits, matchEmail, codes);
-          if (domainHits !== undefined) apply(domainHits, matchDomain, codes);
+          if (emailHits !== undefined) apply(emailHits, codes);
+          if (domainHits !== undefined) apply(domainHits, codes);
         }
+      }
+    }
+    for (let j = 0; j < ruleByRule.length; j++) {
+      const code = served(j, ctx);
+      if (code >= 0) {
+        codes[ruleByRule[j]!] = code;
+        matched = true;
       }
     }
     return matched;
   };
 
   const evaluateFlag = (ctx: EvaluationContext, flag: number): number => {
-    let rank = -1;
-    let code = 0;
-    /** The flag's lowest rank among one rule value's hits (a value's hits hold each flag once). */
-    const consider = (hits: number[] | undefined, matchCode: number) => {
-      if (hits === undefined) return;
-      for (let k = 0; k < hits.length; k += 2) {
-        if (hits[k] === flag && (rank < 0 || hits[k + 1]! < rank)) {
-          rank = hits[k + 1]!;
-          code = matchCode;
-        }
+    const byRule = ruleByRuleOf[flag]!;
+    if (byRule >= 0) {
+      const code = served(byRule, ctx);
+      if (code >= 0) return code;
+    } else {
+      let best = -1;
+      /** The flag's lowest hit among one rule value's hits (a value's hits hold each flag once). */
+      const consider = (hits: number[] | undefined) => {
+        if (hits === undefined) return;
+        for (let k = 0; k < hits.length; k += 2) if (hits[k] === flag && (best < 0 || hits[k + 1]! < best)) best = hits[k + 1]!;
+      };
+      if (hasIdRules && typeof ctx.user_id === 'string') consider(byUserId.get(ctx.user_id));
+      const raw = ctx.user_email;
+      if (hasEmailRules && typeof raw === 'string' && raw.length !== 0) {
+        consider(byEmail.get(contextEmail(raw)));
+        const domain = contextDomain();
+        if (domain !== null) consider(byDomain.get(domain));
       }
-    };
-    if (hasIdRules && typeof ctx.user_id === 'string') consider(byUserId.get(ctx.user_id), matchUserId);
-    const raw = ctx.user_email;
-    if (hasEmailRules && typeof raw === 'string' && raw.length !== 0) {
-      consider(byEmail.get(contextEmail(raw)), matchEmail);
-      const domain = contextDomain();
-      if (domain !== null) consider(byDomain.get(domain), matchDomain);
+      if (best >= 0) return best & 255;
     }
-    if (rank >= 0) return code;
     const j = rolloutOf[flag]!;
     if (j < 0) return baseCodes[flag]!;
     identifier.prepare(identifierOf(ctx));
@@ -333,6 +446,6 @@ export function compileFlagSet(defs: readonly FlagDefinition[]): CompiledFlagSet
 }
 
 /** The outcome of one flag for a context, compiled on the spot: for tests and one-off use, not for a hot path. */
-export function evaluateFlag(def: FlagDefinition, ctx: EvaluationContext): Outcome {
-  return OUTCOMES[compileFlagSet([def]).evaluateFlag(ctx, 0)]!;
+export function evaluateFlag(def: FlagDefinition, ctx: EvaluationContext, options?: CompileOptions): Outcome {
+  return OUTCOMES[compileFlagSet([def], options).evaluateFlag(ctx, 0)]!;
 }

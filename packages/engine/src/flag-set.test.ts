@@ -60,7 +60,7 @@ function generate(seed: number): { flags: FlagDefinition[]; contexts: Evaluation
     const rules: RuleDefinition[] = [];
     const ruleCount = next() < 0.5 ? 0 : Math.floor(next() * 6);
     for (let r = 0; r < ruleCount; r++) {
-      const type = pick(RULE_TYPES);
+      const type = pick(RULE_TYPES.filter((seedType) => seedType !== 'conditions')); // conditions: conditions.test.ts
       const value = type === 'user_id' ? pick(IDS) : type === 'user_email' ? pick(EMAILS) : pick(DOMAINS);
       rules.push({ type, value, enabled: next() < 0.85 });
     }

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OUTCOMES, RULE_MATCH_CODES, reasonKind } from './index.js';
+import { OUTCOMES, RULE_MATCH_CODES, RULE_OFF_CODES, reasonKind } from './index.js';
 
 const FROZEN: [number, boolean, string, string][] = [
   [0, false, 'Flag is globally disabled', 'DISABLED'],
@@ -15,6 +15,13 @@ const FROZEN: [number, boolean, string, string][] = [
   [4, true, 'Matched email_domain targeting rule', 'TARGETING_MATCH'],
   ...Array.from({ length: 100 }, (_, i): [number, boolean, string, string] => [5 + i, true, `User in ${i + 1}% rollout`, 'SPLIT']),
   ...Array.from({ length: 100 }, (_, i): [number, boolean, string, string] => [105 + i, false, `User not in ${i + 1}% rollout`, 'SPLIT']),
+  // Contract §14: conditions, everyone_else "off", and rules that serve false.
+  [205, true, 'Matched conditions targeting rule', 'TARGETING_MATCH'],
+  [206, false, 'No targeting rule matched', 'DEFAULT'],
+  [207, false, 'Matched user_id targeting rule', 'TARGETING_MATCH'],
+  [208, false, 'Matched user_email targeting rule', 'TARGETING_MATCH'],
+  [209, false, 'Matched email_domain targeting rule', 'TARGETING_MATCH'],
+  [210, false, 'Matched conditions targeting rule', 'TARGETING_MATCH'],
 ];
 
 test('every outcome keeps its code', () => {
@@ -26,8 +33,9 @@ test('every outcome keeps its code', () => {
 });
 
 test('rule codes are written out per rule type, not taken from the order of a list', () => {
-  assert.deepEqual({ ...RULE_MATCH_CODES }, { user_id: 2, user_email: 3, email_domain: 4 });
-  assert.ok(Object.isFrozen(RULE_MATCH_CODES));
+  assert.deepEqual({ ...RULE_MATCH_CODES }, { user_id: 2, user_email: 3, email_domain: 4, conditions: 205 });
+  assert.deepEqual({ ...RULE_OFF_CODES }, { user_id: 207, user_email: 208, email_domain: 209, conditions: 210 });
+  assert.ok(Object.isFrozen(RULE_MATCH_CODES) && Object.isFrozen(RULE_OFF_CODES));
 });
 
 test('a reason string names its OpenFeature reason; other texts name none', () => {

@@ -7,7 +7,7 @@
 import type { RuleType } from './evaluate.js';
 
 /** OpenFeature's resolution reasons that Guidon gives (contract §12). */
-export type ReasonKind = 'DISABLED' | 'STATIC' | 'TARGETING_MATCH' | 'SPLIT';
+export type ReasonKind = 'DISABLED' | 'STATIC' | 'TARGETING_MATCH' | 'SPLIT' | 'DEFAULT';
 
 export interface Outcome {
   /**
@@ -23,7 +23,15 @@ export interface Outcome {
 
 export const DISABLED_CODE = 0;
 export const ENABLED_GLOBALLY_CODE = 1;
-export const RULE_MATCH_CODES: Readonly<Record<RuleType, number>> = Object.freeze({ user_id: 2, user_email: 3, email_domain: 4 });
+/** A rule of each type served its match (`serve` true). The conditions type came later: 205. */
+export const RULE_MATCH_CODES: Readonly<Record<RuleType, number>> = Object.freeze({ user_id: 2, user_email: 3, email_domain: 4, conditions: 205 });
+/** `everyone_else: "off"` and no rule served (contract §14). */
+export const NO_RULE_MATCHED_CODE = 206;
+/** A rule of each type served with `serve: false`: off, with the rule's reason (contract §14). */
+export const RULE_OFF_CODES: Readonly<Record<RuleType, number>> = Object.freeze({ user_id: 207, user_email: 208, email_domain: 209, conditions: 210 });
+
+/** The code of a rule of this type that serves `serve`. */
+export const matchCode = (type: RuleType, serve: boolean): number => (serve ? RULE_MATCH_CODES : RULE_OFF_CODES)[type];
 /** 4 + N for "in N% rollout", N = 1..100 (5..104). */
 const IN_ROLLOUT_BASE = 4;
 /** 104 + N for "not in N% rollout", N = 1..100 (105..204). */
@@ -44,6 +52,8 @@ export const OUTCOMES: readonly Outcome[] = (() => {
   for (const [type, code] of Object.entries(RULE_MATCH_CODES)) add(code, true, `Matched ${type} targeting rule`, 'TARGETING_MATCH');
   for (let n = 1; n <= 100; n++) add(inRolloutCode(n), true, `User in ${n}% rollout`, 'SPLIT');
   for (let n = 1; n <= 100; n++) add(notInRolloutCode(n), false, `User not in ${n}% rollout`, 'SPLIT');
+  add(NO_RULE_MATCHED_CODE, false, 'No targeting rule matched', 'DEFAULT');
+  for (const [type, code] of Object.entries(RULE_OFF_CODES)) add(code, false, `Matched ${type} targeting rule`, 'TARGETING_MATCH');
   if (all.length > 256 || all.some((entry) => entry === undefined)) throw new Error('outcome codes must fill 0..n without a gap and fit a byte');
   return Object.freeze(all);
 })();

@@ -1,0 +1,382 @@
+/**
+ * Conditions on any attribute (contract §14): what each operator means, how a condition is
+ * checked when saved, and how it is compiled once per change so that an evaluation never parses
+ * a rule's values: sets for IN/NOT_IN, numbers, dates, versions, CIDRs and RE2 patterns made at
+ * compile time, segments inlined into the rules that name them.
+ */
+import ipaddr from 'ipaddr.js';
+import { RE2JS } from 're2js';
+import semver from 'semver';
+import type { EvaluationContext } from './evaluate.js';
+
+export const OPERATORS = Object.freeze([
+  'IN', 'NOT_IN',
+  'STR_CONTAINS', 'STR_STARTS_WITH', 'STR_ENDS_WITH',
+  'NUM_EQ', 'NUM_GT', 'NUM_GTE', 'NUM_LT', 'NUM_LTE',
+  'DATE_AFTER', 'DATE_BEFORE',
+  'SEMVER_EQ', 'SEMVER_GT', 'SEMVER_GTE', 'SEMVER_LT', 'SEMVER_LTE',
+  'REGEX', 'IN_CIDR', 'EXISTS', 'IN_SEGMENT',
+] as const);
+export type Operator = (typeof OPERATORS)[number];
+
+export interface Condition {
+  /** Absent for IN_SEGMENT. */
+  attribute?: string | null | undefined;
+  operator: Operator;
+  /** None for EXISTS; segment keys for IN_SEGMENT. */
+  values?: readonly string[] | null | undefined;
+  negate?: boolean | undefined;
+  case_insensitive?: boolean | undefined;
+}
+
+/** Limits of contract §14. */
+export const CONDITION_LIMITS = Object.freeze({
+  conditionsPerRule: 30,
+  valuesPerCondition: 10_000,
+  valueLength: 1024,
+  attributeNameLength: 64,
+  patternLength: 1000,
+  customAttributes: 100,
+  customAttributeLength: 1024,
+});
+
+/** Attributes Guidon fills itself; a custom attribute of one of these names is ignored. */
+export const BUILT_IN_ATTRIBUTES = Object.freeze(['user_id', 'user_email', 'email_domain', 'environment', 'current_time'] as const);
+const FROM_CONTEXT_ONLY = new Set(['user_id', 'user_email', 'email_domain', 'environment']);
+
+const CASE_INSENSITIVE_OPERATORS = new Set<Operator>(['IN', 'NOT_IN', 'STR_CONTAINS', 'STR_STARTS_WITH', 'STR_ENDS_WITH', 'REGEX']);
+const ONE_VALUE = (operator: Operator) => operator.startsWith('NUM_') || operator.startsWith('DATE_') || operator.startsWith('SEMVER_');
+
+// ---------------------------------------------------------------------------
+// Reading values: the same parsers at save and at evaluation
+// ---------------------------------------------------------------------------
+
+/** A finite number written as a number (surrounding spaces allowed), else undefined. */
+export function parseNumber(text: string): number | undefined {
+  if (text.trim() === '') return undefined;
+  const number = Number(text);
+  return Number.isFinite(number) ? number : undefined;
+}
+
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+/** Milliseconds since the epoch of an ISO 8601 date or date-time (one without an offset is UTC), else undefined. */
+export function parseDate(text: string): number | undefined {
+  const match = ISO_8601.exec(text);
+  if (match === null) return undefined;
+  const dateOnly = text.length === 10;
+  const time = Date.parse(dateOnly || match[1] !== undefined ? text : `${text}Z`);
+  return Number.isFinite(time) ? time : undefined;
+}
+
+const VERSION = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/;
+
+/** A version `x.y.z[-pre]` (contract §14), else undefined. */
+export function parseVersion(text: string): semver.SemVer | undefined {
+  if (!VERSION.test(text)) return undefined;
+  return semver.parse(text) ?? undefined;
+}
+
+function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (!ipaddr.isValid(text)) return undefined;
+  return ipaddr.process(text); // an IPv4-mapped IPv6 address is its IPv4 address
+}
+
+function parseCidr(text: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | undefined {
+  try {
+    return ipaddr.parseCIDR(text.includes('/') ? text : `${text}/${text.includes(':') ? 128 : 32}`);
+  } catch {
+    return undefined;
+  }
+}
+
+function compilePattern(pattern: string, caseInsensitive: boolean): RE2JS {
+  return RE2JS.compile(pattern, caseInsensitive ? RE2JS.CASE_INSENSITIVE : 0);
+}
+
+// ---------------------------------------------------------------------------
+// Checking a condition when it is saved
+// ---------------------------------------------------------------------------
+
+/**
+ * What is wrong with a condition (contract §14), as a message that names it and its operator, or
+ * null. `where` names it (e.g. `conditions[2]`). Segment keys are the server's to check.
+ */
+export function conditionProblem(condition: Condition, where: string, options: { inSegment?: boolean } = {}): string | null {
+  const { operator } = condition;
+  if (!(OPERATORS as readonly string[]).includes(operator)) return `${where}: unknown operator "${String(operator)}" (one of ${OPERATORS.join(', ')})`;
+  const named = `${where} (${operator})`;
+  const values = condition.values ?? [];
+  const attribute = condition.attribute ?? null;
+  if (operator === 'IN_SEGMENT') {
+    if (options.inSegment) return `${named}: a segment cannot use IN_SEGMENT`;
+    if (attribute !== null) return `${named}: takes no attribute, only segment keys as values`;
+  } else {
+    if (typeof attribute !== 'string' || attribute.trim() === '') return `${named}: an attribute is required`;
+    if ([...attribute].length > CONDITION_LIMITS.attributeNameLength) return `${named}: the attribute name is longer than ${CONDITION_LIMITS.attributeNameLength} characters`;
+  }
+  if (operator === 'EXISTS') {
+    if (values.length > 0) return `${named}: takes no values`;
+  } else {
+    if (values.length === 0) return `${named}: at least one value is required`;
+    if (values.length > CONDITION_LIMITS.valuesPerCondition) return `${named}: at most ${CONDITION_LIMITS.valuesPerCondition} values`;
+  }
+  for (const value of values) {
+    if (typeof value !== 'string') return `${named}: values must be strings`;
+    if ([...value].length > CONDITION_LIMITS.valueLength) return `${named}: a value is longer than ${CONDITION_LIMITS.valueLength} characters`;
+  }
+  if (condition.case_insensitive === true && !CASE_INSENSITIVE_OPERATORS.has(operator)) return `${named}: case_insensitive applies only to IN, NOT_IN, the STR_ operators and REGEX`;
+  if (ONE_VALUE(operator) && values.length !== 1) return `${named}: takes exactly one value`;
+  const value = values[0]!;
+  if (operator.startsWith('NUM_') && parseNumber(value) === undefined) return `${named}: "${value}" is not a number`;
+  if (operator.startsWith('DATE_') && parseDate(value) === undefined) return `${named}: "${value}" is not an ISO 8601 date such as 2026-12-31 or 2026-12-31T18:00:00Z`;
+  if (operator.startsWith('SEMVER_') && parseVersion(value) === undefined) return `${named}: "${value}" is not a version x.y.z or x.y.z-pre`;
+  if (operator === 'IN_CIDR') {
+    const bad = values.find((cidr) => parseCidr(cidr) === undefined);
+    if (bad !== undefined) return `${named}: "${bad}" is not an IP address or CIDR range`;
+  }
+  if (operator === 'REGEX') {
+    for (const pattern of values) {
+      if (pattern.length > CONDITION_LIMITS.patternLength) return `${named}: a pattern is longer than ${CONDITION_LIMITS.patternLength} characters`;
+      try {
+        compilePattern(pattern, condition.case_insensitive === true);
+      } catch (error) {
+        return `${named}: "${pattern}" is not a pattern RE2 runs in linear time (${(error as Error).message})`;
+      }
+    }
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+// Compiling
+// ---------------------------------------------------------------------------
+
+/** Whether a context meets a condition, a rule's conditions, a segment. */
+export type Matcher = (ctx: EvaluationContext) => boolean;
+
+/** What the compilation of one flag set shares: the environment's key, segments, patterns compiled once. */
+export interface ConditionScope {
+  readonly environment: string | undefined;
+  readonly segments: ReadonlyMap<string, readonly Condition[]>;
+  /** Compiled segments and patterns, by key: each compiled once per flag set. */
+  readonly segmentMatchers: Map<string, Matcher>;
+  readonly patterns: Map<string, RE2JS>;
+}
+
+export function conditionScope(environment: string | undefined, segments: ReadonlyMap<string, readonly Condition[]> | undefined): ConditionScope {
+  return { environment, segments: segments ?? new Map(), segmentMatchers: new Map(), patterns: new Map() };
+}
+
+/** The attribute's string form in a context, or undefined when it is absent. */
+type Reader = (ctx: EvaluationContext) => string | undefined;
+
+function customValue(ctx: EvaluationContext, name: string): string | undefined {
+  const attributes = ctx.custom_attributes;
+  if (attributes === undefined || attributes === null) return undefined;
+  const value = attributes[name];
+  switch (typeof value) {
+    case 'string':
+      return value;
+    case 'number':
+    case 'boolean':
+      return String(value);
+    default:
+      return undefined; // null, and what is not an own value (toString…)
+  }
+}
+
+function readerOf(attribute: string, scope: ConditionScope): Reader {
+  switch (attribute) {
+    case 'user_id':
+      return (ctx) => (typeof ctx.user_id === 'string' ? ctx.user_id : undefined);
+    case 'user_email':
+      return (ctx) => (typeof ctx.user_email === 'string' ? ctx.user_email : undefined);
+    case 'email_domain':
+      return (ctx) => {
+        const email = ctx.user_email;
+        if (typeof email !== 'string') return undefined;
+        const at = email.lastIndexOf('@');
+        return at === -1 ? undefined : email.slice(at + 1).trim().toLowerCase();
+      };
+    case 'environment': {
+      const key = scope.environment;
+      return () => key;
+    }
+    case 'current_time':
+      return (ctx) => customValue(ctx, 'current_time') ?? new Date().toISOString();
+    default:
+      if (FROM_CONTEXT_ONLY.has(attribute)) return () => undefined;
+      return (ctx) => customValue(ctx, attribute);
+  }
+}
+
+/** A one-entry memo per parser: the flags of a request read the same attribute, parsed once. */
+function memo<T>(parse: (text: string) => T): (text: string) => T {
+  let lastText: string | undefined;
+  let last: T;
+  return (text) => {
+    if (text !== lastText) {
+      last = parse(text);
+      lastText = text;
+    }
+    return last;
+  };
+}
+const lowerCase = memo((text: string) => text.toLowerCase());
+const numberOf = memo(parseNumber);
+const dateOf = memo(parseDate);
+const versionOf = memo(parseVersion);
+const addressOf = memo(parseAddress);
+
+/** The test of a present attribute value, for one condition. */
+function testOf(condition: Condition, scope: ConditionScope): (value: string) => boolean {
+  const values = condition.values ?? [];
+  const folded = condition.case_insensitive === true;
+  const fold = folded ? lowerCase : (text: string) => text;
+  const foldedValues = folded ? values.map((value) => value.toLowerCase()) : values;
+  switch (condition.operator) {
+    case 'IN':
+    case 'NOT_IN': {
+      const set = new Set(foldedValues);
+      return condition.operator === 'IN' ? (value) => set.has(fold(value)) : (value) => !set.has(fold(value));
+    }
+    case 'STR_CONTAINS':
+      return (value) => foldedValues.some((part) => fold(value).includes(part));
+    case 'STR_STARTS_WITH':
+      return (value) => foldedValues.some((part) => fold(value).startsWith(part));
+    case 'STR_ENDS_WITH':
+      return (value) => foldedValues.some((part) => fold(value).endsWith(part));
+    case 'NUM_EQ':
+    case 'NUM_GT':
+    case 'NUM_GTE':
+    case 'NUM_LT':
+    case 'NUM_LTE': {
+      const bound = parseNumber(values[0] ?? '');
+      if (bound === undefined) return () => false;
+      const compare = comparison(condition.operator);
+      return (value) => {
+        const number = numberOf(value);
+        return number !== undefined && compare(number - bound);
+      };
+    }
+    case 'DATE_AFTER':
+    case 'DATE_BEFORE': {
+      const bound = parseDate(values[0] ?? '');
+      if (bound === undefined) return () => false;
+      return condition.operator === 'DATE_AFTER'
+        ? (value) => {
+            const time = dateOf(value);
+            return time !== undefined && time > bound;
+          }
+        : (value) => {
+            const time = dateOf(value);
+            return time !== undefined && time < bound;
+          };
+    }
+    case 'SEMVER_EQ':
+    case 'SEMVER_GT':
+    case 'SEMVER_GTE':
+    case 'SEMVER_LT':
+    case 'SEMVER_LTE': {
+      const bound = parseVersion(values[0] ?? '');
+      if (bound === undefined) return () => false;
+      const compare = comparison(condition.operator);
+      return (value) => {
+        const version = versionOf(value);
+        return version !== undefined && compare(version.compare(bound));
+      };
+    }
+    case 'REGEX': {
+      const patterns: RE2JS[] = [];
+      for (const pattern of values) {
+        const id = `${folded ? 'i' : ''}/${pattern}`;
+        let compiled = scope.patterns.get(id);
+        if (compiled === undefined) {
+          try {
+            compiled = compilePattern(pattern, folded);
+          } catch {
+            continue; // refused at save; a stored one that no longer compiles matches nothing
+          }
+          scope.patterns.set(id, compiled);
+        }
+        patterns.push(compiled);
+      }
+      return (value) => patterns.some((pattern) => pattern.test(value));
+    }
+    case 'IN_CIDR': {
+      const ranges = values.map(parseCidr).filter((range) => range !== undefined);
+      return (value) => {
+        const address = addressOf(value);
+        if (address === undefined) return false;
+        for (const range of ranges) {
+          if (address.kind() === range[0].kind() ? address.match(range) : address.kind() === 'ipv4' && (address as ipaddr.IPv4).toIPv4MappedAddress().match(range)) return true;
+        }
+        return false;
+      };
+    }
+    case 'EXISTS':
+      return () => true;
+    default:
+      return () => false;
+  }
+}
+
+/** NUM_ and SEMVER_ comparisons, on the sign of (attribute − value). */
+function comparison(operator: Operator): (difference: number) => boolean {
+  switch (operator.slice(operator.indexOf('_') + 1)) {
+    case 'EQ':
+      return (difference) => difference === 0;
+    case 'GT':
+      return (difference) => difference > 0;
+    case 'GTE':
+      return (difference) => difference >= 0;
+    case 'LT':
+      return (difference) => difference < 0;
+    default:
+      return (difference) => difference <= 0;
+  }
+}
+
+/** One condition: present attribute → its operator; missing → false but NOT_IN; then negate. */
+export function compileCondition(condition: Condition, scope: ConditionScope): Matcher {
+  const negate = condition.negate === true;
+  if (condition.operator === 'IN_SEGMENT') {
+    const segments = (condition.values ?? []).map((key) => segmentMatcher(key, scope));
+    return negate ? (ctx) => !segments.some((segment) => segment(ctx)) : (ctx) => segments.some((segment) => segment(ctx));
+  }
+  const read = readerOf(condition.attribute ?? '', scope);
+  const test = testOf(condition, scope);
+  const whenMissing = condition.operator === 'NOT_IN';
+  return negate
+    ? (ctx) => {
+        const value = read(ctx);
+        return !(value === undefined ? whenMissing : test(value));
+      }
+    : (ctx) => {
+        const value = read(ctx);
+        return value === undefined ? whenMissing : test(value);
+      };
+}
+
+/** All of the conditions (AND); true for none. */
+export function compileConditions(conditions: readonly Condition[], scope: ConditionScope): Matcher {
+  const matchers = conditions.map((condition) => compileCondition(condition, scope));
+  if (matchers.length === 1) return matchers[0]!;
+  return (ctx) => {
+    for (let i = 0; i < matchers.length; i++) if (!matchers[i]!(ctx)) return false;
+    return true;
+  };
+}
+
+/** A segment by key: an unknown key (deleted meanwhile) matches nobody. */
+function segmentMatcher(key: string, scope: ConditionScope): Matcher {
+  let matcher = scope.segmentMatchers.get(key);
+  if (matcher === undefined) {
+    const conditions = scope.segments.get(key);
+    // A segment's own conditions hold no IN_SEGMENT (refused at save), so this cannot recurse.
+    matcher = conditions === undefined ? () => false : compileConditions(conditions.filter((condition) => condition.operator !== 'IN_SEGMENT'), scope);
+    scope.segmentMatchers.set(key, matcher);
+  }
+  return matcher;
+}
