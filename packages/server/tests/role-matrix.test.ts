@@ -35,6 +35,8 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'POST /api/projects/:project_id/webhooks': () => ({ url: receiverUrl }),
   'PUT /api/projects/:project_id/webhooks/:webhook_id': () => ({ description: `d${next()}` }),
   'POST /api/tokens': () => ({ name: `t${next()}` }),
+  'POST /api/projects/:project_id/segments': () => ({ key: `segment-${next()}`, name: 'Beta', conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }] }),
+  'PUT /api/projects/:project_id/segments/:segment_id': () => ({ name: `Beta ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': (params) => ({ target_environment_id: params.staging_env_id, overwrite: true }),
 };
 
@@ -99,6 +101,11 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'POST /api/projects/:project_id/webhooks/:webhook_id/deliveries/:delivery_id/resend': 'owner',
   'GET /api/projects/:project_id/flags': 'viewer',
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': 'editor',
+  'POST /api/projects/:project_id/segments': 'editor',
+  'GET /api/projects/:project_id/segments': 'viewer',
+  'GET /api/projects/:project_id/segments/:segment_id': 'viewer',
+  'PUT /api/projects/:project_id/segments/:segment_id': 'editor',
+  'DELETE /api/projects/:project_id/segments/:segment_id': 'editor',
 };
 
 let receiverUrl = '';
@@ -158,13 +165,14 @@ describe('role matrix: every /api route × every caller', () => {
     const flag = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags`, { ...as, body: { name: 'Flag', key: flagKey } }), 201);
     const rule = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags/${flag.id}/rules`, { ...as, body: { rule_type: 'user_id', rule_value: 'u1' } }), 201);
     const webhook = await ok(request(server, 'POST', `${p}/webhooks`, { ...as, body: { url: receiverUrl } }), 201);
+    const segment = await ok(request(server, 'POST', `${p}/segments`, { ...as, body: { key: 'matrix', name: 'Matrix', conditions: [{ attribute: 'plan', operator: 'EXISTS' }] } }), 201);
     const revoked = await request(server, 'POST', '/api/tokens', { ...as, body: { name: 'revoked', project_id: project.id, role: 'owner' } });
     await ok(request(server, 'DELETE', `/api/tokens/${revoked.body.id}`, as), 204);
     // A logged attempt to resend: the webhook's own creation event reaches the receiver.
     let attempts: any[] = [];
     await eventually(async () => (attempts = (await request(server, 'GET', `${p}/webhooks/${webhook.id}/deliveries`, as)).body.items).length > 0, 'a delivery');
     return {
-      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, webhook_id: webhook.id, token_id: revoked.body.id },
+      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id },
       tokens: {
         owner: owner.token,
         editor: editor.token,
@@ -203,6 +211,7 @@ describe('role matrix: every /api route × every caller', () => {
       await rows(db.selectFrom('rules').innerJoin('flags', 'flags.id', 'rules.flag_id').selectAll('rules').where('flags.project_id', '=', projectId).orderBy('rules.id')),
       await rows(db.selectFrom('project_members').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('webhooks').selectAll().where('project_id', '=', projectId).orderBy('id')),
+      await rows(db.selectFrom('segments').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('api_tokens').select(['id', 'name', 'project_id', 'role']).orderBy('id')),
       await rows(db.selectFrom('audit_events').select('id').where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('webhook_deliveries').select(['id', 'webhook_id', 'event_id']).orderBy('id')),

@@ -143,11 +143,12 @@ describe('service endpoints', () => {
       ['post', '/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/toggle'],
       ['post', '/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules'],
       ['put', '/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}'],
+      ['post', '/api/projects/{project_id}/segments'], ['put', '/api/projects/{project_id}/segments/{segment_id}'],
       ['post', '/sdk/v1/evaluate'], ['get', '/health'],
     ];
     for (const [method, path] of expected) assert.ok(paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`);
     const flagSchema = answer.body.components.schemas.Flag;
-    assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['created_at', 'description', 'enabled', 'environment_id', 'id', 'key', 'name', 'project_id', 'rollout_percentage', 'updated_at']);
+    assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['created_at', 'description', 'enabled', 'environment_id', 'everyone_else', 'id', 'key', 'name', 'project_id', 'rollout_percentage', 'updated_at']);
     // The errors any route can give are on every documented route, in the route's own error shape (documentCommonErrors).
     const errorSchema = (path: string, method: string, status: number) => (paths[path]?.[method] as any)?.responses?.[status]?.content?.['application/json']?.schema;
     for (const status of [413, 500, 503]) assert.equal(errorSchema('/api/projects', 'post', status)?.$ref, '#/components/schemas/Error', `POST /api/projects documents ${status}`);

@@ -30,6 +30,13 @@ async function oldData(db: Db): Promise<string> {
     const rows = await db.selectFrom(table).selectAll().execute();
     // Columns added since (issue 18) are checked by checkUpgraded, not here.
     if (table === 'users') for (const row of rows as Record<string, unknown>[]) delete row.email_verified_at;
+    // Issue 20's columns take their defaults: the seed's behaviour (checked by checkUpgraded's evaluations).
+    if (table === 'flags') for (const row of rows as Record<string, unknown>[]) if (row.everyone_else === 'rollout') delete row.everyone_else;
+    if (table === 'rules') {
+      for (const row of rows as Record<string, unknown>[]) {
+        if (row.conditions === null && row.rollout_percentage === 100 && (row.serve === 1 || row.serve === true)) for (const column of ['conditions', 'rollout_percentage', 'serve']) delete row[column];
+      }
+    }
     dump[table] = rows.map((row) => JSON.stringify(row, (_key, value) => (value?.type === 'Buffer' ? value.data : value))).sort();
   }
   return JSON.stringify(dump);

@@ -323,5 +323,28 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Targeting on any attribute, and segments (contract §14, issue 20). Rules of the seed's types
+    // keep their columns; a conditions rule stores '' as its rule_value (the API shows null).
+    '0006_targeting': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('rules').addColumn('conditions', json).execute();
+        await db.schema.alterTable('rules').addColumn('rollout_percentage', 'integer', (c) => c.notNull().defaultTo(100)).execute();
+        await db.schema.alterTable('rules').addColumn('serve', bool, (c) => c.notNull().defaultTo(trueValue)).execute();
+        await db.schema.alterTable('flags').addColumn('everyone_else', 'text', (c) => c.notNull().defaultTo('rollout')).execute();
+
+        await db.schema
+          .createTable('segments')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('key', 'text', (c) => c.notNull())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('description', 'text')
+          .addColumn('conditions', json, (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .addUniqueConstraint('segments_project_key_unique', ['project_id', 'key'])
+          .execute();
+      },
+    },
   };
 }

@@ -84,6 +84,7 @@ export interface FlagsTable {
   description: string | null;
   enabled: Bool;
   rollout_percentage: number;
+  everyone_else: ColumnType<string, string | undefined, string>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -92,9 +93,28 @@ export interface RulesTable {
   id: string;
   flag_id: string;
   rule_type: string;
+  /** '' for a conditions rule. */
   rule_value: string;
   enabled: Bool;
   priority: number;
+  /** A conditions rule's conditions (contract §14), else null. */
+  conditions: JsonConditions;
+  rollout_percentage: ColumnType<number, number | undefined, number>;
+  serve: ColumnType<boolean | number, boolean | undefined, boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A JSON array of conditions: text on SQLite, parsed by pg for jsonb. */
+export type JsonConditions = ColumnType<string | object[] | null, string | null | undefined, string | null>;
+
+export interface SegmentsTable {
+  id: string;
+  project_id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  conditions: ColumnType<string | object[], string, string>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -228,6 +248,7 @@ export interface Schema {
   environments: EnvironmentsTable;
   flags: FlagsTable;
   rules: RulesTable;
+  segments: SegmentsTable;
   evaluation_snapshots: EvaluationSnapshotsTable;
   evaluations: EvaluationsTable;
   evaluation_counts: EvaluationCountsTable;

@@ -5,7 +5,7 @@
  */
 import { Type } from 'typebox';
 
-export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'member', 'webhook'] as const;
+export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 /** Every audit action: `<resource>.<verb>`. `webhook.test` is sent to one webhook, never stored. */
@@ -23,6 +23,9 @@ export const AUDIT_ACTIONS = [
   'rule.created',
   'rule.updated',
   'rule.deleted',
+  'segment.created',
+  'segment.updated',
+  'segment.deleted',
   'member.added',
   'member.joined',
   'member.updated',

@@ -1,7 +1,11 @@
 import { OUTCOMES } from '@guidon/engine';
+import type { Static } from 'typebox';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, recordAll, type Evaluated } from './evaluation.js';
+import type { EvaluateBody } from './evaluate.schemas.js';
+
+type SentContext = NonNullable<Static<typeof EvaluateBody>['context']>;
 
 /** `{"enabled":…,"reason":"…"}` per outcome code, ready to be spliced into an answer. */
 const OUTCOME_JSON: readonly string[] = OUTCOMES.map(({ enabled, reason }) => JSON.stringify({ enabled, reason }));
@@ -234,8 +238,8 @@ export class EnvironmentAnswers {
   }
 }
 
-/** Outcomes one flag can give: disabled; or one of three rule matches, then in/not in rollout or enabled globally. */
-const FRAGMENTS = 6;
+/** Outcomes one flag usually gives: disabled, its rules' matches, then in/not in rollout, enabled globally or no rule matched. */
+const FRAGMENTS = 8;
 
 function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
   for (let i = 0; i < count; i++) if (a[i] !== b[i]) return false;
@@ -247,8 +251,8 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
  * (evaluate.routes.ts, evaluate.direct.ts): every flag evaluated for the context, the request
  * recorded in history, and the answer.
  */
-export function answerFor(environment: CompiledEnvironment, userId: string | null | undefined, userEmail: string | null | undefined, history: HistoryRecorder): Answer {
-  const context = contextOf(userId, userEmail);
+export function answerFor(environment: CompiledEnvironment, sent: SentContext | undefined, history: HistoryRecorder): Answer {
+  const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
   const evaluated = evaluateAll(environment, context);
   recordAll(history, environment, context, evaluated.codes);
   return environment.answers.answer(evaluated);

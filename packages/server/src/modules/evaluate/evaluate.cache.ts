@@ -1,5 +1,5 @@
 import { hash, randomUUID } from 'node:crypto';
-import { compileFlagSet, type CompiledFlagSet } from '@guidon/engine';
+import { compileFlagSet, type CompiledFlagSet, type Condition } from '@guidon/engine';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { NotFound } from '../../errors.js';
@@ -37,11 +37,12 @@ export class CompiledEnvironment implements BatchEnvironment {
   constructor(
     readonly projectId: string,
     stored: StoredEnvironment,
+    segments: ReadonlyMap<string, readonly Condition[]>,
   ) {
     this.environmentId = stored.id;
     this.key = stored.key;
     this.flagIds = stored.flags.map((flag) => flag.id);
-    this.flagSet = compileFlagSet(stored.flags);
+    this.flagSet = compileFlagSet(stored.flags, { environment: stored.key, segments });
     this.flagKeys = this.flagSet.keys;
     this.quotedKeys = this.flagKeys.map((key) => JSON.stringify(key));
     this.keysDigest = hash('sha1', JSON.stringify(this.flagKeys), 'buffer');
@@ -205,7 +206,7 @@ export class EvaluateCache {
     const generation = this.generation;
     const stored = await loadProjectBySdkKey(this.db, sdkKey);
     if (!stored) return null;
-    const environments = new Map(stored.environments.map((env) => [env.key, new CompiledEnvironment(stored.id, env)]));
+    const environments = new Map(stored.environments.map((env) => [env.key, new CompiledEnvironment(stored.id, env, stored.segments)]));
     const project: CompiledProject = { projectId: stored.id, revision: stored.revision, environments };
     if (generation === this.generation) {
       this.bySdkKey.set(sdkKey, project);

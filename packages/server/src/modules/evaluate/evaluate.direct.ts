@@ -149,7 +149,7 @@ export function directEvaluate(
       const environment = parsed !== undefined && valid(parsed) ? project.environments.get((parsed as EvaluateBody).environment) : undefined; // unknown: the route's 404
       let answer: Answer | undefined;
       try {
-        if (environment !== undefined) answer = answerFor(environment, (parsed as EvaluateBody).context?.user_id, (parsed as EvaluateBody).context?.user_email, history);
+        if (environment !== undefined) answer = answerFor(environment, (parsed as EvaluateBody).context, history);
       } catch {
         answer = undefined; // the route meets the same failure and answers it (500, logged)
       }

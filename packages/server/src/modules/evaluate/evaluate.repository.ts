@@ -1,6 +1,7 @@
-import type { RuleType } from '@guidon/engine';
+import type { Condition, FlagDefinition, RuleDefinition, RuleType } from '@guidon/engine';
 import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
+import { toConditions } from '../segments/segments.repository.js';
 
 export interface StoredEnvironment {
   id: string;
@@ -8,25 +9,22 @@ export interface StoredEnvironment {
   flags: StoredFlag[];
 }
 
-export interface StoredFlag {
+export interface StoredFlag extends FlagDefinition {
   id: string;
-  key: string;
-  enabled: boolean;
-  rolloutPercentage: number;
   /** Evaluation order: highest priority first, ties oldest first. */
-  rules: { type: RuleType; value: string; enabled: boolean }[];
+  rules: RuleDefinition[];
 }
 
-/** Everything evaluate needs of the project that owns an SDK key, in four queries; null for an unknown key. */
-export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id: string; revision: number; environments: StoredEnvironment[] } | null> {
+/** Everything evaluate needs of the project that owns an SDK key, in five queries; null for an unknown key. */
+export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id: string; revision: number; environments: StoredEnvironment[]; segments: Map<string, Condition[]> } | null> {
   const project = await db.selectFrom('projects').select(['id', 'revision']).where('sdk_key', '=', sdkKey).executeTakeFirst();
   if (!project) return null;
 
-  const [environments, flags, rules] = await Promise.all([
+  const [environments, flags, rules, segments] = await Promise.all([
     db.selectFrom('environments').select(['id', 'key']).where('project_id', '=', project.id).execute(),
     db
       .selectFrom('flags')
-      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage'])
+      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else'])
       .where('project_id', '=', project.id)
       .orderBy('created_at')
       .orderBy('id')
@@ -34,25 +32,38 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
     db
       .selectFrom('rules')
       .innerJoin('flags', 'flags.id', 'rules.flag_id')
-      .select(['rules.flag_id', 'rules.rule_type', 'rules.rule_value', 'rules.enabled'])
+      .select(['rules.flag_id', 'rules.rule_type', 'rules.rule_value', 'rules.enabled', 'rules.conditions', 'rules.rollout_percentage', 'rules.serve'])
       .where('flags.project_id', '=', project.id)
       .orderBy('rules.priority', 'desc')
       .orderBy('rules.created_at')
       .orderBy('rules.id')
       .execute(),
+    db.selectFrom('segments').select(['key', 'conditions']).where('project_id', '=', project.id).execute(),
   ]);
 
   const byEnvironment = new Map<string, StoredEnvironment>(environments.map((env) => [env.id, { ...env, flags: [] }]));
   const byFlag = new Map<string, StoredFlag>();
   for (const row of flags) {
-    const flag: StoredFlag = { id: row.id, key: row.key, enabled: toBool(row.enabled), rolloutPercentage: row.rollout_percentage, rules: [] };
+    const flag: StoredFlag = { id: row.id, key: row.key, enabled: toBool(row.enabled), rolloutPercentage: row.rollout_percentage, everyoneElse: row.everyone_else === 'off' ? 'off' : 'rollout', rules: [] };
     byFlag.set(row.id, flag);
     byEnvironment.get(row.environment_id)?.flags.push(flag);
   }
   for (const rule of rules) {
-    byFlag.get(rule.flag_id)?.rules.push({ type: rule.rule_type as RuleType, value: rule.rule_value, enabled: toBool(rule.enabled) });
+    byFlag.get(rule.flag_id)?.rules.push({
+      type: rule.rule_type as RuleType,
+      value: rule.rule_value,
+      enabled: toBool(rule.enabled),
+      conditions: toConditions(rule.conditions),
+      rolloutPercentage: rule.rollout_percentage,
+      serve: toBool(rule.serve),
+    });
   }
-  return { id: project.id, revision: Number(project.revision), environments: [...byEnvironment.values()] };
+  return {
+    id: project.id,
+    revision: Number(project.revision),
+    environments: [...byEnvironment.values()],
+    segments: new Map(segments.map((segment) => [segment.key, toConditions(segment.conditions) ?? []])),
+  };
 }
 
 /** The project's current SDK key; null when the project no longer exists. */

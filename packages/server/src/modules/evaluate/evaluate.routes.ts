@@ -29,7 +29,7 @@ export const evaluateRoutes: ApiPlugin<{ config: Readonly<Config>; limits: RateL
     },
   }, (request, reply) => {
     const environment = environmentOf(request.sdkProject, request.body.environment);
-    const answer = answerFor(environment, request.body.context?.user_id, request.body.context?.user_email, history);
+    const answer = answerFor(environment, request.body.context, history);
     reply.header('etag', answer.etag);
     if (notModified(request.headers, answer.etag)) reply.code(304).send(undefined as never);
     // Already JSON (the response schema documents its shape).

@@ -1,6 +1,17 @@
+import { CONDITION_LIMITS } from '@guidon/engine';
 import { Type } from 'typebox';
 
 const OptionalText = Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()]));
+
+/** Contract §14: at most 100 attributes, names of 1–64 characters, values a string, a number or a boolean (null: absent). */
+export const CustomAttributes = Type.Union([
+  Type.Record(Type.String(), Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), Type.Number(), Type.Boolean(), Type.Null()]), {
+    maxProperties: CONDITION_LIMITS.customAttributes,
+    propertyNames: { minLength: 1, maxLength: CONDITION_LIMITS.attributeNameLength },
+    description: 'attributes that conditions can name (contract §14)',
+  }),
+  Type.Null(),
+]);
 
 export const EvaluateBody = Type.Object({
   environment: Type.String({ minLength: 1, maxLength: 64, description: 'environment key: production, staging, or a custom key' }),
@@ -8,7 +19,7 @@ export const EvaluateBody = Type.Object({
     Type.Object({
       user_id: OptionalText,
       user_email: OptionalText,
-      custom_attributes: Type.Optional(Type.Unknown({ description: 'reserved for future use' })),
+      custom_attributes: Type.Optional(CustomAttributes),
     }),
   ),
 });

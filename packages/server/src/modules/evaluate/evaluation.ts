@@ -13,8 +13,8 @@ import type { CompiledEnvironment } from './evaluate.cache.js';
 export type { EvaluationContext };
 
 /** The context as the engine takes it, from the fields of a request. */
-export function contextOf(userId: string | null | undefined, userEmail: string | null | undefined): EvaluationContext {
-  return { user_id: userId ?? undefined, user_email: userEmail ?? undefined };
+export function contextOf(userId: string | null | undefined, userEmail: string | null | undefined, customAttributes?: EvaluationContext['custom_attributes']): EvaluationContext {
+  return { user_id: userId ?? undefined, user_email: userEmail ?? undefined, custom_attributes: customAttributes ?? undefined };
 }
 
 /** What evaluating every flag gave; reused, since a request is evaluated synchronously. */

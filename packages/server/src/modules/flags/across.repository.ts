@@ -3,7 +3,7 @@ import { conflictOnDuplicate } from '../../db/errors.js';
 import { newId, nowIso, toBool, toIso } from '../../db/values.js';
 import { Conflict, Invalid } from '../../errors.js';
 import { listEnvironments } from '../environments/environments.repository.js';
-import { toFlag } from './flags.repository.js';
+import { toFlag, type EveryoneElse } from './flags.repository.js';
 
 /**
  * Every flag key of the project with its state in each environment (contract §13): four reads,
@@ -63,6 +63,7 @@ interface CopySource {
   description: string | null;
   enabled: boolean;
   rollout_percentage: number;
+  everyone_else: EveryoneElse;
 }
 
 /**
@@ -75,13 +76,13 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
   {
     const rules = await trx
       .selectFrom('rules')
-      .select(['rule_type', 'rule_value', 'enabled', 'priority'])
+      .select(['rule_type', 'rule_value', 'conditions', 'enabled', 'priority', 'rollout_percentage', 'serve'])
       .where('flag_id', '=', source.id)
       .orderBy('priority', 'desc')
       .orderBy('created_at')
       .orderBy('id')
       .execute();
-    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage };
+    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else };
     const existing = await trx.selectFrom('flags').select(FLAG_COLUMNS).where('environment_id', '=', target.id).where('key', '=', source.key).executeTakeFirst();
     if (existing && !overwrite) throw new Conflict(`A flag with key "${source.key}" already exists in the target environment (send overwrite: true to replace it)`);
 
@@ -104,7 +105,7 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
       const stamps = rules.map(() => nowIso());
       await trx
         .insertInto('rules')
-        .values(rules.map((rule, i) => ({ id: newId(), flag_id: flagId, ...rule, enabled: toBool(rule.enabled), created_at: stamps[i]!, updated_at: stamps[i]! })))
+        .values(rules.map((rule, i) => ({ id: newId(), flag_id: flagId, ...rule, conditions: rule.conditions === null || typeof rule.conditions === 'string' ? rule.conditions : JSON.stringify(rule.conditions), enabled: toBool(rule.enabled), serve: toBool(rule.serve), created_at: stamps[i]!, updated_at: stamps[i]! })))
         .execute();
     }
     const row = await trx
@@ -116,4 +117,4 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
   }
 }
 
-const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'created_at', 'updated_at'] as const;
+const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'created_at', 'updated_at'] as const;

@@ -15,6 +15,7 @@ const COLUMNS = [
   'flags.description',
   'flags.enabled',
   'flags.rollout_percentage',
+  'flags.everyone_else',
   'flags.created_at',
   'flags.updated_at',
 ] as const;
@@ -25,14 +26,17 @@ export interface FlagFields {
   description: string | null;
   enabled: boolean;
   rollout_percentage: number;
+  everyone_else: EveryoneElse;
 }
+
+export type EveryoneElse = 'rollout' | 'off';
 
 export interface FlagScope extends EnvironmentScope {
   flagId: string;
 }
 
 export function toFlag(row: Selectable<FlagsTable>) {
-  return { ...row, enabled: toBool(row.enabled), created_at: toIso(row.created_at), updated_at: toIso(row.updated_at) };
+  return { ...row, enabled: toBool(row.enabled), everyone_else: row.everyone_else as EveryoneElse, created_at: toIso(row.created_at), updated_at: toIso(row.updated_at) };
 }
 
 const duplicateKey = (key: string) => `A flag with key "${key}" already exists in this environment`;

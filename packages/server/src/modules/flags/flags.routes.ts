@@ -35,9 +35,9 @@ export const flagRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     config: { role: 'editor' },
     schema: { tags, params: EnvironmentParams, body: CreateFlagBody, response: { 201: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
-    const { name, key, description = null, enabled = false, rollout_percentage = 0 } = request.body;
+    const { name, key, description = null, enabled = false, rollout_percentage = 0, everyone_else = 'rollout' } = request.body;
     const flag = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
-      const created = await createFlag(trx, await environmentOf(trx, request), { name, key, description, enabled, rollout_percentage });
+      const created = await createFlag(trx, await environmentOf(trx, request), { name, key, description, enabled, rollout_percentage, everyone_else });
       record(flagChange('flag.created', null, created));
       return created;
     });
@@ -58,13 +58,13 @@ export const flagRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     config: { role: 'editor' },
     schema: { tags, params: FlagParams, body: UpdateFlagBody, response: { 200: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request) => {
-    const { name, key, description, enabled, rollout_percentage } = request.body;
+    const { name, key, description, enabled, rollout_percentage, everyone_else } = request.body;
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const before = await requireFlag(trx, flagScopeOf(request));
-      const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage }));
+      const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else }));
       // Switching it on or off is a toggle however it is sent (the dashboard's switch sets the
       // state with PUT): a webhook for flag.toggled hears every flip.
-      const onlySwitched = before.enabled !== after.enabled && [name, key, description, rollout_percentage].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage][i]);
+      const onlySwitched = before.enabled !== after.enabled && [name, key, description, rollout_percentage, everyone_else].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage, before.everyone_else][i]);
       record(flagChange(onlySwitched ? 'flag.toggled' : 'flag.updated', before, after));
       return after;
     });

@@ -1,8 +1,11 @@
 import { Type } from 'typebox';
 import { Description, Name, Timestamp, Uuid } from '../../http/schemas.js';
+import { Conditions } from '../segments/segments.schemas.js';
 
 const FlagKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'a-z, 0-9, _ and -; starts with a letter; unique per environment' });
 const RolloutPercentage = Type.Integer({ minimum: 0, maximum: 100 });
+/** Who no rule served (contract §14): the rollout (§2 steps 3–4) or nobody. */
+const EveryoneElse = Type.Union([Type.Literal('rollout'), Type.Literal('off')], { description: 'rollout: §2 steps 3–4 (default); off: a user no rule served gets false' });
 
 export const Flag = Type.Object(
   {
@@ -14,6 +17,7 @@ export const Flag = Type.Object(
     description: Type.Union([Type.String(), Type.Null()]),
     enabled: Type.Boolean(),
     rollout_percentage: Type.Integer(),
+    everyone_else: EveryoneElse,
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -26,6 +30,7 @@ export const CreateFlagBody = Type.Object({
   description: Type.Optional(Description),
   enabled: Type.Optional(Type.Boolean()),
   rollout_percentage: Type.Optional(RolloutPercentage),
+  everyone_else: Type.Optional(EveryoneElse),
 });
 
 export const UpdateFlagBody = Type.Object({
@@ -34,11 +39,16 @@ export const UpdateFlagBody = Type.Object({
   description: Type.Optional(Description),
   enabled: Type.Optional(Type.Boolean()),
   rollout_percentage: Type.Optional(RolloutPercentage),
+  everyone_else: Type.Optional(EveryoneElse),
 });
 
 export const FlagParams = Type.Object({ project_id: Uuid, env_id: Uuid, flag_id: Uuid });
 
-const RuleType = Type.Union([Type.Literal('user_id'), Type.Literal('user_email'), Type.Literal('email_domain')]);
+const RuleType = Type.Union([Type.Literal('user_id'), Type.Literal('user_email'), Type.Literal('email_domain'), Type.Literal('conditions')]);
+const RuleValue = Type.Union([Type.String({ maxLength: 400 }), Type.Null()], { description: 'the seed types\' value; absent or null for conditions' });
+const RuleConditions = Type.Union([Conditions, Type.Null()], { description: 'for rule_type conditions: all must hold (contract §14)' });
+const Serve = Type.Boolean({ description: 'what the rule serves to the users it matches (default true)' });
+const RuleRollout = Type.Integer({ minimum: 0, maximum: 100, description: 'a matched user is served by the rule when their bucket is below it (default 100)' });
 const Priority = Type.Integer({ minimum: -1_000_000, maximum: 1_000_000, description: 'higher is evaluated first' });
 
 export const Rule = Type.Object(
@@ -46,9 +56,12 @@ export const Rule = Type.Object(
     id: Uuid,
     flag_id: Uuid,
     rule_type: RuleType,
-    rule_value: Type.String(),
+    rule_value: Type.Union([Type.String(), Type.Null()]),
+    conditions: Type.Union([Type.Array(Type.Ref('Condition')), Type.Null()]),
     enabled: Type.Boolean(),
     priority: Type.Integer(),
+    rollout_percentage: Type.Integer(),
+    serve: Type.Boolean(),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -57,16 +70,22 @@ export const Rule = Type.Object(
 
 export const CreateRuleBody = Type.Object({
   rule_type: RuleType,
-  rule_value: Type.String({ maxLength: 400 }),
+  rule_value: Type.Optional(RuleValue),
+  conditions: Type.Optional(RuleConditions),
   enabled: Type.Optional(Type.Boolean()),
   priority: Type.Optional(Priority),
+  rollout_percentage: Type.Optional(RuleRollout),
+  serve: Type.Optional(Serve),
 });
 
 export const UpdateRuleBody = Type.Object({
   rule_type: Type.Optional(RuleType),
-  rule_value: Type.Optional(Type.String({ maxLength: 400 })),
+  rule_value: Type.Optional(RuleValue),
+  conditions: Type.Optional(RuleConditions),
   enabled: Type.Optional(Type.Boolean()),
   priority: Type.Optional(Priority),
+  rollout_percentage: Type.Optional(RuleRollout),
+  serve: Type.Optional(Serve),
 });
 
 export const RuleParams = Type.Object({ project_id: Uuid, env_id: Uuid, flag_id: Uuid, rule_id: Uuid });

@@ -7,12 +7,28 @@ import type { ProjectWrites } from '../changes/project-writes.js';
 import { onlyProvided } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
+import { checkConditions, segmentKeys } from '../segments/segments.repository.js';
 import { requireFlag } from './flags.repository.js';
 import { flagScopeOf } from './flags.routes.js';
 import { createRule, deleteRule, listRules, requireRule, updateRule } from './rules.repository.js';
 import { CreateRuleBody, FlagParams, RuleParams, UpdateRuleBody } from './flags.schemas.js';
 
 const MAX_RULE_VALUE_LENGTH = 320;
+
+/**
+ * What a rule targets, as stored: a seed type's value (contract §1) or a conditions rule's
+ * conditions (§14, with the project's segment keys), or Invalid.
+ */
+async function checkedTarget(db: Db, projectId: string, type: RuleType, value: string | null | undefined, conditions: Parameters<typeof checkConditions>[0] | null | undefined) {
+  if (type === 'conditions') {
+    if (value !== undefined && value !== null) throw new Invalid('rule_value must be absent or null for a conditions rule');
+    if (!conditions) throw new Invalid('conditions are required for a conditions rule');
+    return { rule_value: '', conditions: checkConditions(conditions, await segmentKeys(db, projectId)) };
+  }
+  if (conditions) throw new Invalid(`conditions apply only to rule_type conditions, not ${type}`);
+  if (value === undefined || value === null) throw new Invalid(`rule_value is required for a ${type} rule`);
+  return { rule_value: checkedRuleValue(type, value), conditions: null };
+}
 
 /** Contract §1: the stored form of a rule value, or Invalid. */
 export function checkedRuleValue(type: RuleType, raw: string): string {
@@ -50,10 +66,11 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     config: { role: 'editor' },
     schema: { tags, params: FlagParams, body: CreateRuleBody, response: { 201: RuleRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request, reply) => {
-    const { rule_type, rule_value, enabled = true, priority = 0 } = request.body;
+    const { rule_type, rule_value, conditions, enabled = true, priority = 0, rollout_percentage = 100, serve = true } = request.body;
     const rule = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const flag = await requireFlag(trx, flagScopeOf(request));
-      const created = await createRule(trx, flag.id, { rule_type, rule_value: checkedRuleValue(rule_type, rule_value), enabled, priority });
+      const target = await checkedTarget(trx, flag.project_id, rule_type, rule_value, conditions);
+      const created = await createRule(trx, flag.id, { rule_type, ...target, enabled, priority, rollout_percentage, serve });
       record(change('rule.created', flag, null, created));
       return created;
     });
@@ -74,14 +91,18 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     config: { role: 'editor' },
     schema: { tags, params: RuleParams, body: UpdateRuleBody, response: { 200: RuleRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request) => {
-    const { rule_type, rule_value, enabled, priority } = request.body;
+    const { rule_type, rule_value, conditions, enabled, priority, rollout_percentage, serve } = request.body;
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const flag = await requireFlag(trx, flagScopeOf(request));
       const before = await requireRule(trx, flag.id, request.params.rule_id);
-      // A new type re-checks the kept value, and a new value is checked against the resulting type.
+      // A new type re-checks what it keeps, and a new value or new conditions are checked against the resulting type.
       const type = rule_type ?? before.rule_type;
-      const value = rule_type !== undefined || rule_value !== undefined ? checkedRuleValue(type, rule_value ?? before.rule_value) : undefined;
-      const after = await updateRule(trx, before.id, onlyProvided({ rule_type, rule_value: value, enabled, priority }));
+      const typeChanged = type !== before.rule_type;
+      const target =
+        rule_type !== undefined || rule_value !== undefined || conditions !== undefined
+          ? await checkedTarget(trx, flag.project_id, type, rule_value !== undefined ? rule_value : typeChanged ? undefined : before.rule_value, conditions !== undefined ? conditions : typeChanged ? undefined : before.conditions)
+          : {};
+      const after = await updateRule(trx, before.id, onlyProvided({ rule_type, ...target, enabled, priority, rollout_percentage, serve }));
       record(change('rule.updated', flag, before, after));
       return after;
     });

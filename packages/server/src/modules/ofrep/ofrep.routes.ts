@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { AppError } from '../../errors.js';
-import { OUTCOMES } from '@guidon/engine';
+import { CONDITION_LIMITS, OUTCOMES } from '@guidon/engine';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type EvaluateCache } from '../evaluate/evaluate.cache.js';
@@ -22,16 +22,29 @@ const OfrepRequest = Type.Object({
         targetingKey: Type.Optional(Type.String({ maxLength: 1024, description: 'Guidon user_id' })),
         email: Type.Optional(Type.String({ maxLength: 1024, description: 'Guidon user_email' })),
       },
-      { description: 'other attributes are accepted and not used' },
+      {
+        // Contract §14: every other field is a custom attribute, with the same limits as evaluate's.
+        additionalProperties: Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), Type.Number(), Type.Boolean(), Type.Null()]),
+        maxProperties: CONDITION_LIMITS.customAttributes + 2,
+        propertyNames: { minLength: 1, maxLength: CONDITION_LIMITS.attributeNameLength },
+        description: 'every other field is a custom attribute (contract §14): a string, a number or a boolean',
+      },
     ),
   ),
 });
+
+/** The engine's context from OFREP's: targetingKey is the user id, email the email, every other field a custom attribute. */
+function ofrepContext(context: Static<typeof OfrepRequest>['context']) {
+  if (context === undefined) return contextOf(undefined, undefined);
+  const { targetingKey, email, ...custom } = context as Record<string, string | number | boolean | null | undefined>;
+  return contextOf(targetingKey as string | undefined, email as string | undefined, custom);
+}
 
 const OfrepFlag = Type.Object({
   key: Type.String(),
   value: Type.Boolean(),
   variant: Type.Union([Type.Literal('on'), Type.Literal('off')]),
-  reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC')]),
+  reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC'), Type.Literal('DEFAULT')]),
   metadata: Type.Object({ reason: Type.String({ description: "Guidon's reason" }) }),
 });
 
@@ -117,7 +130,7 @@ export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: Evaluat
     const environment = environmentOf(request.sdkProject, environmentName(request));
     const index = environment.indexOf(key);
     if (index < 0) throw new OfrepFailure(404, 'FLAG_NOT_FOUND', `Flag "${key}" not found in environment "${environment.key}"`);
-    const context = contextOf(request.body.context?.targetingKey, request.body.context?.email);
+    const context = ofrepContext(request.body.context);
     const code = evaluateOne(history, environment, index, context);
     return reply.type('application/json; charset=utf-8').send(`${keyPrefix(environment.quotedKeys[index]!)}${FRAGMENTS[code]}}` as never);
   });
@@ -137,7 +150,7 @@ export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: Evaluat
     },
   }, async (request, reply) => {
     const environment = environmentOf(request.sdkProject, environmentName(request));
-    const context = contextOf(request.body.context?.targetingKey, request.body.context?.email);
+    const context = ofrepContext(request.body.context);
     const { codes } = evaluateAll(environment, context);
     let flags = '[';
     for (let i = 0; i < environment.flagSet.size; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.quotedKeys[i]!)}${FRAGMENTS[codes[i]!]}}`;

@@ -1,0 +1,134 @@
+import { conditionProblem, type Condition } from '@guidon/engine';
+import type { Static } from 'typebox';
+import type { Db } from '../../db/database.js';
+import { conflictOnDuplicate, notFoundIfParentGone } from '../../db/errors.js';
+import { newId, nowIso, toIso } from '../../db/values.js';
+import { Invalid, NotFound } from '../../errors.js';
+import type { Condition as ConditionBody } from './segments.schemas.js';
+
+/** A JSON column of conditions: text on SQLite, parsed by pg for jsonb. */
+export function toConditions(value: string | object[] | null): Condition[] | null {
+  if (value === null) return null;
+  return (typeof value === 'string' ? JSON.parse(value) : value) as Condition[];
+}
+
+/** Where a condition list is wrong (contract §14), as a 400; segment keys are checked against the project's. */
+export function checkConditions(conditions: readonly (Static<typeof ConditionBody> | Condition)[], segmentKeys: ReadonlySet<string> | null): Condition[] {
+  return conditions.map((sent, i) => {
+    const condition = sent as Condition; // its operator is checked first
+    const where = `conditions[${i}]`;
+    const problem = conditionProblem(condition, where, { inSegment: segmentKeys === null });
+    if (problem !== null) throw new Invalid(problem);
+    if (condition.operator === 'IN_SEGMENT') {
+      const unknown = (condition.values ?? []).find((key) => !segmentKeys!.has(key));
+      if (unknown !== undefined) throw new Invalid(`${where} (IN_SEGMENT): no segment "${unknown}" in this project`);
+    }
+    // Stored as the API shows it: every field present.
+    return {
+      attribute: condition.operator === 'IN_SEGMENT' ? null : condition.attribute!,
+      operator: condition.operator,
+      values: [...(condition.values ?? [])],
+      negate: condition.negate === true,
+      case_insensitive: condition.case_insensitive === true,
+    };
+  });
+}
+
+export interface Usage {
+  environment_id: string;
+  flag_id: string;
+  flag_key: string;
+}
+
+/** Every segment key named by a conditions rule of the project, with the flags whose rules name it. */
+export async function segmentUsage(db: Db, projectId: string): Promise<Map<string, Usage[]>> {
+  const rows = await db
+    .selectFrom('rules')
+    .innerJoin('flags', 'flags.id', 'rules.flag_id')
+    .select(['rules.conditions', 'flags.id as flag_id', 'flags.key as flag_key', 'flags.environment_id'])
+    .where('flags.project_id', '=', projectId)
+    .where('rules.rule_type', '=', 'conditions')
+    .orderBy('flags.key')
+    .orderBy('flags.environment_id')
+    .execute();
+  const usage = new Map<string, Usage[]>();
+  for (const row of rows) {
+    for (const condition of toConditions(row.conditions) ?? []) {
+      if (condition.operator !== 'IN_SEGMENT') continue;
+      for (const key of condition.values ?? []) {
+        let users = usage.get(key);
+        if (!users) usage.set(key, (users = []));
+        if (!users.some((user) => user.flag_id === row.flag_id)) users.push({ environment_id: row.environment_id, flag_id: row.flag_id, flag_key: row.flag_key });
+      }
+    }
+  }
+  return usage;
+}
+
+const COLUMNS = ['id', 'project_id', 'key', 'name', 'description', 'conditions', 'created_at', 'updated_at'] as const;
+
+type Row = { id: string; project_id: string; key: string; name: string; description: string | null; conditions: string | object[]; created_at: string | Date; updated_at: string | Date };
+const toSegment = (row: Row, usage: Map<string, Usage[]>) => ({
+  ...row,
+  conditions: toConditions(row.conditions) ?? [],
+  created_at: toIso(row.created_at),
+  updated_at: toIso(row.updated_at),
+  used_by: usage.get(row.key) ?? [],
+});
+export type Segment = ReturnType<typeof toSegment>;
+
+export async function listSegments(db: Db, projectId: string): Promise<Segment[]> {
+  const [rows, usage] = await Promise.all([db.selectFrom('segments').select(COLUMNS).where('project_id', '=', projectId).orderBy('key').execute(), segmentUsage(db, projectId)]);
+  return rows.map((row) => toSegment(row, usage));
+}
+
+export async function requireSegment(db: Db, projectId: string, segmentId: string): Promise<Segment> {
+  const row = await db.selectFrom('segments').select(COLUMNS).where('id', '=', segmentId).where('project_id', '=', projectId).executeTakeFirst();
+  if (!row) throw new NotFound('Segment not found');
+  return toSegment(row, await segmentUsage(db, projectId));
+}
+
+/** The project's segment keys (for IN_SEGMENT). */
+export async function segmentKeys(db: Db, projectId: string): Promise<Set<string>> {
+  const rows = await db.selectFrom('segments').select('key').where('project_id', '=', projectId).execute();
+  return new Set(rows.map((row) => row.key));
+}
+
+/** The project's segments' conditions by key: what evaluation inlines. */
+export async function segmentConditions(db: Db, projectId: string): Promise<Map<string, Condition[]>> {
+  const rows = await db.selectFrom('segments').select(['key', 'conditions']).where('project_id', '=', projectId).execute();
+  return new Map(rows.map((row) => [row.key, toConditions(row.conditions) ?? []]));
+}
+
+const duplicateKey = (key: string) => `A segment with key "${key}" already exists in this project`;
+
+export interface SegmentFields {
+  key: string;
+  name: string;
+  description: string | null;
+  conditions: Condition[];
+}
+
+export async function createSegment(db: Db, projectId: string, fields: SegmentFields): Promise<Segment> {
+  const now = nowIso();
+  const row = { id: newId(), project_id: projectId, ...fields, conditions: JSON.stringify(fields.conditions), created_at: now, updated_at: now };
+  await notFoundIfParentGone(conflictOnDuplicate(db.insertInto('segments').values(row).execute(), duplicateKey(fields.key)), 'Project not found');
+  return toSegment({ ...row, conditions: fields.conditions }, new Map());
+}
+
+export async function updateSegment(db: Db, projectId: string, segmentId: string, changes: Partial<SegmentFields>): Promise<Segment> {
+  const { conditions, ...rest } = changes;
+  const update = db
+    .updateTable('segments')
+    .set({ ...rest, ...(conditions ? { conditions: JSON.stringify(conditions) } : {}), updated_at: nowIso() })
+    .where('id', '=', segmentId)
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  const row = await conflictOnDuplicate(update, duplicateKey(changes.key ?? ''));
+  if (!row) throw new NotFound('Segment not found');
+  return toSegment(row, await segmentUsage(db, projectId));
+}
+
+export async function deleteSegment(db: Db, segmentId: string): Promise<void> {
+  await db.deleteFrom('segments').where('id', '=', segmentId).execute();
+}
