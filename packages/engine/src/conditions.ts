@@ -64,6 +64,9 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(
 export function parseDate(text: string): number | undefined {
   const match = ISO_8601.exec(text);
   if (match === null) return undefined;
+  // Date.parse rolls a day past the month's end over ("2026-02-30" is 2 March): refuse it.
+  const [year, month, day] = [Number(text.slice(0, 4)), Number(text.slice(5, 7)), Number(text.slice(8, 10))];
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return undefined;
   const dateOnly = text.length === 10;
   const time = Date.parse(dateOnly || match[1] !== undefined ? text : `${text}Z`);
   return Number.isFinite(time) ? time : undefined;
@@ -77,14 +80,24 @@ export function parseVersion(text: string): semver.SemVer | undefined {
   return semver.parse(text) ?? undefined;
 }
 
+/**
+ * An IPv4 address only as four decimal parts: ipaddr.js alone also reads "10.1", "167772161" and
+ * octal "012.0.0.1" (= 10.0.0.1), which no one means by an address in a context or a rule.
+ */
+function isAddress(text: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text);
+}
+
 function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  if (!ipaddr.isValid(text)) return undefined;
+  if (!isAddress(text)) return undefined;
   return ipaddr.process(text); // an IPv4-mapped IPv6 address is its IPv4 address
 }
 
 function parseCidr(text: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | undefined {
+  const [address, prefix, ...rest] = text.split('/');
+  if (rest.length > 0 || !isAddress(address!) || (prefix !== undefined && !/^\d{1,3}$/.test(prefix))) return undefined;
   try {
-    return ipaddr.parseCIDR(text.includes('/') ? text : `${text}/${text.includes(':') ? 128 : 32}`);
+    return ipaddr.parseCIDR(prefix !== undefined ? text : `${text}/${text.includes(':') ? 128 : 32}`);
   } catch {
     return undefined;
   }
