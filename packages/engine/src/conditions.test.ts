@@ -255,9 +255,9 @@ const DATES = ['2020-03-01', '2020-06-15T12:00:00Z', '2020-06-15T13:00:00+01:00'
 const BAD_DATES = ['yesterday', '2020-13-01', '2020-06-15T25:00:00Z', '15/06/2020', ''];
 const VERSIONS = ['1.2.3', '2.4.0', '2.4.0-beta.1', '2.4.0-alpha', '2.10.0', '0.0.1', '10.0.0', '2.4.1'];
 const BAD_VERSIONS = ['v2.4.0', '2.4', 'x', '2.4.0+build', '01.2.3', ''];
-const ADDRESSES = ['10.1.2.3', '192.168.0.5', '::ffff:10.0.0.1', '2001:db8::1', '2001:db9::1', '8.8.8.8', '::1'];
+const ADDRESSES = ['10.1.2.3', '192.168.0.5', '::ffff:10.0.0.1', '2001:db8::1', '2001:db9::1', '8.8.8.8', '::1', '10.200.0.1', '192.168.0.4', '::ffff:c0a8:4', '0.0.0.0', '255.255.255.255'];
 const BAD_ADDRESSES = ['not-an-ip', '300.1.1.1', '10.0.0', '', '10.0.0.1/8'];
-const CIDRS = ['10.0.0.0/8', '192.168.0.0/16', '2001:db8::/32', '::ffff:10.0.0.0/104', '10.1.2.3', '8.8.8.8/32', '0.0.0.0/0', '::1/128'];
+const CIDRS = ['10.0.0.0/8', '192.168.0.0/16', '2001:db8::/32', '::ffff:10.0.0.0/104', '10.1.2.3', '8.8.8.8/32', '0.0.0.0/0', '::1/128', '::/0', '::ffff:0:0/96', '10.128.0.0/9', '192.168.0.5/31'];
 // Patterns that mean the same in RE2 and in JavaScript.
 const PATTERNS = ['^pro$', 'ent', '^2\\.4', '@x\\.com$', '[0-9]+', 'a|b', '^$', '\\d{2}', 'E.*e', '^u[0-9]$', '\\.'];
 
@@ -647,6 +647,11 @@ describe('scale and pathological input', () => {
     assert.equal(holds(mappedRange, ip('192.168.3.4')), true);
     assert.equal(holds(mappedRange, ip('192.169.0.1')), false);
     assert.equal(holds({ ...v4range, values: ['0.0.0.0/0'] }, ip('2001:db8::1')), false, 'an IPv6 address is in no IPv4 range');
+    assert.equal(holds({ ...v4range, values: ['::/0'] }, ip('10.0.0.1')), true, '::/0 holds every address, IPv4 too');
+    assert.equal(holds({ ...v4range, values: ['2001:db8::/32'] }, ip('10.0.0.1')), false);
+    assert.equal(holds({ ...v4range, values: ['0.0.0.0/0'] }, ip('255.255.255.255')), true);
+    assert.equal(holds({ ...v4range, values: ['192.168.0.4/31'] }, ip('192.168.0.5')), true);
+    assert.equal(holds({ ...v4range, values: ['192.168.0.4/31'] }, ip('192.168.0.6')), false);
   });
 
   test('IN_CIDR reads only dotted-quad IPv4 (no octal, hex or shortened forms)', () => {
