@@ -380,7 +380,8 @@ describe('property: the compiled engine agrees with a plain reading of ยง2 and ย
       const set = compileFlagSet(flags, options);
       const rollouts = new Set(set.rollouts);
       const codes = new Uint8Array(set.size);
-      for (const ctx of contexts) {
+      for (let c = 0; c < contexts.length; c++) {
+        const ctx = contexts[c]!;
         const served = set.evaluateInto(ctx, codes);
         let anyRuleServed = false;
         for (let f = 0; f < flags.length; f++) {
@@ -392,6 +393,11 @@ describe('property: the compiled engine agrees with a plain reading of ยง2 and ย
           const one = OUTCOMES[set.evaluateFlag(ctx, f)]!;
           assert.deepEqual({ enabled: one.enabled, reason: one.reason }, expected, `evaluateFlag: ${where}`);
           if (!served && !rollouts.has(f)) assert.equal(codes[f], set.baseCodes[f], `evaluateInto returned false but a flag outside rollouts left baseCodes: ${where}`);
+          if (c < 3) {
+            // The flag compiled alone (no neighbours sharing its rule maps) answers the same.
+            const alone = evaluateFlag(flags[f]!, ctx, options);
+            assert.deepEqual({ enabled: alone.enabled, reason: alone.reason }, expected, `evaluateFlag(def): ${where}`);
+          }
           evaluations++;
         }
         if (anyRuleServed) ruleServed++;
