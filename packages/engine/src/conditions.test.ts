@@ -385,19 +385,18 @@ describe('property: the compiled engine agrees with a plain reading of ยง2 and ย
         const served = set.evaluateInto(ctx, codes);
         let anyRuleServed = false;
         for (let f = 0; f < flags.length; f++) {
-          const where = `seed ${seed}, flag ${f} ${JSON.stringify(flags[f])}, environment ${String(options.environment)}, segments ${JSON.stringify([...world.segments])}, context ${JSON.stringify(ctx)}`;
+          // Built only for a failure: the message names the seed and everything needed to replay it.
+          const where = () => `seed ${seed}, flag ${f} ${JSON.stringify(flags[f])}, environment ${String(options.environment)}, segments ${JSON.stringify([...world.segments])}, context ${JSON.stringify(ctx)}`;
+          const same = (outcome: Answer, what: string) => {
+            if (outcome.enabled !== expected.enabled || outcome.reason !== expected.reason) assert.deepEqual({ enabled: outcome.enabled, reason: outcome.reason }, expected, `${what}: ${where()}`);
+          };
           const expected = reference(flags[f]!, ctx, world);
           if (expected.reason.startsWith('Matched ')) anyRuleServed = true;
-          const whole = OUTCOMES[codes[f]!]!;
-          assert.deepEqual({ enabled: whole.enabled, reason: whole.reason }, expected, `evaluateInto: ${where}`);
-          const one = OUTCOMES[set.evaluateFlag(ctx, f)]!;
-          assert.deepEqual({ enabled: one.enabled, reason: one.reason }, expected, `evaluateFlag: ${where}`);
-          if (!served && !rollouts.has(f)) assert.equal(codes[f], set.baseCodes[f], `evaluateInto returned false but a flag outside rollouts left baseCodes: ${where}`);
-          if (c < 3) {
-            // The flag compiled alone (no neighbours sharing its rule maps) answers the same.
-            const alone = evaluateFlag(flags[f]!, ctx, options);
-            assert.deepEqual({ enabled: alone.enabled, reason: alone.reason }, expected, `evaluateFlag(def): ${where}`);
-          }
+          same(OUTCOMES[codes[f]!]!, 'evaluateInto');
+          same(OUTCOMES[set.evaluateFlag(ctx, f)]!, 'evaluateFlag');
+          if (!served && !rollouts.has(f) && codes[f] !== set.baseCodes[f]) assert.fail(`evaluateInto returned false but a flag outside rollouts left baseCodes: ${where()}`);
+          // The flag compiled alone (no neighbours sharing its rule maps) answers the same.
+          if (c === 1) same(evaluateFlag(flags[f]!, ctx, options), 'evaluateFlag(def)');
           evaluations++;
         }
         if (anyRuleServed) ruleServed++;
