@@ -323,7 +323,8 @@ function testOf(condition: Condition, scope: ConditionScope): (value: string) =>
       const compare = comparison(condition.operator);
       return (value) => {
         const version = versionOf(value);
-        return version !== undefined && compare(version.compare(bound));
+        // semver's compare tests each numeric part with a regex (~230 ns); the parts are numbers already.
+        return version !== undefined && compare(version.major - bound.major || version.minor - bound.minor || version.patch - bound.patch || version.comparePre(bound));
       };
     }
     case 'REGEX': {
