@@ -745,6 +745,17 @@ describe('rules and flags around conditions (contract §14)', () => {
     assert.equal(evaluateFlag(def(100), ctx).enabled, true);
   });
 
+  test('a conditions rule without conditions, or an empty segment, matches nobody (never everybody)', () => {
+    for (const conditions of [[], null, undefined]) {
+      const outcome = evaluateFlag({ key: 'f', enabled: true, rolloutPercentage: 0, everyoneElse: 'off', rules: [{ type: 'conditions', value: '', enabled: true, conditions }] }, pro);
+      assert.equal(outcome.reason, 'No targeting rule matched', JSON.stringify(conditions));
+    }
+    const segments = new Map<string, Condition[]>([['empty', []], ['only_segments', [{ operator: 'IN_SEGMENT', values: ['empty'] }]]]);
+    for (const key of ['empty', 'only_segments']) {
+      assert.equal(holds({ operator: 'IN_SEGMENT', values: [key] }, pro, { segments }), false, key);
+    }
+  });
+
   test('everyone_else off: a user no rule served gets false, "No targeting rule matched"; the rollout is not consulted', () => {
     const outcome = evaluateFlag({ key: 'f', enabled: true, rolloutPercentage: 100, everyoneElse: 'off', rules: [rule({})] }, { custom_attributes: { plan: 'free' } });
     assert.deepEqual([outcome.enabled, outcome.reason], [false, 'No targeting rule matched']);

@@ -432,7 +432,8 @@ function segmentMatcher(key: string, scope: ConditionScope): Matcher {
   if (matcher === undefined) {
     const conditions = scope.segments.get(key);
     // A segment's own conditions hold no IN_SEGMENT (refused at save), so this cannot recurse.
-    matcher = conditions === undefined ? () => false : compileConditions(conditions.filter((condition) => condition.operator !== 'IN_SEGMENT'), scope);
+    const own = (conditions ?? []).filter((condition) => condition.operator !== 'IN_SEGMENT');
+    matcher = own.length === 0 ? () => false : compileConditions(own, scope); // an empty segment holds nobody, not everybody
     scope.segmentMatchers.set(key, matcher);
   }
   return matcher;
