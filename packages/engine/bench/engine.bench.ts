@@ -10,8 +10,8 @@
  *
  * Optional env: BENCH_MS (target measured time per case, default 1000).
  */
-import { compileFlagSet, OUTCOMES, RULE_TYPES } from '../src/index.js';
-import type { CompiledFlagSet, EvaluationContext, FlagDefinition, RuleDefinition } from '../src/index.js';
+import { compileFlagSet, conditionProblem, OUTCOMES, RULE_TYPES } from '../src/index.js';
+import type { CompileOptions, CompiledFlagSet, Condition, EvaluationContext, FlagDefinition, RuleDefinition } from '../src/index.js';
 
 const TARGET_NS = BigInt(Math.round(Number(process.env['BENCH_MS'] ?? 1000) * 1e6));
 const WARMUP_NS = TARGET_NS / 4n;
@@ -105,8 +105,8 @@ const baselineCase: Case = {
 const ENABLED = Uint8Array.from(OUTCOMES, (outcome) => Number(outcome.enabled));
 
 /** One flag compiled alone, evaluated as the server evaluates a set (evaluateInto), one code out. */
-function compileFlag(def: FlagDefinition): CompiledFlagSet {
-  return compileFlagSet([def]);
+function compileFlag(def: FlagDefinition, options?: CompileOptions): CompiledFlagSet {
+  return compileFlagSet([def], options);
 }
 
 function singleFlagCase(name: string, flag: CompiledFlagSet, ctxs: readonly EvaluationContext[]): Case {
@@ -200,6 +200,106 @@ const envCase: Case = {
   },
 };
 
+// ---------------------------------------------------------------------------
+// Conditions (issue 20, contract §14): one flag with one condition per operator, over 1,024
+// contexts whose attribute values vary (about half of them match), so that the engine's
+// one-entry parse memos miss as they do from one request to the next.
+// ---------------------------------------------------------------------------
+
+const pickOf = <T>(items: readonly T[], i: number): T => items[(i * 2654435761) % items.length]!;
+const attrContexts: EvaluationContext[] = viaJson(
+  Array.from({ length: 1024 }, (_, i) => ({
+    user_id: `user-${i}`,
+    user_email: `person${i}@${pickOf(['corp.example', 'Partner3.example', 'gmail.com', 'corp.example.org'], i)}`,
+    custom_attributes: {
+      plan: pickOf(['free', 'pro', 'Enterprise', 'team', 'enterprise-plus'], i),
+      account: `account-${(i * 7) % 2000}`,
+      age: pickOf([17, 18, 25, 40, 65, '33', 'n/a'], i),
+      signup: pickOf(['2024-03-01T10:00:00Z', '2025-07-15', '2026-01-01T00:00:00+01:00', '2023-12-31'], i),
+      app_version: pickOf(['2.3.9', '2.4.0', '2.4.1', '2.10.0', '2.4.0-beta.1', '1.9.0', '3.0.0'], i),
+      ip: pickOf(['10.1.2.3', '192.168.4.5', '203.0.113.9', '::ffff:10.9.8.7', '2001:db8::17'], i),
+      beta: i % 3 === 0,
+    },
+  })),
+);
+const segments = new Map<string, readonly Condition[]>([
+  ['enterprise', [{ attribute: 'plan', operator: 'STR_STARTS_WITH', values: ['enterprise'], case_insensitive: true }]],
+  ['beta_testers', [{ attribute: 'beta', operator: 'IN', values: ['true'] }]],
+]);
+const thousandAccounts = Array.from({ length: 1000 }, (_, i) => `account-${i * 2}`);
+const tenThousandAccounts = Array.from({ length: 10_000 }, (_, i) => `account-${i * 2}`);
+const operatorConditions: [string, Condition][] = [
+  ['IN, 5 values', { attribute: 'plan', operator: 'IN', values: ['pro', 'team', 'x', 'y', 'z'] }],
+  ['IN, 1,000 values', { attribute: 'account', operator: 'IN', values: thousandAccounts }],
+  ['IN, 10,000 values', { attribute: 'account', operator: 'IN', values: tenThousandAccounts }],
+  ['IN, 5 values, case_insensitive', { attribute: 'plan', operator: 'IN', values: ['PRO', 'Team', 'x', 'y', 'z'], case_insensitive: true }],
+  ['NOT_IN, 5 values', { attribute: 'plan', operator: 'NOT_IN', values: ['pro', 'team', 'x', 'y', 'z'] }],
+  ['STR_CONTAINS', { attribute: 'plan', operator: 'STR_CONTAINS', values: ['prise'] }],
+  ['STR_STARTS_WITH', { attribute: 'plan', operator: 'STR_STARTS_WITH', values: ['Ent', 'te'] }],
+  ['STR_ENDS_WITH, case_insensitive', { attribute: 'user_email', operator: 'STR_ENDS_WITH', values: ['@CORP.EXAMPLE'], case_insensitive: true }],
+  ['NUM_EQ', { attribute: 'age', operator: 'NUM_EQ', values: ['18'] }],
+  ['NUM_GT', { attribute: 'age', operator: 'NUM_GT', values: ['30'] }],
+  ['NUM_GTE', { attribute: 'age', operator: 'NUM_GTE', values: ['30'] }],
+  ['NUM_LT', { attribute: 'age', operator: 'NUM_LT', values: ['30'] }],
+  ['NUM_LTE', { attribute: 'age', operator: 'NUM_LTE', values: ['30'] }],
+  ['DATE_AFTER', { attribute: 'signup', operator: 'DATE_AFTER', values: ['2025-01-01'] }],
+  ['DATE_BEFORE', { attribute: 'signup', operator: 'DATE_BEFORE', values: ['2025-01-01T00:00:00Z'] }],
+  ['DATE_AFTER on current_time (the clock)', { attribute: 'current_time', operator: 'DATE_AFTER', values: ['2025-01-01'] }],
+  ['SEMVER_EQ', { attribute: 'app_version', operator: 'SEMVER_EQ', values: ['2.4.0'] }],
+  ['SEMVER_GT', { attribute: 'app_version', operator: 'SEMVER_GT', values: ['2.4.0'] }],
+  ['SEMVER_GTE', { attribute: 'app_version', operator: 'SEMVER_GTE', values: ['2.4.0'] }],
+  ['SEMVER_LT', { attribute: 'app_version', operator: 'SEMVER_LT', values: ['2.4.0'] }],
+  ['SEMVER_LTE', { attribute: 'app_version', operator: 'SEMVER_LTE', values: ['2.4.0'] }],
+  ['REGEX', { attribute: 'user_email', operator: 'REGEX', values: ['@(corp|partner[0-9])\\.example$'] }],
+  ['REGEX, case_insensitive', { attribute: 'user_email', operator: 'REGEX', values: ['@(corp|partner[0-9])\\.example$'], case_insensitive: true }],
+  ['IN_CIDR, 2 ranges', { attribute: 'ip', operator: 'IN_CIDR', values: ['10.0.0.0/8', '2001:db8::/32'] }],
+  ['EXISTS', { attribute: 'beta', operator: 'EXISTS' }],
+  ['IN_SEGMENT, 2 segments', { operator: 'IN_SEGMENT', values: ['enterprise', 'beta_testers'] }],
+];
+const conditionsFlag = (key: string, conditions: Condition[]): FlagDefinition => ({
+  key,
+  enabled: true,
+  rolloutPercentage: 0,
+  everyoneElse: 'off',
+  rules: [{ type: 'conditions', value: '', enabled: true, conditions }],
+});
+const operatorCases: Case[] = operatorConditions.map(([name, condition]) => {
+  const problem = conditionProblem(condition, name);
+  if (problem !== null) throw new Error(problem);
+  const flag = compileFlag(conditionsFlag(`op_${name}`, [condition]), { environment: 'production', segments });
+  const codes = new Uint8Array(1);
+  let matched = 0;
+  for (const ctx of attrContexts) {
+    flag.evaluateInto(ctx, codes);
+    matched += ENABLED[codes[0]!]!;
+  }
+  return singleFlagCase(`condition ${name} (${Math.round((matched / attrContexts.length) * 100)}% match)`, flag, attrContexts);
+});
+
+// Issue 20's environment: 100 flags, each with one rule of 3 conditions (a 1,000-value IN, a
+// SEMVER_GTE, a REGEX), everyone else off. About half the contexts pass the IN of a flag.
+const conditionsEnvDefs: FlagDefinition[] = Array.from({ length: 100 }, (_, f) =>
+  conditionsFlag(`cond_flag_${f}`, [
+    { attribute: 'account', operator: 'IN', values: Array.from({ length: 1000 }, (_, i) => `account-${(i * 2 + f) % 2000}`) },
+    { attribute: 'app_version', operator: 'SEMVER_GTE', values: [`2.${f % 5}.0`] },
+    { attribute: 'user_email', operator: 'REGEX', values: [`@(corp|partner${f % 10})\\.example$`], case_insensitive: true },
+  ]),
+);
+const conditionsEnvSet = compileFlagSet(conditionsEnvDefs, { environment: 'production', segments });
+const conditionsEnvCase: Case = {
+  name: '100 flags × a 3-condition rule (1,000-value IN, SEMVER_GTE, REGEX), one user (per flag eval)',
+  opsPerIter: conditionsEnvSet.size,
+  run(n) {
+    const codes = new Uint8Array(conditionsEnvSet.size);
+    let acc = 0;
+    for (let i = 0; i < n; i++) {
+      conditionsEnvSet.evaluateInto(attrContexts[i & 1023]!, codes);
+      acc += ENABLED[codes[i % codes.length]!]!;
+    }
+    return acc;
+  },
+};
+
 const cases: Case[] = [
   singleFlagCase('disabled flag', disabledFlag, [oneCtx]),
   singleFlagCase('enabled flag, no rules', globalFlag, [oneCtx]),
@@ -208,6 +308,8 @@ const cases: Case[] = [
   singleFlagCase('1,000 mixed rules, miss (3 lookups, then enabled globally)', manyRulesFlag, missCtxs),
   singleFlagCase('3 rules (one per type), miss', threeRulesFlag, missCtxs),
   envCase,
+  ...operatorCases,
+  conditionsEnvCase,
 ];
 
 // ---------------------------------------------------------------------------
@@ -218,6 +320,17 @@ const cases: Case[] = [
 // all the closure kinds, as in a server evaluating mixed flags; otherwise the
 // first case measured would get a monomorphic, inlined call nobody gets in prod.
 for (const c of [baselineCase, ...cases]) sink += c.run(20_000);
+
+// How often the conditions environment's rules serve (so the figure can be judged): not timed.
+const conditionsEnvServed = (() => {
+  const codes = new Uint8Array(conditionsEnvSet.size);
+  let served = 0;
+  for (const ctx of attrContexts) {
+    conditionsEnvSet.evaluateInto(ctx, codes);
+    for (const code of codes) served += ENABLED[code]!;
+  }
+  return ((served / (attrContexts.length * conditionsEnvSet.size)) * 100).toFixed(0);
+})();
 
 const before = measure(baselineCase);
 const results = cases.map(measure);
@@ -238,7 +351,9 @@ const lines = [
   ),
   '',
   `Baseline measured before and after the cases: ${fmtNs(before.nsPerOp)} ns and ${fmtNs(after.nsPerOp)} ns per Map.get (averaged).`,
-  `100-flag environment: ${fmtNs((results[results.length - 1]!.nsPerOp * envSet.size) / 1000)} µs per user.`,
+  `100-flag environment: ${fmtNs((results[cases.indexOf(envCase)]!.nsPerOp * envSet.size) / 1000)} µs per user.`,
+  `100 flags with a 3-condition rule each: ${fmtNs((results[cases.indexOf(conditionsEnvCase)]!.nsPerOp * conditionsEnvSet.size) / 1000)} µs per user` +
+    ` (rules served ${conditionsEnvServed}% of the flag evaluations).`,
 ];
 console.log(lines.join('\n'));
 if (sink === 0.5) console.log(''); // keep `sink` observable

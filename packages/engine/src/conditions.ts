@@ -64,6 +64,9 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(
 export function parseDate(text: string): number | undefined {
   const match = ISO_8601.exec(text);
   if (match === null) return undefined;
+  // Date.parse rolls a day past the month's end over ("2026-02-30" is 2 March): refuse it.
+  const [year, month, day] = [Number(text.slice(0, 4)), Number(text.slice(5, 7)), Number(text.slice(8, 10))];
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return undefined;
   const dateOnly = text.length === 10;
   const time = Date.parse(dateOnly || match[1] !== undefined ? text : `${text}Z`);
   return Number.isFinite(time) ? time : undefined;
@@ -77,14 +80,50 @@ export function parseVersion(text: string): semver.SemVer | undefined {
   return semver.parse(text) ?? undefined;
 }
 
-function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  if (!ipaddr.isValid(text)) return undefined;
-  return ipaddr.process(text); // an IPv4-mapped IPv6 address is its IPv4 address
+/**
+ * An IPv4 address only as four decimal parts: ipaddr.js alone also reads "10.1", "167772161" and
+ * octal "012.0.0.1" (= 10.0.0.1), which no one means by an address in a context or a rule.
+ */
+function isAddress(text: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text);
+}
+
+const DOTTED_QUAD = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/**
+ * An attribute's address at evaluation: an IPv4 address (also one written IPv4-mapped) as its
+ * 32-bit number, an IPv6 address as ipaddr.js's. IPv4 is read by hand: ipaddr.js's isValid,
+ * process and toIPv4MappedAddress try both families, throw inside or re-parse a string, and
+ * cost 1–30 µs an evaluation.
+ */
+function parseAddress(text: string): number | ipaddr.IPv6 | undefined {
+  if (DOTTED_QUAD.test(text)) return ipv4Number(text.split('.').map(Number));
+  if (!text.includes(':')) return undefined;
+  const mapped = text.length <= 22 && /^::ffff:/i.test(text) ? text.slice(7) : '';
+  if (DOTTED_QUAD.test(mapped)) return ipv4Number(mapped.split('.').map(Number)); // the usual IPv4-mapped form
+  let address: ipaddr.IPv6;
+  try {
+    address = ipaddr.IPv6.parse(text);
+  } catch {
+    return undefined;
+  }
+  return address.isIPv4MappedAddress() ? ipv4Number(address.toIPv4Address().octets) : address;
+}
+
+function ipv4Number(octets: readonly number[]): number {
+  return ((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0;
+}
+
+/** Whether two IPv4 numbers share their first `bits` bits. */
+function sameNetwork(a: number, b: number, bits: number): boolean {
+  return bits === 0 || (a ^ b) >>> (32 - bits) === 0;
 }
 
 function parseCidr(text: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | undefined {
+  const [address, prefix, ...rest] = text.split('/');
+  if (rest.length > 0 || !isAddress(address!) || (prefix !== undefined && !/^\d{1,3}$/.test(prefix))) return undefined;
   try {
-    return ipaddr.parseCIDR(text.includes('/') ? text : `${text}/${text.includes(':') ? 128 : 32}`);
+    return ipaddr.parseCIDR(prefix !== undefined ? text : `${text}/${text.includes(':') ? 128 : 32}`);
   } catch {
     return undefined;
   }
@@ -284,7 +323,8 @@ function testOf(condition: Condition, scope: ConditionScope): (value: string) =>
       const compare = comparison(condition.operator);
       return (value) => {
         const version = versionOf(value);
-        return version !== undefined && compare(version.compare(bound));
+        // semver's compare tests each numeric part with a regex (~230 ns); the parts are numbers already.
+        return version !== undefined && compare(version.major - bound.major || version.minor - bound.minor || version.patch - bound.patch || version.comparePre(bound));
       };
     }
     case 'REGEX': {
@@ -305,13 +345,30 @@ function testOf(condition: Condition, scope: ConditionScope): (value: string) =>
       return (value) => patterns.some((pattern) => pattern.test(value));
     }
     case 'IN_CIDR': {
-      const ranges = values.map(parseCidr).filter((range) => range !== undefined);
+      // Each range as the IPv4 range it holds (an IPv4-mapped IPv6 range is one; an IPv6 range
+      // holding all of ::ffff:0:0/96, such as ::/0, holds every IPv4 address) or as an IPv6 one.
+      const v4: [number, number][] = [];
+      const v6: [ipaddr.IPv6, number][] = [];
+      const mappedBlock = ipaddr.IPv6.parse('::ffff:0:0');
+      for (const range of values.map(parseCidr)) {
+        if (range === undefined) continue;
+        const [network, bits] = range;
+        if (network.kind() === 'ipv4') v4.push([ipv4Number((network as ipaddr.IPv4).octets), bits]);
+        else {
+          const address = network as ipaddr.IPv6;
+          v6.push([address, bits]);
+          if (bits >= 96 && address.isIPv4MappedAddress()) v4.push([ipv4Number(address.toIPv4Address().octets), bits - 96]);
+          else if (bits < 96 && mappedBlock.match(address, bits)) v4.push([0, 0]);
+        }
+      }
       return (value) => {
         const address = addressOf(value);
         if (address === undefined) return false;
-        for (const range of ranges) {
-          if (address.kind() === range[0].kind() ? address.match(range) : address.kind() === 'ipv4' && (address as ipaddr.IPv4).toIPv4MappedAddress().match(range)) return true;
+        if (typeof address === 'number') {
+          for (const [network, bits] of v4) if (sameNetwork(address, network, bits)) return true;
+          return false;
         }
+        for (const range of v6) if (address.match(range)) return true;
         return false;
       };
     }
@@ -375,7 +432,8 @@ function segmentMatcher(key: string, scope: ConditionScope): Matcher {
   if (matcher === undefined) {
     const conditions = scope.segments.get(key);
     // A segment's own conditions hold no IN_SEGMENT (refused at save), so this cannot recurse.
-    matcher = conditions === undefined ? () => false : compileConditions(conditions.filter((condition) => condition.operator !== 'IN_SEGMENT'), scope);
+    const own = (conditions ?? []).filter((condition) => condition.operator !== 'IN_SEGMENT');
+    matcher = own.length === 0 ? () => false : compileConditions(own, scope); // an empty segment holds nobody, not everybody
     scope.segmentMatchers.set(key, matcher);
   }
   return matcher;

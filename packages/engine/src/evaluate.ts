@@ -267,7 +267,9 @@ function compileRule(rule: RuleDefinition, scope: ConditionScope): CompiledRule 
       break;
     }
     case 'conditions':
-      match = compileConditions(rule.conditions ?? [], scope);
+      // None (refused at save; a stored rule could only lose them by corruption) would be "everyone": never match instead, as an empty seed value.
+      if (!Array.isArray(rule.conditions) || rule.conditions.length === 0) return null;
+      match = compileConditions(rule.conditions, scope);
       break;
     default:
       return null; // an unknown type (a newer schema) never matches
