@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { Link, Navigate, useNavigate, useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { useLogIn } from '../../api/account';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
@@ -13,6 +13,7 @@ export function LoginPage() {
   const [password, setPassword] = useState('');
   const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string }>({});
   const [busy, setBusy] = useState(false);
+  const logIn = useLogIn();
   if (session.token()) return <Navigate to={next} replace />;
 
   const submit = async (event: FormEvent) => {
@@ -22,8 +23,7 @@ export function LoginPage() {
     if (found.email || found.password) return;
     setBusy(true);
     try {
-      const { token } = await unwrap(api.POST('/auth/login', { body: { email: email.trim(), password } }));
-      session.signIn(token);
+      await logIn.mutateAsync({ email: email.trim(), password });
       navigate(next, { replace: true });
     } catch (error) {
       setErrors({ form: (error as Error).message });

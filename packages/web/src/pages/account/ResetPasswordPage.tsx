@@ -1,8 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { useResetPassword } from '../../api/account';
 import { fields } from '../../api/fields';
-import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame } from './AccountFrame';
 
@@ -15,6 +14,7 @@ export function ResetPasswordPage() {
   const [errors, setErrors] = useState<{ password?: string; repeat?: string; form?: string }>({});
   const [done, setDone] = useState(false);
   const [busy, setBusy] = useState(false);
+  const reset = useResetPassword();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -26,8 +26,7 @@ export function ResetPasswordPage() {
     if (found.password || found.repeat) return;
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/reset-password', { body: { token, newPassword: password }, parseAs: 'text' })); // answers text/plain
-      session.signOut(); // every older login token stopped working
+      await reset.mutateAsync({ token, newPassword: password });
       setDone(true);
     } catch (error) {
       setErrors({ form: (error as Error).message });

@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
-import { ApiError, api, unwrap } from '../../api/client';
+import { useSignUp } from '../../api/account';
+import { ApiError } from '../../api/client';
 import { fields } from '../../api/fields';
-import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
 
@@ -17,6 +17,7 @@ export function SignupPage() {
   // taken: the address has an account already (409), which may be someone else's claim on it.
   const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string; taken?: boolean }>({});
   const [busy, setBusy] = useState(false);
+  const signUp = useSignUp();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -28,9 +29,7 @@ export function SignupPage() {
     if (found.email || found.password) return;
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/register', { body: { email: email.trim(), password, ...(invitation ? { invitation_token: invitation } : {}) } }));
-      const { token } = await unwrap(api.POST('/auth/login', { body: { email: email.trim(), password } }));
-      session.signIn(token);
+      await signUp.mutateAsync({ email: email.trim(), password, invitation });
       navigate(safeNext(params.get('next')), { replace: true });
     } catch (error) {
       setErrors({ form: (error as Error).message, taken: error instanceof ApiError && error.status === 409 });

@@ -1,8 +1,6 @@
 import { useState } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
-import { teamKeys } from '../../api/queries';
+import { useVerifyEmail } from '../../api/account';
 import { session } from '../../api/session';
 import { AccountFrame } from './AccountFrame';
 
@@ -14,7 +12,7 @@ import { AccountFrame } from './AccountFrame';
 export function VerifyEmailPage() {
   const [params] = useSearchParams();
   const token = params.get('token') ?? '';
-  const client = useQueryClient();
+  const verifyEmail = useVerifyEmail();
   const [state, setState] = useState<{ done?: boolean; error?: string }>({});
   const [busy, setBusy] = useState(false);
   const signedIn = session.token() !== null;
@@ -22,10 +20,8 @@ export function VerifyEmailPage() {
   const verify = async () => {
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/verify-email', { body: { token } }));
+      await verifyEmail.mutateAsync(token);
       setState({ done: true });
-      await client.invalidateQueries({ queryKey: teamKeys.me });
-      await client.invalidateQueries({ queryKey: ['projects'] }); // invitations waiting for the address are now memberships
     } catch (error) {
       setState({ error: (error as Error).message });
     } finally {

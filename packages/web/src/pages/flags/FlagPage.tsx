@@ -1,9 +1,9 @@
 import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import * as Slider from '@radix-ui/react-slider';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
-import { api, ApiError, unwrap, type Environment, type Flag } from '../../api/client';
-import { flagParams, keys, useEnvironments, useFlag, useProjectFlags, useSetEnabled } from '../../api/queries';
+import { ApiError, type Environment, type Flag } from '../../api/client';
+import { useEnvironments, useFlag, useProjectFlags } from '../../api/queries';
+import { useCopyFlag, useDeleteFlag, useSetEnabled, useUpdateFlag } from '../../api/flags';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { FlagSwitch } from '../../components/FlagSwitch';
@@ -29,7 +29,8 @@ export function FlagPage() {
 
 function FlagView({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
   const projectId = flag.project_id;
-  const client = useQueryClient();
+  const update = useUpdateFlag(projectId, environment.id, flag.id);
+  const remove = useDeleteFlag(projectId, environment.id, flag.id);
   const navigate = useNavigate();
   const setEnabled = useSetEnabled(projectId);
   const overview = useProjectFlags(projectId);
@@ -44,11 +45,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
   const canEdit = can('editor');
   useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
 
-  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>) => {
-    const updated = await unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(projectId, environment.id, flag.id), body: changes }));
-    client.setQueryData(keys.flag(flag.id), updated);
-    void client.invalidateQueries({ queryKey: keys.projectFlags(projectId) });
-  };
+  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>) => void (await update.mutateAsync(changes));
   const saveRollout = async (value: number) => {
     if (!Number.isInteger(value) || value < 0 || value > 100) return setRolloutError('A whole number from 0 to 100');
     setRolloutError(null);
@@ -191,9 +188,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
         description="Apps asking for it get no entry for this flag (treat it as off). Other environments keep their copy."
         confirmLabel="Delete flag"
         onConfirm={async () => {
-          await unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(projectId, environment.id, flag.id)));
-          client.removeQueries({ queryKey: keys.flag(flag.id) });
-          await client.invalidateQueries({ queryKey: keys.projectFlags(projectId) });
+          await remove.mutateAsync();
           navigate(`/projects/${projectId}`, { replace: true });
         }}
       />
@@ -243,7 +238,7 @@ function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?
 }
 
 function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
-  const client = useQueryClient();
+  const copyFlag = useCopyFlag(flag.project_id, environment.id, flag.id);
   const targets = environments.filter((env) => env.id !== environment.id);
   const [target, setTarget] = useState(targets[0]?.id ?? '');
   const [overwrite, setOverwrite] = useState(false);
@@ -255,8 +250,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
     setMessage(null);
     const name = targets.find((env) => env.id === target)?.name ?? 'the environment';
     try {
-      await unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/copy', { ...flagParams(flag.project_id, environment.id, flag.id), body: { target_environment_id: target, overwrite } }));
-      await client.invalidateQueries({ queryKey: keys.projectFlags(flag.project_id) });
+      await copyFlag.mutateAsync({ target_environment_id: target, overwrite });
       setMessage({ ok: true, text: `Copied ${flag.key} to ${name}, with its rules.` });
     } catch (error) {
       const text = error instanceof ApiError && error.status === 409 ? `${name} already has ${flag.key}. Tick "Replace it" to overwrite it there.` : (error as Error).message;

@@ -1,7 +1,8 @@
 import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import type { Environment, ProjectFlag } from '../../api/client';
-import { useEnvironments, useProjectFlags, useSetEnabled } from '../../api/queries';
+import { useEnvironments, useProjectFlags, } from '../../api/queries';
+import { useSetEnabled } from '../../api/flags';
 import { FlagSwitch } from '../../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../../components/States';
 import { evaluatedAgo, isStale, plural } from '../../components/time';

@@ -1,8 +1,7 @@
 import { useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
-import { api, unwrap } from '../../api/client';
-import { keys, useProjects } from '../../api/queries';
+import { useCreateProject } from '../../api/projects';
+import { useProjects } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
@@ -47,7 +46,7 @@ export function ProjectsPage() {
 }
 
 function CreateProjectDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (open: boolean) => void }) {
-  const client = useQueryClient();
+  const create = useCreateProject();
   const navigate = useNavigate();
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
@@ -60,8 +59,7 @@ function CreateProjectDialog({ open, onOpenChange }: { open: boolean; onOpenChan
     setErrors({});
     setBusy(true);
     try {
-      const project = await unwrap(api.POST('/api/projects', { body: { name: name.trim(), description: description.trim() || null } }));
-      await client.invalidateQueries({ queryKey: keys.projects });
+      const project = await create.mutateAsync({ name: name.trim(), description: description.trim() || null });
       onOpenChange(false);
       setName('');
       setDescription('');
