@@ -4,6 +4,7 @@ import { useLogIn } from '../../api/account';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 export function LoginPage() {
   const [params] = useSearchParams();
@@ -48,11 +49,7 @@ export function LoginPage() {
       <form onSubmit={submit} noValidate>
         <Field label="Email" type="email" autoComplete="email" value={email} onChange={setEmail} error={errors.email} required />
         <Field label="Password" type="password" autoComplete="current-password" value={password} onChange={setPassword} error={errors.password} required />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <button type="submit" disabled={busy}>
           Log in
         </button>

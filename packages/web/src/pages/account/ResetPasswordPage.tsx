@@ -4,6 +4,7 @@ import { useResetPassword } from '../../api/account';
 import { fields } from '../../api/fields';
 import { Field } from '../../components/Field';
 import { AccountFrame } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 /** The page the emailed link opens: /reset-password?token=… */
 export function ResetPasswordPage() {
@@ -38,9 +39,7 @@ export function ResetPasswordPage() {
   if (!token) {
     return (
       <AccountFrame title="Choose a new password" footer={<Link to="/forgot-password">Ask for a new link</Link>}>
-        <p className="error" role="alert">
-          This link has no reset token. Open the link from the email again, or ask for a new one.
-        </p>
+        <FormError message="This link has no reset token. Open the link from the email again, or ask for a new one." />
       </AccountFrame>
     );
   }
@@ -54,11 +53,7 @@ export function ResetPasswordPage() {
         <form onSubmit={submit} noValidate>
           <Field label="New password" type="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={`At least ${fields.password.minLength} characters.`} />
           <Field label="Repeat the new password" type="password" autoComplete="new-password" value={repeat} onChange={setRepeat} error={errors.repeat} />
-          {errors.form && (
-            <p className="error" role="alert">
-              {errors.form}
-            </p>
-          )}
+          <FormError message={errors.form} />
           <button type="submit" disabled={busy}>
             Change password
           </button>

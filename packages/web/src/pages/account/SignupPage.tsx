@@ -5,6 +5,7 @@ import { ApiError } from '../../api/client';
 import { fields } from '../../api/fields';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 export function SignupPage() {
   const [params] = useSearchParams();
@@ -53,16 +54,13 @@ export function SignupPage() {
           hint={`At least ${fields.password.minLength} characters.`}
           required
         />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-            {errors.taken && (
-              <>
-                . <Link to="/login">Log in</Link> instead; if you never created this account, <Link to="/forgot-password">reset its password</Link>: the emailed link proves the address is yours and ends every other session.
-              </>
-            )}
-          </p>
-        )}
+        <FormError message={errors.form}>
+          {errors.taken && (
+            <>
+              . <Link to="/login">Log in</Link> instead; if you never created this account, <Link to="/forgot-password">reset its password</Link>: the emailed link proves the address is yours and ends every other session.
+            </>
+          )}
+        </FormError>
         <button type="submit" disabled={busy}>
           Sign up
         </button>

@@ -3,6 +3,7 @@ import { Link, useSearchParams } from 'react-router';
 import { useVerifyEmail } from '../../api/account';
 import { session } from '../../api/session';
 import { AccountFrame } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 /**
  * The page the emailed link opens: /verify-email?token=… Verifying takes a press of the button,
@@ -33,9 +34,7 @@ export function VerifyEmailPage() {
   if (!token) {
     return (
       <AccountFrame title="Verify your email address" footer={onward}>
-        <p className="error" role="alert">
-          This link has no verification token. Open the link from the email again, or ask for a new one from your account page.
-        </p>
+        <FormError message="This link has no verification token. Open the link from the email again, or ask for a new one from your account page." />
       </AccountFrame>
     );
   }
@@ -48,11 +47,7 @@ export function VerifyEmailPage() {
       ) : (
         <>
           <p>Confirm that this address is yours. If you did not create a Guidon account, close this page: nothing happens.</p>
-          {state.error && (
-            <p className="error" role="alert">
-              {state.error}. {signedIn ? 'Ask for a new link from your account page.' : 'Log in to ask for a new link.'}
-            </p>
-          )}
+          <FormError message={state.error && `${state.error}. ${signedIn ? 'Ask for a new link from your account page.' : 'Log in to ask for a new link.'}`} />
           <button type="button" onClick={() => void verify()} disabled={busy}>
             Verify my email address
           </button>

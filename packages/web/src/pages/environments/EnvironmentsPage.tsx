@@ -10,6 +10,7 @@ import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
 import { useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
+import { FormError } from '../../components/FormError';
 
 const keyPattern = new RegExp(fields.environmentKey.pattern);
 export const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
@@ -123,11 +124,7 @@ function CreateEnvironment({ projectId }: { projectId: string }) {
           hint={`Used by apps to name the environment. ${fields.environmentKey.description}; it never changes.`}
           maxLength={fields.environmentKey.maxLength}
         />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions start">
           <button type="submit">Add environment</button>
         </div>

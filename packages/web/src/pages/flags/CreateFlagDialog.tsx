@@ -5,6 +5,7 @@ import { fields } from '../../api/fields';
 import { useCreateFlag } from '../../api/flags';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
+import { FormError } from '../../components/FormError';
 
 const keyPattern = new RegExp(fields.flagKey.pattern);
 const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '_').replace(/^[^a-z]+|_+$/g, '');
@@ -87,11 +88,7 @@ export function CreateFlagDialog({ projectId, environments, open, onOpenChange }
           autoComplete="off"
         />
         <Field label="Description (optional)" value={description} onChange={setDescription} multiline maxLength={2000} />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>
             Cancel

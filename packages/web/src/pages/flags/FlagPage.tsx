@@ -13,6 +13,7 @@ import { RulesEditor } from './RulesEditor';
 import { reasonFor, useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
 import { AuditList } from '../audit/AuditList';
+import { FormError, Outcome } from '../../components/FormError';
 
 const FlagChart = lazy(() => import('../usage/FlagChart'));
 
@@ -112,11 +113,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
                 <FlagSwitch flagKey={flag.key} environment={environment.name} checked={flag.enabled} disabled={!canEdit} reasonId="role-note-editor" onChange={(enabled) => setEnabled.mutate({ envId: environment.id, envKey: environment.key, flagId: flag.id, enabled })} />
                 <span aria-hidden="true" className="switch-label">{flag.enabled ? 'On' : 'Off'}</span>
               </div>
-              {setEnabled.error && (
-                <p className="error" role="alert">
-                  Not switched: {setEnabled.error.message}
-                </p>
-              )}
+              <FormError message={setEnabled.error && `Not switched: ${setEnabled.error.message}`} />
               <div className="rollout-row">
                 <span id="rollout-label">Rollout</span>
                 <Slider.Root className="slider" disabled={!canEdit} value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
@@ -146,11 +143,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
                 <span aria-hidden="true">%</span>
                 </span>
               </div>
-              {rolloutError && (
-                <p className="error" id="rollout-error" role="alert">
-                  {rolloutError}
-                </p>
-              )}
+              <FormError message={rolloutError} id="rollout-error" />
               <p className="muted small">
                 While it is on, users a rule matches get it.{' '}
                 {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
@@ -220,11 +213,7 @@ function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?
         <fieldset className="plain" disabled={readOnly}>
           <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
           <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-          {errors.form && (
-            <p className="error" role="alert">
-              {errors.form}
-            </p>
-          )}
+          <FormError message={errors.form} />
           <div className="actions start">
             <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>Save details</button>
             <span role="status" className="muted">
@@ -280,11 +269,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
           <button type="submit">Copy flag</button>
         </div>
       </form>
-      {message && (
-        <p className={message.ok ? 'notice' : 'error'} role={message.ok ? 'status' : 'alert'}>
-          {message.text}
-        </p>
-      )}
+      <Outcome message={message} />
     </section>
   );
 }

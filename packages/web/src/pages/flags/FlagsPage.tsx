@@ -9,6 +9,7 @@ import { evaluatedAgo, isStale, plural } from '../../components/time';
 import { CreateFlagDialog } from './CreateFlagDialog';
 import { useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
+import { FormError } from '../../components/FormError';
 
 type Filter = 'all' | 'on' | 'off' | 'stale';
 
@@ -92,11 +93,7 @@ export function FlagsPage() {
               ))}
             </fieldset>
           </div>
-          {setEnabled.error && (
-            <p className="error" role="alert">
-              Not switched, it is back as it was: {setEnabled.error.message}
-            </p>
-          )}
+          <FormError message={setEnabled.error && `Not switched, it is back as it was: ${setEnabled.error.message}`} />
           <p className="muted" role="status" aria-live="polite" data-testid="flag-count">
             {rows.length === all.length ? plural(all.length, 'flag') : `${rows.length} of ${plural(all.length, 'flag')}`}
           </p>

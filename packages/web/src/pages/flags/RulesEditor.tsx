@@ -8,6 +8,7 @@ import { useRuleMutations } from '../../api/flags';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
+import { FormError } from '../../components/FormError';
 
 export const RULE_TYPES: Record<RuleType, { label: string; example: string; help: string }> = {
   user_id: { label: 'User id', example: 'user-42', help: 'Matches the user_id the app sends, exactly.' },
@@ -56,11 +57,7 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
         )}
       </div>
       <p className="muted small">While the flag is on, the first enabled rule that matches turns it on for that user; top first. Drag a rule by its handle, or focus the handle and use Space and the arrow keys.</p>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError message={error} />
       <QueryState query={rules} what="rules">
         {(list) =>
           list.length === 0 ? (

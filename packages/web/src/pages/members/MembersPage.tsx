@@ -8,6 +8,7 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { RoleNote } from '../../components/RoleNote';
 import { QueryState } from '../../components/States';
+import { FormError } from '../../components/FormError';
 
 export const ROLES: { value: Role; label: string; may: string }[] = [
   { value: 'viewer', label: 'Viewer', may: 'reads flags, rules, history and the audit log' },
@@ -49,11 +50,7 @@ export function MembersPage() {
           ))}
         </p>
         {!isOwner && <RoleNote need="owner" what="invite people or change roles" />}
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <FormError message={error} />
         <QueryState query={members} what="members">
           {(list) => (
             <ul className="rows" aria-label="Members and invitations">
@@ -168,11 +165,7 @@ function InviteForm({ projectId }: { projectId: string }) {
           </button>
         </div>
       </form>
-      {errors.form && (
-        <p className="error" role="alert">
-          {errors.form}
-        </p>
-      )}
+      <FormError message={errors.form} />
       <p role="status" className="notice-slot">
         {done}
       </p>

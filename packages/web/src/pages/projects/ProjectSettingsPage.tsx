@@ -9,6 +9,7 @@ import { Field } from '../../components/Field';
 import { QueryState } from '../../components/States';
 import { reasonFor } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
+import { FormError } from '../../components/FormError';
 
 export function ProjectSettingsPage() {
   const { projectId = '' } = useParams();
@@ -56,11 +57,7 @@ function Settings({ project }: { project: Project }) {
           <fieldset className="plain" disabled={!isOwner}>
             <Field label="Project name" value={name} onChange={setName} error={errors.name} maxLength={200} />
             <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-            {errors.form && (
-              <p className="error" role="alert">
-                {errors.form}
-              </p>
-            )}
+            <FormError message={errors.form} />
             <div className="actions start">
               <button type="submit" title={isOwner ? undefined : reasonFor('owner')}>Save</button>
               <span role="status" className="muted">

@@ -5,6 +5,7 @@ import { useProjects } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
+import { FormError } from '../../components/FormError';
 
 export function ProjectsPage() {
   const projects = useProjects();
@@ -76,11 +77,7 @@ function CreateProjectDialog({ open, onOpenChange }: { open: boolean; onOpenChan
       <form onSubmit={submit} noValidate>
         <Field label="Name" value={name} onChange={setName} error={errors.name} maxLength={200} autoFocus />
         <Field label="Description (optional)" value={description} onChange={setDescription} multiline maxLength={2000} />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>
             Cancel

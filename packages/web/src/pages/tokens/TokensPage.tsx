@@ -10,6 +10,7 @@ import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
 import { ROLES } from '../members/MembersPage';
+import { FormError } from '../../components/FormError';
 
 const EXPIRY = [
   { days: 30, label: '30 days' },
@@ -209,11 +210,7 @@ function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCrea
             ))}
           </select>
         </div>
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel

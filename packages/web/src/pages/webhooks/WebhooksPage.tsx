@@ -13,6 +13,7 @@ import { RoleNote } from '../../components/RoleNote';
 import { SecretOnce } from '../../components/SecretOnce';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
+import { FormError, Outcome } from '../../components/FormError';
 
 type ResourceType = (typeof fields.resourceTypes)[number];
 type AuditAction = (typeof fields.auditActions)[number];
@@ -159,11 +160,7 @@ function WebhookItem({ projectId, hook }: { projectId: string; hook: Webhook }) 
           Delete
         </button>
       </div>
-      {message && (
-        <p className={message.ok ? 'notice' : 'error'} role={message.ok ? 'status' : 'alert'}>
-          {message.text}
-        </p>
-      )}
+      <Outcome message={message} />
       {showDeliveries && <Deliveries projectId={projectId} hook={hook} />}
       {editing && <WebhookDialog projectId={projectId} hook={hook} onClose={() => setEditing(false)} />}
       <ConfirmDialog
@@ -196,11 +193,7 @@ function Deliveries({ projectId, hook }: { projectId: string; hook: Webhook }) {
   return (
     <div className="deliveries">
       <h3>Deliveries</h3>
-      {message && (
-        <p className={message.ok ? 'notice' : 'error'} role={message.ok ? 'status' : 'alert'}>
-          {message.text}
-        </p>
-      )}
+      <Outcome message={message} />
       <QueryState query={deliveries} what="deliveries">
         {(page) =>
           page.items.length === 0 ? (
@@ -315,17 +308,9 @@ function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: str
               ))}
             </div>
           )}
-          {errors.events && (
-            <p className="error" id="events-error" role="alert">
-              {errors.events}
-            </p>
-          )}
+          <FormError message={errors.events} id="events-error" />
         </fieldset>
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel
