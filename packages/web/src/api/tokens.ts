@@ -1,13 +1,15 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from './client';
 import { teamKeys } from './queries';
-import type { Role } from './roles';
+import type { paths } from './schema';
+
+type TokenBody = paths['/api/tokens']['post']['requestBody']['content']['application/json'];
 
 /** Answers the token with its secret, which is never shown again. */
 export function useCreateToken() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (body: { name: string; project_id?: string; role?: Role; expires_in_days?: number }) => unwrap(api.POST('/api/tokens', { body })),
+    mutationFn: (body: TokenBody) => unwrap(api.POST('/api/tokens', { body })),
     onSuccess: () => client.invalidateQueries({ queryKey: teamKeys.tokens }),
   });
 }

@@ -1,10 +1,9 @@
 import { useMutation, useQuery, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { api, unwrap } from './client';
-import type { fields } from './fields';
 import { projectParams, teamKeys } from './queries';
+import type { paths } from './schema';
 
-type AuditAction = (typeof fields.auditActions)[number];
-type WebhookBody = { url: string; description: string | null; events: (AuditAction | '*')[] };
+type WebhookBody = paths['/api/projects/{project_id}/webhooks']['post']['requestBody']['content']['application/json'];
 
 const hookPath = (project_id: string, webhook_id: string) => ({ params: { path: { project_id, webhook_id } } });
 /** A send is queued, not made: its delivery is looked for a little later. */
@@ -32,7 +31,7 @@ export function useCreateWebhook(pid: string) {
 export function useUpdateWebhook(pid: string, webhookId: string) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (body: Partial<WebhookBody> & { enabled?: boolean }) => unwrap(api.PUT('/api/projects/{project_id}/webhooks/{webhook_id}', { ...hookPath(pid, webhookId), body })),
+    mutationFn: (body: Partial<WebhookBody>) => unwrap(api.PUT('/api/projects/{project_id}/webhooks/{webhook_id}', { ...hookPath(pid, webhookId), body })),
     onSettled: () => client.invalidateQueries({ queryKey: teamKeys.webhooks(pid) }),
   });
 }
