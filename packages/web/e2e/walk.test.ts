@@ -319,6 +319,8 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await heading('Log in');
   assert.equal((await request(server, 'GET', '/api/me', { token: loggedOut })).status, 401, 'the logged-out token is refused');
   await page.getByRole('link', { name: 'Forgot your password?' }).click();
+  // The log-in page has an Email field too: fill only once the next page is there.
+  await heading('Reset your password');
   await page.getByLabel('Email').fill(email);
   await page.getByRole('button', { name: 'Send reset link' }).click();
   await page.getByRole('status').filter({ hasText: 'Check your inbox' }).waitFor();

@@ -1,5 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, unwrap, type Flag, type ProjectFlag } from './client';
+import { useQuery } from '@tanstack/react-query';
+import { api, unwrap } from './client';
 
 const p = (project_id: string) => ({ params: { path: { project_id } } });
 const e = (project_id: string, env_id: string) => ({ params: { path: { project_id, env_id } } });
@@ -26,39 +26,6 @@ export const useRules = (pid: string, envId: string, flagId: string) =>
   useQuery({ queryKey: keys.rules(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', f(pid, envId, flagId))) });
 
 export { e as envParams, f as flagParams, p as projectParams };
-
-/**
- * Switches a flag on or off at once in every view, and puts it back if the server refuses
- * (contract: optimistic toggles that roll back on error).
- */
-export function useSetEnabled(pid: string) {
-  const client = useQueryClient();
-  return useMutation({
-    mutationFn: ({ envId, flagId, enabled }: { envId: string; envKey: string; flagId: string; enabled: boolean }) =>
-      unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...f(pid, envId, flagId), body: { enabled } })),
-    onMutate: async ({ envKey, flagId, enabled }) => {
-      await client.cancelQueries({ queryKey: keys.projectFlags(pid) });
-      await client.cancelQueries({ queryKey: keys.flag(flagId) });
-      const before = { list: client.getQueryData<ProjectFlag[]>(keys.projectFlags(pid)), flag: client.getQueryData<Flag>(keys.flag(flagId)) };
-      client.setQueryData<ProjectFlag[]>(keys.projectFlags(pid), (rows) =>
-        rows?.map((row) => {
-          const state = row.environments[envKey];
-          return state?.flag_id === flagId ? { ...row, environments: { ...row.environments, [envKey]: { ...state, enabled } } } : row;
-        }),
-      );
-      client.setQueryData<Flag>(keys.flag(flagId), (flag) => (flag ? { ...flag, enabled } : flag));
-      return before;
-    },
-    onError: (_error, { flagId }, before) => {
-      client.setQueryData(keys.projectFlags(pid), before?.list);
-      client.setQueryData(keys.flag(flagId), before?.flag);
-    },
-    onSettled: (_data, _error, { flagId }) => {
-      void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
-      void client.invalidateQueries({ queryKey: keys.flag(flagId) });
-    },
-  });
-}
 
 export const teamKeys = {
   members: (pid: string) => ['members', pid] as const,

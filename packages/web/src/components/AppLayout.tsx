@@ -1,18 +1,13 @@
-import { useQueryClient } from '@tanstack/react-query';
 import { Link, Outlet, useNavigate } from 'react-router';
-import { api } from '../api/client';
-import { session } from '../api/session';
+import { useLogOut } from '../api/account';
 import { VerifyEmailBanner } from './VerifyEmail';
 
 /** The frame of every signed-in page: the brand, the account, log out, and the banner of an unverified address. */
 export function AppLayout() {
   const navigate = useNavigate();
-  const client = useQueryClient();
+  const logOutMutation = useLogOut();
   const logOut = async () => {
-    // The server ends this login token everywhere (contract §18); this browser forgets it either way.
-    await api.POST('/auth/logout').catch(() => undefined);
-    session.signOut();
-    client.clear();
+    await logOutMutation.mutateAsync();
     navigate('/login', { replace: true });
   };
   return (

@@ -1,6 +1,7 @@
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { Field } from './Field';
 import { Modal } from './Modal';
+import { FormError } from './FormError';
 
 interface ConfirmProps {
   open: boolean;
@@ -40,11 +41,7 @@ export function ConfirmDialog({ open, onOpenChange, title, description, confirmL
     <Modal open={open} onOpenChange={onOpenChange} title={title} description={description}>
       <form onSubmit={submit} noValidate>
         {typeToConfirm && <Field label={`Type "${typeToConfirm}" to confirm`} value={typed} onChange={setTyped} autoComplete="off" />}
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <FormError message={error} />
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>
             Cancel

@@ -1,4 +1,5 @@
 import { useId, type InputHTMLAttributes, type ReactNode } from 'react';
+import { FormError } from './FormError';
 
 interface FieldProps extends Omit<InputHTMLAttributes<HTMLInputElement>, 'onChange'> {
   label: string;
@@ -28,11 +29,7 @@ export function Field({ label, value, onChange, error, hint, multiline, ...input
           {hint}
         </p>
       )}
-      {error && (
-        <p className="error" id={`${id}-error`} role="alert">
-          {error}
-        </p>
-      )}
+      <FormError message={error} id={`${id}-error`} />
     </div>
   );
 }

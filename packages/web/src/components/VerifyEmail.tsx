@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { api, unwrap } from '../api/client';
+import { useResendVerification } from '../api/account';
 import { useMe } from '../api/queries';
 
 /**
@@ -10,13 +10,14 @@ export function VerifyEmailBanner() {
   const me = useMe();
   const [state, setState] = useState<{ sent?: string; error?: string }>({});
   const [busy, setBusy] = useState(false);
+  const resendVerification = useResendVerification();
   if (!me.data || me.data.email_verified) return null;
 
   const resend = async () => {
     setBusy(true);
     setState({});
     try {
-      await unwrap(api.POST('/auth/resend-verification'));
+      await resendVerification.mutateAsync();
       setState({ sent: 'A new link is on its way: check your inbox.' });
     } catch (error) {
       setState({ error: (error as Error).message });

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { useForgotPassword } from '../../api/account';
 import { Field } from '../../components/Field';
 import { AccountFrame } from './AccountFrame';
 
@@ -9,6 +9,7 @@ export function ForgotPasswordPage() {
   const [error, setError] = useState<string | null>(null);
   const [sent, setSent] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const forgot = useForgotPassword();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -16,7 +17,7 @@ export function ForgotPasswordPage() {
     setError(null);
     setBusy(true);
     try {
-      const answer = await unwrap(api.POST('/auth/forgot-password', { body: { email: email.trim() } }));
+      const answer = await forgot.mutateAsync(email.trim());
       setSent(answer.message);
     } catch (caught) {
       setError((caught as Error).message);

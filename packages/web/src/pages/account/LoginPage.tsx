@@ -1,9 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import { Link, Navigate, useNavigate, useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { useLogIn } from '../../api/account';
 import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 export function LoginPage() {
   const [params] = useSearchParams();
@@ -13,6 +14,7 @@ export function LoginPage() {
   const [password, setPassword] = useState('');
   const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string }>({});
   const [busy, setBusy] = useState(false);
+  const logIn = useLogIn();
   if (session.token()) return <Navigate to={next} replace />;
 
   const submit = async (event: FormEvent) => {
@@ -22,8 +24,7 @@ export function LoginPage() {
     if (found.email || found.password) return;
     setBusy(true);
     try {
-      const { token } = await unwrap(api.POST('/auth/login', { body: { email: email.trim(), password } }));
-      session.signIn(token);
+      await logIn.mutateAsync({ email: email.trim(), password });
       navigate(next, { replace: true });
     } catch (error) {
       setErrors({ form: (error as Error).message });
@@ -48,11 +49,7 @@ export function LoginPage() {
       <form onSubmit={submit} noValidate>
         <Field label="Email" type="email" autoComplete="email" value={email} onChange={setEmail} error={errors.email} required />
         <Field label="Password" type="password" autoComplete="current-password" value={password} onChange={setPassword} error={errors.password} required />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <button type="submit" disabled={busy}>
           Log in
         </button>

@@ -1,10 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { useResetPassword } from '../../api/account';
 import { fields } from '../../api/fields';
-import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 /** The page the emailed link opens: /reset-password?token=… */
 export function ResetPasswordPage() {
@@ -15,6 +15,7 @@ export function ResetPasswordPage() {
   const [errors, setErrors] = useState<{ password?: string; repeat?: string; form?: string }>({});
   const [done, setDone] = useState(false);
   const [busy, setBusy] = useState(false);
+  const reset = useResetPassword();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -26,8 +27,7 @@ export function ResetPasswordPage() {
     if (found.password || found.repeat) return;
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/reset-password', { body: { token, newPassword: password }, parseAs: 'text' })); // answers text/plain
-      session.signOut(); // every older login token stopped working
+      await reset.mutateAsync({ token, newPassword: password });
       setDone(true);
     } catch (error) {
       setErrors({ form: (error as Error).message });
@@ -39,9 +39,7 @@ export function ResetPasswordPage() {
   if (!token) {
     return (
       <AccountFrame title="Choose a new password" footer={<Link to="/forgot-password">Ask for a new link</Link>}>
-        <p className="error" role="alert">
-          This link has no reset token. Open the link from the email again, or ask for a new one.
-        </p>
+        <FormError message="This link has no reset token. Open the link from the email again, or ask for a new one." />
       </AccountFrame>
     );
   }
@@ -55,11 +53,7 @@ export function ResetPasswordPage() {
         <form onSubmit={submit} noValidate>
           <Field label="New password" type="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={`At least ${fields.password.minLength} characters.`} />
           <Field label="Repeat the new password" type="password" autoComplete="new-password" value={repeat} onChange={setRepeat} error={errors.repeat} />
-          {errors.form && (
-            <p className="error" role="alert">
-              {errors.form}
-            </p>
-          )}
+          <FormError message={errors.form} />
           <button type="submit" disabled={busy}>
             Change password
           </button>

@@ -1,10 +1,11 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
-import { ApiError, api, unwrap } from '../../api/client';
+import { useSignUp } from '../../api/account';
+import { ApiError } from '../../api/client';
 import { fields } from '../../api/fields';
-import { session } from '../../api/session';
 import { Field } from '../../components/Field';
 import { AccountFrame, safeNext } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 export function SignupPage() {
   const [params] = useSearchParams();
@@ -17,6 +18,7 @@ export function SignupPage() {
   // taken: the address has an account already (409), which may be someone else's claim on it.
   const [errors, setErrors] = useState<{ email?: string; password?: string; form?: string; taken?: boolean }>({});
   const [busy, setBusy] = useState(false);
+  const signUp = useSignUp();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -28,9 +30,7 @@ export function SignupPage() {
     if (found.email || found.password) return;
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/register', { body: { email: email.trim(), password, ...(invitation ? { invitation_token: invitation } : {}) } }));
-      const { token } = await unwrap(api.POST('/auth/login', { body: { email: email.trim(), password } }));
-      session.signIn(token);
+      await signUp.mutateAsync({ email: email.trim(), password, invitation });
       navigate(safeNext(params.get('next')), { replace: true });
     } catch (error) {
       setErrors({ form: (error as Error).message, taken: error instanceof ApiError && error.status === 409 });
@@ -54,16 +54,13 @@ export function SignupPage() {
           hint={`At least ${fields.password.minLength} characters.`}
           required
         />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-            {errors.taken && (
-              <>
-                . <Link to="/login">Log in</Link> instead; if you never created this account, <Link to="/forgot-password">reset its password</Link>: the emailed link proves the address is yours and ends every other session.
-              </>
-            )}
-          </p>
-        )}
+        <FormError message={errors.form}>
+          {errors.taken && (
+            <>
+              . <Link to="/login">Log in</Link> instead; if you never created this account, <Link to="/forgot-password">reset its password</Link>: the emailed link proves the address is yours and ends every other session.
+            </>
+          )}
+        </FormError>
         <button type="submit" disabled={busy}>
           Sign up
         </button>

@@ -1,10 +1,9 @@
 import { useState } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
-import { teamKeys } from '../../api/queries';
+import { useVerifyEmail } from '../../api/account';
 import { session } from '../../api/session';
 import { AccountFrame } from './AccountFrame';
+import { FormError } from '../../components/FormError';
 
 /**
  * The page the emailed link opens: /verify-email?token=… Verifying takes a press of the button,
@@ -14,7 +13,7 @@ import { AccountFrame } from './AccountFrame';
 export function VerifyEmailPage() {
   const [params] = useSearchParams();
   const token = params.get('token') ?? '';
-  const client = useQueryClient();
+  const verifyEmail = useVerifyEmail();
   const [state, setState] = useState<{ done?: boolean; error?: string }>({});
   const [busy, setBusy] = useState(false);
   const signedIn = session.token() !== null;
@@ -22,10 +21,8 @@ export function VerifyEmailPage() {
   const verify = async () => {
     setBusy(true);
     try {
-      await unwrap(api.POST('/auth/verify-email', { body: { token } }));
+      await verifyEmail.mutateAsync(token);
       setState({ done: true });
-      await client.invalidateQueries({ queryKey: teamKeys.me });
-      await client.invalidateQueries({ queryKey: ['projects'] }); // invitations waiting for the address are now memberships
     } catch (error) {
       setState({ error: (error as Error).message });
     } finally {
@@ -37,9 +34,7 @@ export function VerifyEmailPage() {
   if (!token) {
     return (
       <AccountFrame title="Verify your email address" footer={onward}>
-        <p className="error" role="alert">
-          This link has no verification token. Open the link from the email again, or ask for a new one from your account page.
-        </p>
+        <FormError message="This link has no verification token. Open the link from the email again, or ask for a new one from your account page." />
       </AccountFrame>
     );
   }
@@ -52,11 +47,7 @@ export function VerifyEmailPage() {
       ) : (
         <>
           <p>Confirm that this address is yours. If you did not create a Guidon account, close this page: nothing happens.</p>
-          {state.error && (
-            <p className="error" role="alert">
-              {state.error}. {signedIn ? 'Ask for a new link from your account page.' : 'Log in to ask for a new link.'}
-            </p>
-          )}
+          <FormError message={state.error && `${state.error}. ${signedIn ? 'Ask for a new link from your account page.' : 'Log in to ask for a new link.'}`} />
           <button type="button" onClick={() => void verify()} disabled={busy}>
             Verify my email address
           </button>

@@ -1,15 +1,16 @@
 import { useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { useParams } from 'react-router';
-import { api, unwrap, type Environment } from '../../api/client';
+import type { Environment } from '../../api/client';
+import { useCreateEnvironment, useDeleteEnvironment, useRenameEnvironment } from '../../api/environments';
 import { fields } from '../../api/fields';
-import { envParams, keys, projectParams, useEnvironments } from '../../api/queries';
+import { useEnvironments } from '../../api/queries';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
 import { useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
+import { FormError } from '../../components/FormError';
 
 const keyPattern = new RegExp(fields.environmentKey.pattern);
 export const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
@@ -17,11 +18,10 @@ export const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[
 export function EnvironmentsPage() {
   const { projectId = '' } = useParams();
   const environments = useEnvironments(projectId);
-  const client = useQueryClient();
+  const remove = useDeleteEnvironment(projectId);
   const [renaming, setRenaming] = useState<Environment | null>(null);
   const [deleting, setDeleting] = useState<Environment | null>(null);
   const canEdit = useRole(projectId).can('editor');
-  const refresh = () => Promise.all([client.invalidateQueries({ queryKey: keys.environments(projectId) }), client.invalidateQueries({ queryKey: keys.projectFlags(projectId) })]);
 
   return (
     <div className="stack">
@@ -56,8 +56,8 @@ export function EnvironmentsPage() {
           </section>
         )}
       </QueryState>
-      {canEdit && <CreateEnvironment projectId={projectId} onCreated={refresh} />}
-      {renaming && <RenameEnvironment projectId={projectId} environment={renaming} onClose={() => setRenaming(null)} onDone={refresh} />}
+      {canEdit && <CreateEnvironment projectId={projectId} />}
+      {renaming && <RenameEnvironment projectId={projectId} environment={renaming} onClose={() => setRenaming(null)} />}
       <ConfirmDialog
         open={deleting !== null}
         onOpenChange={(open) => !open && setDeleting(null)}
@@ -66,15 +66,15 @@ export function EnvironmentsPage() {
         confirmLabel="Delete environment"
         onConfirm={async () => {
           if (!deleting) return;
-          await unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}', envParams(projectId, deleting.id)));
-          await refresh();
+          await remove.mutateAsync(deleting.id);
         }}
       />
     </div>
   );
 }
 
-function CreateEnvironment({ projectId, onCreated }: { projectId: string; onCreated: () => Promise<unknown> }) {
+function CreateEnvironment({ projectId }: { projectId: string }) {
+  const create = useCreateEnvironment(projectId);
   const [name, setName] = useState('');
   const [key, setKey] = useState('');
   const [keyTouched, setKeyTouched] = useState(false);
@@ -89,11 +89,10 @@ function CreateEnvironment({ projectId, onCreated }: { projectId: string; onCrea
     setErrors(found);
     if (found.name || found.key) return;
     try {
-      await unwrap(api.POST('/api/projects/{project_id}/environments', { ...projectParams(projectId), body: { name: name.trim(), key } }));
+      await create.mutateAsync({ name: name.trim(), key });
       setName('');
       setKey('');
       setKeyTouched(false);
-      await onCreated();
     } catch (error) {
       const message = (error as Error).message;
       setErrors(message.includes('key') ? { key: message } : { form: message });
@@ -125,11 +124,7 @@ function CreateEnvironment({ projectId, onCreated }: { projectId: string; onCrea
           hint={`Used by apps to name the environment. ${fields.environmentKey.description}; it never changes.`}
           maxLength={fields.environmentKey.maxLength}
         />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions start">
           <button type="submit">Add environment</button>
         </div>
@@ -138,15 +133,15 @@ function CreateEnvironment({ projectId, onCreated }: { projectId: string; onCrea
   );
 }
 
-function RenameEnvironment({ projectId, environment, onClose, onDone }: { projectId: string; environment: Environment; onClose: () => void; onDone: () => Promise<unknown> }) {
+function RenameEnvironment({ projectId, environment, onClose }: { projectId: string; environment: Environment; onClose: () => void }) {
+  const rename = useRenameEnvironment(projectId);
   const [name, setName] = useState(environment.name);
   const [error, setError] = useState<string | null>(null);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     if (!name.trim()) return setError('An environment needs a name');
     try {
-      await unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}', { ...envParams(projectId, environment.id), body: { name: name.trim() } }));
-      await onDone();
+      await rename.mutateAsync({ envId: environment.id, name: name.trim() });
       onClose();
     } catch (caught) {
       setError((caught as Error).message);

@@ -1,11 +1,11 @@
 import { useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from 'react-router';
-import { api, unwrap, type Environment } from '../../api/client';
+import type { Environment } from '../../api/client';
 import { fields } from '../../api/fields';
-import { envParams, keys } from '../../api/queries';
+import { useCreateFlag } from '../../api/flags';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
+import { FormError } from '../../components/FormError';
 
 const keyPattern = new RegExp(fields.flagKey.pattern);
 const suggestKey = (name: string) => name.trim().toLowerCase().replace(/[^a-z0-9_-]+/g, '_').replace(/^[^a-z]+|_+$/g, '');
@@ -19,7 +19,7 @@ export function flagKeyError(key: string): string | undefined {
 }
 
 export function CreateFlagDialog({ projectId, environments, open, onOpenChange }: { projectId: string; environments: Environment[]; open: boolean; onOpenChange: (open: boolean) => void }) {
-  const client = useQueryClient();
+  const create = useCreateFlag(projectId);
   const navigate = useNavigate();
   const [envId, setEnvId] = useState(environments[0]?.id ?? '');
   const [name, setName] = useState('');
@@ -36,10 +36,7 @@ export function CreateFlagDialog({ projectId, environments, open, onOpenChange }
     if (found.name || found.key) return;
     setBusy(true);
     try {
-      const flag = await unwrap(
-        api.POST('/api/projects/{project_id}/environments/{env_id}/flags', { ...envParams(projectId, envId), body: { name: name.trim(), key, description: description.trim() || null } }),
-      );
-      await client.invalidateQueries({ queryKey: keys.projectFlags(projectId) });
+      const flag = await create.mutateAsync({ envId, name: name.trim(), key, description: description.trim() || null });
       onOpenChange(false);
       setName('');
       setKey('');
@@ -91,11 +88,7 @@ export function CreateFlagDialog({ projectId, environments, open, onOpenChange }
           autoComplete="off"
         />
         <Field label="Description (optional)" value={description} onChange={setDescription} multiline maxLength={2000} />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>
             Cancel

@@ -1,9 +1,9 @@
 import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import * as Slider from '@radix-ui/react-slider';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
-import { api, ApiError, unwrap, type Environment, type Flag } from '../../api/client';
-import { flagParams, keys, useEnvironments, useFlag, useProjectFlags, useSetEnabled } from '../../api/queries';
+import { ApiError, type Environment, type Flag } from '../../api/client';
+import { useEnvironments, useFlag, useProjectFlags } from '../../api/queries';
+import { useCopyFlag, useDeleteFlag, useSetEnabled, useUpdateFlag } from '../../api/flags';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { FlagSwitch } from '../../components/FlagSwitch';
@@ -13,6 +13,7 @@ import { RulesEditor } from './RulesEditor';
 import { reasonFor, useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
 import { AuditList } from '../audit/AuditList';
+import { FormError, Outcome } from '../../components/FormError';
 
 const FlagChart = lazy(() => import('../usage/FlagChart'));
 
@@ -29,7 +30,8 @@ export function FlagPage() {
 
 function FlagView({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
   const projectId = flag.project_id;
-  const client = useQueryClient();
+  const update = useUpdateFlag(projectId, environment.id, flag.id);
+  const remove = useDeleteFlag(projectId, environment.id, flag.id);
   const navigate = useNavigate();
   const setEnabled = useSetEnabled(projectId);
   const overview = useProjectFlags(projectId);
@@ -44,11 +46,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
   const canEdit = can('editor');
   useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
 
-  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>) => {
-    const updated = await unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(projectId, environment.id, flag.id), body: changes }));
-    client.setQueryData(keys.flag(flag.id), updated);
-    void client.invalidateQueries({ queryKey: keys.projectFlags(projectId) });
-  };
+  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>) => void (await update.mutateAsync(changes));
   const saveRollout = async (value: number) => {
     if (!Number.isInteger(value) || value < 0 || value > 100) return setRolloutError('A whole number from 0 to 100');
     setRolloutError(null);
@@ -115,11 +113,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
                 <FlagSwitch flagKey={flag.key} environment={environment.name} checked={flag.enabled} disabled={!canEdit} reasonId="role-note-editor" onChange={(enabled) => setEnabled.mutate({ envId: environment.id, envKey: environment.key, flagId: flag.id, enabled })} />
                 <span aria-hidden="true" className="switch-label">{flag.enabled ? 'On' : 'Off'}</span>
               </div>
-              {setEnabled.error && (
-                <p className="error" role="alert">
-                  Not switched: {setEnabled.error.message}
-                </p>
-              )}
+              <FormError message={setEnabled.error && `Not switched: ${setEnabled.error.message}`} />
               <div className="rollout-row">
                 <span id="rollout-label">Rollout</span>
                 <Slider.Root className="slider" disabled={!canEdit} value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
@@ -149,11 +143,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
                 <span aria-hidden="true">%</span>
                 </span>
               </div>
-              {rolloutError && (
-                <p className="error" id="rollout-error" role="alert">
-                  {rolloutError}
-                </p>
-              )}
+              <FormError message={rolloutError} id="rollout-error" />
               <p className="muted small">
                 While it is on, users a rule matches get it.{' '}
                 {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
@@ -191,9 +181,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
         description="Apps asking for it get no entry for this flag (treat it as off). Other environments keep their copy."
         confirmLabel="Delete flag"
         onConfirm={async () => {
-          await unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(projectId, environment.id, flag.id)));
-          client.removeQueries({ queryKey: keys.flag(flag.id) });
-          await client.invalidateQueries({ queryKey: keys.projectFlags(projectId) });
+          await remove.mutateAsync();
           navigate(`/projects/${projectId}`, { replace: true });
         }}
       />
@@ -225,11 +213,7 @@ function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?
         <fieldset className="plain" disabled={readOnly}>
           <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
           <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-          {errors.form && (
-            <p className="error" role="alert">
-              {errors.form}
-            </p>
-          )}
+          <FormError message={errors.form} />
           <div className="actions start">
             <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>Save details</button>
             <span role="status" className="muted">
@@ -243,7 +227,7 @@ function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?
 }
 
 function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
-  const client = useQueryClient();
+  const copyFlag = useCopyFlag(flag.project_id, environment.id, flag.id);
   const targets = environments.filter((env) => env.id !== environment.id);
   const [target, setTarget] = useState(targets[0]?.id ?? '');
   const [overwrite, setOverwrite] = useState(false);
@@ -255,8 +239,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
     setMessage(null);
     const name = targets.find((env) => env.id === target)?.name ?? 'the environment';
     try {
-      await unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/copy', { ...flagParams(flag.project_id, environment.id, flag.id), body: { target_environment_id: target, overwrite } }));
-      await client.invalidateQueries({ queryKey: keys.projectFlags(flag.project_id) });
+      await copyFlag.mutateAsync({ target_environment_id: target, overwrite });
       setMessage({ ok: true, text: `Copied ${flag.key} to ${name}, with its rules.` });
     } catch (error) {
       const text = error instanceof ApiError && error.status === 409 ? `${name} already has ${flag.key}. Tick "Replace it" to overwrite it there.` : (error as Error).message;
@@ -286,11 +269,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
           <button type="submit">Copy flag</button>
         </div>
       </form>
-      {message && (
-        <p className={message.ok ? 'notice' : 'error'} role={message.ok ? 'status' : 'alert'}>
-          {message.text}
-        </p>
-      )}
+      <Outcome message={message} />
     </section>
   );
 }

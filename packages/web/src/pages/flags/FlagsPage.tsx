@@ -1,13 +1,15 @@
 import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import type { Environment, ProjectFlag } from '../../api/client';
-import { useEnvironments, useProjectFlags, useSetEnabled } from '../../api/queries';
+import { useEnvironments, useProjectFlags, } from '../../api/queries';
+import { useSetEnabled } from '../../api/flags';
 import { FlagSwitch } from '../../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../../components/States';
 import { evaluatedAgo, isStale, plural } from '../../components/time';
 import { CreateFlagDialog } from './CreateFlagDialog';
 import { useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
+import { FormError } from '../../components/FormError';
 
 type Filter = 'all' | 'on' | 'off' | 'stale';
 
@@ -91,11 +93,7 @@ export function FlagsPage() {
               ))}
             </fieldset>
           </div>
-          {setEnabled.error && (
-            <p className="error" role="alert">
-              Not switched, it is back as it was: {setEnabled.error.message}
-            </p>
-          )}
+          <FormError message={setEnabled.error && `Not switched, it is back as it was: ${setEnabled.error.message}`} />
           <p className="muted" role="status" aria-live="polite" data-testid="flag-count">
             {rows.length === all.length ? plural(all.length, 'flag') : `${rows.length} of ${plural(all.length, 'flag')}`}
           </p>

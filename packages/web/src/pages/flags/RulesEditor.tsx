@@ -1,13 +1,14 @@
 import { useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { DndContext, KeyboardSensor, PointerSensor, closestCenter, useSensor, useSensors, type DragEndEvent } from '@dnd-kit/core';
 import { SortableContext, arrayMove, sortableKeyboardCoordinates, useSortable, verticalListSortingStrategy } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
-import { api, unwrap, type Flag, type Rule, type RuleType } from '../../api/client';
-import { flagParams, keys, useRules } from '../../api/queries';
+import type { Flag, Rule, RuleType } from '../../api/client';
+import { useRules } from '../../api/queries';
+import { useRuleMutations } from '../../api/flags';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
+import { FormError } from '../../components/FormError';
 
 export const RULE_TYPES: Record<RuleType, { label: string; example: string; help: string }> = {
   user_id: { label: 'User id', example: 'user-42', help: 'Matches the user_id the app sends, exactly.' },
@@ -20,32 +21,21 @@ const ruleName = (rule: Pick<Rule, 'rule_type' | 'rule_value'>) => `${RULE_TYPES
 /** Targeting rules in evaluation order (highest priority first); reorder by drag or keyboard. */
 export function RulesEditor({ projectId, envId, flag, readOnly = false }: { projectId: string; envId: string; flag: Flag; readOnly?: boolean }) {
   const rules = useRules(projectId, envId, flag.id);
-  const client = useQueryClient();
+  const write = useRuleMutations(projectId, envId, flag.id);
   const [editing, setEditing] = useState<Rule | 'new' | null>(null);
   const [error, setError] = useState<string | null>(null);
   const sensors = useSensors(useSensor(PointerSensor, { activationConstraint: { distance: 4 } }), useSensor(KeyboardSensor, { coordinateGetter: sortableKeyboardCoordinates }));
-  const params = flagParams(projectId, envId, flag.id);
-  const refresh = () => Promise.all([client.invalidateQueries({ queryKey: keys.rules(flag.id) }), client.invalidateQueries({ queryKey: keys.projectFlags(projectId) })]);
-
-  const updateRule = (rule: Rule, body: Partial<Pick<Rule, 'enabled' | 'priority' | 'rule_type' | 'rule_value'>>) =>
-    unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { params: { path: { ...params.params.path, rule_id: rule.id } }, body }));
-
-  /** New order: priorities n-1 … 0 from the top; only rules whose priority changes are written. */
-  const reorder = async (ordered: Rule[]) => {
-    const before = client.getQueryData<Rule[]>(keys.rules(flag.id));
-    const withPriorities = ordered.map((rule, i) => ({ ...rule, priority: ordered.length - 1 - i }));
-    client.setQueryData(keys.rules(flag.id), withPriorities);
-    setError(null);
+  /** A write that refuses says so above the list; the list shows what the server holds either way. */
+  const attempt = async (run: () => Promise<unknown>, failure = '') => {
     try {
-      for (const rule of withPriorities) {
-        const old = ordered.find((item) => item.id === rule.id);
-        if (old && old.priority !== rule.priority) await updateRule(rule, { priority: rule.priority });
-      }
+      await run();
     } catch (caught) {
-      client.setQueryData(keys.rules(flag.id), before);
-      setError(`The new order was not saved: ${(caught as Error).message}`);
+      setError(`${failure}${(caught as Error).message}`);
     }
-    await refresh();
+  };
+  const reorder = (ordered: Rule[]) => {
+    setError(null);
+    return attempt(() => write.reorder.mutateAsync(ordered), 'The new order was not saved: ');
   };
 
   const onDragEnd = (list: Rule[]) => (event: DragEndEvent) => {
@@ -67,11 +57,7 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
         )}
       </div>
       <p className="muted small">While the flag is on, the first enabled rule that matches turns it on for that user; top first. Drag a rule by its handle, or focus the handle and use Space and the arrow keys.</p>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError message={error} />
       <QueryState query={rules} what="rules">
         {(list) =>
           list.length === 0 ? (
@@ -94,24 +80,10 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
                       position={i + 1}
                       count={list.length}
                       readOnly={readOnly}
-                      onToggle={async (enabled) => {
-                        try {
-                          await updateRule(rule, { enabled });
-                        } catch (caught) {
-                          setError((caught as Error).message);
-                        }
-                        await refresh();
-                      }}
+                      onToggle={(enabled) => void attempt(() => write.update.mutateAsync({ id: rule.id, enabled }))}
                       onMove={(delta) => void reorder(arrayMove(list, i, i + delta))}
                       onEdit={() => setEditing(rule)}
-                      onDelete={async () => {
-                        try {
-                          await unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { params: { path: { ...params.params.path, rule_id: rule.id } } }));
-                        } catch (caught) {
-                          setError((caught as Error).message);
-                        }
-                        await refresh();
-                      }}
+                      onDelete={() => void attempt(() => write.remove.mutateAsync(rule.id))}
                     />
                   ))}
                 </ol>
@@ -128,11 +100,10 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
             if (editing === 'new') {
               // A new rule goes to the bottom: below the lowest priority there is.
               const lowest = Math.min(0, ...(rules.data ?? []).map((rule) => rule.priority));
-              await unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', { ...params, body: { ...body, priority: (rules.data?.length ?? 0) === 0 ? 0 : lowest - 1 } }));
+              await write.create.mutateAsync({ ...body, priority: (rules.data?.length ?? 0) === 0 ? 0 : lowest - 1 });
             } else {
-              await updateRule(editing, body);
+              await write.update.mutateAsync({ id: editing.id, ...body });
             }
-            await refresh();
           }}
         />
       )}

@@ -1,13 +1,14 @@
 import { useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams } from 'react-router';
-import { api, unwrap, type Member } from '../../api/client';
-import { keys, teamKeys, useMe, useMembers } from '../../api/queries';
+import type { Member } from '../../api/client';
+import { useChangeRole, useInvite, useRemoveMember } from '../../api/members';
+import { useMe, useMembers } from '../../api/queries';
 import { useRole, type Role } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { RoleNote } from '../../components/RoleNote';
 import { QueryState } from '../../components/States';
+import { FormError } from '../../components/FormError';
 
 export const ROLES: { value: Role; label: string; may: string }[] = [
   { value: 'viewer', label: 'Viewer', may: 'reads flags, rules, history and the audit log' },
@@ -15,29 +16,25 @@ export const ROLES: { value: Role; label: string; may: string }[] = [
   { value: 'owner', label: 'Owner', may: 'also manages members, webhooks, the SDK key and the project' },
 ];
 
-const memberPath = (project_id: string, member_id: string) => ({ params: { path: { project_id, member_id } } });
-
 export function MembersPage() {
   const { projectId = '' } = useParams();
   const members = useMembers(projectId);
   const me = useMe();
   const { can, reason } = useRole(projectId);
-  const client = useQueryClient();
+  const setRole = useChangeRole(projectId);
+  const remove = useRemoveMember(projectId);
   const navigate = useNavigate();
   const [removing, setRemoving] = useState<Member | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const refresh = () => client.invalidateQueries({ queryKey: teamKeys.members(projectId) });
   const isOwner = can('owner');
 
   const changeRole = async (member: Member, role: Role) => {
     setError(null);
     try {
-      await unwrap(api.PUT('/api/projects/{project_id}/members/{member_id}', { ...memberPath(projectId, member.id), body: { role } }));
-      if (member.user_id === me.data?.user_id) await client.invalidateQueries({ queryKey: keys.project(projectId) });
+      await setRole.mutateAsync({ member, role });
     } catch (caught) {
       setError(`${member.email} keeps the ${member.role} role: ${(caught as Error).message}`);
     }
-    await refresh();
   };
 
   const leaving = removing !== null && removing.user_id === me.data?.user_id;
@@ -53,11 +50,7 @@ export function MembersPage() {
           ))}
         </p>
         {!isOwner && <RoleNote need="owner" what="invite people or change roles" />}
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <FormError message={error} />
         <QueryState query={members} what="members">
           {(list) => (
             <ul className="rows" aria-label="Members and invitations">
@@ -110,7 +103,7 @@ export function MembersPage() {
           )}
         </QueryState>
       </section>
-      {isOwner && <InviteForm projectId={projectId} onInvited={refresh} />}
+      {isOwner && <InviteForm projectId={projectId} />}
       <ConfirmDialog
         open={removing !== null}
         onOpenChange={(open) => !open && setRemoving(null)}
@@ -119,19 +112,16 @@ export function MembersPage() {
         confirmLabel={leaving ? 'Leave project' : 'Remove'}
         onConfirm={async () => {
           if (!removing) return;
-          await unwrap(api.DELETE('/api/projects/{project_id}/members/{member_id}', memberPath(projectId, removing.id)));
-          if (leaving) {
-            client.removeQueries({ queryKey: keys.project(projectId) });
-            await client.invalidateQueries({ queryKey: keys.projects });
-            navigate('/', { replace: true });
-          } else await refresh();
+          await remove.mutateAsync(removing);
+          if (leaving) navigate('/', { replace: true });
         }}
       />
     </div>
   );
 }
 
-function InviteForm({ projectId, onInvited }: { projectId: string; onInvited: () => Promise<unknown> }) {
+function InviteForm({ projectId }: { projectId: string }) {
+  const invite = useInvite(projectId);
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('editor');
   const [errors, setErrors] = useState<{ email?: string; form?: string }>({});
@@ -144,10 +134,9 @@ function InviteForm({ projectId, onInvited }: { projectId: string; onInvited: ()
     setErrors({});
     setBusy(true);
     try {
-      const member = await unwrap(api.POST('/api/projects/{project_id}/members', { params: { path: { project_id: projectId } }, body: { email: email.trim(), role } }));
+      const member = await invite.mutateAsync({ email: email.trim(), role });
       setDone(member.status === 'invited' ? `Invited ${member.email}: they get an email with a link to join, valid 7 days.` : `${member.email} is now a member.`);
       setEmail('');
-      await onInvited();
     } catch (caught) {
       setErrors({ form: (caught as Error).message });
     } finally {
@@ -176,11 +165,7 @@ function InviteForm({ projectId, onInvited }: { projectId: string; onInvited: ()
           </button>
         </div>
       </form>
-      {errors.form && (
-        <p className="error" role="alert">
-          {errors.form}
-        </p>
-      )}
+      <FormError message={errors.form} />
       <p role="status" className="notice-slot">
         {done}
       </p>

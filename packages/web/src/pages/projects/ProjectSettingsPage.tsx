@@ -1,14 +1,15 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams } from 'react-router';
-import { api, unwrap, type Project } from '../../api/client';
-import { keys, projectParams, useProject } from '../../api/queries';
+import type { Project } from '../../api/client';
+import { useDeleteProject, useRotateSdkKey, useUpdateProject } from '../../api/projects';
+import { useProject } from '../../api/queries';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { CopyButton } from '../../components/CopyButton';
 import { Field } from '../../components/Field';
 import { QueryState } from '../../components/States';
 import { reasonFor } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
+import { FormError } from '../../components/FormError';
 
 export function ProjectSettingsPage() {
   const { projectId = '' } = useParams();
@@ -17,7 +18,9 @@ export function ProjectSettingsPage() {
 }
 
 function Settings({ project }: { project: Project }) {
-  const client = useQueryClient();
+  const update = useUpdateProject(project.id);
+  const rotate = useRotateSdkKey(project.id);
+  const remove = useDeleteProject(project.id);
   const navigate = useNavigate();
   const [name, setName] = useState(project.name);
   const [description, setDescription] = useState(project.description ?? '');
@@ -32,18 +35,13 @@ function Settings({ project }: { project: Project }) {
     setDescription(project.description ?? '');
   }, [project.name, project.description]);
 
-  const refresh = (updated: Project) => {
-    client.setQueryData(keys.project(project.id), updated);
-    void client.invalidateQueries({ queryKey: keys.projects });
-  };
-
   const save = async (event: FormEvent) => {
     event.preventDefault();
     setSaved(false);
     if (!name.trim()) return setErrors({ name: 'A project needs a name' });
     setErrors({});
     try {
-      refresh(await unwrap(api.PUT('/api/projects/{project_id}', { ...projectParams(project.id), body: { name: name.trim(), description: description.trim() || null } })));
+      await update.mutateAsync({ name: name.trim(), description: description.trim() || null });
       setSaved(true);
     } catch (error) {
       setErrors({ form: (error as Error).message });
@@ -59,11 +57,7 @@ function Settings({ project }: { project: Project }) {
           <fieldset className="plain" disabled={!isOwner}>
             <Field label="Project name" value={name} onChange={setName} error={errors.name} maxLength={200} />
             <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-            {errors.form && (
-              <p className="error" role="alert">
-                {errors.form}
-              </p>
-            )}
+            <FormError message={errors.form} />
             <div className="actions start">
               <button type="submit" title={isOwner ? undefined : reasonFor('owner')}>Save</button>
               <span role="status" className="muted">
@@ -110,7 +104,7 @@ function Settings({ project }: { project: Project }) {
         description="A new key replaces the current one. The old key stops working at once: every app that uses it gets 401 until it has the new key."
         confirmLabel="Rotate key"
         onConfirm={async () => {
-          refresh(await unwrap(api.POST('/api/projects/{project_id}/regenerate-key', projectParams(project.id))));
+          await rotate.mutateAsync();
           setShown(true);
         }}
       />
@@ -122,9 +116,7 @@ function Settings({ project }: { project: Project }) {
         confirmLabel="Delete project"
         typeToConfirm={project.name}
         onConfirm={async () => {
-          await unwrap(api.DELETE('/api/projects/{project_id}', projectParams(project.id)));
-          client.removeQueries({ queryKey: keys.project(project.id) });
-          await client.invalidateQueries({ queryKey: keys.projects });
+          await remove.mutateAsync();
           navigate('/', { replace: true });
         }}
       />

@@ -1,11 +1,11 @@
 import { useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
-import { api, unwrap } from '../../api/client';
-import { keys, useProjects } from '../../api/queries';
+import { useCreateProject } from '../../api/projects';
+import { useProjects } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
+import { FormError } from '../../components/FormError';
 
 export function ProjectsPage() {
   const projects = useProjects();
@@ -47,7 +47,7 @@ export function ProjectsPage() {
 }
 
 function CreateProjectDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (open: boolean) => void }) {
-  const client = useQueryClient();
+  const create = useCreateProject();
   const navigate = useNavigate();
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
@@ -60,8 +60,7 @@ function CreateProjectDialog({ open, onOpenChange }: { open: boolean; onOpenChan
     setErrors({});
     setBusy(true);
     try {
-      const project = await unwrap(api.POST('/api/projects', { body: { name: name.trim(), description: description.trim() || null } }));
-      await client.invalidateQueries({ queryKey: keys.projects });
+      const project = await create.mutateAsync({ name: name.trim(), description: description.trim() || null });
       onOpenChange(false);
       setName('');
       setDescription('');
@@ -78,11 +77,7 @@ function CreateProjectDialog({ open, onOpenChange }: { open: boolean; onOpenChan
       <form onSubmit={submit} noValidate>
         <Field label="Name" value={name} onChange={setName} error={errors.name} maxLength={200} autoFocus />
         <Field label="Description (optional)" value={description} onChange={setDescription} multiline maxLength={2000} />
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>
             Cancel

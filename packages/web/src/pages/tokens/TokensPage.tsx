@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
-import { api, unwrap, type ApiToken } from '../../api/client';
-import { teamKeys, useMe, useProjects, useTokens } from '../../api/queries';
+import type { ApiToken } from '../../api/client';
+import { useCreateToken, useRevokeToken } from '../../api/tokens';
+import { useMe, useProjects, useTokens } from '../../api/queries';
 import { atLeast, type Role } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
@@ -10,6 +10,7 @@ import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
 import { ROLES } from '../members/MembersPage';
+import { FormError } from '../../components/FormError';
 
 const EXPIRY = [
   { days: 30, label: '30 days' },
@@ -25,7 +26,7 @@ export function TokensPage() {
   const unverified = me.data?.email_verified === false;
   const tokens = useTokens(me.data?.email_verified === true);
   const projects = useProjects();
-  const client = useQueryClient();
+  const revoke = useRevokeToken();
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<(ApiToken & { token: string }) | null>(null);
   const [revoking, setRevoking] = useState<ApiToken | null>(null);
@@ -113,10 +114,7 @@ export function TokensPage() {
       {creating && (
         <CreateTokenDialog
           onClose={() => setCreating(false)}
-          onCreated={async (token) => {
-            setCreated(token);
-            await client.invalidateQueries({ queryKey: teamKeys.tokens });
-          }}
+          onCreated={setCreated}
         />
       )}
       <ConfirmDialog
@@ -127,17 +125,17 @@ export function TokensPage() {
         confirmLabel="Revoke token"
         onConfirm={async () => {
           if (!revoking) return;
-          await unwrap(api.DELETE('/api/tokens/{token_id}', { params: { path: { token_id: revoking.id } } }));
+          await revoke.mutateAsync(revoking.id);
           if (created?.id === revoking.id) setCreated(null);
-          await client.invalidateQueries({ queryKey: teamKeys.tokens });
         }}
       />
     </div>
   );
 }
 
-function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCreated: (token: ApiToken & { token: string }) => Promise<void> }) {
+function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCreated: (token: ApiToken & { token: string }) => void }) {
   const projects = useProjects();
+  const create = useCreateToken();
   const [name, setName] = useState('');
   const [projectId, setProjectId] = useState('');
   const [role, setRole] = useState<Role | ''>('');
@@ -155,7 +153,7 @@ function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCrea
     setBusy(true);
     try {
       const body = { name: name.trim(), ...(projectId ? { project_id: projectId } : {}), ...(projectId && role ? { role } : {}), ...(days ? { expires_in_days: days } : {}) };
-      await onCreated(await unwrap(api.POST('/api/tokens', { body })));
+      onCreated(await create.mutateAsync(body));
       onClose();
     } catch (caught) {
       setErrors({ form: (caught as Error).message });
@@ -212,11 +210,7 @@ function CreateTokenDialog({ onClose, onCreated }: { onClose: () => void; onCrea
             ))}
           </select>
         </div>
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel

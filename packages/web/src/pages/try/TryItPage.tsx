@@ -4,6 +4,7 @@ import { api, unwrap } from '../../api/client';
 import { useEnvironments, useProject } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { ErrorState, Loading } from '../../components/States';
+import { FormError } from '../../components/FormError';
 
 type Answer = Record<string, { enabled: boolean; reason: string }>;
 
@@ -65,11 +66,7 @@ export function TryItPage() {
           </div>
         </form>
       </section>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormError message={error} />
       {answer && (
         <section className="panel" aria-live="polite">
           <h3>Answer for {envKey}</h3>

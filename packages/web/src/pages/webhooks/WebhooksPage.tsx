@@ -1,9 +1,9 @@
 import { useState, type FormEvent } from 'react';
-import { useQuery, useQueryClient } from '@tanstack/react-query';
 import * as Switch from '@radix-ui/react-switch';
 import { useParams } from 'react-router';
-import { api, unwrap, type Webhook } from '../../api/client';
-import { teamKeys, useWebhooks } from '../../api/queries';
+import type { Webhook } from '../../api/client';
+import { useWebhooks } from '../../api/queries';
+import { useCreateWebhook, useDeleteWebhook, useDeliveries, useResendDelivery, useTestWebhook, useUpdateWebhook } from '../../api/webhooks';
 import { useRole } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
@@ -13,6 +13,7 @@ import { RoleNote } from '../../components/RoleNote';
 import { SecretOnce } from '../../components/SecretOnce';
 import { Empty, QueryState } from '../../components/States';
 import { ago, dateTime } from '../../components/time';
+import { FormError, Outcome } from '../../components/FormError';
 
 type ResourceType = (typeof fields.resourceTypes)[number];
 type AuditAction = (typeof fields.auditActions)[number];
@@ -35,17 +36,13 @@ export const EVENT_GROUPS: { label: string; actions: AuditAction[] }[] = (Object
   actions: fields.auditActions.filter((action) => action.startsWith(`${type}.`) && !UNHEARD.includes(action)),
 }));
 
-const hookPath = (project_id: string, webhook_id: string) => ({ params: { path: { project_id, webhook_id } } });
-
 export function WebhooksPage() {
   const { projectId = '' } = useParams();
   const { can } = useRole(projectId);
   const isOwner = can('owner');
   const webhooks = useWebhooks(projectId, isOwner);
-  const client = useQueryClient();
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ url: string; secret: string } | null>(null);
-  const refresh = () => client.invalidateQueries({ queryKey: teamKeys.webhooks(projectId) });
 
   if (!isOwner) {
     return (
@@ -87,7 +84,7 @@ export function WebhooksPage() {
           ) : (
             <ul className="stack plain" aria-label="Webhooks">
               {list.map((hook) => (
-                <WebhookItem key={hook.id} projectId={projectId} hook={hook} onChanged={refresh} />
+                <WebhookItem key={hook.id} projectId={projectId} hook={hook} />
               ))}
             </ul>
           )
@@ -97,40 +94,36 @@ export function WebhooksPage() {
         <WebhookDialog
           projectId={projectId}
           onClose={() => setCreating(false)}
-          onCreated={async (created) => {
-            setSecret({ url: created.url, secret: created.secret });
-            await refresh();
-          }}
+          onCreated={(created) => setSecret({ url: created.url, secret: created.secret })}
         />
       )}
     </div>
   );
 }
 
-function WebhookItem({ projectId, hook, onChanged }: { projectId: string; hook: Webhook; onChanged: () => Promise<unknown> }) {
-  const client = useQueryClient();
+function WebhookItem({ projectId, hook }: { projectId: string; hook: Webhook }) {
+  const update = useUpdateWebhook(projectId, hook.id);
+  const sendTest = useTestWebhook(projectId, hook.id);
+  const remove = useDeleteWebhook(projectId, hook.id);
   const [showDeliveries, setShowDeliveries] = useState(false);
   const [editing, setEditing] = useState(false);
   const [deleting, setDeleting] = useState(false);
   const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
-  const refreshDeliveries = () => client.invalidateQueries({ queryKey: teamKeys.deliveries(projectId, hook.id) });
 
   const setEnabled = async (enabled: boolean) => {
     setMessage(null);
     try {
-      await unwrap(api.PUT('/api/projects/{project_id}/webhooks/{webhook_id}', { ...hookPath(projectId, hook.id), body: { enabled } }));
+      await update.mutateAsync({ enabled });
     } catch (caught) {
       setMessage({ ok: false, text: (caught as Error).message });
     }
-    await onChanged();
   };
   const test = async () => {
     setMessage(null);
     try {
-      await unwrap(api.POST('/api/projects/{project_id}/webhooks/{webhook_id}/test', hookPath(projectId, hook.id)));
+      await sendTest.mutateAsync();
       setMessage({ ok: true, text: 'Test event queued: it appears under Deliveries within a few seconds.' });
       setShowDeliveries(true);
-      setTimeout(() => void refreshDeliveries(), 1500);
     } catch (caught) {
       setMessage({ ok: false, text: (caught as Error).message });
     }
@@ -167,13 +160,9 @@ function WebhookItem({ projectId, hook, onChanged }: { projectId: string; hook: 
           Delete
         </button>
       </div>
-      {message && (
-        <p className={message.ok ? 'notice' : 'error'} role={message.ok ? 'status' : 'alert'}>
-          {message.text}
-        </p>
-      )}
+      <Outcome message={message} />
       {showDeliveries && <Deliveries projectId={projectId} hook={hook} />}
-      {editing && <WebhookDialog projectId={projectId} hook={hook} onClose={() => setEditing(false)} onCreated={async () => void (await onChanged())} />}
+      {editing && <WebhookDialog projectId={projectId} hook={hook} onClose={() => setEditing(false)} />}
       <ConfirmDialog
         open={deleting}
         onOpenChange={setDeleting}
@@ -181,8 +170,7 @@ function WebhookItem({ projectId, hook, onChanged }: { projectId: string; hook: 
         description="It receives nothing more; deliveries not yet sent are dropped with it."
         confirmLabel="Delete webhook"
         onConfirm={async () => {
-          await unwrap(api.DELETE('/api/projects/{project_id}/webhooks/{webhook_id}', hookPath(projectId, hook.id)));
-          await onChanged();
+          await remove.mutateAsync();
         }}
       />
     </li>
@@ -190,20 +178,14 @@ function WebhookItem({ projectId, hook, onChanged }: { projectId: string; hook: 
 }
 
 function Deliveries({ projectId, hook }: { projectId: string; hook: Webhook }) {
-  const client = useQueryClient();
-  const deliveries = useQuery({
-    queryKey: teamKeys.deliveries(projectId, hook.id),
-    queryFn: () => unwrap(api.GET('/api/projects/{project_id}/webhooks/{webhook_id}/deliveries', { ...hookPath(projectId, hook.id), params: { ...hookPath(projectId, hook.id).params, query: { limit: 20 } } })),
-    // Attempts land in the background: look again while the list is open.
-    refetchInterval: 3000,
-  });
+  const deliveries = useDeliveries(projectId, hook.id);
+  const resendDelivery = useResendDelivery(projectId, hook.id);
   const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
   const resend = async (deliveryId: string) => {
     setMessage(null);
     try {
-      await unwrap(api.POST('/api/projects/{project_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/resend', { params: { path: { project_id: projectId, webhook_id: hook.id, delivery_id: deliveryId } } }));
+      await resendDelivery.mutateAsync(deliveryId);
       setMessage({ ok: true, text: 'Sent again as a new delivery.' });
-      setTimeout(() => void client.invalidateQueries({ queryKey: teamKeys.deliveries(projectId, hook.id) }), 1500);
     } catch (caught) {
       setMessage({ ok: false, text: (caught as Error).message });
     }
@@ -211,11 +193,7 @@ function Deliveries({ projectId, hook }: { projectId: string; hook: Webhook }) {
   return (
     <div className="deliveries">
       <h3>Deliveries</h3>
-      {message && (
-        <p className={message.ok ? 'notice' : 'error'} role={message.ok ? 'status' : 'alert'}>
-          {message.text}
-        </p>
-      )}
+      <Outcome message={message} />
       <QueryState query={deliveries} what="deliveries">
         {(page) =>
           page.items.length === 0 ? (
@@ -272,7 +250,10 @@ function Deliveries({ projectId, hook }: { projectId: string; hook: Webhook }) {
   );
 }
 
-function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: string; hook?: Webhook; onClose: () => void; onCreated: (created: Webhook & { secret: string }) => Promise<void> }) {
+/** Edits `hook`, or creates a webhook and hands its secret to `onCreated`. */
+function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: string; hook?: Webhook; onClose: () => void; onCreated?: (created: Webhook & { secret: string }) => void }) {
+  const create = useCreateWebhook(projectId);
+  const update = useUpdateWebhook(projectId, hook?.id ?? '');
   const [url, setUrl] = useState(hook?.url ?? '');
   const [description, setDescription] = useState(hook?.description ?? '');
   const [all, setAll] = useState(hook ? hook.events.includes('*') : true);
@@ -292,12 +273,8 @@ function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: str
     setBusy(true);
     const body = { url: url.trim(), description: description.trim() || null, events: all ? ['*' as const] : events };
     try {
-      if (hook) {
-        await unwrap(api.PUT('/api/projects/{project_id}/webhooks/{webhook_id}', { ...hookPath(projectId, hook.id), body }));
-        await onCreated({ ...hook, secret: '' });
-      } else {
-        await onCreated(await unwrap(api.POST('/api/projects/{project_id}/webhooks', { params: { path: { project_id: projectId } }, body })));
-      }
+      if (hook) await update.mutateAsync(body);
+      else onCreated?.(await create.mutateAsync(body));
       onClose();
     } catch (caught) {
       const message = (caught as Error).message;
@@ -331,17 +308,9 @@ function WebhookDialog({ projectId, hook, onClose, onCreated }: { projectId: str
               ))}
             </div>
           )}
-          {errors.events && (
-            <p className="error" id="events-error" role="alert">
-              {errors.events}
-            </p>
-          )}
+          <FormError message={errors.events} id="events-error" />
         </fieldset>
-        {errors.form && (
-          <p className="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <FormError message={errors.form} />
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel

@@ -1,0 +1,56 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { api, unwrap } from './client';
+import { keys, teamKeys } from './queries';
+import { session } from './session';
+
+type Credentials = { email: string; password: string };
+const logIn = async (body: Credentials) => session.signIn((await unwrap(api.POST('/auth/login', { body }))).token);
+
+/** Logs in and keeps the login token. */
+export const useLogIn = () => useMutation({ mutationFn: logIn });
+
+/** Creates the account (an invitation's secret proves its address), then logs in. */
+export const useSignUp = () =>
+  useMutation({
+    mutationFn: async ({ invitation, ...credentials }: Credentials & { invitation: string | null }) => {
+      await unwrap(api.POST('/auth/register', { body: { ...credentials, ...(invitation ? { invitation_token: invitation } : {}) } }));
+      await logIn(credentials);
+    },
+  });
+
+/** The server ends this login token everywhere (contract §18); this browser forgets it, and every answer read with it, either way. */
+export function useLogOut() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: async () => {
+      await api.POST('/auth/logout').catch(() => undefined);
+      session.signOut();
+      client.clear();
+    },
+  });
+}
+
+/** Answers the same message whether or not the account exists. */
+export const useForgotPassword = () => useMutation({ mutationFn: (email: string) => unwrap(api.POST('/auth/forgot-password', { body: { email } })) });
+
+/** Every older login token stops working, this browser's too. */
+export const useResetPassword = () =>
+  useMutation({
+    mutationFn: (body: { token: string; newPassword: string }) => unwrap(api.POST('/auth/reset-password', { body, parseAs: 'text' })), // answers text/plain
+    onSuccess: () => session.signOut(),
+  });
+
+/** The address is proven: the account reads again, and invitations waiting for it are now memberships. */
+export function useVerifyEmail() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (token: string) => unwrap(api.POST('/auth/verify-email', { body: { token } })),
+    onSuccess: async () => {
+      await client.invalidateQueries({ queryKey: teamKeys.me });
+      await client.invalidateQueries({ queryKey: keys.projects });
+    },
+  });
+}
+
+/** A new verification link (the server sends at most 5 an hour). */
+export const useResendVerification = () => useMutation({ mutationFn: () => unwrap(api.POST('/auth/resend-verification')) });

@@ -1,0 +1,121 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { api, unwrap, type Flag, type ProjectFlag, type Rule } from './client';
+import { envParams, flagParams, keys } from './queries';
+
+type FlagChanges = Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>;
+type RuleChanges = Partial<Pick<Rule, 'enabled' | 'priority' | 'rule_type' | 'rule_value'>>;
+
+export function useCreateFlag(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ envId, ...body }: { envId: string; name: string; key: string; description: string | null }) =>
+      unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags', { ...envParams(pid, envId), body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.projectFlags(pid) }),
+  });
+}
+
+/** Name, description or rollout: the answer is shown at once, the overview refreshed behind. */
+export function useUpdateFlag(pid: string, envId: string, flagId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (changes: FlagChanges) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body: changes })),
+    onSuccess: (updated) => {
+      client.setQueryData(keys.flag(flagId), updated);
+      void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
+    },
+  });
+}
+
+export function useDeleteFlag(pid: string, envId: string, flagId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(pid, envId, flagId))),
+    onSuccess: () => {
+      client.removeQueries({ queryKey: keys.flag(flagId) });
+      return client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
+    },
+  });
+}
+
+/** Copies the flag with its rules to another environment of the project. */
+export function useCopyFlag(pid: string, envId: string, flagId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { target_environment_id: string; overwrite: boolean }) =>
+      unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/copy', { ...flagParams(pid, envId, flagId), body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.projectFlags(pid) }),
+  });
+}
+
+/**
+ * Switches a flag on or off at once in every view, and puts it back if the server refuses
+ * (contract: optimistic toggles that roll back on error).
+ */
+export function useSetEnabled(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ envId, flagId, enabled }: { envId: string; envKey: string; flagId: string; enabled: boolean }) =>
+      unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body: { enabled } })),
+    onMutate: async ({ envKey, flagId, enabled }) => {
+      await client.cancelQueries({ queryKey: keys.projectFlags(pid) });
+      await client.cancelQueries({ queryKey: keys.flag(flagId) });
+      const before = { list: client.getQueryData<ProjectFlag[]>(keys.projectFlags(pid)), flag: client.getQueryData<Flag>(keys.flag(flagId)) };
+      client.setQueryData<ProjectFlag[]>(keys.projectFlags(pid), (rows) =>
+        rows?.map((row) => {
+          const state = row.environments[envKey];
+          return state?.flag_id === flagId ? { ...row, environments: { ...row.environments, [envKey]: { ...state, enabled } } } : row;
+        }),
+      );
+      client.setQueryData<Flag>(keys.flag(flagId), (flag) => (flag ? { ...flag, enabled } : flag));
+      return before;
+    },
+    onError: (_error, { flagId }, before) => {
+      client.setQueryData(keys.projectFlags(pid), before?.list);
+      client.setQueryData(keys.flag(flagId), before?.flag);
+    },
+    onSettled: (_data, _error, { flagId }) => {
+      void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
+      void client.invalidateQueries({ queryKey: keys.flag(flagId) });
+    },
+  });
+}
+
+/**
+ * The rule writes of one flag. Each refreshes the rules and the overview (which counts them)
+ * when it settles, refused or not, so the list shows what the server holds.
+ */
+export function useRuleMutations(pid: string, envId: string, flagId: string) {
+  const client = useQueryClient();
+  const path = flagParams(pid, envId, flagId).params.path;
+  const rule = (rule_id: string) => ({ params: { path: { ...path, rule_id } } });
+  const put = (ruleId: string, body: RuleChanges) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { ...rule(ruleId), body }));
+  const onSettled = () => Promise.all([client.invalidateQueries({ queryKey: keys.rules(flagId) }), client.invalidateQueries({ queryKey: keys.projectFlags(pid) })]);
+
+  const create = useMutation({
+    mutationFn: (body: Pick<Rule, 'rule_type' | 'rule_value' | 'enabled' | 'priority'>) =>
+      unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', { params: { path }, body })),
+    onSettled,
+  });
+  const update = useMutation({ mutationFn: ({ id, ...body }: RuleChanges & { id: string }) => put(id, body), onSettled });
+  const remove = useMutation({ mutationFn: (ruleId: string) => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', rule(ruleId))), onSettled });
+  /** A new order, shown at once; only rules whose priority changes are written; the old order comes back if one is refused. */
+  const reorder = useMutation({
+    mutationFn: async (ordered: Rule[]) => {
+      for (const item of numbered(ordered)) {
+        const old = ordered.find((candidate) => candidate.id === item.id);
+        if (old && old.priority !== item.priority) await put(item.id, { priority: item.priority });
+      }
+    },
+    onMutate: (ordered) => {
+      const before = client.getQueryData<Rule[]>(keys.rules(flagId));
+      client.setQueryData(keys.rules(flagId), numbered(ordered));
+      return before;
+    },
+    onError: (_error, _ordered, before) => void client.setQueryData(keys.rules(flagId), before),
+    onSettled,
+  });
+  return { create, update, remove, reorder };
+}
+
+/** Priorities n-1 … 0 from the top. */
+const numbered = (ordered: Rule[]) => ordered.map((rule, i) => ({ ...rule, priority: ordered.length - 1 - i }));

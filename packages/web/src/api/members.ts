@@ -1,0 +1,39 @@
+import { useMutation, useQueryClient, type QueryClient } from '@tanstack/react-query';
+import { api, unwrap, type Member } from './client';
+import { keys, projectParams, teamKeys } from './queries';
+import type { Role } from './roles';
+
+const memberPath = (project_id: string, member_id: string) => ({ params: { path: { project_id, member_id } } });
+const isMe = (client: QueryClient, member: Member) => member.user_id !== null && member.user_id === client.getQueryData<{ user_id: string }>(teamKeys.me)?.user_id;
+
+/** A new role; when it is one's own, the project (which carries the caller's role) is read again. Members are read again either way. */
+export function useChangeRole(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ member, role }: { member: Member; role: Role }) => unwrap(api.PUT('/api/projects/{project_id}/members/{member_id}', { ...memberPath(pid, member.id), body: { role } })),
+    onSuccess: (_data, { member }) => (isMe(client, member) ? client.invalidateQueries({ queryKey: keys.project(pid) }) : undefined),
+    onSettled: () => client.invalidateQueries({ queryKey: teamKeys.members(pid) }),
+  });
+}
+
+/** Removes a member or cancels an invitation; removing oneself is leaving: the project drops out of one's list. */
+export function useRemoveMember(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (member: Member) => unwrap(api.DELETE('/api/projects/{project_id}/members/{member_id}', memberPath(pid, member.id))),
+    onSuccess: (_data, member) => {
+      if (!isMe(client, member)) return client.invalidateQueries({ queryKey: teamKeys.members(pid) });
+      client.removeQueries({ queryKey: keys.project(pid) });
+      return client.invalidateQueries({ queryKey: keys.projects });
+    },
+  });
+}
+
+/** Adds a member at once, or sends an invitation by email (the answer's status says which). */
+export function useInvite(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { email: string; role: Role }) => unwrap(api.POST('/api/projects/{project_id}/members', { ...projectParams(pid), body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: teamKeys.members(pid) }),
+  });
+}

@@ -1,0 +1,47 @@
+import { useMutation, useQueryClient, type QueryClient } from '@tanstack/react-query';
+import { api, unwrap, type Project } from './client';
+import { keys, projectParams } from './queries';
+
+type ProjectBody = { name: string; description: string | null };
+
+/** The answer of a rename or a key rotation is the project: shown at once, the list refreshed behind. */
+const showProject = (client: QueryClient) => (updated: Project) => {
+  client.setQueryData(keys.project(updated.id), updated);
+  void client.invalidateQueries({ queryKey: keys.projects });
+};
+
+export function useCreateProject() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: ProjectBody) => unwrap(api.POST('/api/projects', { body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.projects }),
+  });
+}
+
+export function useUpdateProject(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: ProjectBody) => unwrap(api.PUT('/api/projects/{project_id}', { ...projectParams(pid), body })),
+    onSuccess: showProject(client),
+  });
+}
+
+/** A new SDK key; the old one stops working at once. */
+export function useRotateSdkKey(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () => unwrap(api.POST('/api/projects/{project_id}/regenerate-key', projectParams(pid))),
+    onSuccess: showProject(client),
+  });
+}
+
+export function useDeleteProject(pid: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () => unwrap(api.DELETE('/api/projects/{project_id}', projectParams(pid))),
+    onSuccess: () => {
+      client.removeQueries({ queryKey: keys.project(pid) });
+      return client.invalidateQueries({ queryKey: keys.projects });
+    },
+  });
+}
