@@ -29,6 +29,9 @@ export const fields = {
     "rule.created",
     "rule.updated",
     "rule.deleted",
+    "segment.created",
+    "segment.updated",
+    "segment.deleted",
     "member.added",
     "member.joined",
     "member.updated",
@@ -43,6 +46,7 @@ export const fields = {
     "environment",
     "flag",
     "rule",
+    "segment",
     "member",
     "webhook"
   ]

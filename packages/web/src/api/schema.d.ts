@@ -679,8 +679,10 @@ export interface paths {
                         context?: {
                             user_id?: string | null;
                             user_email?: string | null;
-                            /** @description reserved for future use */
-                            custom_attributes?: unknown;
+                            /** @description attributes that conditions can name (contract §14) */
+                            custom_attributes?: {
+                                [key: string]: string | number | boolean | (never | null);
+                            } | null;
                         };
                     };
                 };
@@ -899,12 +901,14 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description other attributes are accepted and not used */
+                        /** @description every other field is a custom attribute (contract §14): a string, a number or a boolean */
                         context?: {
                             /** @description Guidon user_id */
                             targetingKey?: string;
                             /** @description Guidon user_email */
                             email?: string;
+                        } & {
+                            [key: string]: string | number | boolean | (never | null);
                         };
                     };
                 };
@@ -920,7 +924,7 @@ export interface paths {
                             key: string;
                             value: boolean;
                             variant: "on" | "off";
-                            reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC";
+                            reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
                             metadata: {
                                 /** @description Guidon's reason */
                                 reason: string;
@@ -1059,12 +1063,14 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description other attributes are accepted and not used */
+                        /** @description every other field is a custom attribute (contract §14): a string, a number or a boolean */
                         context?: {
                             /** @description Guidon user_id */
                             targetingKey?: string;
                             /** @description Guidon user_email */
                             email?: string;
+                        } & {
+                            [key: string]: string | number | boolean | (never | null);
                         };
                     };
                 };
@@ -1081,7 +1087,7 @@ export interface paths {
                                 key: string;
                                 value: boolean;
                                 variant: "on" | "off";
-                                reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC";
+                                reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
                                 metadata: {
                                     /** @description Guidon's reason */
                                     reason: string;
@@ -2864,6 +2870,8 @@ export interface paths {
                         description?: string | null;
                         enabled?: boolean;
                         rollout_percentage?: number;
+                        /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                        everyone_else?: "rollout" | "off";
                     };
                 };
             };
@@ -3044,6 +3052,8 @@ export interface paths {
                         description?: string | null;
                         enabled?: boolean;
                         rollout_percentage?: number;
+                        /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                        everyone_else?: "rollout" | "off";
                     };
                 };
             };
@@ -3572,11 +3582,27 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        rule_type: "user_id" | "user_email" | "email_domain";
-                        rule_value: string;
+                        rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
+                        /** @description the seed types' value; absent or null for conditions */
+                        rule_value?: string | null;
+                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        conditions?: {
+                            /** @description absent for IN_SEGMENT */
+                            attribute?: string | null;
+                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            operator: string;
+                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            values?: string[];
+                            negate?: boolean;
+                            case_insensitive?: boolean;
+                        }[] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
                         priority?: number;
+                        /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                        rollout_percentage?: number;
+                        /** @description what the rule serves to the users it matches (default true) */
+                        serve?: boolean;
                     };
                 };
             };
@@ -3744,11 +3770,27 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        rule_type?: "user_id" | "user_email" | "email_domain";
-                        rule_value?: string;
+                        rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
+                        /** @description the seed types' value; absent or null for conditions */
+                        rule_value?: string | null;
+                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        conditions?: {
+                            /** @description absent for IN_SEGMENT */
+                            attribute?: string | null;
+                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            operator: string;
+                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            values?: string[];
+                            negate?: boolean;
+                            case_insensitive?: boolean;
+                        }[] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
                         priority?: number;
+                        /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                        rollout_percentage?: number;
+                        /** @description what the rule serves to the users it matches (default true) */
+                        serve?: boolean;
                     };
                 };
             };
@@ -3869,6 +3911,452 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Segment"][];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description a-z, 0-9, _ and -; starts with a letter; unique in the project */
+                        key: string;
+                        name: string;
+                        description?: string | null;
+                        conditions: {
+                            /** @description absent for IN_SEGMENT */
+                            attribute?: string | null;
+                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            operator: string;
+                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            values?: string[];
+                            negate?: boolean;
+                            case_insensitive?: boolean;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Segment"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/segments/{segment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    segment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Segment"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    segment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description a-z, 0-9, _ and -; starts with a letter; unique in the project */
+                        key?: string;
+                        name?: string;
+                        description?: string | null;
+                        conditions?: {
+                            /** @description absent for IN_SEGMENT */
+                            attribute?: string | null;
+                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            operator: string;
+                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            values?: string[];
+                            negate?: boolean;
+                            case_insensitive?: boolean;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Segment"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    segment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4299,7 +4787,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    resource_type?: "project" | "environment" | "flag" | "rule" | "member" | "webhook";
+                    resource_type?: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook";
                     resource_id?: string;
                     environment_id?: string;
                     actor_id?: string;
@@ -5195,6 +5683,8 @@ export interface components {
             description: string | null;
             enabled: boolean;
             rollout_percentage: number;
+            /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+            everyone_else: "rollout" | "off";
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -5206,15 +5696,28 @@ export interface components {
              */
             updated_at: string;
         };
+        Condition: {
+            /** @description absent for IN_SEGMENT */
+            attribute?: string | null;
+            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+            operator: string;
+            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+            values?: string[];
+            negate?: boolean;
+            case_insensitive?: boolean;
+        };
         Rule: {
             /** Format: uuid */
             id: string;
             /** Format: uuid */
             flag_id: string;
-            rule_type: "user_id" | "user_email" | "email_domain";
-            rule_value: string;
+            rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
+            rule_value: string | null;
+            conditions: components["schemas"]["Condition"][] | null;
             enabled: boolean;
             priority: number;
+            rollout_percentage: number;
+            serve: boolean;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -5225,6 +5728,33 @@ export interface components {
              * @description ISO 8601 UTC timestamp
              */
             updated_at: string;
+        };
+        Segment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            project_id: string;
+            key: string;
+            name: string;
+            description: string | null;
+            conditions: components["schemas"]["Condition"][];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            updated_at: string;
+            used_by: {
+                /** Format: uuid */
+                environment_id: string;
+                /** Format: uuid */
+                flag_id: string;
+                flag_key: string;
+            }[];
         };
         Evaluation: {
             /** @description unique per evaluated flag: <request row>-<flag position> */
@@ -5285,9 +5815,9 @@ export interface components {
          * @description <resource>.<verb>, e.g. flag.toggled
          * @enum {unknown}
          */
-        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test";
+        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "segment.created" | "segment.updated" | "segment.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test";
         /** @enum {unknown} */
-        ResourceType: "project" | "environment" | "flag" | "rule" | "member" | "webhook";
+        ResourceType: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook";
         AuditEvent: {
             /** Format: uuid */
             id: string;
