@@ -14,6 +14,7 @@ export const RULE_TYPES: Record<RuleType, { label: string; example: string; help
   user_id: { label: 'User id', example: 'user-42', help: 'Matches the user_id the app sends, exactly.' },
   user_email: { label: 'User email', example: 'ada@example.com', help: 'Matches the user_email the app sends, ignoring case.' },
   email_domain: { label: 'Email domain', example: 'example.com', help: 'Matches every user_email at this domain.' },
+  conditions: { label: 'Conditions', example: 'plan is one of beta', help: 'Matches when every condition on the context’s attributes holds.' },
 };
 
 const ruleName = (rule: Pick<Rule, 'rule_type' | 'rule_value'>) => `${RULE_TYPES[rule.rule_type].label} ${rule.rule_value}`;

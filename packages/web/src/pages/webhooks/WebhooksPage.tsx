@@ -22,6 +22,7 @@ type AuditAction = (typeof fields.auditActions)[number];
 const GROUP_LABELS: Record<ResourceType, string> = {
   flag: 'Flags',
   rule: 'Targeting rules',
+  segment: 'Segments',
   environment: 'Environments',
   project: 'Project',
   member: 'Members',
