@@ -20,6 +20,7 @@ import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
+import { oidcRoutes } from './modules/accounts/oidc.routes.js';
 import { requireUser } from './modules/api-tokens/bearer.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
@@ -254,7 +255,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
     // A proven address (contract §18) turns the invitations waiting for it into memberships.
-    await auth.register(accountRoutes, { ...services, addressProven: (user) => joinInvitedProjects(services.writes, db, user) });
+    const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
+    await auth.register(accountRoutes, { ...services, addressProven });
+    await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
   });
   // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
   await app.register(async (sdk) => {
