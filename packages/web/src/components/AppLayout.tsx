@@ -11,9 +11,12 @@ export function AppLayout() {
   const logOut = async () => {
     // The server ends this login token everywhere (contract §18); this browser forgets it either way.
     await api.POST('/auth/logout').catch(() => undefined);
+    const viaProvider = session.via() === 'oidc';
     session.signOut();
     client.clear();
-    navigate('/login', { replace: true });
+    // Signed in at the OpenID provider: the server sends the browser there to end that session too (contract §17).
+    if (viaProvider) window.location.assign('/auth/oidc/logout');
+    else navigate('/login', { replace: true });
   };
   return (
     <>

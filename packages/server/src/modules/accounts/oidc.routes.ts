@@ -47,17 +47,31 @@ const safeNext = (next: unknown) => (typeof next === 'string' && /^\/(?![/\\])[^
  * Sign-in with OpenID Connect (contract §17): /auth/oidc/login sends the browser to the provider,
  * /auth/oidc/callback signs the person in (or shows a page saying why not), the dashboard then
  * takes the login token with POST /auth/oidc/session; /auth/oidc/logout ends the provider's session.
- * Registered only when OIDC is configured.
+ * Registered only when OIDC is configured, except the hand-off.
  */
 export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, tokens, config, addressProven }) => {
+  const tags = ['account'];
+  await app.register(cookie);
+
+  // Always there (the API document does not depend on settings); without OIDC nothing waits: 401.
+  app.post('/auth/oidc/session', {
+    schema: {
+      tags,
+      summary: 'Takes the login token a finished OpenID sign-in left for this browser (once)',
+      response: { 200: LoginResult, ...errorResponses(401) },
+    },
+  }, async (request, reply) => {
+    const token = request.cookies[SESSION_COOKIE];
+    reply.clearCookie(SESSION_COOKIE, { path: '/auth/oidc/session' });
+    if (!token || !(await tokens.verify(token))) throw new Unauthorized('No finished sign-in waits for this browser');
+    return { token };
+  });
+
   const settings = config.oidc;
   if (!settings) return;
   const oidc = new OidcClient(settings, config.publicUrl, tokens.keyFor('oidc sign-in flow'), app.log);
   const secure = config.publicUrl.startsWith('https:');
   const cookieOptions = (path: string, maxAge: number) => ({ path, maxAge, httpOnly: true, sameSite: 'lax' as const, secure });
-  const tags = ['account'];
-
-  await app.register(cookie);
 
   app.get('/auth/oidc/login', { onSend: pageHeaders, schema: { hide: true } }, async (request, reply) => {
     try {
@@ -98,19 +112,6 @@ export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, toke
       }
       return failurePage(reply, error.statusCode, error.message);
     }
-  });
-
-  app.post('/auth/oidc/session', {
-    schema: {
-      tags,
-      summary: 'Takes the login token a finished OpenID sign-in left for this browser (once)',
-      response: { 200: LoginResult, ...errorResponses(401) },
-    },
-  }, async (request, reply) => {
-    const token = request.cookies[SESSION_COOKIE];
-    reply.clearCookie(SESSION_COOKIE, { path: '/auth/oidc/session' });
-    if (!token || !(await tokens.verify(token))) throw new Unauthorized('No finished sign-in waits for this browser');
-    return { token };
   });
 
   // Reached after POST /auth/logout ended the Guidon session: ends the provider's too, when it can.
