@@ -112,8 +112,8 @@ function validatorCompiler(shared: readonly object[]) {
     (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
-/** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password. */
-const SECRET_PARAMETER = /token|secret|password|invitation|^key$|sdk_?key|api_?key/i;
+/** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password, an OpenID callback's code and state. */
+const SECRET_PARAMETER = /token|secret|password|invitation|^key$|sdk_?key|api_?key|^code$|^state$/i;
 
 /** A URL as logged, with the values of secret-looking query parameters redacted. */
 function redactedUrl(url: string): string {

@@ -153,6 +153,9 @@ describe('OpenID sign-in', () => {
     assert.equal((await browser.request(callback)).status, 302, 'the first use signs in');
     browser.setCookie(server.url, 'guidon_oidc_flow', flowCookie); // an attacker holding both
     assertPage(await browser.request(callback), 400, /already used or has expired/);
+    const code = new URL(callback).searchParams.get('code')!;
+    assert.ok(server.logs.some((line) => line.includes('/auth/oidc/callback?')), 'the callback was logged');
+    assert.ok(!server.logs.some((line) => line.includes(code)), 'the code is redacted from the logs');
   });
 
   test('an ID token whose nonce is not the flow\'s is refused', async () => {
@@ -161,6 +164,15 @@ describe('OpenID sign-in', () => {
     const callback = await toCallback(server, 'frank-sub', browser, (authorization) => authorization.searchParams.set('nonce', 'another-nonce'));
     assertPage(await browser.request(callback), 400, /nonce mismatch/);
     assert.equal((await usersWithEmail(server, 'frank@corp.test')).length, 0);
+  });
+
+  test('two first sign-ins of one person at once make one account', async () => {
+    provider.accounts.set('kim-sub', { email: 'kim@corp.test', email_verified: true });
+    const [one, two] = [new Browser(), new Browser()];
+    const callbacks = [await toCallback(server, 'kim-sub', one), await toCallback(server, 'kim-sub', two)];
+    const answers = await Promise.all([one.request(callbacks[0]!), two.request(callbacks[1]!)]);
+    assert.deepEqual(answers.map((answer) => answer.status), [302, 302], answers.map((answer) => answer.text).join('\n'));
+    assert.equal((await usersWithEmail(server, 'kim@corp.test')).length, 1);
   });
 
   test('log out ends the Guidon session and the provider\'s', async () => {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
 import { newId, nowIso } from '../../db/values.js';
 import { markVerified } from './accounts.repository.js';
 
@@ -26,7 +27,17 @@ export type OidcSignIn = SignedInUser | { refused: 'unverified' | 'domain' };
  * account with its verified email, linked now; else a new account for the verified email, when
  * `mayCreate` allows its domain. All in one transaction: a refusal writes nothing.
  */
-export function signInWithProvider(db: Db, account: ProviderAccount, mayCreate: (email: string) => boolean): Promise<OidcSignIn> {
+export async function signInWithProvider(db: Db, account: ProviderAccount, mayCreate: (email: string) => boolean): Promise<OidcSignIn> {
+  try {
+    return await signInOnce(db, account, mayCreate);
+  } catch (error) {
+    // The same person signing in twice at once (two tabs): the other one created or linked first; now it is found.
+    if (isUniqueViolation(error)) return signInOnce(db, account, mayCreate);
+    throw error;
+  }
+}
+
+function signInOnce(db: Db, account: ProviderAccount, mayCreate: (email: string) => boolean): Promise<OidcSignIn> {
   return db.transaction().execute(async (trx): Promise<OidcSignIn> => {
     const now = nowIso();
     const columns = ['users.id', 'users.email', 'users.token_version', 'users.email_verified_at'] as const;
