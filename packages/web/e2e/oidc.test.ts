@@ -2,8 +2,9 @@
  * Sign-in with the OpenID provider walked in Debian's Chromium (contract §17), against a real
  * provider started here (oidc-provider), with PASSWORD_LOGIN=false: the login page shows only the
  * "Sign in with …" button; signing in there creates the account and accepts its invitation; the
- * account page names the sign-in method; log out ends the provider's session too. No console
- * error on Guidon's pages; axe finds no serious violation on them.
+ * account page names the sign-in method; log out ends the provider's session too; a failed
+ * sign-in is a page that leads back. No console error on Guidon's pages; axe finds no serious
+ * violation on them.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -80,5 +81,13 @@ test('only the SSO button; the first sign-in joins the invited project; log out 
   assert.equal(await page.evaluate(() => localStorage.getItem('guidon.token')), null);
 
   assert.deepEqual(consoleErrors.filter((line) => line.startsWith(server.url)), []);
+
+  // A failed sign-in is a page of its own, which says what happened and leads back.
+  await page.goto(`${server.url}/auth/oidc/callback?code=made-up&state=made-up`);
+  await page.getByRole('heading', { name: 'Sign-in failed' }).waitFor();
+  await page.getByText(/not started in this browser/).waitFor();
+  await checkA11y(page, 'sign-in failed page');
+  await page.getByRole('link', { name: 'Back to sign in' }).click();
+  await page.getByRole('link', { name: 'Sign in with Acme SSO' }).waitFor();
   await context.close();
 });
