@@ -253,6 +253,22 @@ describe('OpenID settings', () => {
     }
   });
 
+  test('a provider that goes away during the sign-in is a page that says so, and nothing is created', async () => {
+    const port = await freePort();
+    const provider = await startProvider(`http://127.0.0.1:${port}`);
+    const server = await startServer({ ...provider.env, PUBLIC_URL: `http://127.0.0.1:${port}` }, { port });
+    try {
+      provider.accounts.set('lou-sub', { email: 'lou@corp.test', email_verified: true });
+      const browser = new Browser();
+      const callback = await toCallback(server, 'lou-sub', browser);
+      await provider.close();
+      assertPage(await browser.request(callback), 502, /Could not reach the identity provider \(SSO\) to finish signing you in/);
+      assert.equal((await usersWithEmail(server, 'lou@corp.test')).length, 0);
+    } finally {
+      await server.close();
+    }
+  });
+
   test('without OIDC settings the routes do not exist', async () => {
     const server = await startServer();
     try {
