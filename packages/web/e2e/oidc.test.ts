@@ -91,3 +91,26 @@ test('only the SSO button; the first sign-in joins the invited project; log out 
   await page.getByRole('link', { name: 'Sign in with Acme SSO' }).waitFor();
   await context.close();
 });
+
+test('with password login on, the login page offers both', async () => {
+  const port = await freePort();
+  const both = await startProvider(`http://127.0.0.1:${port}`);
+  const open = await startServer({ ...both.env, PUBLIC_URL: `http://127.0.0.1:${port}` }, { port });
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    const consoleErrors = watchConsole(page);
+    await page.goto(`${open.url}/login`);
+    await page.getByRole('link', { name: 'Sign in with SSO' }).waitFor();
+    await page.getByRole('textbox', { name: 'Email' }).waitFor();
+    await page.getByRole('button', { name: 'Log in' }).waitFor();
+    await page.getByRole('link', { name: 'Create an account' }).waitFor();
+    await checkA11y(page, 'login, SSO and password');
+    assert.deepEqual(consoleErrors, []);
+  } finally {
+    await context.close();
+    await open.close();
+    await both.close();
+  }
+});
