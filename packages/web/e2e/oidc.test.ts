@@ -55,6 +55,12 @@ test('only the SSO button; the first sign-in joins the invited project; log out 
   assert.equal(await page.getByRole('button', { name: 'Log in' }).count(), 0);
   assert.equal(await page.getByRole('link', { name: 'Create an account' }).count(), 0);
   await checkA11y(page, 'login, SSO only');
+  // The invitation email's link (a sign-up page) leads to the provider too.
+  await page.goto(`${server.url}/register?invitation=from-the-email`);
+  await page.getByText(/Passwords are turned off here/).waitFor();
+  assert.equal(await page.getByRole('textbox', { name: 'Email' }).count(), 0);
+  await checkA11y(page, 'sign-up, SSO only');
+  await page.getByRole('link', { name: 'Back to log in' }).click();
 
   await sso.click();
   await page.waitForURL((url) => url.origin === provider.issuer);
