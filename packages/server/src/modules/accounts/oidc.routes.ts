@@ -6,7 +6,7 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import type { LoginTokens } from './tokens.js';
 import type { NewUser } from './accounts.repository.js';
-import { AppError, Forbidden, Invalid, Unauthorized, Unavailable } from '../../errors.js';
+import { AppError, Forbidden, Invalid, RateLimited, Unauthorized, Unavailable } from '../../errors.js';
 import { pageHeaders } from '../../http/page-headers.js';
 import { errorResponses } from '../../http/schemas.js';
 import { LoginResult } from './accounts.schemas.js';
@@ -103,13 +103,15 @@ export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, toke
       }
       if (user.addressProven) await addressProven(user); // its waiting invitations become memberships
       reply.setCookie(SESSION_COOKIE, await tokens.issue({ userId: user.id, tokenVersion: user.token_version }), cookieOptions('/auth/oidc/session', 5 * 60));
-      if (idToken) reply.setCookie(ID_TOKEN_COOKIE, idToken, cookieOptions('/auth/oidc/logout', 24 * 60 * 60));
+      // A browser drops a cookie over 4 KB (an ID token full of groups): log out then names the client only.
+      if (idToken && idToken.length < 3800) reply.setCookie(ID_TOKEN_COOKIE, idToken, cookieOptions('/auth/oidc/logout', 24 * 60 * 60));
       return reply.header('cache-control', 'no-store').redirect(`/login?sso=done&next=${encodeURIComponent(flow.next)}`);
     } catch (error) {
       if (!(error instanceof AppError)) {
         request.log.error({ err: error }, 'OpenID sign-in failed');
-        return failurePage(reply, 503, new Unavailable().message);
+        return failurePage(reply, 503, 'Guidon could not finish signing you in, and changed nothing. Try again in a moment; if it keeps failing, tell the person who runs Guidon.');
       }
+      if (error instanceof RateLimited || error instanceof Unavailable) reply.header('retry-after', String(error.retryAfterSeconds));
       return failurePage(reply, error.statusCode, error.message);
     }
   });
