@@ -202,6 +202,15 @@ describe('OpenID sign-in', () => {
     assert.match(prompt.text, /name="prompt" value="login"/);
   });
 
+  test('the address to come back to is a path on this site, never another site', async () => {
+    provider.accounts.set('nick-sub', { email: 'nick@corp.test', email_verified: true });
+    for (const next of ['//evil.test/x', 'https://evil.test/', '/\\evil.test']) {
+      const browser = new Browser();
+      const end = await browser.walk(`${server.url}/auth/oidc/login?next=${encodeURIComponent(next)}`, 'nick-sub', (to) => new URL(to).pathname === '/login');
+      assert.equal(end.headers.get('location'), '/login?sso=done&next=%2F', next);
+    }
+  });
+
   test('the dashboard\'s token hand-off works once', async () => {
     provider.accounts.set('hank-sub', { email: 'hank@corp.test', email_verified: true });
     const { browser } = await signIn(server, 'hank-sub');
