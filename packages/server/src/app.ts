@@ -20,6 +20,7 @@ import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
+import { oidcRoutes } from './modules/accounts/oidc.routes.js';
 import { requireUser } from './modules/api-tokens/bearer.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
@@ -113,8 +114,8 @@ function validatorCompiler(shared: readonly object[]) {
     (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
-/** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password. */
-const SECRET_PARAMETER = /token|secret|password|invitation|^key$|sdk_?key|api_?key/i;
+/** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password, an OpenID callback's code and state. */
+const SECRET_PARAMETER = /token|secret|password|invitation|^key$|sdk_?key|api_?key|^code$|^state$/i;
 
 /** A URL as logged, with the values of secret-looking query parameters redacted. */
 function redactedUrl(url: string): string {
@@ -256,7 +257,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
     // A proven address (contract §18) turns the invitations waiting for it into memberships.
-    await auth.register(accountRoutes, { ...services, addressProven: (user) => joinInvitedProjects(services.writes, db, user) });
+    const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
+    await auth.register(accountRoutes, { ...services, addressProven });
+    await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
   });
   // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
   await app.register(async (sdk) => {

@@ -32,6 +32,20 @@ export interface Config {
   metricsToken: string | null;
   /** At shutdown, how long the last history flush may take before its rows are given up. */
   historyFlushTimeoutSeconds: number;
+  /** Sign-in with OpenID Connect (contract §17); null when OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are not all set. */
+  oidc: OidcConfig | null;
+  /** false (with OIDC configured): password login, registration and reset answer 403. Always true without OIDC. */
+  passwordLogin: boolean;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** The button says "Sign in with <name>". */
+  name: string;
+  /** Lower-cased email domains that may create an account on first sign-in; empty: any. */
+  allowedDomains: string[];
 }
 
 export class ConfigError extends Error {}
@@ -109,10 +123,25 @@ function jwtSecretSetting(env: Env): string | null {
   return secret;
 }
 
+/** OIDC_*: all three of issuer, client id and secret, or none (a half configuration is a mistake, not "off"). */
+function oidcSetting(env: Env): OidcConfig | null {
+  const issuer = env.OIDC_ISSUER?.trim() ?? '';
+  const clientId = env.OIDC_CLIENT_ID?.trim() ?? '';
+  const clientSecret = env.OIDC_CLIENT_SECRET ?? '';
+  if (!issuer && !clientId && !clientSecret) return null;
+  if (!issuer || !clientId || !clientSecret) throw new ConfigError('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together (or none of them)');
+  if (!URL.canParse(issuer) || !['http:', 'https:'].includes(new URL(issuer).protocol)) {
+    throw new ConfigError(`OIDC_ISSUER must be the provider's absolute http(s) issuer address, e.g. https://sso.example.com/realms/acme, got "${issuer}"`);
+  }
+  const allowedDomains = (env.OIDC_ALLOWED_DOMAINS ?? '').split(',').map((domain) => domain.trim().toLowerCase().replace(/^@/, '')).filter(Boolean);
+  return { issuer, clientId, clientSecret, name: env.OIDC_NAME?.trim() || 'SSO', allowedDomains };
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const port = intSetting(env, 'PORT', 8080);
   if (port > 65535) throw new ConfigError('PORT must be at most 65535');
   const publicUrl = publicUrlSetting(env, port);
+  const oidc = oidcSetting(env);
   return Object.freeze({
     port,
     host: env.HOST?.trim() || '0.0.0.0',
@@ -137,5 +166,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     streamsPerClient: intSetting(env, 'STREAMS_PER_CLIENT', 50),
     metricsToken: env.METRICS_TOKEN?.trim() || null,
     historyFlushTimeoutSeconds: intSetting(env, 'HISTORY_FLUSH_TIMEOUT_SECONDS', 10, 1),
+    oidc,
+    // Turning passwords off without another way in would lock everyone out: it needs OIDC (contract §17).
+    passwordLogin: boolSetting(env, 'PASSWORD_LOGIN', true) || oidc === null,
   });
 }

@@ -51,6 +51,13 @@ export class RateLimited extends AppError {
   }
 }
 
+/** A service this one depends on (the OpenID provider) could not be reached or gave an unusable answer. */
+export class UpstreamFailed extends AppError {
+  constructor(message: string) {
+    super(502, message);
+  }
+}
+
 /** The database cannot be reached or cannot write now (translated from driver errors in src/db). */
 export class Unavailable extends AppError {
   readonly retryAfterSeconds = 5;

@@ -12,6 +12,7 @@ import { ForgotPasswordPage } from './pages/account/ForgotPasswordPage';
 import { ResetPasswordPage } from './pages/account/ResetPasswordPage';
 import { VerifyEmailPage } from './pages/account/VerifyEmailPage';
 import { AccountPage } from './pages/account/AccountPage';
+import { PasswordOnly } from './pages/account/AccountFrame';
 import { ProjectsPage } from './pages/projects/ProjectsPage';
 import { ProjectSettingsPage } from './pages/projects/ProjectSettingsPage';
 import { EnvironmentsPage } from './pages/environments/EnvironmentsPage';
@@ -45,11 +46,12 @@ function RequireSession() {
 
 const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
-  { path: '/signup', element: <SignupPage /> },
+  // With PASSWORD_LOGIN=false these send the person to the OpenID provider instead.
+  { path: '/signup', element: <PasswordOnly><SignupPage /></PasswordOnly> },
   // The invitation email links here (contract §8: <PUBLIC_URL>/register?invitation=<secret>).
-  { path: '/register', element: <SignupPage /> },
-  { path: '/forgot-password', element: <ForgotPasswordPage /> },
-  { path: '/reset-password', element: <ResetPasswordPage /> },
+  { path: '/register', element: <PasswordOnly><SignupPage /></PasswordOnly> },
+  { path: '/forgot-password', element: <PasswordOnly><ForgotPasswordPage /></PasswordOnly> },
+  { path: '/reset-password', element: <PasswordOnly><ResetPasswordPage /></PasswordOnly> },
   // The verification email links here (contract §18: <PUBLIC_URL>/verify-email?token=…).
   { path: '/verify-email', element: <VerifyEmailPage /> },
   {

@@ -346,5 +346,21 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Sign-in with OpenID Connect (contract §17; issue 23): which provider account is which user.
+    '0007_oidc_identities': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('oidc_identities')
+          .addColumn('issuer', 'text', (c) => c.notNull())
+          .addColumn('subject', 'text', (c) => c.notNull())
+          .addColumn('user_id', uuid, (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('email', 'text', (c) => c.notNull())
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('last_sign_in_at', timestamp, (c) => c.notNull())
+          .addPrimaryKeyConstraint('oidc_identities_pk', ['issuer', 'subject'])
+          .execute();
+        await db.schema.createIndex('oidc_identities_user_idx').on('oidc_identities').column('user_id').execute();
+      },
+    },
   };
 }

@@ -18,6 +18,20 @@ export interface UsersTable {
   email_verified_at: Timestamp | null;
 }
 
+/**
+ * An account at the OpenID provider (issuer + its `sub`) that signs in as this user (contract §17).
+ * A user made by a first OpenID sign-in has no password: its password_hash is '' (matches nothing).
+ */
+export interface OidcIdentitiesTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  /** The verified email the provider gave when the identity was linked. */
+  email: string;
+  created_at: Timestamp;
+  last_sign_in_at: Timestamp;
+}
+
 /** A single-use emailed link that proves the address (contract §18); only the token's hash is kept. */
 export interface EmailVerificationsTable {
   token_hash: string;
@@ -242,6 +256,7 @@ export interface Schema {
   email_verifications: EmailVerificationsTable;
   invitation_tokens: InvitationTokensTable;
   revoked_login_tokens: RevokedLoginTokensTable;
+  oidc_identities: OidcIdentitiesTable;
   settings: SettingsTable;
   password_resets: PasswordResetsTable;
   projects: ProjectsTable;

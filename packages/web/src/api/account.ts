@@ -9,6 +9,9 @@ const logIn = async (body: Credentials) => session.signIn((await unwrap(api.POST
 /** Logs in and keeps the login token. */
 export const useLogIn = () => useMutation({ mutationFn: logIn });
 
+/** Back from the OpenID provider: takes the login token the server left for this browser, once (contract §17). */
+export const useFinishSignIn = () => useMutation({ mutationFn: async () => session.signIn((await unwrap(api.POST('/auth/oidc/session'))).token, 'oidc') });
+
 /** Creates the account (an invitation's secret proves its address), then logs in. */
 export const useSignUp = () =>
   useMutation({

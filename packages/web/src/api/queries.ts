@@ -36,6 +36,9 @@ export const teamKeys = {
   me: ['me'] as const,
 };
 
+/** How one may sign in here (password, the OpenID provider): the same for everyone, so fetched once. */
+export const useSignInOptions = () => useQuery({ queryKey: ['signInOptions'], queryFn: () => unwrap(api.GET('/auth/methods')), staleTime: Infinity });
+export const useSignInMethods = () => useQuery({ queryKey: ['signInMethods'], queryFn: () => unwrap(api.GET('/api/me/sign-in-methods')) });
 export const useMe = () => useQuery({ queryKey: teamKeys.me, queryFn: () => unwrap(api.GET('/api/me')), staleTime: Infinity });
 export const useMembers = (pid: string) =>
   useQuery({ queryKey: teamKeys.members(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/members', p(pid))) });

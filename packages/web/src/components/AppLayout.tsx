@@ -1,5 +1,6 @@
 import { Link, Outlet, useNavigate } from 'react-router';
 import { useLogOut } from '../api/account';
+import { session } from '../api/session';
 import { VerifyEmailBanner } from './VerifyEmail';
 
 /** The frame of every signed-in page: the brand, the account, log out, and the banner of an unverified address. */
@@ -7,8 +8,12 @@ export function AppLayout() {
   const navigate = useNavigate();
   const logOutMutation = useLogOut();
   const logOut = async () => {
+    const viaProvider = session.via() === 'oidc';
+    // The server ends this login token everywhere (contract §18); this browser forgets it either way.
     await logOutMutation.mutateAsync();
-    navigate('/login', { replace: true });
+    // Signed in at the OpenID provider: the server sends the browser there to end that session too (contract §17).
+    if (viaProvider) window.location.assign('/auth/oidc/logout');
+    else navigate('/login', { replace: true });
   };
   return (
     <>

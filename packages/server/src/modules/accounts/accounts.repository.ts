@@ -63,7 +63,7 @@ export async function isUsableResetToken(db: Db, tokenHash: string): Promise<boo
 }
 
 /** The address is proven (once; a later proof keeps the first date). */
-async function markVerified(trx: Db, userId: string, now: string): Promise<void> {
+export async function markVerified(trx: Db, userId: string, now: string): Promise<void> {
   await trx.updateTable('users').set({ email_verified_at: now }).where('id', '=', userId).where('email_verified_at', 'is', null).execute();
 }
 

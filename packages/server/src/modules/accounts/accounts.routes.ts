@@ -33,8 +33,11 @@ import {
   RegisterBody,
   RegisteredUser,
   ResetPasswordBody,
+  SignInMethods,
+  SignInOptions,
   VerifyEmailBody,
 } from './accounts.schemas.js';
+import { signInMethods } from './oidc.repository.js';
 
 const RESET_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
 const VERIFICATION_LIFETIME_MS = 24 * 60 * 60 * 1000;
@@ -70,8 +73,17 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
       .catch((error: unknown) => request.log.error({ err: error }, 'could not send the verification email'));
   }
 
+  // PASSWORD_LOGIN=false (with OIDC configured): the provider is the only way in (contract §17).
+  const passwordsOff = async () => {
+    if (!config.passwordLogin) throw new Forbidden(`Password sign-in is turned off here: sign in with ${config.oidc?.name ?? 'SSO'}`);
+  };
+
+  app.get('/auth/methods', {
+    schema: { tags, summary: 'How one may sign in here (the login page reads it)', response: { 200: SignInOptions } },
+  }, async () => ({ password: config.passwordLogin, oidc: config.oidc ? { name: config.oidc.name, login_url: '/auth/oidc/login' } : null }));
+
   app.post('/auth/register', {
-    onRequest: async (request) => limits.register?.hit(request.ip),
+    onRequest: [passwordsOff, async (request) => limits.register?.hit(request.ip)],
     schema: { tags, body: RegisterBody, response: { 201: RegisteredUser, ...errorResponses(400, 403, 409, 429) } },
   }, async (request, reply) => {
     const email = normalizeEmail(request.body.email);
@@ -125,7 +137,7 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
   });
 
   app.post('/auth/login', {
-    onRequest: async (request) => limits.login?.hit(request.ip),
+    onRequest: [passwordsOff, async (request) => limits.login?.hit(request.ip)],
     schema: { tags, body: LoginBody, response: { 200: LoginResult, ...errorResponses(400, 401, 429) } },
   }, async (request) => {
     const email = normalizeEmail(request.body.email);
@@ -138,7 +150,7 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
     return { token: await tokens.issue({ userId: user.id, tokenVersion: user.token_version }) };
   });
 
-  const passwordResetLimit = async (request: FastifyRequest) => limits.passwordReset?.hit(request.ip);
+  const passwordResetLimit = [passwordsOff, async (request: FastifyRequest) => limits.passwordReset?.hit(request.ip)];
 
   app.post('/auth/forgot-password', {
     onRequest: passwordResetLimit,
@@ -177,10 +189,13 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
 };
 
 /** GET /api/me */
-export const currentUserRoutes: ApiPlugin = async (app) => {
+export const currentUserRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
   app.get('/me', { config: { role: 'user' }, schema: { tags: ['account'], response: { 200: CurrentUser, ...errorResponses(401) } } }, async (request) => ({
     user_id: request.userId,
     email: request.actor.email!,
     email_verified: request.emailVerified,
+  }));
+  app.get('/me/sign-in-methods', { config: { role: 'user' }, schema: { tags: ['account'], response: { 200: SignInMethods, ...errorResponses(401) } } }, async (request) => ({
+    methods: await signInMethods(db, request.userId),
   }));
 };

@@ -25,5 +25,18 @@ export const VerifyEmailBody = Type.Object({ token: Type.String({ maxLength: 512
 export const CurrentUser = Type.Object({
   user_id: Uuid,
   email: Type.String(),
-  email_verified: Type.Boolean({ description: 'false until the address is proven (the emailed link, an invitation, a password reset)' }),
+  email_verified: Type.Boolean({ description: 'false until the address is proven (the emailed link, an invitation, a password reset, an OpenID sign-in)' }),
+});
+
+export const SignInMethods = Type.Object({
+  methods: Type.Array(Type.Union([Type.Literal('password'), Type.Literal('oidc')]), {
+    description: 'how this account can sign in: password (it has one), oidc (linked to an account at the OpenID provider)',
+  }),
+});
+
+export const SignInOptions = Type.Object({
+  password: Type.Boolean({ description: 'false: password login, registration and reset are turned off (PASSWORD_LOGIN=false)' }),
+  oidc: Type.Union([Type.Object({ name: Type.String({ description: 'the button says "Sign in with <name>"' }), login_url: Type.String() }), Type.Null()], {
+    description: 'sign-in with the OpenID provider, when configured',
+  }),
 });

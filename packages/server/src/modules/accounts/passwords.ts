@@ -15,10 +15,11 @@ let dummyHash: Promise<string> | undefined;
 
 /**
  * Verifies against a throwaway hash when the account does not exist, so login takes the same
- * time either way and does not reveal which emails are registered.
+ * time either way and does not reveal which emails are registered (nor which have no password).
  */
 export async function verifyPassword(passwordHash: string | undefined, password: string): Promise<boolean> {
-  if (passwordHash === undefined) {
+  // '' : an account made by OpenID sign-in, which has no password (oidc.repository.ts).
+  if (passwordHash === undefined || passwordHash === '') {
     dummyHash ??= hashPassword('guidon-timing-equaliser');
     await verify(await dummyHash, password);
     return false;

@@ -1,4 +1,6 @@
 import type { ReactNode } from 'react';
+import { Link } from 'react-router';
+import { useSignInOptions } from '../../api/queries';
 
 /** The centred card of the pages before sign-in. */
 export function AccountFrame({ title, children, footer }: { title: string; children: ReactNode; footer?: ReactNode }) {
@@ -23,4 +25,26 @@ export function AccountFrame({ title, children, footer }: { title: string; child
 /** Only a path of this site is a place to return to after logging in. */
 export function safeNext(next: string | null): string {
   return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+}
+
+/**
+ * Pages of password accounts (sign-up, including an invitation's link, and password reset): with
+ * PASSWORD_LOGIN=false the server refuses them (403), so they send the person to the provider.
+ */
+export function PasswordOnly({ children }: { children: ReactNode }) {
+  const options = useSignInOptions();
+  const oidc = options.data?.oidc;
+  if (options.data?.password !== false || !oidc) return children;
+  return (
+    <AccountFrame title="Sign in" footer={<Link to="/login">Back to log in</Link>}>
+      <p>
+        Passwords are turned off here: everyone signs in with {oidc.name}. An invitation to your address is accepted when you sign in with it.
+      </p>
+      <p>
+        <a className="button sso" href={oidc.login_url}>
+          Sign in with {oidc.name}
+        </a>
+      </p>
+    </AccountFrame>
+  );
 }

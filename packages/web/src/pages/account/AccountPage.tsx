@@ -1,10 +1,12 @@
 import { Link } from 'react-router';
-import { useMe } from '../../api/queries';
+import { useMe, useSignInMethods, useSignInOptions } from '../../api/queries';
 import { QueryState } from '../../components/States';
 
 /** The signed-in person's account: the address, whether it is verified, and where tokens live. */
 export function AccountPage() {
   const me = useMe();
+  const methods = useSignInMethods();
+  const options = useSignInOptions();
   return (
     <div className="stack">
       <div className="page-head">
@@ -32,6 +34,22 @@ export function AccountPage() {
                 )}
               </dd>
             </dl>
+          </section>
+        )}
+      </QueryState>
+      <QueryState query={methods} what="your sign-in methods">
+        {({ methods: has }) => (
+          <section className="panel">
+            <h2>Sign-in methods</h2>
+            <ul>
+              {has.includes('password') && <li>Email and password</li>}
+              {has.includes('oidc') && <li>{options.data?.oidc?.name ?? 'SSO'} (your organisation&apos;s sign-in)</li>}
+            </ul>
+            {!has.includes('password') && options.data?.password && (
+              <p className="muted">
+                To also sign in with a password, set one with <Link to="/forgot-password">Forgot your password?</Link>
+              </p>
+            )}
           </section>
         )}
       </QueryState>
