@@ -5,6 +5,8 @@ import { readSse } from './sse.js';
 export interface GuidonContext {
   user_id?: string | null;
   user_email?: string | null;
+  /** Attributes that conditions can name (contract §14): at most 100, names 1–64 characters, values up to 1,024 characters. */
+  custom_attributes?: Record<string, string | number | boolean | null> | null;
 }
 
 export interface FlagState {
@@ -116,7 +118,8 @@ function retryAfterMs(header: string | null): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-const contextKey = (context: GuidonContext) => JSON.stringify([context.user_id ?? null, context.user_email ?? null]);
+const contextKey = (context: GuidonContext) =>
+  JSON.stringify([context.user_id ?? null, context.user_email ?? null, context.custom_attributes ? Object.entries(context.custom_attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : null]);
 
 function changedKeys(before: Flags, after: Flags): string[] {
   const keys: string[] = [];
@@ -291,7 +294,7 @@ class Client implements GuidonClient {
       const response = await this.fetchImpl(`${this.baseUrl}/sdk/v1/evaluate`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ environment: this.options.environment, context: { user_id: context.user_id ?? null, user_email: context.user_email ?? null } }),
+        body: JSON.stringify({ environment: this.options.environment, context: { user_id: context.user_id ?? null, user_email: context.user_email ?? null, ...(context.custom_attributes ? { custom_attributes: context.custom_attributes } : {}) } }),
         signal: controller.signal,
       });
       if (response.status === 304) return { kind: 'not-modified' };
