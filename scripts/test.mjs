@@ -118,7 +118,10 @@ async function runLines(names) {
       // A line's own directory first on PATH, for anything that runs `node` by name.
       const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}` };
       child = spawn(line.node, [fileURLToPath(import.meta.url), '--node=current', ...only], { stdio: 'inherit', env });
-      const status = await new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+      const status = await new Promise((resolve) => {
+        child.once('error', (error) => (console.error(`Node ${line.version} did not start: ${error.message}`), resolve(1)));
+        child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+      });
       child = null;
       results.push({ line, status });
     }
