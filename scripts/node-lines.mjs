@@ -50,7 +50,10 @@ export function installLines() {
   const stale = Object.entries(manifest.dependencies).filter(([alias, spec]) => installedVersion(alias) !== spec.slice(spec.lastIndexOf('@') + 1));
   if (stale.length === 0) return;
   console.log(`\n=== installing ${stale.map(([alias, spec]) => `${alias} (${spec})`).join(', ')} into scripts/node-lines ===`);
-  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: linesDir, stdio: 'inherit' });
+  // Under `npm test`, npm hands its scripts npm_config_local_prefix (the project's root), which a
+  // nested npm would take as the project to install: dropped, and the folder named.
+  const { npm_config_local_prefix: _root, ...env } = process.env;
+  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--prefix', linesDir], { cwd: linesDir, stdio: 'inherit', env });
   if (result.status !== 0) throw new Error(`npm ci in scripts/node-lines failed (${result.error?.message ?? `exit ${result.status}`})`);
 }
 
