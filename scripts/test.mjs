@@ -65,7 +65,14 @@ function testFiles(path, underTest = false) {
 }
 
 function run(label, paths, env) {
-  const files = paths.flatMap((path) => testFiles(path)).filter((file) => only.length === 0 || only.some((path) => file === path || file.startsWith(`${path}/`)));
+  const inside = (path, folder) => path === folder || path.startsWith(`${folder}/`);
+  const folders = paths.filter((folder) => only.length === 0 || only.some((path) => inside(path, folder) || inside(folder, path)));
+  const missing = folders.filter((folder) => !existsSync(folder));
+  if (missing.length > 0) {
+    console.error(`${missing.join(', ')} missing: is the build there (npm run build)?`);
+    return 1;
+  }
+  const files = folders.flatMap((folder) => testFiles(folder)).filter((file) => only.length === 0 || only.some((path) => inside(file, path)));
   if (only.length > 0 && files.length === 0) return 0;
   if (files.length === 0) {
     console.error(`No test files in ${paths.join(', ')}: is the build there?`);
