@@ -5,9 +5,9 @@
 // better-sqlite3 is a native addon, built for one Node ABI. Each line gets a build of its own, made
 // once by node-gyp against that line's headers (the package ships include/node) and kept in
 // node_modules/.cache/guidon-node-lines/node-<version>/ (by version, not only ABI: the headers of
-// one ABI differ between releases, see docs/decisions.md). A line's run puts its build where better-sqlite3
-// loads it from (build/Release/better_sqlite3.node) and the machine's own goes back afterwards: so
-// every process a test starts loads the right one, whatever environment the test hands it.
+// one ABI differ between releases, see docs/decisions.md). A line's run puts its build where
+// better-sqlite3 loads it from (build/Release/better_sqlite3.node) and the machine's own goes back
+// afterwards: so every process a test starts loads the right one, whatever environment it is given.
 //
 // `node scripts/node-lines.mjs` installs the lines and builds their drivers (test.mjs does it too).
 import { spawnSync } from 'node:child_process';
