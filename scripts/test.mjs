@@ -2,9 +2,25 @@
 // PostgreSQL is used when it answers; the multi-instance tests start Redis servers of their own,
 // so they need the redis-server program. With GUIDON_REQUIRE_SERVICES=1 (CI) a missing one is a
 // failure instead of a skip.
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+//
+// The whole suite runs on each supported Node line: the machine's own, then 22 and 24 from
+// scripts/node-lines (scripts/node-lines.mjs). `--node=current`, `--node=22` or `--node=24` (a
+// comma list, or GUIDON_TEST_NODE) picks lines; a line's run is this script again under that Node.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureCurrent, knownLines, prepare, use } from './node-lines.mjs';
+
+const wanted = (process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length) ?? process.env.GUIDON_TEST_NODE ?? 'current,22,24')
+  .split(',')
+  .map((name) => name.trim())
+  .filter(Boolean);
+// Test files or folders named on the command line narrow every phase to them (a quick check of one line).
+const only = process.argv.slice(2).filter((arg) => !arg.startsWith('--')).map((path) => path.replace(/^\.\//, '').replace(/\/+$/, ''));
+if (wanted.length !== 1 || wanted[0] !== 'current') process.exit(await runLines(wanted));
+ensureCurrent();
 
 const required = process.env.GUIDON_REQUIRE_SERVICES === '1';
 const postgresUrl = new URL(process.env.GUIDON_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
@@ -32,9 +48,38 @@ for (const [name, up] of [['PostgreSQL', postgres], ['redis-server', redis], ['C
   console.warn(`${name} is not available: the tests that need it are skipped.`);
 }
 
+// Node 20 searches a directory given to --test; Node 22 and 24 take globs instead. So the files are
+// listed here, by Node 20's rule (a name like x.test.js or test-x.js, or any script under a test/
+// folder; node_modules skipped), and every line runs the same list.
+function testFiles(path, underTest = false) {
+  const found = [];
+  for (const entry of readdirSync(path, { withFileTypes: true })) {
+    const full = join(path, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules') found.push(...testFiles(full, underTest || entry.name === 'test'));
+    } else if (/((^test(-.+)?)|(.+[.\-_]test))\.[cm]?js$/.test(entry.name) || (underTest && /\.[cm]?js$/.test(entry.name))) {
+      found.push(full);
+    }
+  }
+  return found.sort();
+}
+
 function run(label, paths, env) {
-  console.log(`\n=== ${label} ===`);
-  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...paths], {
+  const inside = (path, folder) => path === folder || path.startsWith(`${folder}/`);
+  const folders = paths.filter((folder) => only.length === 0 || only.some((path) => inside(path, folder) || inside(folder, path)));
+  const missing = folders.filter((folder) => !existsSync(folder));
+  if (missing.length > 0) {
+    console.error(`${missing.join(', ')} missing: is the build there (npm run build)?`);
+    return 1;
+  }
+  const files = folders.flatMap((folder) => testFiles(folder)).filter((file) => only.length === 0 || only.some((path) => inside(file, path)));
+  if (only.length > 0 && files.length === 0) return 0;
+  if (files.length === 0) {
+    console.error(`No test files in ${paths.join(', ')}: is the build there?`);
+    return 1;
+  }
+  console.log(`\n=== ${label} (Node ${process.version}) ===`);
+  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], {
     stdio: 'inherit',
     env: { ...process.env, ...env },
   });
@@ -45,7 +90,53 @@ function run(label, paths, env) {
 const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'packages/openfeature/dist/tests'];
 const onSqlite = run('engine, server, SDK and provider tests on SQLite', ['packages/engine/dist', ...againstTheServer], {});
 const onPostgres = postgres ? run('server, SDK and provider tests on PostgreSQL', againstTheServer, { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
-console.log('\n=== dashboard: API client against the server\'s OpenAPI document ===');
-const apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
+let apiClient = 0;
+if (only.length === 0) {
+  console.log(`\n=== dashboard: API client against the server's OpenAPI document (Node ${process.version}) ===`);
+  apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
+}
 const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;
 process.exit(onSqlite || onPostgres || apiClient || dashboard);
+
+/** Runs the whole suite once per line, each under its Node with its build of better-sqlite3. */
+async function runLines(names) {
+  const known = knownLines();
+  const unknown = names.filter((name) => !known.some((line) => line.name === name));
+  if (unknown.length > 0) {
+    console.error(`Unknown Node line ${unknown.join(', ')}: choose from ${known.map((line) => line.name).join(', ')}.`);
+    return 2;
+  }
+  const lines = prepare(known.filter((line) => names.includes(line.name)));
+  const current = known[0];
+  let stopping = null;
+  let child = null;
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.on(signal, () => {
+      stopping = signal;
+      child?.kill(signal);
+    });
+  }
+  const results = [];
+  try {
+    for (const line of lines) {
+      if (stopping) break;
+      console.log(`\n##### Node ${line.version} (${line.name}) #####`);
+      use(line);
+      // A line's own directory first on PATH, for anything that runs `node` by name.
+      const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}` };
+      child = spawn(line.node, [fileURLToPath(import.meta.url), '--node=current', ...only], { stdio: 'inherit', env });
+      const status = await new Promise((resolve) => {
+        child.once('error', (error) => (console.error(`Node ${line.version} did not start: ${error.message}`), resolve(1)));
+        child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+      });
+      child = null;
+      results.push({ line, status });
+    }
+  } finally {
+    use(current);
+  }
+  console.log(`\n##### Node lines #####`);
+  for (const { line, status } of results) console.log(`Node ${line.version} (${line.name}): ${status === 0 ? 'passed' : `FAILED (exit ${status})`}`);
+  if (stopping) return 1;
+  return results.some(({ status }) => status !== 0) ? 1 : 0;
+}
