@@ -71,6 +71,21 @@ describe('OpenFeature against Guidon', () => {
     await eventually(async () => (await client.getBooleanValue('checkout', false, { targetingKey: 'u' })) === (await checkoutIsOn()), 'the new value');
   });
 
+  test('GuidonServerProvider: every other context field is a custom attribute (contract §14); one the server would refuse is left out', async () => {
+    const beta = await newFlag(server, user, project, { key: 'beta_plan', enabled: true, everyone_else: 'off' });
+    const rule = await request(server, 'POST', `${flagsPath(project)}/${beta.id}/rules`, {
+      token: user.token,
+      body: { rule_type: 'conditions', conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }, { attribute: 'signed_up', operator: 'DATE_BEFORE', values: ['2026-01-01'] }] },
+    });
+    assert.equal(rule.status, 201, rule.text);
+    await OpenFeature.setProviderAndWait('attributes', new GuidonServerProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', stream: false }));
+    const client = OpenFeature.getClient('attributes');
+    const on = await client.getBooleanDetails('beta_plan', false, { targetingKey: 'u1', plan: 'beta', signed_up: new Date('2025-06-01T00:00:00Z'), nested: { ignored: true }, long: 'x'.repeat(2000) });
+    assert.deepEqual([on.value, on.reason], [true, 'TARGETING_MATCH']);
+    const off = await client.getBooleanDetails('beta_plan', true, { targetingKey: 'u1', plan: 'pro' });
+    assert.deepEqual([off.value, off.reason], [false, 'DEFAULT']);
+  });
+
   test('GuidonServerProvider: ERROR when Guidon cannot be reached, and the default value', async () => {
     const provider = new GuidonServerProvider({ baseUrl: 'http://127.0.0.1:9', sdkKey: project.sdk_key, environment: 'production', stream: false });
     const errors: unknown[] = [];
