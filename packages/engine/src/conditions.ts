@@ -201,10 +201,53 @@ export interface ConditionScope {
   /** Compiled segments and patterns, by key: each compiled once per flag set. */
   readonly segmentMatchers: Map<string, Matcher>;
   readonly patterns: Map<string, (text: string) => boolean>;
+  /** The IN / NOT_IN value sets of every condition on one attribute, as one index (SharedSets). */
+  readonly sets: Map<string, SharedSets>;
 }
 
 export function conditionScope(environment: string | undefined, segments: ReadonlyMap<string, readonly Condition[]> | undefined): ConditionScope {
-  return { environment, segments: segments ?? new Map(), segmentMatchers: new Map(), patterns: new Map() };
+  return { environment, segments: segments ?? new Map(), segmentMatchers: new Map(), patterns: new Map(), sets: new Map() };
+}
+
+/**
+ * The value sets of the IN / NOT_IN conditions on one attribute, across the flag set: one map
+ * from value to the conditions that list it. A context's value is looked up once, whatever the
+ * number of conditions (a thousand sets of a thousand values each were a cache miss apiece);
+ * each condition then reads one byte.
+ */
+class SharedSets {
+  private readonly index = new Map<string, number[]>();
+  private count = 0;
+  private listed = new Uint8Array(16);
+  private lastValue: string | undefined;
+  private lastIds: readonly number[] = [];
+
+  /** A new condition's id, listing its values. */
+  add(values: readonly string[]): number {
+    const id = this.count++;
+    if (id >= this.listed.length) {
+      const grown = new Uint8Array(this.listed.length * 2);
+      grown.set(this.listed);
+      this.listed = grown;
+    }
+    for (const value of values) {
+      const ids = this.index.get(value);
+      if (ids === undefined) this.index.set(value, [id]);
+      else if (ids[ids.length - 1] !== id) ids.push(id);
+    }
+    return id;
+  }
+
+  /** Whether condition `id` lists `value`: one map read per distinct value in a row. */
+  has(value: string, id: number): boolean {
+    if (value !== this.lastValue) {
+      for (const listed of this.lastIds) this.listed[listed] = 0;
+      this.lastIds = this.index.get(value) ?? [];
+      for (const listed of this.lastIds) this.listed[listed] = 1;
+      this.lastValue = value;
+    }
+    return this.listed[id] === 1;
+  }
 }
 
 /** The attribute's string form in a context, or undefined when it is absent. */
@@ -277,8 +320,12 @@ function testOf(condition: Condition, scope: ConditionScope): (value: string) =>
   switch (condition.operator) {
     case 'IN':
     case 'NOT_IN': {
-      const set = new Set(foldedValues);
-      return condition.operator === 'IN' ? (value) => set.has(fold(value)) : (value) => !set.has(fold(value));
+      const key = `${folded ? 'i' : ''}\u0000${condition.attribute ?? ''}`;
+      let sets = scope.sets.get(key);
+      if (sets === undefined) scope.sets.set(key, (sets = new SharedSets()));
+      const shared = sets;
+      const id = shared.add(foldedValues);
+      return condition.operator === 'IN' ? (value) => shared.has(fold(value), id) : (value) => !shared.has(fold(value), id);
     }
     case 'STR_CONTAINS':
       return (value) => foldedValues.some((part) => fold(value).includes(part));

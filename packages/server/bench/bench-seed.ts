@@ -91,3 +91,29 @@ export async function seed(url: string, count: number): Promise<string> {
   }
   return project.sdk_key;
 }
+
+/** The user agents the bench's contexts send, and patterns over them (issue 20's REGEX condition). */
+export const AGENTS = ['Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0', 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_0) Mobile/15E148', 'okhttp/4.12.0 Android'];
+const PATTERNS = ['Chrome/1[0-9]{2}', 'iPhone|iPad', '(?i)android', 'Linux x86_64', 'Mobile/[0-9A-F]+'];
+
+/**
+ * Issue 20's environment: `count` flags, each on only for whom one rule of three conditions
+ * serves: a 1,000-value IN (each flag its own slice of customers), a SEMVER_GTE and a REGEX.
+ */
+export async function seedConditions(url: string, count: number): Promise<string> {
+  const { token, project, production } = await benchProject(url);
+  const flags = `/api/projects/${project.id}/environments/${production.id}/flags`;
+  for (let i = 0; i < count; i++) {
+    const flag = await call(url, 'POST', flags, token, { name: `Flag ${i}`, key: `flag_${i}`, enabled: true, everyone_else: 'off' });
+    const customers = Array.from({ length: 1000 }, (_, k) => `customer-${(i * 37 + k) % 5000}`);
+    await call(url, 'POST', `${flags}/${flag.id}/rules`, token, {
+      rule_type: 'conditions',
+      conditions: [
+        { attribute: 'customer', operator: 'IN', values: customers },
+        { attribute: 'app_version', operator: 'SEMVER_GTE', values: [`2.${i % 8}.0`] },
+        { attribute: 'agent', operator: 'REGEX', values: [PATTERNS[i % PATTERNS.length]!] },
+      ],
+    });
+  }
+  return project.sdk_key;
+}
