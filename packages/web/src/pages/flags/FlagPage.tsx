@@ -287,7 +287,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
   return (
     <section className="panel">
       <h3>Copy to environment</h3>
-      <p className="muted">Copies the name, description, on/off, rollout and rules.</p>
+      <p className="muted">Copies the name, description, on/off, rollout, everyone else and rules.</p>
       <form onSubmit={copy} noValidate className="inline-form">
         <div className="field">
           <label htmlFor="copy-target">Target environment</label>

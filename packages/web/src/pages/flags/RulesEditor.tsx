@@ -9,6 +9,7 @@ import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
 import { FormError } from '../../components/FormError';
+import { useDialogSave } from '../../components/useDialogSave';
 import { ConditionsEditor } from '../targeting/ConditionsEditor';
 import { blankCondition, conditionsSentence, ruleSentence, toBody } from '../targeting/conditions';
 
@@ -167,8 +168,8 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
   const [rollout, setRollout] = useState(String(rule?.rollout_percentage ?? 100));
   const [serve, setServe] = useState(rule?.serve ?? true);
   const [enabled, setEnabled] = useState(rule?.enabled ?? true);
-  const [errors, setErrors] = useState<{ value?: string; rollout?: string; form?: string }>({});
-  const [busy, setBusy] = useState(false);
+  const [errors, setErrors] = useState<{ value?: string; rollout?: string }>({});
+  const { busy, error, save } = useDialogSave(onClose);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const percentage = Number(rollout);
@@ -178,16 +179,8 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
     };
     setErrors(found);
     if (found.value || found.rollout) return;
-    setBusy(true);
-    try {
-      const target = type === 'conditions' ? { rule_value: null, conditions: conditions.map(toBody) } : { rule_value: value.trim(), conditions: null };
-      await onSave({ rule_type: type, ...target, enabled, rollout_percentage: percentage, serve });
-      onClose();
-    } catch (caught) {
-      setErrors({ form: (caught as Error).message });
-    } finally {
-      setBusy(false);
-    }
+    const target = type === 'conditions' ? { rule_value: null, conditions: conditions.map(toBody) } : { rule_value: value.trim(), conditions: null };
+    await save(() => onSave({ rule_type: type, ...target, enabled, rollout_percentage: percentage, serve }));
   };
   return (
     <Modal open onOpenChange={(open) => !open && onClose()} title={rule ? 'Edit rule' : 'Add rule'} description="What a matching user gets while the flag is on.">
@@ -229,7 +222,7 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
         <label className="checkbox">
           <input type="checkbox" checked={enabled} onChange={(event) => setEnabled(event.target.checked)} /> Rule enabled
         </label>
-        <FormError message={errors.form} />
+        <FormError message={error} />
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel

@@ -8,6 +8,7 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
 import { FormError } from '../../components/FormError';
 import { Modal } from '../../components/Modal';
+import { useDialogSave } from '../../components/useDialogSave';
 import { RoleNote } from '../../components/RoleNote';
 import { Empty, QueryState } from '../../components/States';
 import { flagKeyError } from '../flags/CreateFlagDialog';
@@ -45,7 +46,7 @@ export function SegmentsPage() {
             </Empty>
           ) : (
             <div className="table-wrap">
-              <table className="plain segments">
+              <table className="plain list">
                 <caption className="visually-hidden">Segments of this project</caption>
                 <thead>
                   <tr>
@@ -62,12 +63,12 @@ export function SegmentsPage() {
                       <th scope="row">
                         <code>{segment.key}</code>
                       </th>
-                      <td>
+                      <td data-label="Name">
                         {segment.name}
                         {segment.description && <span className="muted small block">{segment.description}</span>}
                       </td>
-                      <td>{conditionsSentence(segment.conditions)}</td>
-                      <td>
+                      <td data-label="Conditions">{conditionsSentence(segment.conditions)}</td>
+                      <td data-label="Used by">
                         <UsedBy projectId={projectId} segment={segment} environments={environments.data ?? []} />
                       </td>
                       {canEdit && (
@@ -130,22 +131,14 @@ function SegmentDialog({ segment, onClose, onSave }: { segment: Segment | null; 
   const [name, setName] = useState(segment?.name ?? '');
   const [description, setDescription] = useState(segment?.description ?? '');
   const [conditions, setConditions] = useState<Condition[]>(segment?.conditions.length ? segment.conditions : [blankCondition()]);
-  const [errors, setErrors] = useState<{ key?: string; name?: string; form?: string }>({});
-  const [busy, setBusy] = useState(false);
+  const [errors, setErrors] = useState<{ key?: string; name?: string }>({});
+  const { busy, error, save } = useDialogSave(onClose);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const found = { key: flagKeyError(key), name: name.trim() ? undefined : 'Give the segment a name' };
     setErrors(found);
     if (found.key || found.name) return;
-    setBusy(true);
-    try {
-      await onSave({ key, name: name.trim(), description: description.trim() || null, conditions: conditions.map(toBody) });
-      onClose();
-    } catch (caught) {
-      setErrors({ form: (caught as Error).message });
-    } finally {
-      setBusy(false);
-    }
+    await save(() => onSave({ key, name: name.trim(), description: description.trim() || null, conditions: conditions.map(toBody) }));
   };
   return (
     <Modal open onOpenChange={(open) => !open && onClose()} title={segment ? `Edit segment ${segment.key}` : 'New segment'} description="Users are in the segment when every condition holds.">
@@ -154,7 +147,7 @@ function SegmentDialog({ segment, onClose, onSave }: { segment: Segment | null; 
         <Field label="Key" value={key} onChange={setKey} error={errors.key} maxLength={100} placeholder="beta" hint="What rules name: a-z, 0-9, _ and -, starting with a letter." />
         <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
         <ConditionsEditor conditions={conditions} onChange={setConditions} />
-        <FormError message={errors.form} />
+        <FormError message={error} />
         <div className="actions">
           <button type="button" className="secondary" onClick={onClose}>
             Cancel
