@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import type { AxeResults, Result, RunOptions } from 'axe-core';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
 
 export const CHROMIUM = process.env.GUIDON_CHROMIUM ?? '/usr/bin/chromium';
@@ -133,6 +133,15 @@ export function serverAndBrowser(env: Record<string, string>, started: (server: 
     await browser?.close();
     await server?.close();
   });
+}
+
+/** A desktop page for a walk, allowed to use the clipboard (copy buttons, pasted lists). */
+export async function walkPage(browser: Browser, serverUrl: string): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: serverUrl });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  return { context, page };
 }
 
 /** Signs the page in with a login token (an empty one signs it out), as the dashboard keeps it. */

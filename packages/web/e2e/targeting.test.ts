@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { eventually, flagsPath, newFlag, newProject, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
-import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -32,10 +32,7 @@ test('a person targets beta customers on a recent app version, and no one else',
   // On, rollout 0: before "everyone else: off", everyone gets it.
   const flag = await newFlag(server, user, project, { key: 'beta_checkout', name: 'Beta checkout', enabled: true });
 
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
+  const { context, page } = await walkPage(browser, server.url);
   let allowed: RegExp | null = null;
   const consoleErrors = watchConsole(page, () => allowed);
   const heading = (name: string | RegExp) => page.getByRole('heading', { name }).first().waitFor();
@@ -157,6 +154,30 @@ test('a person targets beta customers on a recent app version, and no one else',
     await dialog.waitFor({ state: 'detached' });
     allowed = null;
     await checkA11y(page, 'segments, used by a flag');
+
+    // Editing: a pasted list of a thousand values is counted, not drawn; re-keying it while in
+    // use is the server's 409; a new name is saved.
+    const editSegment = page.getByRole('button', { name: 'Edit segment beta' });
+    dialog = await dialogByKeyboard(page, editSegment, 'Edit segment beta');
+    await dialog.getByLabel('Key').fill('beta_v2');
+    await page.evaluate((list) => navigator.clipboard.writeText(list), Array.from({ length: 1000 }, (_, i) => `customer-${i}`).join('\n'));
+    await dialog.getByLabel('Values', { exact: true }).focus();
+    await page.keyboard.press('Control+V');
+    await dialog.getByText('and 952 more').waitFor();
+    await dialog.getByRole('button', { name: 'Remove all 1002 values of condition 1' }).waitFor();
+    await checkA11y(page, 'edit segment dialog, a thousand values pasted');
+    allowed = /status of 409/;
+    await dialog.getByRole('button', { name: 'Save segment' }).click();
+    await dialog.getByRole('alert').filter({ hasText: 'cannot change while it is in use' }).waitFor();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    allowed = null;
+    dialog = await dialogByKeyboard(page, editSegment, 'Edit segment beta');
+    assert.equal(await dialog.getByRole('list', { name: 'Values of condition 1' }).getByRole('listitem').count(), 2, 'the cancelled edit changed nothing');
+    await dialog.getByLabel('Name').fill('Beta testers');
+    await dialog.getByRole('button', { name: 'Save segment' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await page.getByRole('row', { name: /^beta Beta testers/ }).waitFor();
 
     // Try it with custom attributes: the reason says which rule served.
     await section('Try it');

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { eventually, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { bucketOf } from '@guidon/engine';
-import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -39,10 +39,7 @@ const newPassword = 'a brand new passphrase';
 
 // A generous limit: axe runs at four views on every page reached, on a machine that may be shared.
 test('a person runs their flags from the dashboard', { timeout: 300_000 }, async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
+  const { context, page } = await walkPage(browser, server.url);
   // Only the deliberate failures (a refused toggle, an expired session) may show the browser's
   // "failed to load resource" error, each during its own step.
   let allowed: RegExp | null = null;

@@ -10,6 +10,7 @@ import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
 import { FormError } from '../../components/FormError';
 import { useDialogSave } from '../../components/useDialogSave';
+import { DialogActions } from '../../components/DialogActions';
 import { ConditionsEditor } from '../targeting/ConditionsEditor';
 import { blankCondition, conditionsSentence, ruleSentence, toBody } from '../targeting/conditions';
 
@@ -222,15 +223,7 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
         <label className="checkbox">
           <input type="checkbox" checked={enabled} onChange={(event) => setEnabled(event.target.checked)} /> Rule enabled
         </label>
-        <FormError message={error} />
-        <div className="actions">
-          <button type="button" className="secondary" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" disabled={busy}>
-            {rule ? 'Save rule' : 'Add rule'}
-          </button>
-        </div>
+        <DialogActions error={error} busy={busy} submitLabel={rule ? 'Save rule' : 'Add rule'} onCancel={onClose} />
       </form>
     </Modal>
   );

@@ -6,7 +6,7 @@ import { useSegmentMutations, type SegmentBody } from '../../api/segments';
 import { useRole } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Field } from '../../components/Field';
-import { FormError } from '../../components/FormError';
+import { DialogActions } from '../../components/DialogActions';
 import { Modal } from '../../components/Modal';
 import { useDialogSave } from '../../components/useDialogSave';
 import { RoleNote } from '../../components/RoleNote';
@@ -147,15 +147,7 @@ function SegmentDialog({ segment, onClose, onSave }: { segment: Segment | null; 
         <Field label="Key" value={key} onChange={setKey} error={errors.key} maxLength={100} placeholder="beta" hint="What rules name: a-z, 0-9, _ and -, starting with a letter." />
         <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
         <ConditionsEditor conditions={conditions} onChange={setConditions} />
-        <FormError message={error} />
-        <div className="actions">
-          <button type="button" className="secondary" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" disabled={busy}>
-            {segment ? 'Save segment' : 'Create segment'}
-          </button>
-        </div>
+        <DialogActions error={error} busy={busy} submitLabel={segment ? 'Save segment' : 'Create segment'} onCancel={onClose} />
       </form>
     </Modal>
   );
