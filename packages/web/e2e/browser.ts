@@ -1,9 +1,12 @@
 /** Debian's Chromium driven by playwright-core (never a downloaded browser), and axe-core. The server's emails arrive in its test mailbox (harness.ts). */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { after, before } from 'node:test';
 import type { AxeResults, Result, RunOptions } from 'axe-core';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
 
 export const CHROMIUM = process.env.GUIDON_CHROMIUM ?? '/usr/bin/chromium';
 export const hasChromium = () => existsSync(CHROMIUM);
@@ -114,4 +117,65 @@ export function watchConsole(page: Page, allowed: () => RegExp | null = () => nu
   });
   page.on('pageerror', (error) => errors.push(`${page.url()}: ${error.message}`));
   return errors;
+}
+
+/** A walk file's server (started with `env`) and Chromium: up before its tests, closed after; `started` receives them. */
+export function serverAndBrowser(env: Record<string, string>, started: (server: TestServer, browser: Browser) => void): void {
+  let server: TestServer | undefined;
+  let browser: Browser | undefined;
+  before(async () => {
+    assert.ok(hasChromium(), 'Chromium is installed (apt-get install chromium)');
+    server = await startServer(env);
+    browser = await launch();
+    started(server, browser);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+}
+
+/** A desktop page for a walk, allowed to use the clipboard (copy buttons, pasted lists). */
+export async function walkPage(browser: Browser, serverUrl: string): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: serverUrl });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  return { context, page };
+}
+
+/** Signs the page in with a login token (an empty one signs it out), as the dashboard keeps it. */
+export async function signIn(page: Page, serverUrl: string, token: string): Promise<void> {
+  await page.goto(serverUrl + '/login');
+  await page.evaluate((value) => (value ? localStorage.setItem('guidon.token', value) : localStorage.removeItem('guidon.token')), token);
+}
+
+/** A walk's failure with what the page showed when it failed: a screenshot (`guidon-<name>-failure.png`) and its alerts. */
+export async function failureReport(page: Page, name: string, error: unknown): Promise<Error> {
+  const shot = join(process.env.TMPDIR ?? '/tmp', `guidon-${name}-failure.png`);
+  await page.screenshot({ path: shot }).catch(() => undefined);
+  const alerts = (await page.getByRole('alert').allTextContents().catch(() => [])).join(' | ');
+  return new Error(`${(error as Error).message}\nat ${page.url()} (screenshot ${shot}); alerts: ${alerts || 'none'}`);
+}
+
+/**
+ * Screenshots are taken on desktop and phone, light and dark: `shoot` gets a fresh page in each
+ * view, the file-name suffix of that view and whether to take the full page (desktop).
+ */
+export async function forEachScreenshotView(dir: string, browser: Browser, shoot: (page: Page, view: { suffix: string; fullPage: boolean }) => Promise<void>): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  const variants = [
+    { name: 'desktop', viewport: { width: 1280, height: 860 }, isMobile: false },
+    { name: 'phone', viewport: { width: 360, height: 760 }, isMobile: true },
+  ];
+  for (const variant of variants) {
+    for (const colorScheme of ['light', 'dark'] as const) {
+      const context = await browser.newContext({ viewport: variant.viewport, isMobile: variant.isMobile, colorScheme, deviceScaleFactor: 1 });
+      try {
+        await shoot(await context.newPage(), { suffix: `${variant.name}-${colorScheme}`, fullPage: variant.name === 'desktop' });
+      } finally {
+        await context.close();
+      }
+    }
+  }
 }

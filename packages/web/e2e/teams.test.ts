@@ -13,13 +13,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { eventually, newFlag, newProject, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
-import { checkA11y, dialogByKeyboard, hasChromium, launch, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, failureReport, forEachScreenshotView, hasChromium, launch, signIn, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -54,8 +53,7 @@ const invitee = `teammate-${process.pid}@example.com`;
 async function signedInPage(context: BrowserContext, token: string): Promise<Page> {
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
-  await page.goto(server.url + '/login');
-  await page.evaluate((value) => localStorage.setItem('guidon.token', value), token);
+  await signIn(page, server.url, token);
   return page;
 }
 
@@ -222,11 +220,8 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: true }).waitFor();
   } catch (error) {
-    const shot = join(process.env.TMPDIR ?? '/tmp', 'guidon-teams-failure.png');
-    await page.screenshot({ path: shot }).catch(() => undefined);
-    await guest.screenshot({ path: shot.replace('.png', '-guest.png') }).catch(() => undefined);
-    const alerts = (await page.getByRole('alert').allTextContents().catch(() => [])).join(' | ');
-    throw new Error(`${(error as Error).message}\nat ${page.url()} (screenshot ${shot}); alerts: ${alerts || 'none'}`);
+    await guest.screenshot({ path: join(process.env.TMPDIR ?? '/tmp', 'guidon-teams-failure-guest.png') }).catch(() => undefined);
+    throw await failureReport(page, 'teams', error);
   }
   assert.deepEqual([...consoleErrors, ...guestErrors], [], 'no console errors on any page');
 
@@ -237,7 +232,6 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
 
 /** The teams pages, desktop and phone, light and dark. */
 async function screenshots(dir: string, token: string, projectId: string) {
-  mkdirSync(dir, { recursive: true });
   const flags = (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token })).body;
   const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token })).body;
   const production = environments.find((env: { key: string }) => env.key === 'production');
@@ -252,23 +246,15 @@ async function screenshots(dir: string, token: string, projectId: string) {
     { name: 'webhooks', path: `/projects/${projectId}/webhooks`, open: true },
     { name: 'tokens', path: '/account/tokens' },
   ];
-  const variants = [
-    { name: 'desktop', viewport: { width: 1280, height: 860 }, isMobile: false },
-    { name: 'phone', viewport: { width: 360, height: 760 }, isMobile: true },
-  ];
-  for (const variant of variants) {
-    for (const colorScheme of ['light', 'dark'] as const) {
-      const context = await browser.newContext({ viewport: variant.viewport, isMobile: variant.isMobile, colorScheme, deviceScaleFactor: 1 });
-      const page = await signedInPage(context, token);
-      for (const shot of pages) {
-        await page.goto(server.url + shot.path);
-        await page.waitForLoadState('networkidle');
-        if (shot.open) await page.getByRole('button', { name: /^Deliveries of/ }).first().click();
-        await page.getByRole('status').filter({ hasText: /^\s*Loading/ }).waitFor({ state: 'detached' }).catch(() => undefined);
-        await page.waitForTimeout(200);
-        await page.screenshot({ path: join(dir, `${shot.name}-${variant.name}-${colorScheme}.png`), fullPage: variant.name === 'desktop' });
-      }
-      await context.close();
+  await forEachScreenshotView(dir, browser, async (page, view) => {
+    await signIn(page, server.url, token);
+    for (const shot of pages) {
+      await page.goto(server.url + shot.path);
+      await page.waitForLoadState('networkidle');
+      if (shot.open) await page.getByRole('button', { name: /^Deliveries of/ }).first().click();
+      await page.getByRole('status').filter({ hasText: /^\s*Loading/ }).waitFor({ state: 'detached' }).catch(() => undefined);
+      await page.waitForTimeout(200);
+      await page.screenshot({ path: join(dir, `${shot.name}-${view.suffix}.png`), fullPage: view.fullPage });
     }
-  }
+  });
 }

@@ -10,26 +10,19 @@
  * GUIDON_SCREENSHOTS=<dir> also saves screenshots of the main pages (desktop and phone, light and
  * dark) into that directory: `npm run screenshots -w packages/web`.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { eventually, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { eventually, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { bucketOf } from '@guidon/engine';
-import { checkA11y, dialogByKeyboard, focusReturnsTo, hasChromium, launch, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
-
-before(async () => {
-  assert.ok(hasChromium(), 'Chromium is installed (apt-get install chromium)');
-  server = await startServer({ PUBLIC_URL: 'http://guidon.test' });
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+serverAndBrowser({ PUBLIC_URL: 'http://guidon.test' }, (started, chromium) => {
+  server = started;
+  browser = chromium;
 });
 
 /** The path and query of the newest link to `path` in the emails to the address (the server's test mailbox). */
@@ -46,10 +39,7 @@ const newPassword = 'a brand new passphrase';
 
 // A generous limit: axe runs at four views on every page reached, on a machine that may be shared.
 test('a person runs their flags from the dashboard', { timeout: 300_000 }, async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
+  const { context, page } = await walkPage(browser, server.url);
   // Only the deliberate failures (a refused toggle, an expired session) may show the browser's
   // "failed to load resource" error, each during its own step.
   let allowed: RegExp | null = null;
@@ -58,11 +48,7 @@ test('a person runs their flags from the dashboard', { timeout: 300_000 }, async
   try {
     projectId = await walk(page, (pattern) => (allowed = pattern));
   } catch (error) {
-    // What the page showed when it failed: a screenshot and its alerts.
-    const shot = join(process.env.TMPDIR ?? '/tmp', 'guidon-walk-failure.png');
-    await page.screenshot({ path: shot }).catch(() => undefined);
-    const alerts = (await page.getByRole('alert').allTextContents().catch(() => [])).join(' | ');
-    throw new Error(`${(error as Error).message}\nat ${page.url()} (screenshot ${shot}); alerts: ${alerts || 'none'}`);
+    throw await failureReport(page, 'walk', error);
   }
   assert.deepEqual(consoleErrors, [], 'no console errors on any page');
 
@@ -348,7 +334,6 @@ const token = (page: Page) => page.evaluate(() => localStorage.getItem('guidon.t
 
 /** The main pages, desktop and phone, light and dark. */
 async function screenshots(dir: string, sessionToken: string, projectId: string) {
-  mkdirSync(dir, { recursive: true });
   const flags = (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token: sessionToken })).body;
   const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token: sessionToken })).body;
   const production = environments.find((env: { key: string }) => env.key === 'production');
@@ -366,23 +351,13 @@ async function screenshots(dir: string, sessionToken: string, projectId: string)
     { name: 'verify-email', path: '/verify-email?token=from-the-email', token: '' },
     { name: 'signup-invitation', path: '/register?invitation=from-the-email', token: '' },
   ];
-  const variants = [
-    { name: 'desktop', viewport: { width: 1280, height: 860 }, isMobile: false },
-    { name: 'phone', viewport: { width: 360, height: 760 }, isMobile: true },
-  ];
-  for (const variant of variants) {
-    for (const colorScheme of ['light', 'dark'] as const) {
-      const context = await browser.newContext({ viewport: variant.viewport, isMobile: variant.isMobile, colorScheme, deviceScaleFactor: 1 });
-      const page = await context.newPage();
-      for (const shot of pages) {
-        await page.goto(server.url + '/login');
-        await page.evaluate((value) => (value ? localStorage.setItem('guidon.token', value) : localStorage.removeItem('guidon.token')), shot.token);
-        await page.goto(server.url + shot.path);
-        await page.waitForLoadState('networkidle');
-        await page.waitForTimeout(300); // the chart's first paint
-        await page.screenshot({ path: join(dir, `${shot.name}-${variant.name}-${colorScheme}.png`), fullPage: variant.name === 'desktop' });
-      }
-      await context.close();
+  await forEachScreenshotView(dir, browser, async (page, view) => {
+    for (const shot of pages) {
+      await signIn(page, server.url, shot.token);
+      await page.goto(server.url + shot.path);
+      await page.waitForLoadState('networkidle');
+      await page.waitForTimeout(300); // the chart's first paint
+      await page.screenshot({ path: join(dir, `${shot.name}-${view.suffix}.png`), fullPage: view.fullPage });
     }
-  }
+  });
 }

@@ -24,6 +24,7 @@ import { MembersPage } from './pages/members/MembersPage';
 import { AuditPage } from './pages/audit/AuditPage';
 import { WebhooksPage } from './pages/webhooks/WebhooksPage';
 import { TokensPage } from './pages/tokens/TokensPage';
+import { SegmentsPage } from './pages/targeting/SegmentsPage';
 
 // The history page carries the chart library: loaded when first opened, not on first load.
 const UsagePage = lazy(() => import('./pages/usage/UsagePage'));
@@ -69,6 +70,7 @@ const router = createBrowserRouter([
             children: [
               { index: true, element: <FlagsPage /> },
               { path: 'flags/:envId/:flagId', element: <FlagPage /> },
+              { path: 'segments', element: <SegmentsPage /> },
               { path: 'environments', element: <EnvironmentsPage /> },
               { path: 'try', element: <TryItPage /> },
               {

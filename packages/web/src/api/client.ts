@@ -15,6 +15,8 @@ export type ApiToken = components['schemas']['ApiToken'];
 export type AuditEvent = components['schemas']['AuditEvent'];
 export type ResourceType = NonNullable<NonNullable<paths['/api/projects/{project_id}/audit']['get']['parameters']['query']>['resource_type']>;
 export type Webhook = components['schemas']['Webhook'];
+export type Condition = components['schemas']['Condition'];
+export type Segment = components['schemas']['Segment'];
 
 /** An answer other than 2xx, with the server's message (contract §3). */
 export class ApiError extends Error {

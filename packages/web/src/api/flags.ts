@@ -2,8 +2,10 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap, type Flag, type ProjectFlag, type Rule } from './client';
 import { envParams, flagParams, keys } from './queries';
 
-type FlagChanges = Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>;
-type RuleChanges = Partial<Pick<Rule, 'enabled' | 'priority' | 'rule_type' | 'rule_value'>>;
+type FlagChanges = Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else'>>;
+/** What a rule's dialog writes: the seed types' value, or conditions, with the rule's rollout and what it serves. */
+export type RuleBody = Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'enabled' | 'rollout_percentage' | 'serve'>;
+type RuleChanges = Partial<RuleBody & Pick<Rule, 'priority'>>;
 
 export function useCreateFlag(pid: string) {
   const client = useQueryClient();
@@ -14,7 +16,7 @@ export function useCreateFlag(pid: string) {
   });
 }
 
-/** Name, description or rollout: the answer is shown at once, the overview refreshed behind. */
+/** Name, description, rollout or everyone else: the answer is shown at once, the overview refreshed behind. */
 export function useUpdateFlag(pid: string, envId: string, flagId: string) {
   const client = useQueryClient();
   return useMutation({
@@ -89,10 +91,11 @@ export function useRuleMutations(pid: string, envId: string, flagId: string) {
   const path = flagParams(pid, envId, flagId).params.path;
   const rule = (rule_id: string) => ({ params: { path: { ...path, rule_id } } });
   const put = (ruleId: string, body: RuleChanges) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { ...rule(ruleId), body }));
-  const onSettled = () => Promise.all([client.invalidateQueries({ queryKey: keys.rules(flagId) }), client.invalidateQueries({ queryKey: keys.projectFlags(pid) })]);
+  // Segments say where they are used: a rule naming one changes that.
+  const onSettled = () => Promise.all([keys.rules(flagId), keys.projectFlags(pid), keys.segments(pid)].map((queryKey) => client.invalidateQueries({ queryKey })));
 
   const create = useMutation({
-    mutationFn: (body: Pick<Rule, 'rule_type' | 'rule_value' | 'enabled' | 'priority'>) =>
+    mutationFn: (body: RuleBody & Pick<Rule, 'priority'>) =>
       unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', { params: { path }, body })),
     onSettled,
   });

@@ -12,6 +12,7 @@ export const keys = {
   projectFlags: (pid: string) => ['projectFlags', pid] as const,
   flag: (flagId: string) => ['flag', flagId] as const,
   rules: (flagId: string) => ['rules', flagId] as const,
+  segments: (pid: string) => ['segments', pid] as const,
 };
 
 export const useProjects = () => useQuery({ queryKey: keys.projects, queryFn: () => unwrap(api.GET('/api/projects')) });
@@ -24,6 +25,9 @@ export const useFlag = (pid: string, envId: string, flagId: string) =>
   useQuery({ queryKey: keys.flag(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', f(pid, envId, flagId))) });
 export const useRules = (pid: string, envId: string, flagId: string) =>
   useQuery({ queryKey: keys.rules(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', f(pid, envId, flagId))) });
+
+export const useSegments = (pid: string) =>
+  useQuery({ queryKey: keys.segments(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/segments', p(pid))) });
 
 export { e as envParams, f as flagParams, p as projectParams };
 

@@ -5,6 +5,7 @@ import { QueryState } from './States';
 /** A project's sections. Webhooks hold signing secrets: only owners see that tab. API tokens are per user (the header's "API tokens"). */
 const SECTIONS = [
   { to: '', label: 'Flags', end: true },
+  { to: 'segments', label: 'Segments' },
   { to: 'environments', label: 'Environments' },
   { to: 'try', label: 'Try it' },
   { to: 'usage', label: 'Usage' },

@@ -46,7 +46,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
   const canEdit = can('editor');
   useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
 
-  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage'>>) => void (await update.mutateAsync(changes));
+  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else'>>) => void (await update.mutateAsync(changes));
   const saveRollout = async (value: number) => {
     if (!Number.isInteger(value) || value < 0 || value > 100) return setRolloutError('A whole number from 0 to 100');
     setRolloutError(null);
@@ -144,9 +144,14 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
                 </span>
               </div>
               <FormError message={rolloutError} id="rollout-error" />
+              <EveryoneElse flag={flag} readOnly={!canEdit} save={save} />
               <p className="muted small">
-                While it is on, users a rule matches get it.{' '}
-                {rollout === 0 ? 'Rollout 0 means no rollout: everyone else gets it too.' : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
+                While it is on, users a rule serves get what the rule serves.{' '}
+                {flag.everyone_else === 'off'
+                  ? 'Everyone else gets it off: the rollout is not used.'
+                  : rollout === 0
+                    ? 'Rollout 0 means no rollout: everyone else gets it too.'
+                    : `Of everyone else, ${rollout}% get it, chosen by a stable hash of their user_id.`}
               </p>
             </div>
           </section>
@@ -185,6 +190,38 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
           navigate(`/projects/${projectId}`, { replace: true });
         }}
       />
+    </div>
+  );
+}
+
+const EVERYONE_ELSE = { rollout: 'served by the rollout', off: 'off' } as const;
+
+/** What a user no rule served gets (contract §14, everyone_else). */
+function EveryoneElse({ flag, readOnly, save }: { flag: Flag; readOnly: boolean; save: (changes: Pick<Flag, 'everyone_else'>) => Promise<void> }) {
+  const [error, setError] = useState<string | null>(null);
+  const choose = async (everyone_else: Flag['everyone_else']) => {
+    setError(null);
+    try {
+      await save({ everyone_else });
+    } catch (caught) {
+      setError(`Not changed: ${(caught as Error).message}`);
+    }
+  };
+  return (
+    <div className="everyone-else">
+      <span className="everyone-label" aria-hidden="true">
+        Everyone else
+      </span>
+      <fieldset className="segmented" disabled={readOnly}>
+        <legend>Everyone else</legend>
+        {(Object.keys(EVERYONE_ELSE) as Flag['everyone_else'][]).map((value) => (
+          <label key={value} className={flag.everyone_else === value ? 'selected' : ''}>
+            <input type="radio" name="everyone-else" value={value} checked={flag.everyone_else === value} onChange={() => void choose(value)} />
+            {EVERYONE_ELSE[value]}
+          </label>
+        ))}
+      </fieldset>
+      <FormError message={error} />
     </div>
   );
 }
@@ -250,7 +287,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
   return (
     <section className="panel">
       <h3>Copy to environment</h3>
-      <p className="muted">Copies the name, description, on/off, rollout and rules.</p>
+      <p className="muted">Copies the name, description, on/off, rollout, everyone else and rules.</p>
       <form onSubmit={copy} noValidate className="inline-form">
         <div className="field">
           <label htmlFor="copy-target">Target environment</label>

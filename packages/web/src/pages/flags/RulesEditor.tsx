@@ -2,13 +2,17 @@ import { useState, type FormEvent } from 'react';
 import { DndContext, KeyboardSensor, PointerSensor, closestCenter, useSensor, useSensors, type DragEndEvent } from '@dnd-kit/core';
 import { SortableContext, arrayMove, sortableKeyboardCoordinates, useSortable, verticalListSortingStrategy } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
-import type { Flag, Rule, RuleType } from '../../api/client';
-import { useRules } from '../../api/queries';
-import { useRuleMutations } from '../../api/flags';
+import type { Condition, Flag, Rule, RuleType } from '../../api/client';
+import { useRules, useSegments } from '../../api/queries';
+import { useRuleMutations, type RuleBody } from '../../api/flags';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { QueryState } from '../../components/States';
 import { FormError } from '../../components/FormError';
+import { useDialogSave } from '../../components/useDialogSave';
+import { DialogActions } from '../../components/DialogActions';
+import { ConditionsEditor } from '../targeting/ConditionsEditor';
+import { blankCondition, conditionsSentence, ruleSentence, toBody } from '../targeting/conditions';
 
 export const RULE_TYPES: Record<RuleType, { label: string; example: string; help: string }> = {
   user_id: { label: 'User id', example: 'user-42', help: 'Matches the user_id the app sends, exactly.' },
@@ -17,12 +21,15 @@ export const RULE_TYPES: Record<RuleType, { label: string; example: string; help
   conditions: { label: 'Conditions', example: 'plan is one of beta', help: 'Matches when every condition on the context’s attributes holds.' },
 };
 
-const ruleName = (rule: Pick<Rule, 'rule_type' | 'rule_value'>) => `${RULE_TYPES[rule.rule_type].label} ${rule.rule_value}`;
+/** A rule's name in its buttons' names: its kind and value, or its conditions. */
+const ruleName = (rule: Pick<Rule, 'rule_type' | 'rule_value' | 'conditions'>) =>
+  rule.rule_type === 'conditions' ? conditionsSentence(rule.conditions ?? []) : `${RULE_TYPES[rule.rule_type].label} ${rule.rule_value}`;
 
 /** Targeting rules in evaluation order (highest priority first); reorder by drag or keyboard. */
 export function RulesEditor({ projectId, envId, flag, readOnly = false }: { projectId: string; envId: string; flag: Flag; readOnly?: boolean }) {
   const rules = useRules(projectId, envId, flag.id);
   const write = useRuleMutations(projectId, envId, flag.id);
+  const segments = useSegments(projectId);
   const [editing, setEditing] = useState<Rule | 'new' | null>(null);
   const [error, setError] = useState<string | null>(null);
   const sensors = useSensors(useSensor(PointerSensor, { activationConstraint: { distance: 4 } }), useSensor(KeyboardSensor, { coordinateGetter: sortableKeyboardCoordinates }));
@@ -57,7 +64,7 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
           </button>
         )}
       </div>
-      <p className="muted small">While the flag is on, the first enabled rule that matches turns it on for that user; top first. Drag a rule by its handle, or focus the handle and use Space and the arrow keys.</p>
+      <p className="muted small">While the flag is on, the first enabled rule that matches a user (and whose rollout includes them) decides what they get; top first. Drag a rule by its handle, or focus the handle and use Space and the arrow keys.</p>
       <FormError message={error} />
       <QueryState query={rules} what="rules">
         {(list) =>
@@ -96,6 +103,7 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
       {editing && (
         <RuleDialog
           rule={editing === 'new' ? null : editing}
+          segmentKeys={(segments.data ?? []).map((segment) => segment.key)}
           onClose={() => setEditing(null)}
           onSave={async (body) => {
             if (editing === 'new') {
@@ -127,7 +135,7 @@ function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, o
       )}
       <div className="rule-text">
         <span className="muted small">{RULE_TYPES[rule.rule_type].label}</span>
-        <code>{rule.rule_value}</code>
+        <span className="sentence">{ruleSentence(rule)}</span>
       </div>
       {readOnly ? (
         <span className="muted small">{rule.enabled ? 'Enabled' : 'Disabled'}</span>
@@ -154,27 +162,29 @@ function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, o
   );
 }
 
-function RuleDialog({ rule, onClose, onSave }: { rule: Rule | null; onClose: () => void; onSave: (body: { rule_type: RuleType; rule_value: string; enabled: boolean }) => Promise<void> }) {
+function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null; segmentKeys: string[]; onClose: () => void; onSave: (body: RuleBody) => Promise<void> }) {
   const [type, setType] = useState<RuleType>(rule?.rule_type ?? 'user_id');
   const [value, setValue] = useState(rule?.rule_value ?? '');
+  const [conditions, setConditions] = useState<Condition[]>(rule?.conditions?.length ? rule.conditions : [blankCondition()]);
+  const [rollout, setRollout] = useState(String(rule?.rollout_percentage ?? 100));
+  const [serve, setServe] = useState(rule?.serve ?? true);
   const [enabled, setEnabled] = useState(rule?.enabled ?? true);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [errors, setErrors] = useState<{ value?: string; rollout?: string }>({});
+  const { busy, error, save } = useDialogSave(onClose);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    if (!value.trim()) return setError(`Enter a value, for example ${RULE_TYPES[type].example}`);
-    setBusy(true);
-    try {
-      await onSave({ rule_type: type, rule_value: value.trim(), enabled });
-      onClose();
-    } catch (caught) {
-      setError((caught as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    const percentage = Number(rollout);
+    const found = {
+      value: type !== 'conditions' && !value.trim() ? `Enter a value, for example ${RULE_TYPES[type].example}` : undefined,
+      rollout: rollout.trim() === '' || !Number.isInteger(percentage) || percentage < 0 || percentage > 100 ? 'A whole number from 0 to 100' : undefined,
+    };
+    setErrors(found);
+    if (found.value || found.rollout) return;
+    const target = type === 'conditions' ? { rule_value: null, conditions: conditions.map(toBody) } : { rule_value: value.trim(), conditions: null };
+    await save(() => onSave({ rule_type: type, ...target, enabled, rollout_percentage: percentage, serve }));
   };
   return (
-    <Modal open onOpenChange={(open) => !open && onClose()} title={rule ? 'Edit rule' : 'Add rule'} description="A matching user gets the flag while it is on.">
+    <Modal open onOpenChange={(open) => !open && onClose()} title={rule ? 'Edit rule' : 'Add rule'} description="What a matching user gets while the flag is on.">
       <form onSubmit={submit} noValidate>
         <fieldset className="radio-list">
           <legend>Match by</legend>
@@ -185,18 +195,35 @@ function RuleDialog({ rule, onClose, onSave }: { rule: Rule | null; onClose: () 
             </label>
           ))}
         </fieldset>
-        <Field label="Value" value={value} onChange={setValue} error={error} hint={`${RULE_TYPES[type].help} Example: ${RULE_TYPES[type].example}`} placeholder={RULE_TYPES[type].example} maxLength={400} autoFocus />
+        {type === 'conditions' ? (
+          <ConditionsEditor conditions={conditions} onChange={setConditions} segmentKeys={segmentKeys} />
+        ) : (
+          <Field label="Value" value={value} onChange={setValue} error={errors.value} hint={`${RULE_TYPES[type].help} Example: ${RULE_TYPES[type].example}`} placeholder={RULE_TYPES[type].example} maxLength={400} autoFocus />
+        )}
+        <fieldset className="radio-list inline">
+          <legend>Matching users get</legend>
+          <label className="checkbox">
+            <input type="radio" name="rule-serve" checked={serve} onChange={() => setServe(true)} /> the flag on
+          </label>
+          <label className="checkbox">
+            <input type="radio" name="rule-serve" checked={!serve} onChange={() => setServe(false)} /> the flag off
+          </label>
+        </fieldset>
+        <Field
+          label="Rule rollout (%)"
+          className="number"
+          type="number"
+          min={0}
+          max={100}
+          value={rollout}
+          onChange={setRollout}
+          error={errors.rollout}
+          hint="Of the users this rule matches, this share gets what it serves (by a stable hash of their user_id); the others go on to the next rule."
+        />
         <label className="checkbox">
           <input type="checkbox" checked={enabled} onChange={(event) => setEnabled(event.target.checked)} /> Rule enabled
         </label>
-        <div className="actions">
-          <button type="button" className="secondary" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" disabled={busy}>
-            {rule ? 'Save rule' : 'Add rule'}
-          </button>
-        </div>
+        <DialogActions error={error} busy={busy} submitLabel={rule ? 'Save rule' : 'Add rule'} onCancel={onClose} />
       </form>
     </Modal>
   );

@@ -7,6 +7,20 @@ import { ErrorState, Loading } from '../../components/States';
 import { FormError } from '../../components/FormError';
 
 type Answer = Record<string, { enabled: boolean; reason: string }>;
+type Attribute = { name: string; value: string };
+
+/** A value as an app would send it: a number or boolean when it reads as one, else the text. */
+export function typedValue(text: string): string | number | boolean {
+  const trimmed = text.trim();
+  if (trimmed === 'true' || trimmed === 'false') return trimmed === 'true';
+  const number = Number(trimmed);
+  return trimmed !== '' && Number.isFinite(number) ? number : text;
+}
+
+const customAttributes = (rows: Attribute[]) => {
+  const named = rows.filter((row) => row.name.trim() !== '');
+  return named.length === 0 ? null : Object.fromEntries(named.map((row) => [row.name.trim(), typedValue(row.value)]));
+};
 
 /** Calls the real POST /sdk/v1/evaluate with the project's SDK key, as an app would. */
 export function TryItPage() {
@@ -16,6 +30,7 @@ export function TryItPage() {
   const [environment, setEnvironment] = useState('');
   const [userId, setUserId] = useState('');
   const [userEmail, setUserEmail] = useState('');
+  const [attributes, setAttributes] = useState<Attribute[]>([]);
   const [answer, setAnswer] = useState<Answer | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -30,7 +45,7 @@ export function TryItPage() {
     setBusy(true);
     setError(null);
     try {
-      const context = { user_id: userId.trim() || null, user_email: userEmail.trim() || null };
+      const context = { user_id: userId.trim() || null, user_email: userEmail.trim() || null, custom_attributes: customAttributes(attributes) };
       const result = await unwrap(api.POST('/sdk/v1/evaluate', { headers: { 'x-sdk-key': project.data?.sdk_key ?? '' }, body: { environment: envKey, context } }));
       setAnswer(result.flags);
     } catch (caught) {
@@ -59,6 +74,7 @@ export function TryItPage() {
           </div>
           <Field label="user_id" value={userId} onChange={setUserId} placeholder="user-42" autoComplete="off" maxLength={1024} />
           <Field label="user_email" type="email" value={userEmail} onChange={setUserEmail} placeholder="ada@example.com" autoComplete="off" maxLength={1024} />
+          <AttributeRows rows={attributes} onChange={setAttributes} />
           <div className="actions start">
             <button type="submit" disabled={busy || !envKey}>
               Evaluate
@@ -102,5 +118,29 @@ export function TryItPage() {
         </section>
       )}
     </div>
+  );
+}
+
+/** Custom attributes as name and value rows (contract §14); a value that reads as a number or true/false is sent as one. */
+function AttributeRows({ rows, onChange }: { rows: Attribute[]; onChange: (rows: Attribute[]) => void }) {
+  const set = (index: number, changes: Partial<Attribute>) => onChange(rows.map((row, i) => (i === index ? { ...row, ...changes } : row)));
+  return (
+    <fieldset className="attributes">
+      <legend>Custom attributes</legend>
+      {rows.length === 0 && <p className="hint">None: add the attributes your app sends, such as plan or app_version.</p>}
+      {rows.map((row, index) => (
+        <div key={index} className="attribute-row">
+          <Field label={`Name of attribute ${index + 1}`} value={row.name} onChange={(name) => set(index, { name })} placeholder="plan" autoComplete="off" maxLength={64} />
+          <Field label={`Value of attribute ${index + 1}`} value={row.value} onChange={(value) => set(index, { value })} placeholder="beta" autoComplete="off" maxLength={1024} />
+          <button type="button" className="secondary small" onClick={() => onChange(rows.filter((_, i) => i !== index))} aria-label={`Remove attribute ${index + 1}`}>
+            Remove
+          </button>
+        </div>
+      ))}
+      <p className="hint">A value that reads as a number, true or false is sent as one; anything else as text.</p>
+      <button type="button" className="secondary small" disabled={rows.length >= 100} onClick={() => onChange([...rows, { name: '', value: '' }])}>
+        Add attribute
+      </button>
+    </fieldset>
   );
 }

@@ -1,0 +1,86 @@
+import type { Condition, Rule } from '../../api/client';
+
+/**
+ * The operators of contract §14 in words, in the order the select offers them. `values`: how
+ * many a condition takes; `anyCase`: whether case_insensitive applies. The server checks every
+ * condition again on save and its message is shown as it is.
+ */
+export const OPERATORS = {
+  IN: { words: 'is one of', values: 'many', anyCase: true, example: 'beta' },
+  NOT_IN: { words: 'is not one of', values: 'many', anyCase: true, example: 'eu' },
+  STR_CONTAINS: { words: 'contains', values: 'many', anyCase: true, example: 'test' },
+  STR_STARTS_WITH: { words: 'starts with', values: 'many', anyCase: true, example: 'admin-' },
+  STR_ENDS_WITH: { words: 'ends with', values: 'many', anyCase: true, example: '.example.com' },
+  NUM_EQ: { words: '=', values: 'one', anyCase: false, example: '42' },
+  NUM_GT: { words: '>', values: 'one', anyCase: false, example: '42' },
+  NUM_GTE: { words: '≥', values: 'one', anyCase: false, example: '42' },
+  NUM_LT: { words: '<', values: 'one', anyCase: false, example: '42' },
+  NUM_LTE: { words: '≤', values: 'one', anyCase: false, example: '42' },
+  DATE_AFTER: { words: 'after', values: 'one', anyCase: false, example: '2026-12-31T18:00:00Z' },
+  DATE_BEFORE: { words: 'before', values: 'one', anyCase: false, example: '2026-12-31' },
+  SEMVER_EQ: { words: 'version =', values: 'one', anyCase: false, example: '2.4.0' },
+  SEMVER_GT: { words: 'version >', values: 'one', anyCase: false, example: '2.4.0' },
+  SEMVER_GTE: { words: 'version ≥', values: 'one', anyCase: false, example: '2.4.0' },
+  SEMVER_LT: { words: 'version <', values: 'one', anyCase: false, example: '2.4.0' },
+  SEMVER_LTE: { words: 'version ≤', values: 'one', anyCase: false, example: '2.4.0' },
+  REGEX: { words: 'matches regex', values: 'many', anyCase: true, example: '^qa-\\d+$' },
+  IN_CIDR: { words: 'in network', values: 'many', anyCase: false, example: '10.0.0.0/8' },
+  EXISTS: { words: 'exists', values: 'none', anyCase: false, example: '' },
+  IN_SEGMENT: { words: 'is in segment', values: 'many', anyCase: false, example: 'beta' },
+} as const satisfies Record<string, { words: string; values: 'many' | 'one' | 'none'; anyCase: boolean; example: string }>;
+export type Operator = keyof typeof OPERATORS;
+
+/** What Guidon fills in itself (contract §14); any other name is a custom attribute the app sends. */
+export const BUILT_IN_ATTRIBUTES = ['user_id', 'user_email', 'email_domain', 'environment', 'current_time'] as const;
+
+const operatorOf = (condition: Condition) => (OPERATORS as Record<string, (typeof OPERATORS)[Operator]>)[condition.operator];
+
+/** At most this many values are spelled out in a sentence; the rest are counted. */
+const SHOWN_VALUES = 5;
+
+function valueList(values: readonly string[]): string {
+  const shown = values.slice(0, SHOWN_VALUES).join(', ');
+  return values.length > SHOWN_VALUES ? `${shown} and ${values.length - SHOWN_VALUES} more` : shown;
+}
+
+/** "plan is one of beta, gamma", "not (country is one of fr)", "is in segment beta". */
+export function conditionSentence(condition: Condition): string {
+  const operator = operatorOf(condition);
+  const words = operator?.words ?? condition.operator;
+  const values = condition.values ?? [];
+  const subject = condition.operator === 'IN_SEGMENT' ? words : `${condition.attribute ?? ''} ${words}`;
+  const text = `${subject}${values.length > 0 ? ` ${valueList(values)}` : ''}${condition.case_insensitive ? ' (any case)' : ''}`;
+  return condition.negate ? `not (${text})` : text;
+}
+
+export const conditionsSentence = (conditions: readonly Condition[]) => conditions.map(conditionSentence).join(' and ');
+
+const SEED_ATTRIBUTE = { user_id: 'user_id is', user_email: 'user_email is', email_domain: 'email domain is' } as const;
+
+/** The whole rule as it reads: "plan is one of beta and app version ≥ 2.4.0 → on for 50%". */
+export function ruleSentence(rule: Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'serve' | 'rollout_percentage'>): string {
+  const when = rule.rule_type === 'conditions' ? conditionsSentence(rule.conditions ?? []) : `${SEED_ATTRIBUTE[rule.rule_type]} ${rule.rule_value ?? ''}`;
+  return `${when} → ${rule.serve ? 'on' : 'off'}${rule.rollout_percentage < 100 ? ` for ${rule.rollout_percentage}%` : ''}`;
+}
+
+/** Items of a pasted or typed list: one a line or separated by commas, trimmed, empty ones dropped. */
+export const splitValues = (text: string) =>
+  text
+    .split(/[\n,]/)
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+
+/** A condition as the editor holds it: always a values array, flags set. */
+export const blankCondition = (): Condition => ({ attribute: '', operator: 'IN', values: [], negate: false, case_insensitive: false });
+
+/** The body the API takes: IN_SEGMENT without an attribute, EXISTS without values, case only where it applies. */
+export function toBody(condition: Condition): Condition {
+  const operator = operatorOf(condition);
+  return {
+    attribute: condition.operator === 'IN_SEGMENT' ? null : (condition.attribute ?? '').trim(),
+    operator: condition.operator,
+    values: operator?.values === 'none' ? [] : (condition.values ?? []),
+    negate: condition.negate ?? false,
+    case_insensitive: operator?.anyCase ? (condition.case_insensitive ?? false) : false,
+  };
+}
