@@ -213,12 +213,14 @@ function freshConnection(url: string, path: string, headers: Record<string, stri
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
     });
     req.on('error', reject);
+    // A request that never gets its answer fails the test instead of holding the suite.
+    req.setTimeout(15_000, () => req.destroy(new Error(`no answer to ${path} within 15 s`)));
     req.end(JSON.stringify(body));
   });
 }
 
 describe('WORKERS=2 (node:cluster)', () => {
-  test('both workers serve a change at once, share the rate limit, and stop gracefully with their history written', async () => {
+  test('both workers serve a change at once, share the rate limit, and stop gracefully with their history written', { timeout: 180_000 }, async () => {
     const testDatabase = await createTestDatabase();
     const server = await startProcess({ WORKERS: '2', DATABASE_URL: testDatabase.url, RATE_LIMIT_EVALUATE: '40', LOG_LEVEL: 'info' });
     // /health answers once the first worker listens; under load the second one may take seconds more.
