@@ -189,11 +189,18 @@ export async function eventually(check: () => boolean | Promise<boolean>, what: 
   }
 }
 
-/** A TCP port nothing listens on right now. */
+/** Ports this process handed out: two calls before either port is bound must not get the same one. */
+const handedOut = new Set<number>();
+
+/** A TCP port nothing listens on right now, and not handed out before in this process. */
 export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
+  for (;;) {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }

@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { freePort, newProject, newUser, request, startServer, type TestServer } from './harness.js';
 import { createTestDatabase } from './test-database.js';
@@ -290,8 +291,9 @@ describe('OpenID settings', () => {
 });
 
 /** One address in front of two instances, each request to the next one in turn (a load balancer without affinity). */
-async function roundRobin(port: number, targets: string[]): Promise<{ url: string; hits: number[]; close(): Promise<void> }> {
-  const hits = targets.map(() => 0);
+/** A proxy listening at once (on a port of its own), sending requests in turn to `targets` (filled in later). */
+async function roundRobin(targets: string[]): Promise<{ url: string; hits: number[]; close(): Promise<void> }> {
+  const hits = [0, 0];
   let turn = 0;
   const proxy: Server = createServer((incoming, outgoing) => {
     const index = turn++ % targets.length;
@@ -304,22 +306,26 @@ async function roundRobin(port: number, targets: string[]): Promise<{ url: strin
     forward.on('error', () => outgoing.writeHead(502).end());
     incoming.pipe(forward);
   });
-  await new Promise<void>((resolve) => proxy.listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const { port } = proxy.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, hits, close: () => new Promise((resolve) => proxy.close(() => resolve())) };
 }
 
 describe('two instances behind one address', () => {
   test('a sign-in started on one instance finishes on the other', async () => {
     const database = await createTestDatabase();
-    const [portA, portB] = [await freePort(), await freePort()];
-    const proxyPort = await freePort();
-    const publicUrl = `http://127.0.0.1:${proxyPort}`;
-    const provider = await startProvider(publicUrl);
-    const env = { ...provider.env, PUBLIC_URL: publicUrl };
-    const a = await startServer(env, { database, port: portA });
-    const b = await startServer(env, { database, port: portB });
-    const proxy = await roundRobin(proxyPort, [a.url, b.url]);
+    // The one address is bound first (a port only probed as free could be taken before it listens).
+    const targets: string[] = [];
+    const proxy = await roundRobin(targets);
+    let provider: TestProvider | undefined;
+    let a: TestServer | undefined;
+    let b: TestServer | undefined;
     try {
+      provider = await startProvider(proxy.url);
+      const env = { ...provider.env, PUBLIC_URL: proxy.url };
+      a = await startServer(env, { database });
+      b = await startServer(env, { database });
+      targets.push(a.url, b.url);
       const front = { url: proxy.url };
       provider.accounts.set('jo-sub', { email: 'jo@corp.test', email_verified: true });
       const { token } = await signIn(front, 'jo-sub');
@@ -327,9 +333,9 @@ describe('two instances behind one address', () => {
       for (const instance of [a, b]) assert.equal((await request(instance, 'GET', '/api/me', { token })).body.email, 'jo@corp.test');
     } finally {
       await proxy.close();
-      await a.close();
-      await b.close();
-      await provider.close();
+      await a?.close();
+      await b?.close();
+      await provider?.close();
       await database.drop();
     }
   });
