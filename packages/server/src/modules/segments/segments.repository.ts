@@ -94,12 +94,6 @@ export async function segmentKeys(db: Db, projectId: string): Promise<Set<string
   return new Set(rows.map((row) => row.key));
 }
 
-/** The project's segments' conditions by key: what evaluation inlines. */
-export async function segmentConditions(db: Db, projectId: string): Promise<Map<string, Condition[]>> {
-  const rows = await db.selectFrom('segments').select(['key', 'conditions']).where('project_id', '=', projectId).execute();
-  return new Map(rows.map((row) => [row.key, toConditions(row.conditions) ?? []]));
-}
-
 const duplicateKey = (key: string) => `A segment with key "${key}" already exists in this project`;
 
 export interface SegmentFields {
@@ -116,7 +110,8 @@ export async function createSegment(db: Db, projectId: string, fields: SegmentFi
   return toSegment({ ...row, conditions: fields.conditions }, new Map());
 }
 
-export async function updateSegment(db: Db, projectId: string, segmentId: string, changes: Partial<SegmentFields>): Promise<Segment> {
+/** `usedBy`: the segment's users before the change, still its users after (a key changes only while unused). */
+export async function updateSegment(db: Db, segmentId: string, changes: Partial<SegmentFields>, usedBy: Usage[]): Promise<Segment> {
   const { conditions, ...rest } = changes;
   const update = db
     .updateTable('segments')
@@ -126,7 +121,7 @@ export async function updateSegment(db: Db, projectId: string, segmentId: string
     .executeTakeFirst();
   const row = await conflictOnDuplicate(update, duplicateKey(changes.key ?? ''));
   if (!row) throw new NotFound('Segment not found');
-  return toSegment(row, await segmentUsage(db, projectId));
+  return { ...toSegment(row, new Map()), used_by: usedBy };
 }
 
 export async function deleteSegment(db: Db, segmentId: string): Promise<void> {

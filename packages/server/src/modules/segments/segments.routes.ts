@@ -61,7 +61,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
         throw new Conflict(`Segment "${before.key}" is used by ${await whereUsed(trx, before)}: its key cannot change while it is in use`);
       }
       const checked = conditions === undefined ? undefined : checkConditions(conditions, null);
-      const after = await updateSegment(trx, request.params.project_id, before.id, onlyProvided({ key, name, description, conditions: checked }));
+      const after = await updateSegment(trx, before.id, onlyProvided({ key, name, description, conditions: checked }), before.used_by);
       record(change('segment.updated', before, after));
       return after;
     });
