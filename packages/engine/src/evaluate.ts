@@ -21,7 +21,21 @@ export interface RuleDefinition {
   rolloutPercentage?: number | undefined;
   /** Default true: what the rule serves. */
   serve?: boolean | undefined;
+  /** A key of the flag's variants (contract §15): the users the rule serves get that variant. */
+  variant?: string | null | undefined;
 }
+
+/** One of a flag's variants (contract §15). */
+export interface VariantDefinition {
+  key: string;
+  /** Any JSON value; all of one flag's values have one JSON type. */
+  value: unknown;
+  /** 0–1000; a flag's weights sum to 1000. */
+  weight: number;
+}
+
+/** The variant index written for a flag without variants. */
+export const NO_VARIANT = 255;
 
 /** rules must already be ordered: highest priority first, ties oldest first. The array index is the rank. */
 export interface FlagDefinition {
@@ -31,6 +45,10 @@ export interface FlagDefinition {
   rules: readonly RuleDefinition[];
   /** Who no rule served (contract §14): `rollout` (default, §2 steps 3–4) or `off`. */
   everyoneElse?: 'rollout' | 'off' | undefined;
+  /** Contract §15: 0–50 variants; none (or empty): the flag serves only on/off. */
+  variants?: readonly VariantDefinition[] | null | undefined;
+  /** The key of the variant served when the flag answers `enabled: false`; required with variants. */
+  offVariant?: string | null | undefined;
 }
 
 /** A custom attribute's value (contract §14); null counts as absent. */

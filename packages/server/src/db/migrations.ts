@@ -362,5 +362,28 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('oidc_identities_user_idx').on('oidc_identities').column('user_id').execute();
       },
     },
+    // Variants: flags that serve values (contract §15, issue 21). A flag without variants keeps
+    // variants null and answers as before. History: a snapshot of a flag list with variants keeps
+    // each flag's variant keys (null for a flag without), and its rows carry one more byte per flag
+    // after the outcome codes: the variant's index in those keys (255: none).
+    '0008_variants': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('flags').addColumn('variants', json).execute();
+        await db.schema.alterTable('flags').addColumn('off_variant', 'text').execute();
+        await db.schema.alterTable('rules').addColumn('variant', 'text').execute();
+        await db.schema.alterTable('evaluation_snapshots').addColumn('flag_variants', json).execute();
+        await db.schema
+          .createTable('evaluation_variant_counts')
+          .addColumn('flag_id', uuid, (c) => c.notNull())
+          .addColumn('hour_start', timestamp, (c) => c.notNull())
+          .addColumn('variant', 'text', (c) => c.notNull())
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('count', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addPrimaryKeyConstraint('evaluation_variant_counts_pk', ['flag_id', 'hour_start', 'variant'])
+          .execute();
+        await db.schema.createIndex('evaluation_variant_counts_environment_idx').on('evaluation_variant_counts').columns(['environment_id', 'hour_start']).execute();
+      },
+    },
   };
 }

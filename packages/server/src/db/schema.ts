@@ -99,6 +99,9 @@ export interface FlagsTable {
   enabled: Bool;
   rollout_percentage: number;
   everyone_else: ColumnType<string, string | undefined, string>;
+  /** Contract §15: a JSON array of {key, value, weight, description?}; null: no variants. */
+  variants: JsonVariants;
+  off_variant: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -115,9 +118,14 @@ export interface RulesTable {
   conditions: JsonConditions;
   rollout_percentage: ColumnType<number, number | undefined, number>;
   serve: ColumnType<boolean | number, boolean | undefined, boolean>;
+  /** The flag variant's key the rule serves (contract §15), else null. */
+  variant: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
+
+/** A JSON array of variants: text on SQLite, parsed by pg for jsonb. */
+export type JsonVariants = ColumnType<string | object[] | null, string | null | undefined, string | null>;
 
 /** A JSON array of conditions: text on SQLite, parsed by pg for jsonb. */
 export type JsonConditions = ColumnType<string | object[] | null, string | null | undefined, string | null>;
@@ -144,6 +152,8 @@ export interface EvaluationSnapshotsTable {
   environment_id: string;
   flag_ids: JsonArray;
   flag_keys: JsonArray;
+  /** Per flag, its variant keys in the flag's order, or null for a flag without variants; null when no flag had any. */
+  flag_variants: ColumnType<string | (string[] | null)[] | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 
@@ -167,6 +177,16 @@ export interface EvaluationCountsTable {
   flag_key: string;
   enabled_count: ColumnType<number | string, number, number>;
   disabled_count: ColumnType<number | string, number, number>;
+}
+
+/** Per flag, hour and variant: how often the variant was served (contract §15). */
+export interface EvaluationVariantCountsTable {
+  flag_id: string;
+  hour_start: Timestamp;
+  variant: string;
+  environment_id: string;
+  flag_key: string;
+  count: ColumnType<number | string, number, number>;
 }
 
 export type Role = 'viewer' | 'editor' | 'owner';
@@ -267,6 +287,7 @@ export interface Schema {
   evaluation_snapshots: EvaluationSnapshotsTable;
   evaluations: EvaluationsTable;
   evaluation_counts: EvaluationCountsTable;
+  evaluation_variant_counts: EvaluationVariantCountsTable;
   project_members: ProjectMembersTable;
   api_tokens: ApiTokensTable;
   audit_events: AuditEventsTable;

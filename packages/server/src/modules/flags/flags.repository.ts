@@ -35,7 +35,7 @@ export interface FlagScope extends EnvironmentScope {
   flagId: string;
 }
 
-export function toFlag(row: Selectable<FlagsTable>) {
+export function toFlag(row: Omit<Selectable<FlagsTable>, 'variants' | 'off_variant'>) {
   return { ...row, enabled: toBool(row.enabled), everyone_else: row.everyone_else as EveryoneElse, created_at: toIso(row.created_at), updated_at: toIso(row.updated_at) };
 }
 
