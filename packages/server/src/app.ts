@@ -46,6 +46,7 @@ import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
+import { localEvaluationRoutes } from './modules/local-evaluation/local-evaluation.routes.js';
 import { evaluationRoutes } from './modules/evaluations/evaluations.routes.js';
 import { EvaluationItem } from './modules/evaluations/evaluations.schemas.js';
 import { Project } from './modules/projects/projects.schemas.js';
@@ -264,6 +265,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
   await app.register(async (sdk) => {
     sdk.decorateRequest('sdkProject', null);
+    sdk.decorateRequest('tokenAccess', null);
     // The interface promises 400 for a missing or malformed body: a body that is not declared as
     // JSON (none at all, or form-encoded as curl sends by default) is one. Other routes keep 415.
     sdk.addContentTypeParser('*', (_request, _payload, done) => done(new Invalid('body must be JSON, sent with Content-Type: application/json'), undefined));
@@ -271,6 +273,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     await sdk.register(evaluateRoutes, { ...services, metrics }); // metrics: for evaluate's direct path
     await sdk.register(streamRoutes, { ...services, streamTokens });
     await sdk.register(ofrepRoutes, { ...services, streamTokens });
+    await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (contract §16)
   });
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(

@@ -8,7 +8,7 @@ import type { ChangeFeed } from '../changes/change-feed.js';
 import { currentRevisions } from '../changes/revisions.js';
 import type { BatchEnvironment } from '../history/history.protocol.js';
 import { EnvironmentAnswers } from './evaluate.answers.js';
-import { loadProjectBySdkKey, type StoredEnvironment } from './evaluate.repository.js';
+import { loadProjectBySdkKey, type StoredEnvironment, type StoredFlag } from './evaluate.repository.js';
 import { sdkKeyHash } from './sdk-auth.js';
 
 /**
@@ -30,6 +30,9 @@ export class CompiledEnvironment implements BatchEnvironment {
   readonly keysDigest: Uint8Array;
   /** Recent answers and the bytes to build new ones (evaluate.answers.ts). */
   readonly answers: EnvironmentAnswers;
+  /** The flags as loaded (evaluation order) and the project's segments: what the local-evaluation ruleset is built from. */
+  readonly definitions: readonly StoredFlag[];
+  readonly segments: ReadonlyMap<string, readonly Condition[]>;
   private readonly indexes: ReadonlyMap<string, number>;
   /** History's view of a one-flag evaluation per flag: a flag list of its own, made when first needed. */
   private readonly oneFlagViews: BatchEnvironment[] = [];
@@ -42,6 +45,8 @@ export class CompiledEnvironment implements BatchEnvironment {
     this.environmentId = stored.id;
     this.key = stored.key;
     this.flagIds = stored.flags.map((flag) => flag.id);
+    this.definitions = stored.flags;
+    this.segments = segments;
     this.flagSet = compileFlagSet(stored.flags, { environment: stored.key, segments });
     this.flagKeys = this.flagSet.keys;
     this.quotedKeys = this.flagKeys.map((key) => JSON.stringify(key));

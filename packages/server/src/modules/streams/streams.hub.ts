@@ -10,6 +10,8 @@ export interface OpenStream {
   readonly projectId: string;
   readonly environment: string;
   readonly keyHash: string;
+  /** `ruleset`: opened with an API token by an SDK in local mode (contract §16): it is told to refetch the ruleset, and a key rotation does not concern it. */
+  readonly kind?: 'evaluation' | 'ruleset';
   write(chunk: string): void;
   /** Ends the answer; with retryMs, an SSE `retry:` field first (how long the client waits before it reconnects). */
   close(retryMs?: number): void;
@@ -26,6 +28,11 @@ export interface StreamHubOptions {
 export function refetchMessage(revision: number): string {
   const data = JSON.stringify({ type: 'refetchEvaluation', etag: String(revision), lastModified: Math.floor(Date.now() / 1000) });
   return `id: ${revision}\nevent: message\ndata: ${data}\n\n`;
+}
+
+/** The message a local-mode SDK's stream gets for a change (contract §16). */
+export function rulesetMessage(revision: number): string {
+  return `id: ${revision}\nevent: message\ndata: ${JSON.stringify({ type: 'refetchRuleset', revision })}\n\n`;
 }
 
 /**
@@ -120,9 +127,11 @@ export class StreamHub {
     if (!streams) return;
     const keyHash = sdkKey === null ? null : sdkKeyHash(sdkKey);
     const message = project ? refetchMessage(project.revision) : '';
+    const forRuleset = project ? rulesetMessage(project.revision) : '';
     for (const stream of [...streams]) {
-      if (!project || stream.keyHash !== keyHash || !project.environments.has(stream.environment)) stream.close();
-      else stream.write(message);
+      const ruleset = stream.kind === 'ruleset';
+      if (!project || (!ruleset && stream.keyHash !== keyHash) || !project.environments.has(stream.environment)) stream.close();
+      else stream.write(ruleset ? forRuleset : message);
     }
   }
 

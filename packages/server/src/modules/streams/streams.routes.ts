@@ -9,12 +9,14 @@ import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledProject, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
-import { StreamHub, refetchMessage, type OpenStream } from './streams.hub.js';
+import { carriesApiToken, tokenAccessHook } from '../local-evaluation/token-auth.js';
+import { StreamHub, refetchMessage, rulesetMessage, type OpenStream } from './streams.hub.js';
 import type { StreamScope, StreamTokens } from './stream-tokens.js';
 
 const StreamQuery = Type.Object({
   environment: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'environment key (with an SDK key; a stream token names its own)' })),
   token: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'stream token from an OFREP bulk answer, for a browser EventSource' })),
+  project: Type.Optional(Type.String({ maxLength: 64, description: 'project id, with an API token of every project (local evaluation)' })),
 });
 
 declare module 'fastify' {
@@ -38,6 +40,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
   app.decorateRequest('streamScope', null);
 
   const byKey = sdkProjectHook(limits, evaluateCache, anySdkCredential);
+  const byApiToken = tokenAccessHook(db, limits, evaluateCache);
   /** Open streams per client address and SDK key (contract §12: at most STREAMS_PER_CLIENT together). */
   const openPerClient = new Map<string, number>();
   const invalidToken = () => new Unauthorized('Missing or invalid stream token');
@@ -45,6 +48,8 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
   app.get('/sdk/v1/stream', {
     onRequest: (request, reply, done) => {
       const token = (request.query as { token?: unknown }).token;
+      // An API token: an SDK in local mode, told when to refetch its ruleset (contract §16).
+      if (typeof token !== 'string' && carriesApiToken(request)) return void byApiToken(request).then(() => done(), done);
       if (typeof token !== 'string') return byKey(request, reply, done);
       const verify = async () => {
         await limits.evaluate?.hit(request.ip);
@@ -66,7 +71,13 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     let environment: string;
     let keyHash: string;
     const scope = request.streamScope;
-    if (scope) {
+    const access = request.tokenAccess;
+    if (access) {
+      project = access.project;
+      if (request.query.environment === undefined) throw new Invalid("querystring must have required property 'environment'");
+      environment = request.query.environment;
+      keyHash = `token ${access.tokenId}`;
+    } else if (scope) {
       // A token outlives nothing: its project must still exist under the key it was issued for.
       // Compiled under that key, it does (as for evaluate): no database read, and browsers'
       // streams open while the database is away.
@@ -114,12 +125,14 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     // Reconnect after 1 s; a client that saw an older revision than the current one refetches at once.
     raw.write('retry: 1000\n\n');
     const lastEventId = request.headers['last-event-id'];
-    if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) raw.write(refetchMessage(project.revision));
+    const kind = access ? 'ruleset' : 'evaluation';
+    if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) raw.write((access ? rulesetMessage : refetchMessage)(project.revision));
 
     stream = {
       projectId: project.projectId,
       environment,
       keyHash,
+      kind,
       write(chunk) {
         // A client that reads nothing for ~1 MiB of messages is gone: let it reconnect.
         if (raw.writableLength > 1024 * 1024) raw.destroy();

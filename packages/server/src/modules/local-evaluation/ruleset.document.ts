@@ -1,0 +1,95 @@
+/**
+ * The ruleset document of contract §16: what an SDK in local mode needs to answer exactly what
+ * POST /sdk/v1/evaluate answers, and nothing else (no ids, names, descriptions, timestamps,
+ * disabled rules). Its `flags` are FlagDefinitions as the engine's compileFlagSet takes them, in
+ * evaluation order; `segments` holds the conditions of the segments those flags name.
+ */
+import { hash } from 'node:crypto';
+import type { Condition, FlagDefinition, RuleDefinition } from '@guidon/engine';
+import type { CompiledEnvironment } from '../evaluate/evaluate.cache.js';
+
+/** The document's format: an SDK refuses a format it does not know (and keeps its previous ruleset). */
+export const RULESET_FORMAT = 1;
+
+export interface RulesetDocument {
+  format: typeof RULESET_FORMAT;
+  environment: string;
+  revision: number;
+  flags: FlagDefinition[];
+  segments: Record<string, Condition[]>;
+}
+
+export interface RulesetAnswer {
+  readonly body: Buffer;
+  readonly etag: string;
+}
+
+function condition(sent: Condition): Condition {
+  const out: Condition = { operator: sent.operator };
+  if (sent.attribute !== undefined && sent.attribute !== null) out.attribute = sent.attribute;
+  if (sent.values !== undefined && sent.values !== null) out.values = sent.values;
+  if (sent.negate === true) out.negate = true;
+  if (sent.case_insensitive === true) out.case_insensitive = true;
+  return out;
+}
+
+function rule(sent: RuleDefinition): RuleDefinition {
+  const out: RuleDefinition = { type: sent.type, value: sent.value, enabled: true };
+  if (sent.type === 'conditions') {
+    out.value = '';
+    out.conditions = (sent.conditions ?? []).map(condition);
+  }
+  if (sent.rolloutPercentage !== undefined && sent.rolloutPercentage !== 100) out.rolloutPercentage = sent.rolloutPercentage;
+  if (sent.serve === false) out.serve = false;
+  if (sent.variant !== undefined && sent.variant !== null) out.variant = sent.variant;
+  return out;
+}
+
+function flag(sent: FlagDefinition): FlagDefinition {
+  // A disabled flag answers the same for everyone: its rules are not needed (its variants are: off_variant).
+  const out: FlagDefinition = {
+    key: sent.key,
+    enabled: sent.enabled,
+    rolloutPercentage: sent.rolloutPercentage,
+    everyoneElse: sent.everyoneElse === 'off' ? 'off' : 'rollout',
+    rules: sent.enabled ? sent.rules.filter((r) => r.enabled === true).map(rule) : [],
+  };
+  if (sent.variants && sent.variants.length > 0) {
+    out.variants = sent.variants.map(({ key, value, weight }) => ({ key, value, weight }));
+    out.offVariant = sent.offVariant ?? null;
+  }
+  return out;
+}
+
+/** The segment keys the flags' conditions name (IN_SEGMENT). */
+function segmentsUsed(flags: readonly FlagDefinition[]): Set<string> {
+  const keys = new Set<string>();
+  for (const f of flags) for (const r of f.rules) for (const c of r.conditions ?? []) if (c.operator === 'IN_SEGMENT') for (const key of c.values ?? []) keys.add(key);
+  return keys;
+}
+
+export function rulesetDocument(environment: CompiledEnvironment, revision: number): RulesetDocument {
+  const flags = environment.definitions.map(flag);
+  const segments: Record<string, Condition[]> = {};
+  for (const key of [...segmentsUsed(flags)].sort()) {
+    const conditions = environment.segments.get(key);
+    if (conditions) segments[key] = conditions.map(condition);
+  }
+  return { format: RULESET_FORMAT, environment: environment.key, revision, flags, segments };
+}
+
+/**
+ * Built once per compiled environment (a change compiles a new one) and dropped with it. The
+ * ETag hashes the bytes, so instances that compiled the same revision give the same tag.
+ */
+const built = new WeakMap<CompiledEnvironment, RulesetAnswer>();
+
+export function rulesetAnswer(environment: CompiledEnvironment, revision: number): RulesetAnswer {
+  let answer = built.get(environment);
+  if (!answer) {
+    const body = Buffer.from(JSON.stringify(rulesetDocument(environment, revision)));
+    answer = { body, etag: `W/"${hash('sha1', body, 'base64url')}"` };
+    built.set(environment, answer);
+  }
+  return answer;
+}

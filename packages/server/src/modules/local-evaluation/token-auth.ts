@@ -1,0 +1,69 @@
+/**
+ * The credential of the local-evaluation surfaces (contract §16): an API token (§9, any role) of
+ * the project, never an SDK key. A ruleset names users in its rules, and an SDK key may sit in a
+ * browser; an API token is a server's secret.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { Db } from '../../db/database.js';
+import { Forbidden, Invalid, NotFound, Unauthorized } from '../../errors.js';
+import type { RateLimits } from '../../rate-limits.js';
+import { authenticateApiToken, TOKEN_PREFIX } from '../api-tokens/api-tokens.repository.js';
+import type { CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
+import { currentSdkKey } from '../evaluate/evaluate.repository.js';
+import { findMemberRole } from '../members/members.repository.js';
+
+export interface TokenAccess {
+  tokenId: string;
+  projectId: string;
+  /** The project's compiled view (the one evaluate serves from). */
+  project: CompiledProject;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API token's access, on the local-evaluation surfaces (and the stream, when it carries one). */
+    tokenAccess: TokenAccess | null;
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function bearer(request: FastifyRequest): string | undefined {
+  const authorization = request.headers.authorization;
+  if (typeof authorization !== 'string' || !/^bearer\s/i.test(authorization)) return undefined;
+  const secret = authorization.slice(7).trim();
+  return secret === '' ? undefined : secret;
+}
+
+/** Whether the request carries an API token (the stream then serves ruleset changes). */
+export const carriesApiToken = (request: FastifyRequest): boolean => bearer(request)?.startsWith(TOKEN_PREFIX) === true;
+
+/**
+ * Checks the credential in order: an SDK key (403), none or an unknown token (401), the project
+ * (a project-scoped token names its own; a token of every project names it with ?project=<id>),
+ * the caller's membership (404), then the compiled project. Sets request.tokenAccess.
+ */
+export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache) {
+  return async function tokenAccess(request: FastifyRequest): Promise<void> {
+    await limits.evaluate?.hit(request.ip);
+    const secret = bearer(request);
+    const sdkKeyGiven = request.headers['x-sdk-key'] !== undefined || request.headers['x-api-key'] !== undefined || (secret !== undefined && !secret.startsWith(TOKEN_PREFIX));
+    if (sdkKeyGiven && (secret === undefined || !secret.startsWith(TOKEN_PREFIX))) {
+      throw new Forbidden('Local evaluation needs an API token of the project (Authorization: Bearer gdn_…), not an SDK key: the ruleset names users');
+    }
+    if (secret === undefined) throw new Unauthorized('Missing or invalid API token');
+    const token = await authenticateApiToken(db, secret);
+    if (!token) throw new Unauthorized('Missing or invalid API token');
+    const named = (request.query as { project?: unknown } | undefined)?.project;
+    let projectId = token.project_id;
+    if (projectId === null) {
+      if (typeof named !== 'string' || named === '') throw new Invalid('A token of every project must name one: add ?project=<project id> (or use a project-scoped token)');
+      projectId = named;
+    } else if (typeof named === 'string' && named !== projectId) throw new NotFound('Project not found');
+    if (!UUID.test(projectId) || !(await findMemberRole(db, projectId, token.user_id))) throw new NotFound('Project not found');
+    const sdkKey = await currentSdkKey(db, projectId);
+    const project = sdkKey === null ? null : await cache.project(sdkKey);
+    if (!project) throw new NotFound('Project not found');
+    request.tokenAccess = { tokenId: token.id, projectId, project };
+  };
+}

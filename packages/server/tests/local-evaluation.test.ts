@@ -1,0 +1,306 @@
+/**
+ * Local evaluation's server side (contract §16) over HTTP, on the database of the pass: the
+ * ruleset document (credential, shape, ETag/304), the stream with an API token
+ * (refetchRuleset within 1 s), and usage reports (validated, counted once into the hourly
+ * metrics and last_evaluated_at). Equivalence with /sdk/v1/evaluate is proven at scale in the
+ * SDK's local-mode tests; here a compiled ruleset is checked on a handful of contexts.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { compileFlagSet, OUTCOMES, type FlagDefinition } from '@guidon/engine';
+import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { openStream } from './stream-client.js';
+
+async function within(ms: number, what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function apiToken(server: TestServer, user: TestUser, body: Record<string, unknown>): Promise<string> {
+  const created = await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', ...body } });
+  assert.equal(created.status, 201, created.text);
+  return created.body.token as string;
+}
+
+const ruleset = (server: TestServer, query: string, headers: Record<string, string> = {}) => request(server, 'GET', `/sdk/v1/ruleset?${query}`, { headers });
+const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
+
+describe('GET /sdk/v1/ruleset', () => {
+  let server: TestServer;
+  let owner: TestUser;
+  let project: TestProject;
+  let token: string;
+
+  before(async () => {
+    server = await startServer();
+    owner = await newUser(server);
+    project = await newProject(server, owner);
+    token = await apiToken(server, owner, { project_id: project.id, role: 'viewer' });
+    const segment = await request(server, 'POST', `/api/projects/${project.id}/segments`, {
+      token: owner.token,
+      body: { key: 'beta-testers', name: 'Beta testers', description: 'secret description', conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }] },
+    });
+    assert.equal(segment.status, 201, segment.text);
+    const unused = await request(server, 'POST', `/api/projects/${project.id}/segments`, {
+      token: owner.token,
+      body: { key: 'unused', name: 'Unused', conditions: [{ attribute: 'plan', operator: 'IN', values: ['x'] }] },
+    });
+    assert.equal(unused.status, 201, unused.text);
+    const checkout = await newFlag(server, owner, project, { key: 'checkout', enabled: true, rollout_percentage: 30, description: 'not for SDKs' });
+    const rules = `${flagsPath(project)}/${checkout.id}/rules`;
+    for (const body of [
+      { rule_type: 'user_id', rule_value: 'u-vip', priority: 5 },
+      { rule_type: 'email_domain', rule_value: 'corp.com', priority: 3, serve: false },
+      { rule_type: 'conditions', priority: 1, conditions: [{ operator: 'IN_SEGMENT', values: ['beta-testers'] }, { attribute: 'app_version', operator: 'SEMVER_GTE', values: ['2.4.0'] }], rollout_percentage: 50 },
+      { rule_type: 'user_email', rule_value: 'off@example.com', enabled: false },
+    ]) {
+      const created = await request(server, 'POST', rules, { token: owner.token, body });
+      assert.equal(created.status, 201, created.text);
+    }
+    await newFlag(server, owner, project, { key: 'dark', enabled: false });
+    const strict = await newFlag(server, owner, project, { key: 'strict', enabled: true });
+    await request(server, 'PUT', `${flagsPath(project)}/${strict.id}`, { token: owner.token, body: { everyone_else: 'off' } });
+  });
+  after(() => server.close());
+
+  test('no credential or an unknown token: 401; an SDK key, as header or bearer: 403', async () => {
+    assert.equal((await ruleset(server, 'environment=production')).status, 401);
+    assert.equal((await ruleset(server, 'environment=production', bearer('gdn_unknown'))).status, 401);
+    const bySdkHeader = await ruleset(server, 'environment=production', { 'x-sdk-key': project.sdk_key });
+    assert.equal(bySdkHeader.status, 403);
+    assert.match(bySdkHeader.body.message, /API token/);
+    assert.equal((await ruleset(server, 'environment=production', bearer(project.sdk_key))).status, 403);
+    assert.equal((await ruleset(server, 'environment=production', { ...bearer(token), 'x-sdk-key': project.sdk_key })).status, 200, 'a token with a stray SDK key header is still a token');
+  });
+
+  test('the environment: missing 400, unknown 404; a token of another project 404; a token of every project names it with ?project', async () => {
+    assert.equal((await ruleset(server, '', bearer(token))).status, 400);
+    assert.equal((await ruleset(server, 'environment=nope', bearer(token))).status, 404);
+    const stranger = await newUser(server, 'stranger');
+    const theirs = await newProject(server, stranger);
+    const strangerToken = await apiToken(server, stranger, { project_id: theirs.id });
+    assert.equal((await ruleset(server, `environment=production&project=${project.id}`, bearer(strangerToken))).status, 404);
+    const everyProject = await apiToken(server, owner, {});
+    assert.equal((await ruleset(server, 'environment=production', bearer(everyProject))).status, 400);
+    assert.equal((await ruleset(server, `environment=production&project=${theirs.id}`, bearer(everyProject))).status, 404, 'not a member');
+    assert.equal((await ruleset(server, `environment=production&project=not-a-uuid`, bearer(everyProject))).status, 404);
+    const viaEvery = await ruleset(server, `environment=production&project=${project.id}`, bearer(everyProject));
+    assert.equal(viaEvery.status, 200);
+    assert.equal(viaEvery.body.flags.length, 3);
+  });
+
+  test('the document: format 1, the revision, flags in order with only what evaluation needs, and the segments they use', async () => {
+    const answer = await ruleset(server, 'environment=production', bearer(token));
+    assert.equal(answer.status, 200);
+    const doc = answer.body;
+    assert.equal(doc.format, 1);
+    assert.equal(doc.environment, 'production');
+    assert.equal(typeof doc.revision, 'number');
+    assert.deepEqual(doc.flags.map((f: FlagDefinition) => f.key), ['checkout', 'dark', 'strict']);
+    const [checkout, dark, strict] = doc.flags;
+    assert.deepEqual(checkout, {
+      key: 'checkout',
+      enabled: true,
+      rolloutPercentage: 30,
+      everyoneElse: 'rollout',
+      rules: [
+        { type: 'user_id', value: 'u-vip', enabled: true },
+        { type: 'email_domain', value: '@corp.com', enabled: true, serve: false },
+        {
+          type: 'conditions',
+          value: '',
+          enabled: true,
+          conditions: [{ operator: 'IN_SEGMENT', values: ['beta-testers'] }, { attribute: 'app_version', operator: 'SEMVER_GTE', values: ['2.4.0'] }],
+          rolloutPercentage: 50,
+        },
+      ],
+    });
+    assert.deepEqual(dark, { key: 'dark', enabled: false, rolloutPercentage: 0, everyoneElse: 'rollout', rules: [] });
+    assert.equal(strict.everyoneElse, 'off');
+    assert.deepEqual(doc.segments, { 'beta-testers': [{ attribute: 'plan', operator: 'IN', values: ['beta'] }] });
+    for (const secret of ['not for SDKs', 'secret description', 'Beta testers', project.id, 'off@example.com', 'created_at']) assert.ok(!answer.text.includes(secret), secret);
+  });
+
+  test('compiled by the engine, the document answers what /sdk/v1/evaluate answers', async () => {
+    const doc = (await ruleset(server, 'environment=production', bearer(token))).body;
+    const set = compileFlagSet(doc.flags, { environment: doc.environment, segments: new Map(Object.entries(doc.segments)) });
+    const codes = new Uint8Array(set.size);
+    const contexts = [
+      {},
+      { user_id: 'u-vip', user_email: 'a@corp.com' },
+      { user_email: 'b@corp.com' },
+      { user_id: 'u-1', custom_attributes: { plan: 'beta', app_version: '2.5.0' } },
+      { user_id: 'u-2', custom_attributes: { plan: 'beta', app_version: '2.3.9' } },
+      ...Array.from({ length: 30 }, (_, i) => ({ user_id: `user-${i}`, custom_attributes: { plan: i % 2 ? 'beta' : 'free', app_version: '3.0.0' } })),
+    ];
+    for (const context of contexts) {
+      set.evaluateInto(context, codes);
+      const local = Object.fromEntries(set.keys.map((key, i) => [key, { enabled: OUTCOMES[codes[i]!]!.enabled, reason: OUTCOMES[codes[i]!]!.reason }]));
+      assert.deepEqual(local, (await evaluate(server, project.sdk_key, 'production', context)).body.flags, JSON.stringify(context));
+    }
+  });
+
+  test('ETag and If-None-Match: 304 without a body until something changes', async () => {
+    const first = await ruleset(server, 'environment=production', bearer(token));
+    const etag = first.headers.get('etag')!;
+    assert.match(etag, /^W\/"[\w-]+"$/);
+    const again = await ruleset(server, 'environment=production', { ...bearer(token), 'if-none-match': etag });
+    assert.equal(again.status, 304);
+    assert.equal(again.text, '');
+    await newFlag(server, owner, project, { key: 'later', enabled: true });
+    const changed = await ruleset(server, 'environment=production', { ...bearer(token), 'if-none-match': etag });
+    assert.equal(changed.status, 200);
+    assert.notEqual(changed.headers.get('etag'), etag);
+    assert.ok(changed.body.revision > first.body.revision);
+    assert.ok(changed.body.flags.some((f: FlagDefinition) => f.key === 'later'));
+  });
+
+  test('a deleted token fails at once', async () => {
+    const created = await request(server, 'POST', '/api/tokens', { token: owner.token, body: { name: 'short-lived', project_id: project.id } });
+    assert.equal((await ruleset(server, 'environment=production', bearer(created.body.token))).status, 200);
+    assert.equal((await request(server, 'DELETE', `/api/tokens/${created.body.id}`, { token: owner.token })).status, 204);
+    assert.equal((await ruleset(server, 'environment=production', bearer(created.body.token))).status, 401);
+  });
+});
+
+describe('the stream with an API token (refetchRuleset)', () => {
+  let server: TestServer;
+  let owner: TestUser;
+  let project: TestProject;
+  let token: string;
+
+  before(async () => {
+    server = await startServer();
+    owner = await newUser(server);
+    project = await newProject(server, owner);
+    token = await apiToken(server, owner, { project_id: project.id });
+  });
+  after(() => server.close());
+
+  test('a flag change, a rule change and a segment change each reach it within 1 s', async () => {
+    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer(token));
+    try {
+      assert.equal(stream.status, 200);
+      const flag = await newFlag(server, owner, project, { key: 'f', enabled: true });
+      await within(1000, 'refetchRuleset after a flag was created', () => stream.messages.length >= 1);
+      const message = JSON.parse(stream.messages[0]!.data);
+      assert.equal(message.type, 'refetchRuleset');
+      const doc = (await ruleset(server, 'environment=production', bearer(token))).body;
+      assert.equal(message.revision, doc.revision);
+      assert.equal(stream.messages[0]!.id, String(doc.revision));
+
+      await request(server, 'POST', `${flagsPath(project)}/${flag.id}/rules`, { token: owner.token, body: { rule_type: 'user_id', rule_value: 'u1' } });
+      await within(1000, 'after a rule change', () => stream.messages.length >= 2);
+      const segment = await request(server, 'POST', `/api/projects/${project.id}/segments`, { token: owner.token, body: { key: 's', name: 'S', conditions: [{ attribute: 'a', operator: 'EXISTS', values: [] }] } });
+      assert.equal(segment.status, 201, segment.text);
+      await within(1000, 'after a segment change', () => stream.messages.length >= 3);
+      assert.ok(stream.messages.every((m) => JSON.parse(m.data).type === 'refetchRuleset'));
+    } finally {
+      stream.close();
+    }
+  });
+
+  test('a key rotation does not close it (the token, not the key, is its credential); an SDK key stream keeps refetchEvaluation', async () => {
+    const tokenStream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer(token));
+    const keyStream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, { 'x-sdk-key': project.sdk_key });
+    try {
+      const rotated = await request(server, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: owner.token });
+      assert.equal(rotated.status, 200, rotated.text);
+      await keyStream.ended;
+      await newFlag(server, owner, project, { key: 'after-rotation', enabled: true });
+      await within(1000, 'refetchRuleset after the rotation', () => tokenStream.messages.length >= 1);
+      assert.equal(JSON.parse(tokenStream.messages.at(-1)!.data).type, 'refetchRuleset');
+    } finally {
+      tokenStream.close();
+      keyStream.close();
+    }
+  });
+
+  test('credentials as for the ruleset: 401 unknown token, 404 unknown environment', async () => {
+    assert.equal((await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer('gdn_nope'))).status, 401);
+    assert.equal((await openStream(`${server.url}/sdk/v1/stream?environment=nope`, bearer(token))).status, 404);
+  });
+});
+
+describe('POST /sdk/v1/usage', () => {
+  let server: TestServer;
+  let owner: TestUser;
+  let project: TestProject;
+  let token: string;
+  const ids: Record<string, string> = {};
+
+  const report = (body: unknown, headers: Record<string, string> = bearer(token)) => request(server, 'POST', '/sdk/v1/usage', { headers, body });
+  const now = () => new Date().toISOString();
+  const usage = (flags: unknown, extra: Record<string, unknown> = {}) => ({ environment: 'production', started_at: new Date(Date.now() - 10_000).toISOString(), ended_at: now(), flags, ...extra });
+  const totals = async (key: string) => (await request(server, 'GET', `${flagsPath(project)}/${ids[key]}/metrics?hours=2`, { token: owner.token })).body.totals as { enabled: number; disabled: number };
+  const lastEvaluated = async (key: string) => {
+    const across = (await request(server, 'GET', `/api/projects/${project.id}/flags`, { token: owner.token })).body as { key: string; environments: Record<string, { last_evaluated_at: string | null }> }[];
+    return across.find((f) => f.key === key)!.environments.production!.last_evaluated_at;
+  };
+
+  before(async () => {
+    server = await startServer();
+    owner = await newUser(server);
+    project = await newProject(server, owner);
+    token = await apiToken(server, owner, { project_id: project.id, role: 'viewer' });
+    for (const key of ['alpha', 'beta', 'untouched']) ids[key] = (await newFlag(server, owner, project, { key, enabled: true })).id;
+  });
+  after(() => server.close());
+
+  test('202, summed once per report into the hourly metrics and last_evaluated_at; unknown keys ignored', async () => {
+    assert.equal(await lastEvaluated('alpha'), null);
+    const first = await report(usage({ alpha: { enabled: 5, disabled: 2 }, beta: { enabled: 0, disabled: 1 }, ghost: { enabled: 9, disabled: 9 } }));
+    assert.equal(first.status, 202, first.text);
+    assert.deepEqual(first.body, { accepted: 2 });
+    assert.deepEqual(await totals('alpha'), { enabled: 5, disabled: 2 });
+    assert.deepEqual(await totals('beta'), { enabled: 0, disabled: 1 });
+    const second = await report(usage({ alpha: { enabled: 1, disabled: 0, variants: { none: 3 } } }));
+    assert.equal(second.status, 202);
+    assert.deepEqual(await totals('alpha'), { enabled: 6, disabled: 2 });
+    assert.deepEqual(await totals('untouched'), { enabled: 0, disabled: 0 });
+    const last = await lastEvaluated('alpha');
+    assert.ok(last !== null && Date.now() - Date.parse(last) < 3_600_000, String(last));
+    assert.equal(await lastEvaluated('untouched'), null);
+    const variantRows = await server.database.db.selectFrom('evaluation_variant_counts').selectAll().execute();
+    assert.equal(variantRows.length, 0, 'a variant the flag does not have is not counted');
+  });
+
+  test('bad reports are 400 and change nothing', async () => {
+    const before = await totals('alpha');
+    const bad: [string, unknown][] = [
+      ['negative', usage({ alpha: { enabled: -1, disabled: 0 } })],
+      ['fraction', usage({ alpha: { enabled: 1.5, disabled: 0 } })],
+      ['string count', usage({ alpha: { enabled: '5', disabled: 0 } })],
+      ['missing disabled', usage({ alpha: { enabled: 5 } })],
+      ['negative variant', usage({ alpha: { enabled: 1, disabled: 0, variants: { a: -2 } } })],
+      ['no flags', { environment: 'production', started_at: now(), ended_at: now() }],
+      ['flags not an object', usage([1, 2])],
+      ['not a date', usage({ alpha: { enabled: 1, disabled: 0 } }, { ended_at: 'yesterday' })],
+      ['ends before it starts', usage({ alpha: { enabled: 1, disabled: 0 } }, { started_at: now(), ended_at: new Date(Date.now() - 60_000).toISOString() })],
+      ['too old', usage({ alpha: { enabled: 1, disabled: 0 } }, { started_at: '2020-01-01T00:00:00Z', ended_at: '2020-01-01T00:01:00Z' })],
+      ['over 1,000 flags', usage(Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, { enabled: 1, disabled: 0 }])))],
+      ['not JSON', 'enabled=5'],
+    ];
+    for (const [what, body] of bad) {
+      const answer = await report(body);
+      assert.equal(answer.status, 400, `${what}: ${answer.text}`);
+    }
+    const flagsWithAlphaLast = { ...Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`f${i}`, { enabled: 1, disabled: 0 }])), alpha: { enabled: 1, disabled: 0 } };
+    assert.equal((await report(usage(flagsWithAlphaLast))).status, 400, '1,001 flags');
+    assert.deepEqual(await totals('alpha'), before);
+    assert.equal((await request(server, 'POST', '/sdk/v1/usage', { headers: { ...bearer(token), 'content-type': 'application/json' }, body: 'x'.repeat(1024 * 1024 + 10) })).status, 413);
+  });
+
+  test('credential: an SDK key 403, none 401, unknown environment 404; a report of 1,000 flags is taken', async () => {
+    assert.equal((await report(usage({ alpha: { enabled: 1, disabled: 0 } }), { 'x-sdk-key': project.sdk_key })).status, 403);
+    assert.equal((await report(usage({ alpha: { enabled: 1, disabled: 0 } }), {})).status, 401);
+    assert.equal((await report(usage({ alpha: { enabled: 1, disabled: 0 } }, { environment: 'nope' }))).status, 404);
+    const before = await totals('beta');
+    const big = await report(usage({ ...Object.fromEntries(Array.from({ length: 999 }, (_, i) => [`unknown-${i}`, { enabled: 1, disabled: 0 }])), beta: { enabled: 2, disabled: 3 } }));
+    assert.equal(big.status, 202, big.text);
+    assert.deepEqual(await totals('beta'), { enabled: before.enabled + 2, disabled: before.disabled + 3 });
+  });
+});
