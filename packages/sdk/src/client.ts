@@ -1,5 +1,6 @@
 import { Lru } from './lru.js';
 import { readSse } from './sse.js';
+import { createLocalClient, type LocalClient, type LocalClientOptions } from './local.js';
 
 /** Who a flag is evaluated for (Guidon's evaluate context). */
 export interface GuidonContext {
@@ -53,7 +54,7 @@ export const REASON_NOT_FOUND = 'Flag not returned by Guidon';
 export class GuidonError extends Error {
   constructor(
     message: string,
-    readonly kind: 'http' | 'network' | 'timeout' | 'stream',
+    readonly kind: 'http' | 'network' | 'timeout' | 'stream' | 'ruleset',
     /** The HTTP status, for kind 'http' (and a stream refused with one). */
     readonly status?: number,
     /** From a 429's Retry-After. */
@@ -480,7 +481,10 @@ class Client implements GuidonClient {
   }
 }
 
-/** A Guidon client: call ready() before the first read if you can wait; reads never throw. */
-export function createClient(options: ClientOptions): GuidonClient {
-  return new Client(options);
+/** A Guidon client: call ready() before the first read if you can wait; reads never throw. With `mode: 'local'`, a server-side client that evaluates in-process (local.ts). */
+export function createClient(options: LocalClientOptions): LocalClient;
+export function createClient(options: ClientOptions): GuidonClient;
+export function createClient(options: ClientOptions | LocalClientOptions): GuidonClient | LocalClient {
+  if ((options as Partial<LocalClientOptions>).mode === 'local') return createLocalClient(options as LocalClientOptions);
+  return new Client(options as ClientOptions);
 }

@@ -1,0 +1,371 @@
+/**
+ * @guidon/sdk in local mode (contract §16) against the real server: equivalence with
+ * POST /sdk/v1/evaluate on random environments and contexts (≥ 10,000 contexts a run, every
+ * flag of the environment each), freshness over the stream (≤ 1 s), the last ruleset kept while
+ * the server is away and caught up after a restart, a ruleset of an unknown format refused, the
+ * file bootstrap, and usage reports feeding the metrics.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient, type GuidonError, type LocalClient, type LocalClientOptions } from '@guidon/sdk';
+import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { createTestDatabase } from '@guidon/server/dist/tests/test-database.js';
+
+async function within(ms: number, what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const clients: LocalClient[] = [];
+function local(options: Omit<LocalClientOptions, 'mode'>): LocalClient {
+  const made = createClient({ ...options, mode: 'local' });
+  clients.push(made);
+  return made;
+}
+after(() => Promise.all(clients.map((c) => c.close())));
+
+async function apiToken(server: TestServer, user: TestUser, project: TestProject): Promise<string> {
+  const created = await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', project_id: project.id, role: 'viewer' } });
+  assert.equal(created.status, 201, created.text);
+  return created.body.token;
+}
+
+function errorsOf(c: LocalClient): GuidonError[] {
+  const seen: GuidonError[] = [];
+  c.on('error', (error) => seen.push(error));
+  return seen;
+}
+
+/** mulberry32: a small seeded PRNG, so a failing run can be replayed with its seed. */
+function prng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
+  const chance = (p: number) => next() < p;
+  return { next, int, pick, chance };
+}
+type Random = ReturnType<typeof prng>;
+
+const USER_IDS = ['u1', 'u2', 'u3', 'vip', 'alice', 'bob', 'Bob', 'user-42', ''];
+const EMAILS = ['a@corp.com', 'B@Corp.com', 'c@notcorp.com', 'd@eu.corp.com', 'alice@example.com', 'x@example.org', 'no-at-sign', ''];
+const PLANS = ['free', 'pro', 'enterprise', 'Pro', 'beta'];
+const VERSIONS = ['1.0.0', '2.3.9', '2.4.0', '2.4.1-beta', '3.0.0', 'not-a-version', '10.2.3'];
+const DATES = ['2025-01-01', '2026-06-15T10:00:00Z', '2027-03-01T00:00:00+02:00', 'yesterday'];
+const IPS = ['10.1.2.3', '192.168.0.7', '8.8.8.8', '::1', 'nope'];
+const COUNTRIES = ['fr', 'de', 'us', 'FR', 'jp'];
+
+/** A random condition on one of the attributes the contexts carry. */
+function condition(r: Random, segments: readonly string[]): Record<string, unknown> {
+  const flags = () => ({ ...(r.chance(0.2) ? { negate: true } : {}) });
+  switch (r.int(11)) {
+    case 0:
+      return { attribute: 'plan', operator: r.pick(['IN', 'NOT_IN']), values: PLANS.filter(() => r.chance(0.4)).concat('pro'), ...(r.chance(0.3) ? { case_insensitive: true } : {}), ...flags() };
+    case 1:
+      return { attribute: 'plan', operator: r.pick(['STR_CONTAINS', 'STR_STARTS_WITH', 'STR_ENDS_WITH']), values: [r.pick(['r', 'pr', 'o', 'ent', 'E'])], ...(r.chance(0.3) ? { case_insensitive: true } : {}), ...flags() };
+    case 2:
+      return { attribute: 'age', operator: r.pick(['NUM_EQ', 'NUM_GT', 'NUM_GTE', 'NUM_LT', 'NUM_LTE']), values: [String(r.pick([18, 21, 30.5, 65]))], ...flags() };
+    case 3:
+      return { attribute: 'app_version', operator: r.pick(['SEMVER_EQ', 'SEMVER_GT', 'SEMVER_GTE', 'SEMVER_LT', 'SEMVER_LTE']), values: [r.pick(['2.4.0', '1.0.0', '3.0.0', '2.4.1-beta'])], ...flags() };
+    case 4:
+      return { attribute: 'signup', operator: r.pick(['DATE_AFTER', 'DATE_BEFORE']), values: [r.pick(['2026-01-01', '2026-06-15T10:00:00Z'])], ...flags() };
+    case 5:
+      return { attribute: 'ip', operator: 'IN_CIDR', values: [r.pick(['10.0.0.0/8', '192.168.0.0/16', '::1/128'])], ...flags() };
+    case 6:
+      return { attribute: 'user_email', operator: 'REGEX', values: [r.pick(['@corp\\.com$', '^a', 'example'])], ...(r.chance(0.3) ? { case_insensitive: true } : {}), ...flags() };
+    case 7:
+      return { attribute: r.pick(['beta', 'plan', 'missing']), operator: 'EXISTS', ...flags() };
+    case 8:
+      return segments.length > 0 ? { operator: 'IN_SEGMENT', values: [r.pick(segments)], ...flags() } : { attribute: 'country', operator: 'IN', values: ['fr'] };
+    case 9:
+      return { attribute: r.pick(['email_domain', 'environment', 'user_id']), operator: 'IN', values: [r.pick(['corp.com', 'production', 'staging', 'u1', 'vip'])], ...flags() };
+    default:
+      return { attribute: 'country', operator: r.pick(['IN', 'NOT_IN']), values: COUNTRIES.filter(() => r.chance(0.5)).concat('fr'), ...flags() };
+  }
+}
+
+/** A random context drawn from the same pools as the rules (so that rules match often). */
+function context(r: Random): Record<string, unknown> {
+  const ctx: Record<string, unknown> = {};
+  if (r.chance(0.8)) ctx.user_id = r.chance(0.8) ? r.pick(USER_IDS) : `user-${r.int(100_000)}`;
+  if (r.chance(0.6)) ctx.user_email = r.pick(EMAILS);
+  if (r.chance(0.8)) {
+    const attributes: Record<string, unknown> = {};
+    if (r.chance(0.6)) attributes.plan = r.pick(PLANS);
+    if (r.chance(0.5)) attributes.age = r.pick([17, 18, 21, 30.5, 64, '30', 'old', true]);
+    if (r.chance(0.5)) attributes.app_version = r.pick(VERSIONS);
+    if (r.chance(0.4)) attributes.signup = r.pick(DATES);
+    if (r.chance(0.4)) attributes.ip = r.pick(IPS);
+    if (r.chance(0.4)) attributes.country = r.pick(COUNTRIES);
+    if (r.chance(0.3)) attributes.beta = r.pick([true, false, 'yes', null]);
+    if (r.chance(0.1)) attributes.environment = 'staging'; // ignored: the evaluated environment wins
+    ctx.custom_attributes = attributes;
+  }
+  return ctx;
+}
+
+/** Fills the project's production environment with random segments, flags and rules through the API. */
+async function randomEnvironment(server: TestServer, user: TestUser, project: TestProject, r: Random): Promise<void> {
+  const api = async (method: string, path: string, body: unknown) => {
+    const answer = await request(server, method, path, { token: user.token, body });
+    assert.ok(answer.status < 300, `${method} ${path} ${JSON.stringify(body)}: ${answer.status} ${answer.text}`);
+    return answer.body;
+  };
+  const segments: string[] = [];
+  for (let s = 0; s < 3; s++) {
+    const key = `seg-${s}`;
+    await api('POST', `/api/projects/${project.id}/segments`, { key, name: key, conditions: Array.from({ length: 1 + r.int(2) }, () => condition(r, [])) });
+    segments.push(key);
+  }
+  for (let f = 0; f < 12; f++) {
+    const flag = await api('POST', flagsPath(project), {
+      key: `flag-${f}`,
+      name: `flag ${f}`,
+      enabled: r.chance(0.85),
+      rollout_percentage: r.pick([0, 0, 100, 10, 50, 1 + r.int(99)]),
+    });
+    if (r.chance(0.25)) await api('PUT', `${flagsPath(project)}/${flag.id}`, { everyone_else: 'off' });
+    for (let n = r.int(5); n > 0; n--) {
+      const common = { priority: r.int(4), enabled: r.chance(0.85), ...(r.chance(0.3) ? { rollout_percentage: r.int(101) } : {}), ...(r.chance(0.25) ? { serve: false } : {}) };
+      const type = r.pick(['user_id', 'user_email', 'email_domain', 'conditions', 'conditions']);
+      const body =
+        type === 'user_id'
+          ? { rule_type: type, rule_value: r.pick(USER_IDS.filter(Boolean)) }
+          : type === 'user_email'
+            ? { rule_type: type, rule_value: r.pick(['a@corp.com', 'b@corp.com', 'alice@example.com']) }
+            : type === 'email_domain'
+              ? { rule_type: type, rule_value: r.pick(['corp.com', '@example.com', 'eu.corp.com']) }
+              : { rule_type: type, conditions: Array.from({ length: 1 + r.int(3) }, () => condition(r, segments)) };
+      await api('POST', `${flagsPath(project)}/${flag.id}/rules`, { ...body, ...common });
+    }
+  }
+}
+
+describe('local evaluation equals POST /sdk/v1/evaluate', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  test('random environments and contexts: ≥ 10,000 contexts, every flag of each compared', async () => {
+    const seed = Number(process.env.GUIDON_PROPERTY_SEED ?? Date.now() % 1_000_000);
+    const r = prng(seed);
+    const environments = 5;
+    const contextsPerEnvironment = 2000;
+    let compared = 0;
+    const reasons = new Set<string>();
+    for (let e = 0; e < environments; e++) {
+      const user = await newUser(server);
+      const project = await newProject(server, user, `property ${e}`);
+      await randomEnvironment(server, user, project, r);
+      const c = local({ baseUrl: server.url, apiToken: await apiToken(server, user, project), environment: 'production', sendUsage: false });
+      assert.equal(await c.ready(), true);
+      // Batches of concurrent requests: the server answers them in parallel, the comparison is per context.
+      for (let done = 0; done < contextsPerEnvironment; done += 50) {
+        const batch = Array.from({ length: 50 }, () => context(r));
+        const answers = await Promise.all(batch.map((ctx) => request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'production', context: ctx } })));
+        batch.forEach((ctx, i) => {
+          assert.equal(answers[i]!.status, 200, answers[i]!.text);
+          assert.deepEqual(c.evaluate(ctx as never).allFlags(), answers[i]!.body.flags, `seed ${seed}, environment ${e}, context ${JSON.stringify(ctx)}`);
+          compared++;
+          for (const { reason } of Object.values(answers[i]!.body.flags as Record<string, { reason: string }>)) reasons.add(reason.replace(/\d+%/, 'N%'));
+        });
+      }
+    }
+    assert.ok(compared >= 10_000, `${compared} contexts`);
+    // The random environments reach every kind of answer (else the comparison would prove little).
+    for (const reason of ['Flag is globally disabled', 'Flag enabled globally', 'Matched user_id targeting rule', 'Matched user_email targeting rule', 'Matched email_domain targeting rule', 'Matched conditions targeting rule', 'User in N% rollout', 'User not in N% rollout', 'No targeting rule matched']) {
+      assert.ok(reasons.has(reason), `seed ${seed}: no answer "${reason}" in ${[...reasons].join(', ')}`);
+    }
+  });
+});
+
+describe('local mode against a running Guidon', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+  let token: string;
+  const flagIds: Record<string, string> = {};
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+    project = await newProject(server, user);
+    token = await apiToken(server, user, project);
+    flagIds.checkout = (await newFlag(server, user, project, { key: 'checkout', enabled: false })).id;
+    flagIds.beta = (await newFlag(server, user, project, { key: 'beta', enabled: true })).id;
+    await request(server, 'POST', `${flagsPath(project)}/${flagIds.beta}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'vip', serve: true } });
+    await request(server, 'PUT', `${flagsPath(project)}/${flagIds.beta}`, { token: user.token, body: { everyone_else: 'off' } });
+  });
+  after(() => server.close());
+
+  // Usage off unless a test is about it: another test's reports must not land in its counts.
+  const options = (extra: Partial<LocalClientOptions> = {}) => ({ baseUrl: server.url, apiToken: token, environment: 'production', sendUsage: false, ...extra });
+  const toggle = (key: string) => request(server, 'POST', `${flagsPath(project)}/${flagIds[key]}/toggle`, { token: user.token });
+
+  test('ready(), then synchronous answers: isEnabled, reason, variant, value, allFlags; unknown flags read off', async () => {
+    const c = local(options());
+    assert.equal(await c.ready(), true);
+    const vip = c.evaluate({ user_id: 'vip' });
+    assert.equal(vip.isEnabled('beta'), true);
+    assert.equal(vip.reason('beta'), 'Matched user_id targeting rule');
+    assert.equal(vip.isEnabled('checkout'), false);
+    assert.equal(vip.reason('checkout'), 'Flag is globally disabled');
+    assert.equal(vip.variant('beta'), undefined, 'a flag without variants');
+    assert.equal(vip.value('beta', 'fallback'), 'fallback');
+    assert.equal(vip.isEnabled('nope'), false);
+    assert.equal(vip.reason('nope'), 'Flag not in the ruleset');
+    assert.deepEqual(c.evaluate({ user_id: 'someone' }).allFlags(), { checkout: { enabled: false, reason: 'Flag is globally disabled' }, beta: { enabled: false, reason: 'No targeting rule matched' } });
+    assert.equal(c.ruleset()?.format, 1);
+  });
+
+  test('a change reaches the local client within 1 s (the stream), and the client fetches with If-None-Match', async () => {
+    const c = local(options({ pollIntervalMs: 60_000 }));
+    assert.equal(await c.ready(), true);
+    const changes: number[] = [];
+    c.on('change', ({ revision }) => changes.push(revision));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the stream is open
+    for (let i = 0; i < 3; i++) {
+      const before = c.evaluate().isEnabled('checkout');
+      const started = Date.now();
+      await toggle('checkout');
+      await within(1000, `toggle ${i} seen locally`, () => c.evaluate().isEnabled('checkout') !== before);
+      assert.ok(Date.now() - started <= 1000);
+    }
+    assert.ok(changes.length >= 3);
+  });
+
+  test('polling with ETag when the stream is off', async () => {
+    const calls: { url: string; ifNoneMatch: string | null; status: number }[] = [];
+    const counting: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      calls.push({ url: String(input), ifNoneMatch: new Headers(init?.headers).get('if-none-match'), status: response.status });
+      return response;
+    };
+    const c = local(options({ stream: false, pollIntervalMs: 100, fetch: counting }));
+    assert.equal(await c.ready(), true);
+    await eventually(() => calls.filter((call) => call.url.includes('/sdk/v1/ruleset') && call.status === 304).length >= 2, 'conditional polls answered 304');
+    assert.ok(calls.filter((call) => call.status === 304).every((call) => call.ifNoneMatch !== null));
+    const before = c.evaluate().isEnabled('checkout');
+    await toggle('checkout');
+    await eventually(() => c.evaluate().isEnabled('checkout') !== before, 'the change, polled');
+  });
+
+  test('usage: counted per flag as read, sent on close() into the metrics and last_evaluated_at', async () => {
+    const metrics = async (key: string) => (await request(server, 'GET', `${flagsPath(project)}/${flagIds[key]}/metrics?hours=2`, { token: user.token })).body.totals;
+    const before = { checkout: await metrics('checkout'), beta: await metrics('beta') };
+    const c = local(options({ sendUsage: true, usageIntervalMs: 60_000 }));
+    assert.equal(await c.ready(), true);
+    for (let i = 0; i < 100; i++) {
+      const flags = c.evaluate({ user_id: i % 4 === 0 ? 'vip' : `u${i}` });
+      flags.isEnabled('beta');
+      flags.isEnabled('beta'); // one flag set, one evaluation
+      if (i < 10) flags.isEnabled('checkout');
+    }
+    await c.close();
+    assert.deepEqual(await metrics('beta'), { enabled: before.beta.enabled + 25, disabled: before.beta.disabled + 75 });
+    const checkout = await metrics('checkout');
+    assert.equal(checkout.enabled + checkout.disabled, before.checkout.enabled + before.checkout.disabled + 10);
+  });
+
+  test('usage is also sent every interval', async () => {
+    const metrics = async () => (await request(server, 'GET', `${flagsPath(project)}/${flagIds.checkout}/metrics?hours=2`, { token: user.token })).body.totals;
+    const before = await metrics();
+    const c = local(options({ sendUsage: true, usageIntervalMs: 200 }));
+    assert.equal(await c.ready(), true);
+    c.evaluate().allFlags();
+    await eventually(async () => {
+      const now = await metrics();
+      return now.enabled + now.disabled === before.enabled + before.disabled + 1;
+    }, 'the periodic report');
+  });
+
+  test('an SDK key instead of a token: ready() false and an error event, never a throw', async () => {
+    const c = local(options({ apiToken: project.sdk_key }));
+    const seen = errorsOf(c);
+    assert.equal(await c.ready(), false);
+    assert.ok(seen.some((error) => error.status === 403));
+    assert.equal(c.evaluate({ user_id: 'vip' }).isEnabled('beta'), false);
+    assert.equal(c.evaluate().reason('beta'), 'Fallback: no ruleset from Guidon');
+  });
+});
+
+describe('when Guidon is away', () => {
+  test('the last ruleset keeps answering while the server is down, and the client catches up after a restart', async (t) => {
+    const database = await createTestDatabase();
+    const port = await freePort();
+    let server = await startServer({}, { database, port });
+    t.after(async () => {
+      await server.close().catch(() => undefined);
+      await database.drop();
+    });
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: true });
+    const c = local({ baseUrl: server.url, apiToken: await apiToken(server, user, project), environment: 'production', pollIntervalMs: 60_000 });
+    assert.equal(await c.ready(), true);
+    const stale: number[] = [];
+    c.on('stale', () => stale.push(Date.now()));
+
+    await server.close();
+    await eventually(() => stale.length > 0, 'stale once the stream is gone');
+    assert.equal(c.evaluate().isEnabled('f'), true, 'answered from the last ruleset');
+    server = await startServer({}, { database, port });
+    const login = await request(server, 'POST', '/auth/login', { body: { email: user.email, password: user.password } });
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: login.body.token });
+    await eventually(() => !c.evaluate().isEnabled('f'), 'the change made after the restart', 15_000);
+  });
+
+  test('a ruleset of an unknown format is refused: the previous one is kept and an error emitted', async (t) => {
+    let document: Record<string, unknown> = { format: 1, environment: 'production', revision: 1, flags: [{ key: 'f', enabled: true, rolloutPercentage: 0, rules: [] }], segments: {} };
+    let etag = 1;
+    const fake = createServer((req, res) => {
+      if (req.url?.startsWith('/sdk/v1/ruleset')) {
+        res.writeHead(200, { 'content-type': 'application/json', etag: `W/"${etag}"` }).end(JSON.stringify(document));
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+    t.after(() => fake.close());
+    const c = local({ baseUrl: `http://127.0.0.1:${(fake.address() as AddressInfo).port}`, apiToken: 'gdn_x', environment: 'production', stream: false, pollIntervalMs: 50, sendUsage: false });
+    const seen = errorsOf(c);
+    assert.equal(await c.ready(), true);
+    assert.equal(c.evaluate().isEnabled('f'), true);
+    document = { format: 2, environment: 'production', revision: 2, rules: 'something new', segments: {} };
+    etag = 2;
+    await eventually(() => seen.some((error) => error.kind === 'ruleset' && /format 2/.test(error.message)), 'the error event');
+    assert.equal(c.evaluate().isEnabled('f'), true, 'the previous ruleset is kept');
+    assert.equal(c.ruleset()?.revision, 1);
+  });
+
+  test('a file bootstrap answers when Guidon cannot be reached at start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'guidon-bootstrap-'));
+    const file = join(dir, 'ruleset.json');
+    writeFileSync(file, JSON.stringify({ format: 1, environment: 'production', revision: 7, flags: [{ key: 'boot', enabled: true, rolloutPercentage: 0, everyoneElse: 'rollout', rules: [{ type: 'user_id', value: 'vip', enabled: true, serve: false }] }], segments: {} }));
+    const c = local({ baseUrl: `http://127.0.0.1:${await freePort()}`, apiToken: 'gdn_x', environment: 'production', bootstrapFile: file, timeoutMs: 500, sendUsage: false });
+    const seen = errorsOf(c);
+    assert.equal(c.evaluate().isEnabled('boot'), true, 'at once, before ready()');
+    assert.equal(await c.ready(), true);
+    assert.ok(seen.length > 0, 'the failed fetch is reported');
+    assert.deepEqual(c.evaluate({ user_id: 'vip' }).allFlags(), { boot: { enabled: false, reason: 'Matched user_id targeting rule' } });
+
+    const broken = local({ baseUrl: `http://127.0.0.1:${await freePort()}`, apiToken: 'gdn_x', environment: 'production', bootstrapFile: join(dir, 'missing.json'), timeoutMs: 200, sendUsage: false });
+    const brokenErrors = errorsOf(broken);
+    assert.equal(await broken.ready(), false);
+    assert.ok(brokenErrors.some((error) => error.kind === 'ruleset'));
+  });
+});
