@@ -50,3 +50,4 @@ export class GuidonServerProvider extends GuidonProviderBase implements Provider
     return this.core.mismatch();
   }
 }
+export { GuidonLocalProvider, type GuidonLocalProviderOptions } from './server-local.js';

@@ -1,0 +1,78 @@
+/**
+ * GuidonLocalProvider (OpenFeature server SDK, local evaluation, contract §16) against the real
+ * server: the same values and reasons as POST /sdk/v1/evaluate, FLAG_NOT_FOUND, TYPE_MISMATCH,
+ * CONFIGURATION_CHANGED within 1 s of a change, and ERROR when there is no ruleset.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { OpenFeature, ProviderEvents, type Client } from '@openfeature/server-sdk';
+import { GuidonLocalProvider } from '@guidon/openfeature/server';
+import { flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+
+describe('GuidonLocalProvider', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let project: TestProject;
+  let token: string;
+  let checkoutId: string;
+
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+    project = await newProject(server, user);
+    token = (await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'of', project_id: project.id } })).body.token;
+    checkoutId = (await newFlag(server, user, project, { key: 'checkout', enabled: false })).id;
+    const targeted = await newFlag(server, user, project, { key: 'targeted', enabled: true, rollout_percentage: 30 });
+    await request(server, 'POST', `${flagsPath(project)}/${targeted.id}/rules`, { token: user.token, body: { rule_type: 'conditions', conditions: [{ attribute: 'plan', operator: 'IN', values: ['pro'] }] } });
+    await newFlag(server, user, project, { key: 'everyone', enabled: true });
+  });
+  after(async () => {
+    await OpenFeature.close();
+    await server.close();
+  });
+
+  test('values and reasons as /sdk/v1/evaluate answers them; FLAG_NOT_FOUND; TYPE_MISMATCH; CONFIGURATION_CHANGED within 1 s', async () => {
+    await OpenFeature.setProviderAndWait('local', new GuidonLocalProvider({ baseUrl: server.url, apiToken: token, environment: 'production' }));
+    const client: Client = OpenFeature.getClient('local');
+    const contexts: Record<string, string>[] = [{ targetingKey: 'u-1' }, { targetingKey: 'u-2', plan: 'pro' }, { targetingKey: 'u-3', email: 'a@example.com' }, ...Array.from({ length: 20 }, (_, i) => ({ targetingKey: `user-${i}` }))];
+    for (const context of contexts) {
+      const remote = (await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'production', context: { user_id: context.targetingKey, user_email: context.email, custom_attributes: context.plan ? { plan: context.plan } : undefined } } })).body.flags;
+      for (const key of ['checkout', 'targeted', 'everyone']) {
+        const details = await client.getBooleanDetails(key, !remote[key].enabled, context);
+        assert.equal(details.value, remote[key].enabled, `${key} ${JSON.stringify(context)}`);
+        assert.equal(details.flagMetadata.reason, remote[key].reason);
+        assert.equal(details.variant, remote[key].enabled ? 'on' : 'off');
+      }
+    }
+    const pro = await client.getBooleanDetails('targeted', false, { targetingKey: 'u-2', plan: 'pro' });
+    assert.equal(pro.reason, 'TARGETING_MATCH');
+    assert.equal((await client.getBooleanDetails('checkout', true)).reason, 'DISABLED');
+    assert.equal((await client.getBooleanDetails('everyone', false)).reason, 'STATIC');
+
+    const missing = await client.getBooleanDetails('nope', true);
+    assert.equal(missing.value, true);
+    assert.equal(missing.errorCode, 'FLAG_NOT_FOUND');
+    const mismatch = await client.getStringDetails('everyone', 'x');
+    assert.equal(mismatch.value, 'x');
+    assert.equal(mismatch.errorCode, 'TYPE_MISMATCH');
+
+    let changed = 0;
+    client.addHandler(ProviderEvents.ConfigurationChanged, () => changed++);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the stream is open
+    const started = Date.now();
+    await request(server, 'POST', `${flagsPath(project)}/${checkoutId}/toggle`, { token: user.token });
+    while (!(await client.getBooleanValue('checkout', false))) {
+      assert.ok(Date.now() - started < 1000, 'the change within 1 s');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.ok(changed >= 1);
+  });
+
+  test('ERROR and the default value when there is no ruleset', async () => {
+    const provider = new GuidonLocalProvider({ baseUrl: `http://127.0.0.1:${await freePort()}`, apiToken: 'gdn_x', environment: 'production', timeoutMs: 300, sendUsage: false });
+    await OpenFeature.setProviderAndWait('down', provider).catch(() => undefined);
+    const details = await OpenFeature.getClient('down').getBooleanDetails('checkout', true);
+    assert.equal(details.value, true);
+    assert.equal(details.reason, 'ERROR');
+  });
+});
