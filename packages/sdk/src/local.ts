@@ -6,7 +6,7 @@
  * stream is away, and kept as it is while Guidon is away. Usage is counted per flag and variant
  * and reported every 10 s and on close().
  */
-import { compileFlagSet, NO_VARIANT, OUTCOMES, type CompiledFlagSet, type Condition, type EvaluationContext, type FlagDefinition } from '@guidon/engine';
+import { codeOf, compileFlagSet, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type Condition, type EvaluationContext, type FlagDefinition } from '@guidon/engine';
 import { backoffMs, GuidonError, type GuidonContext } from './client.js';
 import { readSse } from './sse.js';
 
@@ -138,6 +138,10 @@ function documentProblem(document: unknown): string | null {
 function toEngineContext(context: GuidonContext | undefined): EvaluationContext {
   if (!context) return {};
   const { user_id, user_email, custom_attributes } = context;
+  // The usual context is already what the engine takes: no copy on the hot path.
+  if ((user_id === undefined || typeof user_id === 'string') && (user_email === undefined || typeof user_email === 'string') && (custom_attributes === undefined || (typeof custom_attributes === 'object' && custom_attributes !== null))) {
+    return context as EvaluationContext;
+  }
   return {
     user_id: typeof user_id === 'string' ? user_id : undefined,
     user_email: typeof user_email === 'string' ? user_email : undefined,
@@ -145,31 +149,53 @@ function toEngineContext(context: GuidonContext | undefined): EvaluationContext 
   };
 }
 
+/**
+ * One context's flags. A flag is evaluated when it is read (the engine's one-flag path, tens of
+ * nanoseconds), every flag at once by allFlags(); either way against the ruleset held when
+ * evaluate() was called, so the answers of one set never mix two rulesets.
+ */
 class LocalFlags implements LocalFlagSet {
-  /** Flags already counted for this set: reading a flag twice is one evaluation. */
-  private counted: Uint8Array | undefined;
+  /** Every flag's code and variant, once allFlags() asked for them. */
+  private all: { codes: Uint8Array; variants: Uint8Array | undefined } | undefined;
+  /** Flags already counted for this set (reading a flag twice is one evaluation): a bit each for the first 32, then bytes. */
+  private countedLow = 0;
+  private countedHigh: Uint8Array | undefined;
 
   constructor(
     private readonly compiled: Compiled | undefined,
-    private readonly codes: Uint8Array,
-    private readonly variants: Uint8Array | undefined,
+    private readonly context: EvaluationContext,
     private readonly counting: boolean,
   ) {}
 
-  private indexOf(key: string): number {
-    const index = this.compiled?.indexes.get(key) ?? -1;
-    if (index >= 0 && this.counting) this.count(index);
-    return index;
+  /** The flag's packed answer (engine's codeOf / variantOf), counted for usage; -1 for a flag not in the ruleset. */
+  private read(key: string): number {
+    const compiled = this.compiled;
+    const index = compiled?.indexes.get(key);
+    if (index === undefined) return -1;
+    const packed = this.packed(index);
+    if (this.counting) this.count(index, packed);
+    return packed;
   }
 
-  private count(index: number): void {
-    const counted = (this.counted ??= new Uint8Array(this.codes.length));
-    if (counted[index]) return;
-    counted[index] = 1;
+  private packed(index: number): number {
+    if (this.all) return this.all.codes[index]! | (((this.all.variants?.[index] ?? NO_VARIANT) + 1) << 8);
+    return this.compiled!.set.evaluateFlag(this.context, index);
+  }
+
+  private count(index: number, packed: number): void {
+    if (index < 32) {
+      const bit = 1 << index;
+      if (this.countedLow & bit) return;
+      this.countedLow |= bit;
+    } else {
+      const counted = (this.countedHigh ??= new Uint8Array(this.compiled!.set.size));
+      if (counted[index]) return;
+      counted[index] = 1;
+    }
     const counter = this.compiled!.counters[index]!;
-    if (OUTCOMES[this.codes[index]!]!.enabled) counter.enabled++;
+    if (OUTCOMES[codeOf(packed)]!.enabled) counter.enabled++;
     else counter.disabled++;
-    const variant = this.variants?.[index] ?? NO_VARIANT;
+    const variant = variantOf(packed);
     if (variant !== NO_VARIANT) {
       const key = this.compiled!.set.variants[index]![variant]!.key;
       const variants = (counter.variants ??= new Map());
@@ -177,47 +203,57 @@ class LocalFlags implements LocalFlagSet {
     }
   }
 
-  private state(index: number): LocalFlagState {
-    const outcome = OUTCOMES[this.codes[index]!]!;
-    const variant = this.variants?.[index] ?? NO_VARIANT;
-    if (variant === NO_VARIANT) return { enabled: outcome.enabled, reason: outcome.reason };
-    const chosen = this.compiled!.set.variants[index]![variant]!;
-    return { enabled: outcome.enabled, reason: outcome.reason, variant: chosen.key, value: chosen.value };
+  private chosen(index: number, packed: number) {
+    const variant = variantOf(packed);
+    return variant === NO_VARIANT ? undefined : this.compiled!.set.variants[index]?.[variant];
   }
 
   isEnabled(key: string): boolean {
-    const index = this.indexOf(key);
-    return index >= 0 && OUTCOMES[this.codes[index]!]!.enabled;
+    const packed = this.read(key);
+    return packed >= 0 && OUTCOMES[codeOf(packed)]!.enabled;
   }
 
   reason(key: string): string {
-    const index = this.indexOf(key);
-    if (index >= 0) return OUTCOMES[this.codes[index]!]!.reason;
+    const packed = this.read(key);
+    if (packed >= 0) return OUTCOMES[codeOf(packed)]!.reason;
     return this.compiled ? REASON_UNKNOWN_FLAG : REASON_NO_RULESET;
   }
 
   variant(key: string): string | undefined {
-    const index = this.indexOf(key);
-    return index < 0 ? undefined : this.state(index).variant;
+    const packed = this.read(key);
+    return packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed)?.key;
   }
 
   value<T>(key: string, fallback: T): T {
-    const index = this.indexOf(key);
-    if (index < 0) return fallback;
-    const state = this.state(index);
-    return state.variant === undefined ? fallback : (state.value as T);
+    const packed = this.read(key);
+    if (packed < 0) return fallback;
+    const chosen = this.chosen(this.compiled!.indexes.get(key)!, packed);
+    return chosen === undefined ? fallback : (chosen.value as T);
   }
 
   allFlags(): Record<string, LocalFlagState> {
     const flags: Record<string, LocalFlagState> = {};
-    const keys = this.compiled?.set.keys ?? [];
-    for (let i = 0; i < keys.length; i++) {
-      if (this.counting) this.count(i);
-      flags[keys[i]!] = this.state(i);
+    const compiled = this.compiled;
+    if (!compiled) return flags;
+    const { set } = compiled;
+    if (!this.all) {
+      const codes = new Uint8Array(set.size);
+      const variants = set.hasVariants ? new Uint8Array(set.size) : undefined;
+      set.evaluateInto(this.context, codes, variants);
+      this.all = { codes, variants };
+    }
+    for (let i = 0; i < set.size; i++) {
+      const packed = this.packed(i);
+      if (this.counting) this.count(i, packed);
+      const outcome = OUTCOMES[codeOf(packed)]!;
+      const chosen = this.chosen(i, packed);
+      flags[set.keys[i]!] = chosen === undefined ? { enabled: outcome.enabled, reason: outcome.reason } : { enabled: outcome.enabled, reason: outcome.reason, variant: chosen.key, value: chosen.value };
     }
     return flags;
   }
 }
+
+const NO_RULESET_FLAGS = new LocalFlags(undefined, {}, false);
 
 /** Reads a file synchronously where Node's fs is at hand (not in browsers, where local mode has no place). */
 function readFileSync(path: string): string {
@@ -279,18 +315,8 @@ class Local implements LocalClient {
 
   evaluate(context?: GuidonContext): LocalFlagSet {
     const compiled = this.compiled;
-    if (!compiled) return new LocalFlags(undefined, new Uint8Array(0), undefined, false);
-    const { set } = compiled;
-    const codes = new Uint8Array(set.size);
-    const variants = set.hasVariants ? new Uint8Array(set.size) : undefined;
-    try {
-      set.evaluateInto(toEngineContext(context), codes, variants);
-    } catch (error) {
-      // The engine does not throw on any context; should it, the application must not see it.
-      this.emit('error', new GuidonError(`Local evaluation failed: ${(error as Error)?.message ?? error}`, 'ruleset'));
-      return new LocalFlags(undefined, new Uint8Array(0), undefined, false);
-    }
-    return new LocalFlags(compiled, codes, variants, this.counting);
+    if (!compiled) return NO_RULESET_FLAGS;
+    return new LocalFlags(compiled, toEngineContext(context), this.counting);
   }
 
   on<E extends keyof LocalClientEvents>(event: E, listener: LocalClientEvents[E]): () => void {

@@ -273,6 +273,13 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   // How to connect an app, with the new key in its examples.
   await section('Connect an app');
   await page.getByText(newKey).first().waitFor();
+  // Local evaluation (issue 22): the snippet takes an API token, never the SDK key; OFREP for other languages.
+  const localSnippet = await page.getByLabel('Local evaluation on a server (@guidon/sdk) snippet', { exact: true }).textContent();
+  assert.match(localSnippet ?? '', /mode: 'local'/);
+  assert.ok(!(localSnippet ?? '').includes(newKey), 'the local-mode snippet does not carry the SDK key');
+  const ofrepSnippet = (await page.getByLabel('OpenFeature in Go, Java, Python or .NET (OFREP) snippet', { exact: true }).textContent()) ?? '';
+  for (const part of ['providers/ofrep', 'dev.openfeature.contrib.providers:ofrep', 'openfeature-provider-ofrep', 'OpenFeature.Providers.Ofrep', newKey]) assert.ok(ofrepSnippet.includes(part), part);
+  await page.getByRole('button', { name: 'Copy the Local evaluation on a server (@guidon/sdk) snippet' }).waitFor();
   await checkA11y(page, 'connect an app');
 
   // An expired session: to the login page, then back to where the person was.

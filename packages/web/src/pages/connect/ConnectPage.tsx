@@ -32,6 +32,52 @@ if (flags.isEnabled('new_checkout')) {
 guidon.on('change', ({ keys }) => console.log('changed:', keys)); // streamed updates`,
     },
     {
+      name: 'Local evaluation on a server (@guidon/sdk)',
+      code: `// npm install @guidon/sdk   (Node 20+; docs/local-evaluation.md)
+// Evaluates in your process, in microseconds, from the environment's rules (kept fresh by a stream).
+// It needs an API token of this project (Account → API tokens, any role), not the SDK key:
+// the rules name users, so keep the token on your servers.
+import { createClient } from '@guidon/sdk';
+
+const guidon = createClient({
+  baseUrl: '${base}',
+  apiToken: process.env.GUIDON_API_TOKEN, // gdn_…
+  environment: '${envKey}',
+  mode: 'local',
+});
+await guidon.ready(); // true once it holds the rules; never rejects
+
+const flags = guidon.evaluate({ user_id: 'user-42', user_email: 'ada@example.com' }); // synchronous
+if (flags.isEnabled('new_checkout')) {
+  // show the new checkout
+}
+process.on('SIGTERM', () => guidon.close()); // sends the last usage counts`,
+    },
+    {
+      name: 'OpenFeature in Go, Java, Python or .NET (OFREP)',
+      code: `# Guidon speaks OFREP: the stock OpenFeature OFREP provider of each language works unmodified.
+# Base URL: ${base}   SDK key header: X-API-Key: ${key}   Environment header: X-Environment: ${envKey}
+# Context: targetingKey is the user id, "email" the user's email, other fields custom attributes.
+
+# Go:      go get github.com/open-feature/go-sdk github.com/open-feature/go-sdk-contrib/providers/ofrep
+provider := ofrep.NewProvider("${base}", ofrep.WithApiKeyAuth("${key}"), ofrep.WithHeader("X-Environment", "${envKey}"))
+openfeature.SetProviderAndWait(provider)
+
+# Java:    dev.openfeature:sdk and dev.openfeature.contrib.providers:ofrep (Maven / Gradle)
+OfrepProvider provider = OfrepProvider.constructProvider(OfrepProviderOptions.builder()
+    .baseUrl("${base}")
+    .headers(ImmutableMap.of("X-API-Key", ImmutableList.of("${key}"), "X-Environment", ImmutableList.of("${envKey}")))
+    .build());
+OpenFeatureAPI.getInstance().setProviderAndWait(provider);
+
+# Python:  pip install openfeature-sdk openfeature-provider-ofrep
+api.set_provider(OFREPProvider("${base}", headers_factory=lambda: {"X-API-Key": "${key}", "X-Environment": "${envKey}"}))
+
+# .NET:    dotnet add package OpenFeature && dotnet add package OpenFeature.Providers.Ofrep
+var options = new OfrepOptions("${base}") { Headers = new() { ["X-API-Key"] = "${key}", ["X-Environment"] = "${envKey}" } };
+await Api.Instance.SetProviderAsync(new OfrepProvider(options));`,
+    },
+    {
       name: 'curl',
       code: `curl -s -X POST ${base}/sdk/v1/evaluate \\\n  -H 'x-sdk-key: ${key}' -H 'content-type: application/json' \\\n  -d '{"environment":"${envKey}","context":{"user_id":"user-42","user_email":"ada@example.com"}}'`,
     },
@@ -53,7 +99,7 @@ if (flags.new_checkout?.enabled) {
     <div className="stack">
       <section className="panel">
         <h2>Connect an app</h2>
-        <p className="muted">Your app asks for every flag of an environment in one call, with the project's SDK key. Keep the key on your servers or in trusted clients; rotate it in Settings if it leaks.</p>
+        <p className="muted">Your app asks for every flag of an environment in one call, with the project's SDK key. Keep the key on your servers or in trusted clients; rotate it in Settings if it leaks. A server that checks flags on every request can instead hold the rules and evaluate locally, with an API token.</p>
         <div className="field narrow">
           <label htmlFor="connect-env">Environment</label>
           <select id="connect-env" value={envKey} onChange={(event) => setEnvironment(event.target.value)}>
