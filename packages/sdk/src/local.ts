@@ -99,6 +99,8 @@ export const REASON_UNKNOWN_FLAG = 'Flag not in the ruleset';
 
 /** Three missed heartbeats (15 s each): the connection is dead even if no error says so. */
 const STREAM_SILENCE_MS = 45_000;
+/** Flags read one by one from a set before the rest are evaluated in one pass. */
+const READS_BEFORE_ALL = 4;
 /** Flags per usage report (the server takes at most 1,000). */
 const FLAGS_PER_REPORT = 1000;
 
@@ -160,6 +162,7 @@ class LocalFlags implements LocalFlagSet {
   /** Flags already counted for this set (reading a flag twice is one evaluation): a bit each for the first 32, then bytes. */
   private countedLow = 0;
   private countedHigh: Uint8Array | undefined;
+  private reads = 0;
 
   constructor(
     private readonly compiled: Compiled | undefined,
@@ -178,8 +181,18 @@ class LocalFlags implements LocalFlagSet {
   }
 
   private packed(index: number): number {
+    // A set read flag after flag is evaluated in one pass once it is clear several will be read (cheaper per flag).
+    if (!this.all && ++this.reads > READS_BEFORE_ALL) this.evaluateAll();
     if (this.all) return this.all.codes[index]! | (((this.all.variants?.[index] ?? NO_VARIANT) + 1) << 8);
     return this.compiled!.set.evaluateFlag(this.context, index);
+  }
+
+  private evaluateAll(): void {
+    const { set } = this.compiled!;
+    const codes = new Uint8Array(set.size);
+    const variants = set.hasVariants ? new Uint8Array(set.size) : undefined;
+    set.evaluateInto(this.context, codes, variants);
+    this.all = { codes, variants };
   }
 
   private count(index: number, packed: number): void {
@@ -236,12 +249,7 @@ class LocalFlags implements LocalFlagSet {
     const compiled = this.compiled;
     if (!compiled) return flags;
     const { set } = compiled;
-    if (!this.all) {
-      const codes = new Uint8Array(set.size);
-      const variants = set.hasVariants ? new Uint8Array(set.size) : undefined;
-      set.evaluateInto(this.context, codes, variants);
-      this.all = { codes, variants };
-    }
+    if (!this.all) this.evaluateAll();
     for (let i = 0; i < set.size; i++) {
       const packed = this.packed(i);
       if (this.counting) this.count(i, packed);
