@@ -1,5 +1,5 @@
 import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
-import { compileConditions, conditionScope, type Condition, type ConditionScope, type Matcher } from './conditions.js';
+import { compileConditionIds, conditionScope, type Condition, type ConditionScope, type Matcher } from './conditions.js';
 import { DISABLED_CODE, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, inRolloutCode, matchCode, notInRolloutCode, type Outcome } from './outcomes.js';
 
 export type RuleType = 'user_id' | 'user_email' | 'email_domain' | 'conditions';
@@ -259,7 +259,10 @@ const identifier = new Murmur3Suffix();
 
 /** A rule of a flag evaluated rule by rule: one with conditions, or with a rollout of its own. */
 interface CompiledRule {
-  readonly match: Matcher;
+  /** A seed type's test; null for conditions (conditionIds). */
+  readonly match: Matcher | null;
+  /** A conditions rule's conditions, as ids of the set's condition table. */
+  readonly conditionIds: Int32Array | null;
   /** 1–100: served when the §2 bucket is below it. */
   readonly rollout: number;
   readonly code: number;
@@ -327,7 +330,8 @@ function compileRule(rule: RuleDefinition, rank: number, scope: ConditionScope):
   const rollout = rule.rolloutPercentage ?? 100;
   if (rule.enabled !== true || !(rollout > 0)) return null;
   const code = matchCode(rule.type, rule.serve !== false);
-  let match: Matcher;
+  let match: Matcher | null = null;
+  let conditionIds: Int32Array | null = null;
   switch (rule.type) {
     case 'user_id': {
       const id = rule.value;
@@ -355,12 +359,12 @@ function compileRule(rule: RuleDefinition, rank: number, scope: ConditionScope):
     case 'conditions':
       // None (refused at save; a stored rule could only lose them by corruption) would be "everyone": never match instead, as an empty seed value.
       if (!Array.isArray(rule.conditions) || rule.conditions.length === 0) return null;
-      match = compileConditions(rule.conditions, scope);
+      conditionIds = compileConditionIds(rule.conditions, scope);
       break;
     default:
       return null; // an unknown type (a newer schema) never matches
   }
-  return { match, rollout: Math.min(rollout, 100), code, rank };
+  return { match, conditionIds, rollout: Math.min(rollout, 100), code, rank };
 }
 
 export function compileFlagSet(defs: readonly FlagDefinition[], options: CompileOptions = {}): CompiledFlagSet {
@@ -368,6 +372,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
   const keys = Object.freeze(defs.map((def) => def.key));
   const baseCodes = new Uint8Array(size);
   const scope = conditionScope(options.environment, options.segments);
+  const { table } = scope;
   const rollouts: number[] = [];
   /** Per flag, its place in `rollouts`, or -1. */
   const rolloutOf = new Int32Array(size).fill(-1);
@@ -465,7 +470,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
     let bucket = -1;
     for (let r = 0; r < rules.length; r++) {
       const rule = rules[r]!;
-      if (!rule.match(ctx)) continue;
+      if (rule.conditionIds !== null ? !table.all(rule.conditionIds, ctx) : !rule.match!(ctx)) continue;
       if (rule.rollout < 100) {
         if (bucket < 0) {
           identifier.prepare(identifierOf(ctx));
@@ -495,6 +500,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
 
   const evaluateInto = (ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean => {
     const startTurn = turn;
+    table.next();
     codes.set(baseCodes);
     if (rollouts.length > 0) {
       identifier.prepare(identifierOf(ctx));
@@ -570,6 +576,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
   /** The flag's code; sets servingRank. */
   const flagCode = (ctx: EvaluationContext, flag: number): number => {
     servingRank = -1;
+    table.next();
     const byRule = ruleByRuleOf[flag]!;
     if (byRule >= 0) {
       const code = served(byRule, ctx);
