@@ -231,6 +231,8 @@ export interface CompiledFlagSet {
   readonly inRolloutCodes: Uint8Array;
   /** Per flag, its variants (contract §15) in the flag's order, or null for a flag without. */
   readonly variants: readonly (readonly VariantDefinition[] | null)[];
+  /** The flags (ascending) whose variant, when no rule serves them and they answer on, is chosen by weight: it differs per user. */
+  readonly splits: Uint32Array;
   /** Whether any flag has variants: only then does evaluateInto write variant indexes. */
   readonly hasVariants: boolean;
   /** Each flag's variant index where its code is its base code and the variant does not depend on the user (NO_VARIANT for a flag without variants). */
@@ -238,8 +240,8 @@ export interface CompiledFlagSet {
   /**
    * Writes each flag's code into codes[0..size) and, when the set has variants and `variants` is
    * given, each flag's variant index into variants[0..size) (NO_VARIANT for a flag without).
-   * Returns true when a targeting rule served or a variant was chosen by weight: then flags other
-   * than `rollouts` may differ from `baseCodes` (or `baseVariants`).
+   * Returns true when a targeting rule served: then flags other than `rollouts` and `splits` may
+   * differ from `baseCodes` and `baseVariants`.
    */
   evaluateInto(ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean;
   /**
@@ -548,10 +550,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
         const code = codes[flag]!;
         const byRule = ruleByRuleOf[flag]!;
         const rank = byRule >= 0 ? servedRanks[byRule]! : turn !== startTurn && matchedIn[flag] === turn ? bestHit[flag]! >> 8 : -1;
-        const variant = variantFor(plan, code, rank);
-        variants[flag] = variant;
-        // A variant the code alone does not tell (chosen by weight, or pinned by a rule) leaves the rollout-only answers.
-        if (ENABLED[code] === 1 && rank < 0 && plan.only < 0) matched = true;
+        variants[flag] = variantFor(plan, code, rank);
       }
     }
     return matched;
@@ -613,7 +612,8 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
   variantFlags.forEach((flag, v) => (variantIndexOf[flag] = v));
   const variants = Object.freeze(defs.map((def, flag) => (variantIndexOf[flag]! >= 0 ? Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))) : null)));
 
-  return Object.freeze({ size, keys, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes, variants, hasVariants: variantFlags.length > 0, baseVariants, evaluateInto, evaluateFlag });
+  const splits = Uint32Array.from(variantFlags.filter((flag, v) => defs[flag]!.enabled && variantPlans[v]!.only < 0));
+  return Object.freeze({ size, keys, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes, splits, variants, hasVariants: variantFlags.length > 0, baseVariants, evaluateInto, evaluateFlag });
 }
 
 /** The outcome of one flag for a context, compiled on the spot: for tests and one-off use, not for a hot path. */
