@@ -828,6 +828,10 @@ export interface paths {
                                 [key: string]: {
                                     enabled: boolean;
                                     reason: string;
+                                    /** @description only for a flag with variants (contract §15): the variant served */
+                                    variant?: string;
+                                    /** @description only for a flag with variants: the variant's value */
+                                    value?: unknown;
                                 };
                             };
                         };
@@ -1051,8 +1055,10 @@ export interface paths {
                     content: {
                         "application/json": {
                             key: string;
-                            value: boolean;
-                            variant: "on" | "off";
+                            /** @description a boolean flag: true or false; a flag with variants: its variant's value (contract §15) */
+                            value: unknown;
+                            /** @description a boolean flag: on or off; a flag with variants: the variant's key */
+                            variant: string;
                             reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
                             metadata: {
                                 /** @description Guidon's reason */
@@ -1214,8 +1220,10 @@ export interface paths {
                         "application/json": {
                             flags: {
                                 key: string;
-                                value: boolean;
-                                variant: "on" | "off";
+                                /** @description a boolean flag: true or false; a flag with variants: its variant's value (contract §15) */
+                                value: unknown;
+                                /** @description a boolean flag: on or off; a flag with variants: the variant's key */
+                                variant: string;
                                 reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
                                 metadata: {
                                     /** @description Guidon's reason */
@@ -3068,7 +3076,7 @@ export interface paths {
                         everyone_else?: "rollout" | "off";
                         /** @description 0–50 variants; [] for none */
                         variants?: {
-                            /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                            /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                             key: string;
                             /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                             value: unknown;
@@ -3262,7 +3270,7 @@ export interface paths {
                         everyone_else?: "rollout" | "off";
                         /** @description 0–50 variants; [] for none */
                         variants?: {
-                            /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                            /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                             key: string;
                             /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                             value: unknown;
@@ -4833,10 +4841,18 @@ export interface paths {
                                 start: string;
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             }[];
                             totals: {
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             };
                         };
                     };
@@ -4936,10 +4952,18 @@ export interface paths {
                                 start: string;
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             }[];
                             totals: {
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             };
                         };
                     };
@@ -5999,6 +6023,8 @@ export interface components {
             user_id: string | null;
             enabled: boolean;
             reason: string;
+            /** @description the variant served (contract §15); null for a flag without variants */
+            variant: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
