@@ -1,4 +1,4 @@
-import { OUTCOMES } from '@guidon/engine';
+import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
 import type { Static } from 'typebox';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
@@ -77,46 +77,75 @@ export function releaseAnswer(answer: Answer): void {
   if (freeSlabs.length < FREE_SLABS) freeSlabs.push(at);
 }
 
-/** Rollout flags per prepared piece: 2^GROUP pieces each (every in/out combination), made when first needed. */
+/** Varying flags per prepared piece: every combination of their states, made when first needed. */
 const GROUP = 3;
+/** States a varying flag with variants may take before the template gives up on an answer (4 bits each). */
+const STATES = 16;
 
 /**
  * The bytes of the answers where no targeting rule matched, prepared per compiled environment:
- * then only the rollout flags differ between answers, so the answer is the same bytes up to the
- * first rollout flag (`head`), then per GROUP rollout flags the piece for their in/out
- * combination: their fragments and the unchanging fragments up to the next group. An answer is
- * 1 + (rollout flags / GROUP) copies of prepared bytes, whatever the number of flags. Each piece
+ * then only the varying flags differ between answers (rollout flags: in or out; flags whose
+ * variants are chosen by weight: which variant), so the answer is the same bytes up to the first
+ * varying flag (`head`), then per GROUP varying flags the piece for their combination of states:
+ * their fragments and the unchanging fragments up to the next group. An answer is
+ * 1 + (varying flags / GROUP) copies of prepared bytes, whatever the number of flags. Each piece
  * repeats its unchanging fragments, so the pieces take up to 2^GROUP times the bytes of an answer
- * (about 500 KB at 1,000 flags). Smaller groups take less memory but more copies: GROUP 1 was
- * 2–4 % slower at 1,000 flags (docs/performance.md).
+ * (about 500 KB at 1,000 flags) without variants, more with them. Smaller groups take less memory
+ * but more copies: GROUP 1 was 2–4 % slower at 1,000 flags (docs/performance.md).
  */
 class AnswerTemplate {
   readonly head: Buffer;
-  private readonly pieces: (Buffer | undefined)[];
+  /** The varying flags, ascending. */
+  private readonly varying: Uint32Array;
+  /** Per varying flag: its in-rollout code when its state is in/out (a flag without variants), else -1 (states). */
+  private readonly inCodes: Int16Array;
+  /** Per varying flag with variants, the (code | variant << 8) of each state seen, -1 after the last. */
+  private readonly states: Int32Array;
+  /** Bits per state in a piece's combination: 1 without variants, 4 with. */
+  private readonly bits: number;
+  /** Pieces by group << (GROUP * bits) | combination: an array without variants (8 per group), a map with (4,096 per group, few used). */
+  private readonly pieces: (Buffer | undefined)[] | Map<number, Buffer>;
   /** The pieces of the answer being written (reused). */
   private readonly chosen: Buffer[];
 
   constructor(
     private readonly environment: CompiledEnvironment,
-    private readonly fragment: (flag: number, code: number) => string,
+    private readonly fragment: (flag: number, code: number, variant: number) => string,
   ) {
-    const { rollouts, size } = environment.flagSet;
-    this.head = Buffer.from('{"flags":{' + this.unchanging(0, rollouts.length > 0 ? rollouts[0]! : size), 'utf8');
-    const groups = Math.ceil(rollouts.length / GROUP);
-    this.pieces = new Array(groups << GROUP);
+    const { rollouts, inRolloutCodes, splits, size } = environment.flagSet;
+    const inCodeOf = new Map<number, number>();
+    rollouts.forEach((flag, j) => inCodeOf.set(flag, inRolloutCodes[j]!));
+    this.varying = Uint32Array.from(new Set([...rollouts, ...splits])).sort();
+    // A rollout flag with variants takes more than two states (its off variant, or its on one).
+    this.inCodes = Int16Array.from(this.varying, (flag) => (environment.flagSet.variants[flag] === null ? inCodeOf.get(flag)! : -1));
+    this.states = new Int32Array(this.varying.length * STATES).fill(-1);
+    this.bits = this.inCodes.some((code) => code < 0) ? 4 : 1;
+    const size0 = this.varying.length > 0 ? this.varying[0]! : size;
+    this.head = Buffer.from('{"flags":{' + this.unchanging(0, size0), 'utf8');
+    const groups = Math.ceil(this.varying.length / GROUP);
+    this.pieces = this.bits === 1 ? new Array(groups << GROUP) : new Map();
     this.chosen = new Array(groups);
   }
 
-  /** The answer for codes that differ from the environment's base codes only at its rollout flags. */
-  write(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } {
-    const { rollouts, inRolloutCodes } = this.environment.flagSet;
-    const { chosen } = this;
+  /**
+   * The answer for codes (and variants) that differ from the environment's base only at its
+   * varying flags; undefined when a flag took more states than the template keeps (build it then).
+   */
+  write(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } | undefined {
+    const { varying, inCodes, chosen, bits } = this;
     let length = this.head.length;
-    for (let group = 0, j = 0; j < rollouts.length; group++) {
+    for (let group = 0, j = 0; j < varying.length; group++) {
       let combination = 0;
-      const end = Math.min(j + GROUP, rollouts.length);
-      for (let bit = 0; j < end; j++, bit++) if (codes[rollouts[j]!] === inRolloutCodes[j]) combination |= 1 << bit;
-      const piece = this.pieces[(group << GROUP) | combination] ?? this.piece(group, combination, codes);
+      const end = Math.min(j + GROUP, varying.length);
+      for (let shift = 0; j < end; j++, shift += bits) {
+        const flag = varying[j]!;
+        const inCode = inCodes[j]!;
+        const state = inCode >= 0 ? (codes[flag] === inCode ? 1 : 0) : this.stateOf(j, codes[flag]! | (variantAt(this.environment, codes, flag) << 8));
+        if (state < 0) return undefined;
+        combination |= state << shift;
+      }
+      const key = (group << (GROUP * bits)) | combination;
+      const piece = (Array.isArray(this.pieces) ? this.pieces[key] : this.pieces.get(key)) ?? this.piece(group, key, codes);
       chosen[group] = piece;
       length += piece.length;
     }
@@ -132,22 +161,40 @@ class AnswerTemplate {
     return written;
   }
 
-  private piece(group: number, combination: number, codes: Uint8Array): Buffer {
-    const { rollouts, size } = this.environment.flagSet;
-    let json = '';
-    const end = Math.min((group + 1) * GROUP, rollouts.length);
-    for (let j = group * GROUP; j < end; j++) {
-      const flag = rollouts[j]!;
-      json += this.fragment(flag, codes[flag]!) + this.unchanging(flag + 1, j + 1 < rollouts.length ? rollouts[j + 1]! : size);
+  /** The state number of a varying flag with variants for its (code | variant << 8); -1 past STATES. */
+  private stateOf(j: number, id: number): number {
+    const base = j * STATES;
+    for (let k = 0; k < STATES; k++) {
+      const known = this.states[base + k]!;
+      if (known === id) return k;
+      if (known === -1) {
+        this.states[base + k] = id;
+        return k;
+      }
     }
-    return (this.pieces[(group << GROUP) | combination] = Buffer.from(json, 'utf8'));
+    return -1;
+  }
+
+  private piece(group: number, key: number, codes: Uint8Array): Buffer {
+    const { varying } = this;
+    const { size } = this.environment.flagSet;
+    let json = '';
+    const end = Math.min((group + 1) * GROUP, varying.length);
+    for (let j = group * GROUP; j < end; j++) {
+      const flag = varying[j]!;
+      json += this.fragment(flag, codes[flag]!, variantAt(this.environment, codes, flag)) + this.unchanging(flag + 1, j + 1 < varying.length ? varying[j + 1]! : size);
+    }
+    const piece = Buffer.from(json, 'utf8');
+    if (Array.isArray(this.pieces)) this.pieces[key] = piece;
+    else this.pieces.set(key, piece);
+    return piece;
   }
 
   /** The fragments of flags [from, to) at their base codes, and the closing braces after the last flag. */
   private unchanging(from: number, to: number): string {
-    const { baseCodes, size } = this.environment.flagSet;
+    const { baseCodes, baseVariants, size } = this.environment.flagSet;
     let json = '';
-    for (let flag = from; flag < to; flag++) json += this.fragment(flag, baseCodes[flag]!);
+    for (let flag = from; flag < to; flag++) json += this.fragment(flag, baseCodes[flag]!, baseVariants[flag]!);
     return to === size ? json + '}}' : json;
   }
 }
@@ -163,9 +210,15 @@ class AnswerTemplate {
 export class EnvironmentAnswers {
   /** `"<key>":` for each flag, with the separating comma in front from the second on. */
   private readonly jsonKeys: readonly string[];
-  /** Per flag, up to FRAGMENTS (code, fragment) pairs: a flag gives a handful of outcomes at most. */
-  private readonly fragmentCodes: Int16Array;
+  /** Per flag, up to FRAGMENTS (code and variant: code | variant << 8, fragment) pairs: a flag gives a handful of outcomes at most. */
+  private readonly fragmentCodes: Int32Array;
   private readonly fragments: string[];
+  /** The same fragments as UTF-8 bytes, made when an answer is built from them. */
+  private readonly fragmentBytes: (Buffer | undefined)[];
+  /** Fragments kept per flag: FRAGMENTS, twice as many with variants (a (code, variant) pair each). */
+  private readonly perFlag: number;
+  /** The fragments of the answer being built (reused). */
+  private readonly chosen: Buffer[];
   private readonly template: AnswerTemplate;
   /** Kept answers and the hash of their codes (a quick first test), replaced oldest first. */
   private readonly kept: Cached[] = [];
@@ -179,13 +232,16 @@ export class EnvironmentAnswers {
   constructor(private readonly environment: CompiledEnvironment) {
     const count = environment.flagSet.size;
     this.jsonKeys = environment.quotedKeys.map((key, i) => `${i === 0 ? '' : ','}${key}:`);
-    this.fragmentCodes = new Int16Array(count * FRAGMENTS).fill(-1);
-    this.fragments = new Array(count * FRAGMENTS);
-    this.template = new AnswerTemplate(environment, (flag, code) => this.fragment(flag, code));
+    this.perFlag = environment.flagSet.hasVariants ? FRAGMENTS * 2 : FRAGMENTS;
+    this.fragmentCodes = new Int32Array(count * this.perFlag).fill(-1);
+    this.fragments = new Array(count * this.perFlag);
+    this.fragmentBytes = new Array(count * this.perFlag);
+    this.chosen = new Array(count);
+    this.template = new AnswerTemplate(environment, (flag, code, variant) => this.fragment(flag, code, variant));
   }
 
   answer({ codes, ruleMatched }: Evaluated): Answer {
-    const count = this.environment.flagSet.size;
+    const count = this.environment.outcomeWidth;
     // Where no answer was ever reused, looking costs more than it finds: look again now and then.
     if (this.hits === 0 && this.misses >= RELEARN_AFTER) this.misses = 0;
     const looking = this.hits > 0 || this.misses <= 64;
@@ -200,7 +256,7 @@ export class EnvironmentAnswers {
       }
     }
 
-    const { body, slab: at } = ruleMatched ? this.built(codes) : this.template.write(codes);
+    const { body, slab: at } = (ruleMatched ? undefined : this.template.write(codes)) ?? this.built(codes);
     const etag = etagOf(this.environment, codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
     if (++this.misses > 64 && this.hits * 8 < this.misses) return { body, etag, slab: at };
@@ -214,32 +270,70 @@ export class EnvironmentAnswers {
     return answer;
   }
 
-  /** Any answer, fragment by fragment (where a targeting rule matched: the template does not apply). */
+  /** Any answer, fragment by fragment (where a targeting rule matched: the template does not apply), copied as bytes. */
   private built(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } {
-    let json = '{"flags":{';
-    for (let i = 0; i < this.environment.flagSet.size; i++) json += this.fragment(i, codes[i]!);
-    json += '}}';
-    const written = answerBuffer(Buffer.byteLength(json));
-    written.body.write(json, 0, 'utf8');
+    const { size } = this.environment.flagSet;
+    const { chosen } = this;
+    let length = HEAD.length + TAIL.length;
+    for (let i = 0; i < size; i++) {
+      const bytes = this.fragmentBuffer(i, codes[i]!, variantAt(this.environment, codes, i));
+      chosen[i] = bytes;
+      length += bytes.length;
+    }
+    const written = answerBuffer(length);
+    const { body } = written;
+    body.set(HEAD, 0);
+    let offset = HEAD.length;
+    for (let i = 0; i < size; i++) {
+      const bytes = chosen[i]!;
+      body.set(bytes, offset);
+      offset += bytes.length;
+    }
+    body.set(TAIL, offset);
     return written;
   }
 
-  private fragment(flag: number, code: number): string {
-    const base = flag * FRAGMENTS;
-    for (let k = base; k < base + FRAGMENTS; k++) {
+  /** The slot of a flag's (code, variant) fragment, made when first needed; -1 past the slots kept. */
+  private slotOf(flag: number, code: number, variant: number): number {
+    const base = flag * this.perFlag;
+    const id = code | (variant << 8);
+    for (let k = base; k < base + this.perFlag; k++) {
       const known = this.fragmentCodes[k];
-      if (known === code) return this.fragments[k]!;
+      if (known === id) return k;
       if (known === -1) {
-        this.fragmentCodes[k] = code;
-        return (this.fragments[k] = this.jsonKeys[flag]! + OUTCOME_JSON[code]!);
+        this.fragmentCodes[k] = id;
+        this.fragments[k] = this.made(flag, code, variant);
+        return k;
       }
     }
-    return this.jsonKeys[flag]! + OUTCOME_JSON[code]!; // more outcomes than expected: not kept
+    return -1;
+  }
+
+  private fragmentBuffer(flag: number, code: number, variant: number): Buffer {
+    const k = this.slotOf(flag, code, variant);
+    if (k < 0) return Buffer.from(this.made(flag, code, variant), 'utf8'); // more outcomes than expected: not kept
+    return (this.fragmentBytes[k] ??= Buffer.from(this.fragments[k]!, 'utf8'));
+  }
+
+  private fragment(flag: number, code: number, variant: number): string {
+    const k = this.slotOf(flag, code, variant);
+    return k < 0 ? this.made(flag, code, variant) : this.fragments[k]!; // past the slots: not kept
+  }
+
+  /** `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants (contract §15). */
+  private made(flag: number, code: number, variant: number): string {
+    const members = variant === NO_VARIANT ? undefined : this.environment.variantMembers[flag]?.[variant];
+    return this.jsonKeys[flag]! + (members === undefined ? OUTCOME_JSON[code]! : OUTCOME_JSON[code]!.slice(0, -1) + members + '}');
   }
 }
 
+/** The variant index of a flag in an evaluation's bytes (codes, then variants when the environment has any: outcomeWidth). */
+const variantAt = (environment: CompiledEnvironment, codes: Uint8Array, flag: number): number => (environment.flagSet.hasVariants ? codes[environment.flagSet.size + flag]! : NO_VARIANT);
+
 /** Outcomes one flag usually gives: disabled, its rules' matches, then in/not in rollout, enabled globally or no rule matched. */
 const FRAGMENTS = 8;
+const HEAD = Buffer.from('{"flags":{');
+const TAIL = Buffer.from('}}');
 
 function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
   for (let i = 0; i < count; i++) if (a[i] !== b[i]) return false;
