@@ -1,6 +1,7 @@
 /**
  * @guidon/sdk in local mode (contract §16) against the real server: equivalence with
- * POST /sdk/v1/evaluate on random environments and contexts (≥ 10,000 contexts a run, every
+ * POST /sdk/v1/evaluate on random environments (every rule type, operator, segments, variants,
+ * rollouts) and contexts (≥ 10,000 contexts a run, every
  * flag of the environment each), freshness over the stream (≤ 1 s), the last ruleset kept while
  * the server is away and caught up after a restart, a ruleset of an unknown format refused, the
  * file bootstrap, and usage reports feeding the metrics.
@@ -118,6 +119,20 @@ function context(r: Random): Record<string, unknown> {
   return ctx;
 }
 
+/** 2–4 variants of one JSON type, weights summing to 1000 (some 0, sometimes one with all). */
+function randomVariants(r: Random): { key: string; value: unknown; weight: number }[] {
+  const count = 2 + r.int(3);
+  const type = r.int(4);
+  const weights = Array.from({ length: count }, () => 0);
+  if (r.chance(0.2)) weights[r.int(count)] = 1000;
+  else for (let left = 1000, i = 0; i < count; i++) left -= weights[i] = i === count - 1 ? left : r.int(left + 1);
+  return weights.map((weight, i) => ({
+    key: `v${i}`,
+    value: type === 0 ? `text ${i}` : type === 1 ? i * 10 + 0.5 : type === 2 ? i % 2 === 0 : { arm: i, list: [i, 'x'] },
+    weight,
+  }));
+}
+
 /** Fills the project's production environment with random segments, flags and rules through the API. */
 async function randomEnvironment(server: TestServer, user: TestUser, project: TestProject, r: Random): Promise<void> {
   const api = async (method: string, path: string, body: unknown) => {
@@ -132,11 +147,13 @@ async function randomEnvironment(server: TestServer, user: TestUser, project: Te
     segments.push(key);
   }
   for (let f = 0; f < 12; f++) {
+    const variants = r.chance(0.4) ? randomVariants(r) : [];
     const flag = await api('POST', flagsPath(project), {
       key: `flag-${f}`,
       name: `flag ${f}`,
       enabled: r.chance(0.85),
       rollout_percentage: r.pick([0, 0, 100, 10, 50, 1 + r.int(99)]),
+      ...(variants.length > 0 ? { variants, off_variant: r.pick(variants).key } : {}),
     });
     if (r.chance(0.25)) await api('PUT', `${flagsPath(project)}/${flag.id}`, { everyone_else: 'off' });
     for (let n = r.int(5); n > 0; n--) {
@@ -150,7 +167,8 @@ async function randomEnvironment(server: TestServer, user: TestUser, project: Te
             : type === 'email_domain'
               ? { rule_type: type, rule_value: r.pick(['corp.com', '@example.com', 'eu.corp.com']) }
               : { rule_type: type, conditions: Array.from({ length: 1 + r.int(3) }, () => condition(r, segments)) };
-      await api('POST', `${flagsPath(project)}/${flag.id}/rules`, { ...body, ...common });
+      const pinned = variants.length > 0 && !('serve' in common) && r.chance(0.5) ? { variant: r.pick(variants).key } : {};
+      await api('POST', `${flagsPath(project)}/${flag.id}/rules`, { ...body, ...common, ...pinned });
     }
   }
 }
@@ -169,6 +187,7 @@ describe('local evaluation equals POST /sdk/v1/evaluate', () => {
     const contextsPerEnvironment = 2000;
     let compared = 0;
     const reasons = new Set<string>();
+    const variantsServed = new Set<string>();
     for (let e = 0; e < environments; e++) {
       const user = await newUser(server);
       const project = await newProject(server, user, `property ${e}`);
@@ -185,12 +204,17 @@ describe('local evaluation equals POST /sdk/v1/evaluate', () => {
           assert.deepEqual(c.evaluate(ctx as never).allFlags(), answers[i]!.body.flags, what);
           // Read one by one (the engine's one-flag path) the flags answer the same.
           const one = c.evaluate(ctx as never);
-          for (const [key, expected] of Object.entries(answers[i]!.body.flags as Record<string, { enabled: boolean; reason: string }>)) {
+          for (const [key, expected] of Object.entries(answers[i]!.body.flags as Record<string, { enabled: boolean; reason: string; variant?: string; value?: unknown }>)) {
             assert.equal(one.isEnabled(key), expected.enabled, `${what}: ${key}`);
             assert.equal(one.reason(key), expected.reason, `${what}: ${key}`);
+            assert.equal(one.variant(key), expected.variant, `${what}: ${key}`);
+            assert.deepEqual(one.value(key, 'fallback'), 'variant' in expected ? expected.value : 'fallback', `${what}: ${key}`);
           }
           compared++;
-          for (const { reason } of Object.values(answers[i]!.body.flags as Record<string, { reason: string }>)) reasons.add(reason.replace(/\d+%/, 'N%'));
+          for (const { reason, variant } of Object.values(answers[i]!.body.flags as Record<string, { reason: string; variant?: string }>)) {
+            reasons.add(reason.replace(/\d+%/, 'N%'));
+            if (variant !== undefined) variantsServed.add(variant);
+          }
         });
       }
     }
@@ -199,6 +223,7 @@ describe('local evaluation equals POST /sdk/v1/evaluate', () => {
     for (const reason of ['Flag is globally disabled', 'Flag enabled globally', 'Matched user_id targeting rule', 'Matched user_email targeting rule', 'Matched email_domain targeting rule', 'Matched conditions targeting rule', 'User in N% rollout', 'User not in N% rollout', 'No targeting rule matched']) {
       assert.ok(reasons.has(reason), `seed ${seed}: no answer "${reason}" in ${[...reasons].join(', ')}`);
     }
+    assert.ok(variantsServed.size >= 3, `seed ${seed}: variants served: ${[...variantsServed].join(', ')}`);
   });
 });
 

@@ -143,6 +143,29 @@ describe('GET /sdk/v1/ruleset', () => {
     }
   });
 
+  test("variants: the flag's variants and off variant, a rule's variant, as the engine takes them", async () => {
+    const created = await request(server, 'POST', flagsPath(project, project.staging), {
+      token: owner.token,
+      body: { key: 'button', name: 'Button', description: 'internal', enabled: true, variants: [{ key: 'blue', value: { color: '#00f' }, weight: 300, description: 'internal too' }, { key: 'green', value: { color: '#0f0' }, weight: 700 }], off_variant: 'green' },
+    });
+    assert.equal(created.status, 201, created.text);
+    const rule = await request(server, 'POST', `${flagsPath(project, project.staging)}/${created.body.id}/rules`, { token: owner.token, body: { rule_type: 'user_id', rule_value: 'u-1', variant: 'blue' } });
+    assert.equal(rule.status, 201, rule.text);
+    const answer = await ruleset(server, 'environment=staging', bearer(token));
+    assert.deepEqual(answer.body.flags, [
+      {
+        key: 'button',
+        enabled: true,
+        rolloutPercentage: 0,
+        everyoneElse: 'rollout',
+        rules: [{ type: 'user_id', value: 'u-1', enabled: true, variant: 'blue' }],
+        variants: [{ key: 'blue', value: { color: '#00f' }, weight: 300 }, { key: 'green', value: { color: '#0f0' }, weight: 700 }],
+        offVariant: 'green',
+      },
+    ]);
+    assert.ok(!answer.text.includes('internal'));
+  });
+
   test('ETag and If-None-Match: 304 without a body until something changes', async () => {
     const first = await ruleset(server, 'environment=production', bearer(token));
     const etag = first.headers.get('etag')!;
@@ -266,6 +289,22 @@ describe('POST /sdk/v1/usage', () => {
     assert.equal(await lastEvaluated('untouched'), null);
     const variantRows = await server.database.db.selectFrom('evaluation_variant_counts').selectAll().execute();
     assert.equal(variantRows.length, 0, 'a variant the flag does not have is not counted');
+  });
+
+  test('per-variant counts go to the variant metrics; a variant the flag does not have is ignored', async () => {
+    const created = await request(server, 'POST', flagsPath(project), {
+      token: owner.token,
+      body: { key: 'button', name: 'button', enabled: true, variants: [{ key: 'blue', value: '#00f', weight: 500 }, { key: 'green', value: '#0f0', weight: 500 }], off_variant: 'blue' },
+    });
+    assert.equal(created.status, 201, created.text);
+    ids.button = created.body.id;
+    const sent = await report(usage({ button: { enabled: 10, disabled: 2, variants: { blue: 7, green: 5, purple: 9 } } }));
+    assert.equal(sent.status, 202, sent.text);
+    const metrics = (await request(server, 'GET', `${flagsPath(project)}/${ids.button}/metrics?hours=2`, { token: owner.token })).body;
+    assert.deepEqual({ enabled: metrics.totals.enabled, disabled: metrics.totals.disabled }, { enabled: 10, disabled: 2 });
+    const rows = await server.database.db.selectFrom('evaluation_variant_counts').select(['variant', 'count']).where('flag_id', '=', ids.button!).orderBy('variant').execute();
+    assert.deepEqual(rows.map((row) => [row.variant, Number(row.count)]), [['blue', 7], ['green', 5]]);
+    if (metrics.totals.variants) assert.deepEqual(metrics.totals.variants, { blue: 7, green: 5 });
   });
 
   test('bad reports are 400 and change nothing', async () => {
