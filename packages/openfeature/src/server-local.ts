@@ -89,11 +89,27 @@ export class GuidonLocalProvider implements Provider {
     const value: unknown = variant === undefined ? enabled : flags.value(flagKey, undefined);
     const actual: Kind = typeof value === 'boolean' ? 'boolean' : typeof value === 'string' ? 'string' : typeof value === 'number' ? 'number' : 'object';
     if (actual !== kind) throw new TypeMismatchError(`Flag "${flagKey}" serves a ${actual}, not a ${kind}`);
+    let kindOfReason: string = reasonKind(reason) ?? StandardResolutionReasons.UNKNOWN;
+    // Contract §15: on for everyone, the weights chose among several variants: SPLIT, as OFREP answers.
+    if (kindOfReason === 'STATIC' && variant !== undefined && this.splitByWeight(flagKey)) kindOfReason = StandardResolutionReasons.SPLIT;
     return {
       value: value as T,
       variant: variant ?? (enabled ? 'on' : 'off'),
-      reason: this.stale ? StandardResolutionReasons.STALE : (reasonKind(reason) ?? StandardResolutionReasons.UNKNOWN),
+      reason: this.stale ? StandardResolutionReasons.STALE : kindOfReason,
       flagMetadata: { reason },
     };
+  }
+
+  /** Flags whose variants share the weight (more than one with weight), per ruleset held. */
+  private split: { ruleset: unknown; keys: Set<string> } | undefined;
+
+  private splitByWeight(flagKey: string): boolean {
+    const ruleset = this.client.ruleset();
+    let split = this.split;
+    if (split?.ruleset !== ruleset) {
+      const keys = new Set((ruleset?.flags ?? []).filter((flag) => (flag.variants ?? []).filter((v) => v.weight > 0).length > 1).map((flag) => flag.key));
+      this.split = split = { ruleset, keys };
+    }
+    return split.keys.has(flagKey);
   }
 }

@@ -68,6 +68,24 @@ describe('GuidonLocalProvider', () => {
     assert.ok(changed >= 1);
   });
 
+  test('a flag with variants: its value by type, its variant key, SPLIT when the weights chose; another type TYPE_MISMATCH', async () => {
+    const created = await request(server, 'POST', flagsPath(project), {
+      token: user.token,
+      body: { key: 'button', name: 'button', enabled: true, variants: [{ key: 'blue', value: 'Blue', weight: 500 }, { key: 'green', value: 'Green', weight: 500 }], off_variant: 'blue' },
+    });
+    assert.equal(created.status, 201, created.text);
+    await request(server, 'POST', `${flagsPath(project)}/${created.body.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'pinned', variant: 'green' } });
+    const provider = new GuidonLocalProvider({ baseUrl: server.url, apiToken: token, environment: 'production', sendUsage: false });
+    await OpenFeature.setProviderAndWait('variants', provider);
+    const client = OpenFeature.getClient('variants');
+    for (const targetingKey of ['pinned', 'u-1', 'u-2', 'u-3', 'u-4']) {
+      const remote = (await request(server, 'POST', '/ofrep/v1/evaluate/flags/button', { headers: { 'x-sdk-key': project.sdk_key }, body: { context: { targetingKey } } })).body;
+      const local = await client.getStringDetails('button', 'none', { targetingKey });
+      assert.deepEqual({ value: local.value, variant: local.variant, reason: local.reason }, { value: remote.value, variant: remote.variant, reason: remote.reason }, targetingKey);
+    }
+    assert.equal((await client.getBooleanDetails('button', false)).errorCode, 'TYPE_MISMATCH');
+  });
+
   test('ERROR and the default value when there is no ruleset', async () => {
     const provider = new GuidonLocalProvider({ baseUrl: `http://127.0.0.1:${await freePort()}`, apiToken: 'gdn_x', environment: 'production', timeoutMs: 300, sendUsage: false });
     await OpenFeature.setProviderAndWait('down', provider).catch(() => undefined);
