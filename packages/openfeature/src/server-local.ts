@@ -106,7 +106,7 @@ export class GuidonLocalProvider implements Provider {
   private splitByWeight(flagKey: string): boolean {
     const ruleset = this.client.ruleset();
     let split = this.split;
-    if (split?.ruleset !== ruleset) {
+    if (!split || split.ruleset !== ruleset) {
       const keys = new Set((ruleset?.flags ?? []).filter((flag) => (flag.variants ?? []).filter((v) => v.weight > 0).length > 1).map((flag) => flag.key));
       this.split = split = { ruleset, keys };
     }
