@@ -38,7 +38,8 @@ describe('@guidon/sdk in Chromium', { skip: existsSync(CHROMIUM) ? false : `no b
     pages = createServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       if (path.startsWith('/sdk/')) {
-        const file = normalize(join(sdkDir, path.slice(5)));
+        // What a bundler gives a browser (package.json `browser`): local mode's stub, without the engine.
+        const file = normalize(join(sdkDir, path === '/sdk/local.js' ? 'local.browser.js' : path.slice(5)));
         if (!file.startsWith(sdkDir) || !existsSync(file)) return res.writeHead(404).end();
         return res.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(file));
       }
