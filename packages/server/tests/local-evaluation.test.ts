@@ -242,6 +242,19 @@ describe('the stream with an API token (refetchRuleset)', () => {
     }
   });
 
+  test("a deleted token's stream ends within seconds", async () => {
+    const created = await request(server, 'POST', '/api/tokens', { token: owner.token, body: { name: 'to delete', project_id: project.id } });
+    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer(created.body.token));
+    try {
+      assert.equal(stream.status, 200);
+      assert.equal((await request(server, 'DELETE', `/api/tokens/${created.body.id}`, { token: owner.token })).status, 204);
+      const ended = await Promise.race([stream.ended.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 8000))]);
+      assert.equal(ended, true, 'the stream ended');
+    } finally {
+      stream.close();
+    }
+  });
+
   test('credentials as for the ruleset: 401 unknown token, 404 unknown environment', async () => {
     assert.equal((await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer('gdn_nope'))).status, 401);
     assert.equal((await openStream(`${server.url}/sdk/v1/stream?environment=nope`, bearer(token))).status, 404);

@@ -10,6 +10,7 @@ import { environmentOf, type CompiledProject, type EvaluateCache } from '../eval
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
 import { carriesApiToken, tokenAccessHook } from '../local-evaluation/token-auth.js';
+import { TokenStreams } from '../local-evaluation/token-streams.js';
 import { StreamHub, refetchMessage, rulesetMessage, type OpenStream } from './streams.hub.js';
 import type { StreamScope, StreamTokens } from './stream-tokens.js';
 
@@ -41,6 +42,8 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
 
   const byKey = sdkProjectHook(limits, evaluateCache, anySdkCredential);
   const byApiToken = tokenAccessHook(db, limits, evaluateCache);
+  const tokenStreams = new TokenStreams(db, app.log);
+  app.addHook('onClose', async () => tokenStreams.close());
   /** Open streams per client address and SDK key (contract §12: at most STREAMS_PER_CLIENT together). */
   const openPerClient = new Map<string, number>();
   const invalidToken = () => new Unauthorized('Missing or invalid stream token');
@@ -106,9 +109,11 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     const raw = reply.raw;
     let stream: OpenStream | undefined;
     let released = false;
+    const unfollowToken = access ? tokenStreams.add(access.tokenId, () => raw.end()) : undefined;
     const release = () => {
       if (released) return;
       released = true;
+      unfollowToken?.();
       if (stream) hub.remove(stream);
       const left = (openPerClient.get(client) ?? 1) - 1;
       if (left > 0) openPerClient.set(client, left);
