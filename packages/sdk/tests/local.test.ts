@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, type GuidonError, type LocalClient, type LocalClientOptions } from '@guidon/sdk';
 import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
-import { createTestDatabase } from '@guidon/server/dist/tests/test-database.js';
+import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
 
 async function within(ms: number, what: string, check: () => boolean): Promise<void> {
   const deadline = Date.now() + ms;
@@ -399,5 +399,36 @@ describe('when Guidon is away', () => {
     const brokenErrors = errorsOf(broken);
     assert.equal(await broken.ready(), false);
     assert.ok(brokenErrors.some((error) => error.kind === 'ruleset'));
+  });
+});
+
+describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in the PostgreSQL pass' }, () => {
+  test('a change on A reaches a local client following B within 1 s; usage reports to A and B add up once each', async (t) => {
+    const database = await createTestDatabase();
+    // No periodic revision check: the change travels by PostgreSQL LISTEN/NOTIFY.
+    const a = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
+    const b = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
+    t.after(async () => {
+      await a.close();
+      await b.close();
+      await database.drop();
+    });
+    const user = await newUser(a);
+    const project = await newProject(a, user);
+    const flag = await newFlag(a, user, project, { key: 'f', enabled: false });
+    const token = await apiToken(a, user, project);
+    const c = local({ baseUrl: b.url, apiToken: token, environment: 'production', sendUsage: false });
+    assert.equal(await c.ready(), true);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
+    const toggledAt = Date.now();
+    await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    await within(1000 - (Date.now() - toggledAt), 'the change, through B', () => c.evaluate().isEnabled('f'));
+
+    const report = (server: TestServer, enabled: number) =>
+      request(server, 'POST', '/sdk/v1/usage', { headers: { authorization: `Bearer ${token}` }, body: { environment: 'production', started_at: new Date(Date.now() - 1000).toISOString(), ended_at: new Date().toISOString(), flags: { f: { enabled, disabled: 0 } } } });
+    const answers = await Promise.all([report(a, 3), report(b, 4), report(a, 5)]);
+    assert.deepEqual(answers.map((answer) => answer.status), [202, 202, 202]);
+    const totals = (await request(b, 'GET', `${flagsPath(project)}/${flag.id}/metrics?hours=2`, { token: user.token })).body.totals;
+    assert.equal(totals.enabled, 12);
   });
 });
