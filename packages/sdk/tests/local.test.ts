@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createClient, type GuidonError, type LocalClient, type LocalClientOptions } from '@guidon/sdk';
 import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
+import { startChildServer, type ChildServer } from '@guidon/server/dist/tests/child-server.js';
 
 async function within(ms: number, what: string, check: () => boolean): Promise<void> {
   const deadline = Date.now() + ms;
@@ -361,6 +362,38 @@ describe('when Guidon is away', () => {
     const login = await request(server, 'POST', '/auth/login', { body: { email: user.email, password: user.password } });
     await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: login.body.token });
     await eventually(() => !c.evaluate().isEnabled('f'), 'the change made after the restart', 15_000);
+  });
+
+  test('a server killed (SIGKILL) and started again: the client answers from its last ruleset meanwhile, and catches up after', async (t) => {
+    const database = await createTestDatabase();
+    const setup = await startServer({}, { database });
+    const user = await newUser(setup);
+    const project = await newProject(setup, user);
+    const flag = await newFlag(setup, user, project, { key: 'f', enabled: true });
+    const token = await apiToken(setup, user, project);
+    await setup.close();
+    const port = await freePort();
+    let child: ChildServer = await startChildServer(port, { DATABASE_URL: database.url });
+    let admin: TestServer | undefined;
+    t.after(async () => {
+      await child.kill('SIGKILL');
+      await admin?.close();
+      await database.drop();
+    });
+    const c = local({ baseUrl: child.url, apiToken: token, environment: 'production', pollIntervalMs: 60_000, sendUsage: false });
+    assert.equal(await c.ready(), true);
+    let stale = false;
+    c.on('stale', () => (stale = true));
+
+    await child.kill('SIGKILL');
+    await eventually(() => stale, 'stale once the server is gone');
+    assert.equal(c.evaluate({ user_id: 'u' }).isEnabled('f'), true, 'answered from the last ruleset');
+    child = await startChildServer(port, { DATABASE_URL: database.url });
+    // A second instance on the same database makes the change; the restarted one learns of it (notification or revision check) and tells the client.
+    admin = await startServer({}, { database });
+    const login = await request(admin, 'POST', '/auth/login', { body: { email: user.email, password: user.password } });
+    await request(admin, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: login.body.token });
+    await eventually(() => !c.evaluate({ user_id: 'u' }).isEnabled('f'), 'the change made after the restart', 20_000);
   });
 
   test('a ruleset of an unknown format is refused: the previous one is kept and an error emitted', async (t) => {
