@@ -181,6 +181,16 @@ describe('GET /sdk/v1/ruleset', () => {
     assert.ok(changed.body.flags.some((f: FlagDefinition) => f.key === 'later'));
   });
 
+  test('gzip when the client takes it (fetch does), the same document either way', async () => {
+    const plain = await fetch(`${server.url}/sdk/v1/ruleset?environment=production`, { headers: { ...bearer(token), 'accept-encoding': 'identity' } });
+    assert.equal(plain.headers.get('content-encoding'), null);
+    const plainText = await plain.text();
+    const zipped = await fetch(`${server.url}/sdk/v1/ruleset?environment=production`, { headers: { ...bearer(token), 'accept-encoding': 'gzip, deflate' } });
+    assert.equal(zipped.headers.get('content-encoding'), 'gzip');
+    assert.equal(zipped.headers.get('etag'), plain.headers.get('etag'));
+    assert.equal(await zipped.text(), plainText, 'fetch undoes the gzip');
+  });
+
   test('a deleted token fails at once', async () => {
     const created = await request(server, 'POST', '/api/tokens', { token: owner.token, body: { name: 'short-lived', project_id: project.id } });
     assert.equal((await ruleset(server, 'environment=production', bearer(created.body.token))).status, 200);

@@ -9,7 +9,7 @@ import { environmentOf, type EvaluateCache } from '../evaluate/evaluate.cache.js
 import { notModified } from '../evaluate/evaluation.js';
 import { NotModified } from '../evaluate/evaluate.schemas.js';
 import { Ruleset, RulesetQuery, UsageAccepted, UsageBody } from './local-evaluation.schemas.js';
-import { rulesetAnswer } from './ruleset.document.js';
+import { gzippedBody, rulesetAnswer } from './ruleset.document.js';
 import { tokenAccessHook } from './token-auth.js';
 import { addUsage, hourStartOf } from './usage.repository.js';
 
@@ -32,8 +32,10 @@ export const localEvaluationRoutes: ApiPlugin<{ db: Db; limits: RateLimits; eval
     const { project } = request.tokenAccess!;
     const environment = environmentOf(project, request.query.environment);
     const answer = rulesetAnswer(environment, project.revision);
-    reply.header('etag', answer.etag).header('cache-control', 'no-cache');
+    reply.header('etag', answer.etag).header('cache-control', 'no-cache').header('vary', 'accept-encoding');
     if (notModified(request.headers, answer.etag)) reply.code(304).send(undefined as never);
+    // Rules compress well (repeated keys and operators): gzip when the client takes it, compressed once per change.
+    else if (/\bgzip\b/i.test(String(request.headers['accept-encoding'] ?? ''))) reply.type('application/json; charset=utf-8').header('content-encoding', 'gzip').send(gzippedBody(answer) as never);
     else reply.type('application/json; charset=utf-8').send(answer.body as never);
   });
 
