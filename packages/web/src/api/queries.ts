@@ -13,6 +13,7 @@ export const keys = {
   flag: (flagId: string) => ['flag', flagId] as const,
   rules: (flagId: string) => ['rules', flagId] as const,
   segments: (pid: string) => ['segments', pid] as const,
+  attributes: (envId: string) => ['attributes', envId] as const,
 };
 
 export const useProjects = () => useQuery({ queryKey: keys.projects, queryFn: () => unwrap(api.GET('/api/projects')) });
@@ -28,6 +29,10 @@ export const useRules = (pid: string, envId: string, flagId: string) =>
 
 export const useSegments = (pid: string) =>
   useQuery({ queryKey: keys.segments(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/segments', p(pid))) });
+
+/** The custom attribute names the environment's evaluate requests carried, most recent first. */
+export const useSeenAttributes = (pid: string, envId: string) =>
+  useQuery({ queryKey: keys.attributes(envId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/attributes', e(pid, envId))) });
 
 export { e as envParams, f as flagParams, p as projectParams };
 

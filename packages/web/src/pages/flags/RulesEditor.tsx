@@ -3,7 +3,7 @@ import { DndContext, KeyboardSensor, PointerSensor, closestCenter, useSensor, us
 import { SortableContext, arrayMove, sortableKeyboardCoordinates, useSortable, verticalListSortingStrategy } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
 import type { Condition, Flag, Rule, RuleType } from '../../api/client';
-import { useRules, useSegments } from '../../api/queries';
+import { useRules, useSeenAttributes, useSegments } from '../../api/queries';
 import { useRuleMutations, type RuleBody } from '../../api/flags';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
@@ -30,7 +30,13 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
   const rules = useRules(projectId, envId, flag.id);
   const write = useRuleMutations(projectId, envId, flag.id);
   const segments = useSegments(projectId);
-  const [editing, setEditing] = useState<Rule | 'new' | null>(null);
+  const seen = useSeenAttributes(projectId, envId);
+  const [editing, setEditingState] = useState<Rule | 'new' | null>(null);
+  /** Opening the dialog reads the attribute names again: apps may have sent new ones since the page loaded. */
+  const setEditing = (next: Rule | 'new' | null) => {
+    if (next !== null) void seen.refetch();
+    setEditingState(next);
+  };
   const [error, setError] = useState<string | null>(null);
   const sensors = useSensors(useSensor(PointerSensor, { activationConstraint: { distance: 4 } }), useSensor(KeyboardSensor, { coordinateGetter: sortableKeyboardCoordinates }));
   /** A write that refuses says so above the list; the list shows what the server holds either way. */
@@ -104,6 +110,7 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
         <RuleDialog
           rule={editing === 'new' ? null : editing}
           segmentKeys={(segments.data ?? []).map((segment) => segment.key)}
+          seenAttributes={(seen.data?.items ?? []).map((item) => item.name)}
           onClose={() => setEditing(null)}
           onSave={async (body) => {
             if (editing === 'new') {
@@ -162,7 +169,7 @@ function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, o
   );
 }
 
-function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null; segmentKeys: string[]; onClose: () => void; onSave: (body: RuleBody) => Promise<void> }) {
+function RuleDialog({ rule, segmentKeys, seenAttributes, onClose, onSave }: { rule: Rule | null; segmentKeys: string[]; seenAttributes: string[]; onClose: () => void; onSave: (body: RuleBody) => Promise<void> }) {
   const [type, setType] = useState<RuleType>(rule?.rule_type ?? 'user_id');
   const [value, setValue] = useState(rule?.rule_value ?? '');
   const [conditions, setConditions] = useState<Condition[]>(rule?.conditions?.length ? rule.conditions : [blankCondition()]);
@@ -196,7 +203,7 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
           ))}
         </fieldset>
         {type === 'conditions' ? (
-          <ConditionsEditor conditions={conditions} onChange={setConditions} segmentKeys={segmentKeys} />
+          <ConditionsEditor conditions={conditions} onChange={setConditions} segmentKeys={segmentKeys} seenAttributes={seenAttributes} />
         ) : (
           <Field label="Value" value={value} onChange={setValue} error={errors.value} hint={`${RULE_TYPES[type].help} Example: ${RULE_TYPES[type].example}`} placeholder={RULE_TYPES[type].example} maxLength={400} autoFocus />
         )}
