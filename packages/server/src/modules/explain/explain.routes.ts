@@ -3,7 +3,7 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import { errorResponses, EnvironmentParams } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
 import { contextOf } from '../evaluate/evaluation.js';
-import { explainFlag } from './explain.js';
+import { explainFlags } from './explain.js';
 import { loadEnvironmentForExplain } from './explain.repository.js';
 import { ExplainBody, ExplainResult } from './explain.schemas.js';
 
@@ -22,7 +22,6 @@ export const explainRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
     const { flags, segments } = await loadEnvironmentForExplain(db, projectId, environment.id);
     const sent = request.body.context;
     const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
-    const options = { environment: environment.key, segments };
-    return { flags: Object.fromEntries(flags.map((flag) => [flag.key, explainFlag(flag, context, options)])) };
+    return { flags: explainFlags(flags, context, { environment: environment.key, segments }) };
   });
 };

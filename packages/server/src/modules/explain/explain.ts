@@ -1,4 +1,4 @@
-import { evaluateFlag, type CompileOptions, type EvaluationContext } from '@guidon/engine';
+import { OUTCOMES, codeOf, compileFlagSet, evaluateFlag, type CompileOptions, type EvaluationContext, type Outcome } from '@guidon/engine';
 import type { ExplainedRule, ExplainFlag } from './explain.repository.js';
 
 export interface Explanation {
@@ -15,8 +15,13 @@ export interface Explanation {
  * leaves the user out does not serve, just as evaluation then goes on to the next rule, so the
  * first such rule is the one that served.
  */
-export function explainFlag(flag: ExplainFlag, context: EvaluationContext, options: CompileOptions): Explanation {
-  const { enabled, reason, kind } = evaluateFlag(flag, context, options);
+export function explainFlags(flags: readonly ExplainFlag[], context: EvaluationContext, options: CompileOptions): Record<string, Explanation> {
+  // Every flag's answer from one compiled set, as evaluate computes it; rules one by one only for flags a rule served.
+  const set = compileFlagSet(flags, options);
+  return Object.fromEntries(flags.map((flag, i) => [flag.key, explainFlag(flag, OUTCOMES[codeOf(set.evaluateFlag(context, i))]!, context, options)]));
+}
+
+function explainFlag(flag: ExplainFlag, { enabled, reason, kind }: Outcome, context: EvaluationContext, options: CompileOptions): Explanation {
   if (kind !== 'TARGETING_MATCH') return { enabled, reason, rule: null };
   for (let i = 0; i < flag.rules.length; i++) {
     const rule = flag.rules[i]!;
