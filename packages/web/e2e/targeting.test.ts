@@ -206,6 +206,21 @@ test('a person targets beta customers on a recent app version, and no one else',
     await page.getByRole('button', { name: 'Remove attribute 2' }).click();
     await tryIt('Off', 'No targeting rule matched', 'No rule: No targeting rule matched');
     assert.equal(await page.getByRole('columnheader', { name: 'Variant' }).count(), 0, 'no variant columns for boolean flags');
+    // A flag that serves values (contract §15): its variant and value (compact JSON) in two more columns.
+    await newFlag(server, user, project, { key: 'button', name: 'Button', enabled: true, variants: [{ key: 'blue', value: { color: 'blue', size: 2 }, weight: 1000 }, { key: 'grey', value: { color: 'grey' }, weight: 0 }], off_variant: 'grey' });
+    await page.getByRole('button', { name: 'Evaluate' }).click();
+    await page.getByRole('row', { name: 'button On Flag enabled globally No rule: Flag enabled globally blue {"color":"blue","size":2}' }).waitFor();
+    await page.getByRole('row', { name: 'beta_checkout Off No targeting rule matched No rule: No targeting rule matched — —' }).waitFor();
+    await page.getByRole('columnheader', { name: 'Value' }).waitFor();
+    await checkA11y(page, 'try it, a flag with variants');
+    if (shots) {
+      await page.screenshot({ path: join(shots, 'try-variants-desktop-light.png'), fullPage: true });
+      // On a phone the answer table scrolls sideways inside its focusable region.
+      const desktop = page.viewportSize()!;
+      await page.setViewportSize({ width: 360, height: 800 });
+      await page.screenshot({ path: join(shots, 'try-variants-phone-light.png'), fullPage: true });
+      await page.setViewportSize(desktop);
+    }
 
     // The attributes Try it sent (a real evaluation) are offered first in the rule editor's attribute field.
     await eventually(
