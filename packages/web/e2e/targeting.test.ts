@@ -242,6 +242,14 @@ test('a person targets beta customers on a recent app version, and no one else',
     await checkA11y(page, 'add rule dialog, seen attributes offered');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
+    // A segment applies in every environment: the names seen in any of them are offered first.
+    await section('Segments');
+    dialog = await dialogByKeyboard(page, newSegment, 'New segment');
+    const segmentAttribute = dialog.getByRole('combobox', { name: 'Attribute' });
+    await eventually(async () => (await segmentAttribute.evaluate((input) => (input as HTMLInputElement).list?.options.length ?? 0)) === 7, 'seen attributes offered for a segment');
+    assert.deepEqual((await segmentAttribute.evaluate((input) => Array.from((input as HTMLInputElement).list?.options ?? [], (option) => option.value))).slice(0, 2).sort(), ['app_version', 'plan']);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
   } catch (error) {
     throw await failureReport(page, 'targeting', error);
   }
