@@ -226,10 +226,13 @@ describe('audit and webhooks', () => {
     assert.equal((await api('PUT', `${rulesPath(project, flag.id)}/${rule.body.id}`, { variant: 'long' })).status, 200);
     // Sending the same variants again changes nothing and records nothing.
     assert.equal((await api('PUT', flagPath, { variants: reweighted, off_variant: 'control' })).status, 200);
+    // Switching it off, with the same variants sent along, is still a toggle; the variants stay.
+    const switched = await api('PUT', flagPath, { enabled: false, variants: reweighted });
+    assert.deepEqual([switched.body.enabled, switched.body.variants, switched.body.off_variant], [false, reweighted, 'control']);
 
     const events = (await api('GET', `/api/projects/${project.id}/audit?resource_id=${flag.id}`)).body.items;
-    assert.deepEqual(events.map((event: { action: string }) => event.action), ['flag.updated', 'flag.created']);
-    const [updated, created] = events;
+    assert.deepEqual(events.map((event: { action: string }) => event.action), ['flag.toggled', 'flag.updated', 'flag.created']);
+    const [, updated, created] = events;
     assert.equal(created.before, null);
     assert.deepEqual([created.after.variants, created.after.off_variant], [THREE, 'control']);
     assert.deepEqual(updated.before.variants, THREE);

@@ -4,13 +4,13 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { onlyProvided } from '../../db/values.js';
+import { Invalid } from '../../errors.js';
 import { errorResponses, EnvironmentParams } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
 import { createFlag, deleteFlag, listFlags, requireFlag, toggleFlag, updateFlag } from './flags.repository.js';
 import { CreateFlagBody, FlagParams, UpdateFlagBody } from './flags.schemas.js';
 import { listRules } from './rules.repository.js';
 import { checkOffVariant, checkVariants, type Variant } from './variants.js';
-import { Invalid } from '../../errors.js';
 
 type FlagRequest = { params: { project_id: string; env_id: string; flag_id: string } };
 export const flagScopeOf = (request: FlagRequest) => ({
@@ -44,6 +44,7 @@ async function checkedVariantChange(trx: Db, before: Flag, sentVariants: Variant
   }
   return { variants, off_variant };
 }
+
 /** The audit record of a change to a flag. */
 export const flagChange = (action: AuditAction, before: Flag | null, after: Flag | null) => {
   const flag = (after ?? before)!;
