@@ -5,6 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { bucketOf } from '@guidon/engine';
 import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 let server: TestServer;
@@ -84,6 +85,21 @@ describe('explain: which rule served (POST …/environments/{eid}/explain)', () 
     assert.deepEqual(none.beta_ui, { enabled: false, reason: 'No targeting rule matched', rule: null });
     // No context at all is {}.
     assert.equal((await explain(project, undefined)).status, 200);
+  });
+
+  test('a rule whose own rollout leaves the user out does not serve: the next rule does', async () => {
+    const flag = await newFlag(server, owner, project, { key: 'split_rule', enabled: true, everyone_else: 'off' });
+    const half = await addRule(project, flag.id, { rule_type: 'conditions', conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }], priority: 20, rollout_percentage: 50 });
+    const any = await addRule(project, flag.id, { rule_type: 'conditions', conditions: [{ attribute: 'plan', operator: 'EXISTS', values: [] }], priority: 10 });
+    const users = Array.from({ length: 40 }, (_, i) => `user-${i}`);
+    const inside = users.find((id) => bucketOf('split_rule', id) < 50)!;
+    const outside = users.find((id) => bucketOf('split_rule', id) >= 50)!;
+    for (const [userId, rule, position] of [[inside, half.id, 1], [outside, any.id, 2]] as const) {
+      const context = { user_id: userId, custom_attributes: { plan: 'beta' } };
+      const answer = (await explain(project, context)).body.flags.split_rule;
+      assert.deepEqual([answer.enabled, answer.reason, answer.rule.id, answer.rule.position], [true, 'Matched conditions targeting rule', rule, position], userId);
+      assert.deepEqual((await evaluate(server, project.sdk_key, 'production', context)).body.flags.split_rule, { enabled: true, reason: 'Matched conditions targeting rule' });
+    }
   });
 
   test('a viewer may ask; a stranger may not', async () => {
