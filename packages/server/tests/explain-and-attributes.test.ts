@@ -172,6 +172,22 @@ describe('attributes seen (GET …/environments/{eid}/attributes)', () => {
     assert.ok(!all.some((name) => name.startsWith('c')), 'the third hundred was not kept');
   });
 
+  test('the cap holds in the table too: after a restart the memory is empty, the table already full', async () => {
+    const project = await newProject(server, owner, 'Full table');
+    // As a previous run of the server left it: 200 names, seen long ago.
+    const long = '2020-01-01T00:00:00.000Z';
+    await server.database.db
+      .insertInto('environment_attributes')
+      .values(Array.from({ length: 200 }, (_, i) => ({ environment_id: project.production, name: `x${i}`, first_seen_at: long, last_seen_at: long })))
+      .execute();
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: { fresh: 1, x0: 'again' } })).status, 200);
+    const x0 = () => server.database.db.selectFrom('environment_attributes').select('last_seen_at').where('environment_id', '=', project.production).where('name', '=', 'x0').executeTakeFirstOrThrow();
+    await eventually(async () => new Date((await x0()).last_seen_at).toISOString() !== long, 'x0 seen again');
+    const all = await names(project);
+    assert.equal(all.length, 200);
+    assert.ok(!all.includes('fresh'), 'no name past the cap');
+  });
+
   test('removed with the environment', async () => {
     const project = await newProject(server, owner, 'Gone');
     const qa = await api('POST', `/api/projects/${project.id}/environments`, { name: 'QA', key: 'qa' });
