@@ -4,8 +4,13 @@ import { session } from './session';
 
 export type Project = components['schemas']['Project'];
 export type Environment = components['schemas']['Environment'];
-export type Flag = components['schemas']['Flag'];
-export type Rule = components['schemas']['Rule'];
+/**
+ * Contract §15's fields, added by hand while the generated schema lacks them: an intersection, so
+ * it changes nothing once the schema carries them.
+ */
+export type Variant = { key: string; value: unknown; weight: number; description?: string | null };
+export type Flag = components['schemas']['Flag'] & { variants?: Variant[]; off_variant?: string | null };
+export type Rule = components['schemas']['Rule'] & { variant?: string | null };
 export type Evaluation = components['schemas']['Evaluation'];
 export type ProjectFlag = components['schemas']['ProjectFlag'];
 export type FlagState = ProjectFlag['environments'][string];
