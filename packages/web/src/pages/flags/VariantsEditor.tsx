@@ -192,8 +192,8 @@ function VariantItem({ row, type, position, count, problems, showAll, readOnly, 
   // A value's problem shows as it is typed, once there is something typed (or after a try to save).
   const valueProblem = problems?.value && (showAll || row.value.trim() !== '') ? problems.value : undefined;
   const description = (
-    <Cell id={`${id}-description`} label="Description">
-      <input id={`${id}-description`} value={row.description} onChange={(event) => onChange({ description: event.target.value })} placeholder="optional" />
+    <Cell id={`${id}-description`} label="Description" rest={type === 'json'}>
+      <input id={`${id}-description`} value={row.description} onChange={(event) => onChange({ description: event.target.value })} placeholder="optional" maxLength={2000} />
     </Cell>
   );
   return (
@@ -246,9 +246,10 @@ function VariantItem({ row, type, position, count, problems, showAll, readOnly, 
   );
 }
 
-function Cell({ id, label, error, wide, children }: { id: string; label: string; error?: string | undefined; wide?: boolean; children: ReactNode }) {
+/** A labelled field of a variant; `wide` takes a row of its own, `rest` what is left of the row. */
+function Cell({ id, label, error, wide, rest, children }: { id: string; label: string; error?: string | undefined; wide?: boolean; rest?: boolean; children: ReactNode }) {
   return (
-    <div className={`field${wide ? ' wide' : ''}`}>
+    <div className={`field${wide ? ' wide' : ''}${rest ? ' rest' : ''}`}>
       <label htmlFor={id}>{label}</label>
       {children}
       <FormError message={error} id={`${id}-error`} />

@@ -98,7 +98,7 @@ export function rowProblems(type: ValueType, rows: readonly VariantRow[]): Map<n
     seen.add(key);
     const parsed = parseValue(type, row.value);
     if ('problem' in parsed) found.value = parsed.problem;
-    if (weightOf(row.weight) === null) found.weight = 'A percentage from 0 to 100, at most one decimal (12.5)';
+    if (weightOf(row.weight) === null) found.weight = '0 to 100, one decimal at most';
     if (found.key || found.value || found.weight) problems.set(row.id, found);
   }
   return problems;
