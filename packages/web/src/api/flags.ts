@@ -4,7 +4,7 @@ import { envParams, flagParams, keys } from './queries';
 
 type FlagChanges = Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else'>>;
 /** What a rule's dialog writes: the seed types' value, or conditions, with the rule's rollout and what it serves. */
-export type RuleBody = Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'enabled' | 'rollout_percentage' | 'serve' | 'variant'>;
+export type RuleBody = Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'enabled' | 'rollout_percentage' | 'serve'> & { variant?: Rule['variant'] };
 type RuleChanges = Partial<RuleBody & Pick<Rule, 'priority'>>;
 
 export function useCreateFlag(pid: string) {
