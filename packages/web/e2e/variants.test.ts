@@ -3,7 +3,8 @@
  * name: a flag gets three string variants whose weights, typed as percentages, show their running
  * total; a total short of 100 % is refused in the page and nothing is stored; "Split evenly"
  * spreads the tenths; the off variant is chosen; a JSON value is checked as it is typed; a rule
- * pins a variant and its sentence says so; after a reload all of it is still there. No console
+ * pins a variant and its sentence says so; renaming that variant is the server's 400, shown as it
+ * says it; after a reload all of it is still there. No console
  * error on any page except the deliberate refusals; axe finds no serious violation in any state
  * reached.
  *
@@ -129,6 +130,17 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     await focusReturnsTo(page, addRule);
     const rules = page.getByRole('list').filter({ has: page.getByRole('button', { name: /^Reorder rule/ }) });
     await rules.getByText('user_id is user-42 → on (variant order)').waitFor();
+
+    // Renaming the variant the rule pins: the server's 400 as it says it, nothing changed; discarded.
+    allowed = /status of 400/;
+    await variant(3).getByLabel('Key').fill('place_order');
+    await saveVariants.click();
+    await panel.getByRole('alert').filter({ hasText: 'serves variant "order"' }).waitFor();
+    assert.deepEqual((await stored()).variants?.map((item) => item.key), ['buy', 'get', 'order'], 'nothing changed');
+    await checkA11y(page, 'variants, refused by the server');
+    await panel.getByRole('button', { name: 'Discard changes' }).click();
+    await panel.getByRole('alert').waitFor({ state: 'detached' });
+    allowed = null;
 
     // After a reload: the variants in their order, the off variant, the pinned rule.
     await page.reload();
