@@ -84,7 +84,8 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
     }
   };
 
-  const dirty = JSON.stringify(strip(draft)) !== JSON.stringify(strip(draftOf(flag, () => 0)));
+  let fresh = 0;
+  const dirty = JSON.stringify(strip(draft)) !== JSON.stringify(strip(draftOf(flag, () => ++fresh)));
   return (
     <section className="panel" aria-labelledby="variants-heading">
       <h3 id="variants-heading">Variants</h3>
