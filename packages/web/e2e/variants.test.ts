@@ -149,6 +149,7 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     assert.deepEqual(await Promise.all([1, 2, 3].map((n) => variant(n).getByLabel('Weight (%)').inputValue())), ['50', '12.5', '37.5']);
     assert.equal(await panel.getByLabel('Off variant').locator('option:checked').innerText(), 'get');
     await total.filter({ hasText: /^Total: 100 %$/ }).waitFor();
+    assert.equal(await panel.getByRole('button', { name: 'Discard changes' }).count(), 0, 'nothing to discard');
     await rules.getByText('user_id is user-42 → on (variant order)').waitFor();
     await checkA11y(page, 'flag with variants, reloaded');
   } catch (error) {
