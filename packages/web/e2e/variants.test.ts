@@ -13,7 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 import { flagsPath, newFlag, newProject, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
 
@@ -109,7 +109,7 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     await variant(1).getByText(/^Not valid JSON/).waitFor();
     assert.equal(await json.getAttribute('aria-invalid'), 'true');
     await checkA11y(page, 'variants, JSON value half typed');
-    if (shots) await panel.screenshot({ path: join(shots, 'variants-json-desktop-light.png') });
+    if (shots) await page.screenshot({ path: join(shots, 'variants-json-desktop-light.png'), fullPage: true, clip: await pageBox(panel) });
     await json.fill('{"text": "Buy now", "colour": "green"}');
     await variant(1).getByText('Valid JSON').waitFor();
     await panel.getByRole('button', { name: 'Discard changes' }).click();
@@ -168,7 +168,17 @@ async function screenshots(dir: string, token: string, projectId: string, flagId
     await signIn(page, server.url, token);
     await page.goto(`${server.url}/projects/${projectId}/flags/${production.id}/${flagId}`);
     await page.waitForLoadState('networkidle');
-    await page.getByRole('region', { name: 'Variants' }).getByRole('group', { name: 'Variant 3' }).waitFor();
+    const panel = page.getByRole('region', { name: 'Variants' });
+    await panel.getByRole('group', { name: 'Variant 3' }).waitFor();
+    // The phone's screen shows the variants, below the sticky header.
+    if (!view.fullPage) await panel.evaluate((element) => window.scrollTo(0, element.getBoundingClientRect().top + window.scrollY - 64));
     await page.screenshot({ path: join(dir, `flag-variants-${view.suffix}.png`), fullPage: view.fullPage });
   });
 }
+
+/** An element's box on the whole page: a full-page shot clipped to it has no sticky header over it. */
+const pageBox = (element: Locator) =>
+  element.evaluate((node) => {
+    const box = node.getBoundingClientRect();
+    return { x: box.x + window.scrollX, y: box.y + window.scrollY, width: box.width, height: box.height };
+  });
