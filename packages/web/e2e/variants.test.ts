@@ -56,7 +56,11 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
       await variant(n).getByLabel('Weight (%)').fill(weight);
       if (description) await variant(n).getByLabel('Description').fill(description);
     };
-    for (let n = 1; n <= 3; n++) await addVariant.click();
+    // One too many, removed: the focus goes back to "Add variant".
+    for (let n = 1; n <= 4; n++) await addVariant.click();
+    await panel.getByRole('button', { name: 'Remove variant 4' }).click();
+    await focusReturnsTo(page, addVariant);
+    assert.equal(await variant(4).count(), 0);
     await fill(1, 'buy', 'Buy now', '50', 'The text of today');
     await fill(2, 'order', 'Order', '25');
     await fill(3, 'get', 'Get it', '12.5');
@@ -85,7 +89,9 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     await panel.getByLabel('Off variant').selectOption({ label: 'get' });
 
     // Reordered: "get" goes up one, above "order".
-    await panel.getByRole('button', { name: 'Move get up' }).click();
+    const moveUp = panel.getByRole('button', { name: 'Move get up' });
+    await moveUp.click();
+    await focusReturnsTo(page, moveUp);
     assert.equal(await variant(2).getByLabel('Key').inputValue(), 'get');
     await saveVariants.click();
     await panel.getByRole('status').filter({ hasText: 'Variants saved' }).waitFor();

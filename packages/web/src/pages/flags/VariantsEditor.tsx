@@ -1,4 +1,4 @@
-import { useId, useRef, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import type { Flag, Variant } from '../../api/client';
 import { useSaveVariants } from '../../api/flags';
 import { FormError } from '../../components/FormError';
@@ -37,6 +37,22 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
   const total = totalWeight(rows);
   const offSelectId = useId();
 
+  // Moving or removing a variant re-renders the list: the focus goes back to the button pressed
+  // (or its neighbour when that one is now disabled), or to "Add variant" after a removal.
+  const list = useRef<HTMLOListElement>(null);
+  const addButton = useRef<HTMLButtonElement>(null);
+  const refocus = useRef<{ row: number; action: 'up' | 'down' } | 'add' | null>(null);
+  useEffect(() => {
+    const target = refocus.current;
+    refocus.current = null;
+    if (target === 'add') addButton.current?.focus();
+    else if (target) {
+      const button = (action: string) => list.current?.querySelector<HTMLButtonElement>(`[data-row="${target.row}"][data-action="${action}"]`);
+      const pressed = button(target.action);
+      (pressed && !pressed.disabled ? pressed : button(target.action === 'up' ? 'down' : 'up'))?.focus();
+    }
+  });
+
   const change = (next: Partial<Draft>) => {
     setSaved(false);
     setDraft((current) => ({ ...current, ...next }));
@@ -45,11 +61,16 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
   const move = (index: number, delta: number) => {
     const next = [...rows];
     const [row] = next.splice(index, 1);
-    if (row) next.splice(index + delta, 0, row);
+    if (!row) return;
+    next.splice(index + delta, 0, row);
+    refocus.current = { row: row.id, action: delta < 0 ? 'up' : 'down' };
     change({ rows: next });
   };
   const add = () => change({ rows: [...rows, { id: nextId(), key: '', value: type === 'boolean' ? 'true' : '', weight: rows.length === 0 ? '100' : '0', description: '' }] });
-  const remove = (id: number) => change({ rows: rows.filter((row) => row.id !== id), offId: offId === id ? null : offId });
+  const remove = (id: number) => {
+    refocus.current = 'add';
+    change({ rows: rows.filter((row) => row.id !== id), offId: offId === id ? null : offId });
+  };
   const splitEvenly = () => {
     const weights = evenWeights(rows.length);
     change({ rows: rows.map((row, i) => ({ ...row, weight: percent(weights[i] ?? 0) })) });
@@ -111,7 +132,7 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
             </fieldset>
           </div>
           {rows.length > 0 && (
-            <ol className="variants">
+            <ol className="variants" ref={list}>
               {rows.map((row, i) => (
                 <VariantItem
                   key={row.id}
@@ -136,7 +157,7 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
           )}
           {!readOnly && (
             <div className="actions start">
-              <button type="button" className="secondary" onClick={add} disabled={rows.length >= 50}>
+              <button type="button" className="secondary" onClick={add} disabled={rows.length >= 50} ref={addButton}>
                 Add variant
               </button>
               {rows.length > 1 && (
@@ -231,10 +252,10 @@ function VariantItem({ row, type, position, count, problems, showAll, readOnly, 
         </div>
         {!readOnly && (
           <div className="row-actions">
-            <button type="button" className="secondary small" disabled={position === 1} onClick={() => onMove(-1)} aria-label={`Move ${name} up`}>
+            <button type="button" className="secondary small" disabled={position === 1} onClick={() => onMove(-1)} aria-label={`Move ${name} up`} data-row={row.id} data-action="up">
               ↑
             </button>
-            <button type="button" className="secondary small" disabled={position === count} onClick={() => onMove(1)} aria-label={`Move ${name} down`}>
+            <button type="button" className="secondary small" disabled={position === count} onClick={() => onMove(1)} aria-label={`Move ${name} down`} data-row={row.id} data-action="down">
               ↓
             </button>
             <button type="button" className="danger small" onClick={onRemove} aria-label={`Remove ${name}`}>
