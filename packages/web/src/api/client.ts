@@ -13,7 +13,8 @@ export type Flag = components['schemas']['Flag'] & { variants?: Variant[]; off_v
 export type Rule = components['schemas']['Rule'] & { variant?: string | null };
 export type Evaluation = components['schemas']['Evaluation'];
 export type ProjectFlag = components['schemas']['ProjectFlag'];
-export type FlagState = ProjectFlag['environments'][string];
+/** With contract §15's distribution (the variants' keys and weights, without values), added by hand like Flag's. */
+export type FlagState = ProjectFlag['environments'][string] & { variants?: { key: string; weight: number }[]; off_variant?: string | null };
 export type RuleType = Rule['rule_type'];
 export type Member = components['schemas']['Member'];
 export type ApiToken = components['schemas']['ApiToken'];
