@@ -4,7 +4,7 @@
  * total; a total short of 100 % is refused in the page and nothing is stored; "Split evenly"
  * spreads the tenths; the off variant is chosen; a JSON value is checked as it is typed; a rule
  * pins a variant and its sentence says so; renaming that variant is the server's 400, shown as it
- * says it; after a reload all of it is still there. No console
+ * says it; after a reload all of it is still there, and the flags overview shows the weights. No console
  * error on any page except the deliberate refusals; axe finds no serious violation in any state
  * reached.
  *
@@ -158,6 +158,11 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     assert.equal(await panel.getByRole('button', { name: 'Discard changes' }).count(), 0, 'nothing to discard');
     await rules.getByText('user_id is user-42 → on (variant order)').waitFor();
     await checkA11y(page, 'flag with variants, reloaded');
+
+    // The flags overview shows the weights side by side.
+    await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Flags', exact: true }).click();
+    await page.getByRole('row', { name: /^buy_button/ }).getByText('buy 50 %, get 12.5 %, order 37.5 %').waitFor();
+    await checkA11y(page, 'flags overview with a variant flag');
   } catch (error) {
     throw await failureReport(page, 'variants', error);
   }
