@@ -229,14 +229,30 @@ export interface CompiledFlagSet {
   readonly rollouts: Uint32Array;
   /** Per flag of `rollouts`, its code when in the rollout (any other code there, with no rule matched, is the not-in one). */
   readonly inRolloutCodes: Uint8Array;
+  /** Per flag, its variants (contract §15) in the flag's order, or null for a flag without. */
+  readonly variants: readonly (readonly VariantDefinition[] | null)[];
+  /** Whether any flag has variants: only then does evaluateInto write variant indexes. */
+  readonly hasVariants: boolean;
+  /** Each flag's variant index where its code is its base code and the variant does not depend on the user (NO_VARIANT for a flag without variants). */
+  readonly baseVariants: Uint8Array;
   /**
-   * Writes each flag's code into codes[0..size). Returns true when a targeting rule served:
-   * then flags other than `rollouts` may differ from `baseCodes`.
+   * Writes each flag's code into codes[0..size) and, when the set has variants and `variants` is
+   * given, each flag's variant index into variants[0..size) (NO_VARIANT for a flag without).
+   * Returns true when a targeting rule served or a variant was chosen by weight: then flags other
+   * than `rollouts` may differ from `baseCodes` (or `baseVariants`).
    */
-  evaluateInto(ctx: EvaluationContext, codes: Uint8Array): boolean;
-  /** The code of the flag at `index` for a context: what evaluateInto writes there. */
+  evaluateInto(ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean;
+  /**
+   * The code of the flag at `index` for a context (what evaluateInto writes there); for a flag with
+   * variants, its variant index + 1 in the bits above (`code | (variant + 1) << 8`): read with codeOf and variantOf.
+   */
   evaluateFlag(ctx: EvaluationContext, index: number): number;
 }
+
+/** The code of evaluateFlag's packed answer. */
+export const codeOf = (packed: number): number => packed & 255;
+/** The variant index of evaluateFlag's packed answer (NO_VARIANT: the flag has none). */
+export const variantOf = (packed: number): number => (packed >>> 8 || NO_VARIANT + 1) - 1;
 
 /** The context's identifier, read once for all the rollouts of a flag set (evaluation is synchronous: one is enough). */
 const identifier = new Murmur3Suffix();
@@ -247,6 +263,58 @@ interface CompiledRule {
   /** 1–100: served when the §2 bucket is below it. */
   readonly rollout: number;
   readonly code: number;
+  /** Its rank among the flag's rules: which rule served, for its pinned variant. */
+  readonly rank: number;
+}
+
+/** Unleash's variant hashing seed (contract §15). */
+const VARIANT_SEED = 86028157;
+
+/** How a flag with variants picks one (contract §15), compiled. */
+interface CompiledVariants {
+  /** The variant served to whom the flag answers `enabled: false`. */
+  readonly off: number;
+  /** Per rule rank, the variant it pins, or NO_VARIANT (chosen by weight). */
+  readonly pinned: Uint8Array;
+  /** The variant index when the weights leave no choice (one variant has them all), else -1. */
+  readonly only: number;
+  /** Running weight totals, in the flag's order. */
+  readonly runningTotals: Uint16Array;
+  /** "<key>:" absorbed into the variant hash's state. */
+  readonly prefix: Murmur3State;
+}
+
+function compileVariants(def: FlagDefinition): CompiledVariants | null {
+  const variants = def.variants;
+  if (!Array.isArray(variants) || variants.length === 0 || variants.length >= NO_VARIANT) return null;
+  const indexOf = (key: string | null | undefined) => {
+    const i = typeof key === 'string' ? variants.findIndex((variant) => variant.key === key) : -1;
+    return i < 0 ? NO_VARIANT : i;
+  };
+  const runningTotals = new Uint16Array(variants.length);
+  let total = 0;
+  for (let i = 0; i < variants.length; i++) runningTotals[i] = total += Math.max(0, Math.trunc(variants[i]!.weight) || 0);
+  const positive = variants.filter((variant) => variant.weight > 0);
+  // Off the API's checks (weights not summing to 1000) the last positive weight takes the rest.
+  const off = indexOf(def.offVariant);
+  return {
+    off: off === NO_VARIANT ? 0 : off,
+    pinned: Uint8Array.from(def.rules, (rule) => indexOf(rule.variant)),
+    only: positive.length === 1 ? variants.indexOf(positive[0]!) : positive.length === 0 ? 0 : -1,
+    runningTotals,
+    prefix: murmur3_x86_32_state(def.key + ':', VARIANT_SEED),
+  };
+}
+
+/** The variant chosen by weight: the first whose running total reaches murmur3 mod 1000 + 1 (contract §15). */
+function weightedVariant(compiled: CompiledVariants): number {
+  if (compiled.only >= 0) return compiled.only;
+  const target = (identifier.finish(compiled.prefix) % 1000) + 1;
+  const totals = compiled.runningTotals;
+  for (let i = 0; i < totals.length; i++) if (totals[i]! >= target) return i;
+  let last = totals.length - 1;
+  while (last > 0 && totals[last] === totals[last - 1]) last--;
+  return last;
 }
 
 /** Whether a flag's rules must be tried one by one, in order (else its rules go into the set's value maps). */
@@ -255,7 +323,7 @@ function needsRuleByRule(def: FlagDefinition): boolean {
 }
 
 /** An enabled rule that can serve someone, compiled; null for one that never serves. */
-function compileRule(rule: RuleDefinition, scope: ConditionScope): CompiledRule | null {
+function compileRule(rule: RuleDefinition, rank: number, scope: ConditionScope): CompiledRule | null {
   const rollout = rule.rolloutPercentage ?? 100;
   if (rule.enabled !== true || !(rollout > 0)) return null;
   const code = matchCode(rule.type, rule.serve !== false);
@@ -292,7 +360,7 @@ function compileRule(rule: RuleDefinition, scope: ConditionScope): CompiledRule 
     default:
       return null; // an unknown type (a newer schema) never matches
   }
-  return { match, rollout: Math.min(rollout, 100), code };
+  return { match, rollout: Math.min(rollout, 100), code, rank };
 }
 
 export function compileFlagSet(defs: readonly FlagDefinition[], options: CompileOptions = {}): CompiledFlagSet {
@@ -314,6 +382,10 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
   const byUserId = new Map<string, number[]>();
   const byEmail = new Map<string, number[]>();
   const byDomain = new Map<string, number[]>();
+  /** The flags with variants, and how each picks one. */
+  const variantFlags: number[] = [];
+  const variantPlans: CompiledVariants[] = [];
+  const baseVariants = new Uint8Array(size).fill(NO_VARIANT);
   const index = (into: Map<string, number[]>, rules: Map<string, number> | null, flag: number) => {
     if (rules === null) return;
     for (const [value, hit] of rules) {
@@ -325,6 +397,12 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
 
   for (let flag = 0; flag < size; flag++) {
     const def = defs[flag]!;
+    const plan = compileVariants(def);
+    if (plan !== null) {
+      variantFlags.push(flag);
+      variantPlans.push(plan);
+      baseVariants[flag] = plan.off;
+    }
     if (!def.enabled) {
       baseCodes[flag] = DISABLED_CODE;
       continue;
@@ -332,7 +410,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
     if (needsRuleByRule(def)) {
       ruleByRuleOf[flag] = ruleByRule.length;
       ruleByRule.push(flag);
-      ruleLists.push(def.rules.map((rule) => compileRule(rule, scope)).filter((rule) => rule !== null));
+      ruleLists.push(def.rules.map((rule, rank) => compileRule(rule, rank, scope)).filter((rule) => rule !== null));
       bucketPrefixes.push(murmur3_x86_32_state(def.key + ':', 0));
     } else {
       const rules = compileRules(def.rules);
@@ -352,6 +430,8 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
       rolloutPrefixes.push(murmur3_x86_32_state(def.key + ':', 0));
       rolloutPercentages.push(n);
     }
+    // Where no rule serves and the weights leave no choice, the variant follows the code.
+    if (plan !== null && ENABLED[baseCodes[flag]!] === 1 && rolloutOf[flag]! < 0) baseVariants[flag] = plan.only >= 0 ? plan.only : NO_VARIANT;
   }
   const inRolloutCodes = Uint8Array.from(rolloutPercentages, inRolloutCode);
   const notInRolloutCodes = Uint8Array.from(rolloutPercentages, notInRolloutCode);
@@ -376,6 +456,9 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
     }
   };
 
+  /** Per rule-by-rule flag, the rank of the rule that served in the last evaluation (valid where served() returned a code). */
+  const servedRanks = new Int32Array(ruleByRule.length);
+
   /** The code of the first rule of a rule-by-rule flag that serves the context, or -1. */
   const served = (j: number, ctx: EvaluationContext): number => {
     const rules = ruleLists[j]!;
@@ -383,17 +466,35 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
     for (let r = 0; r < rules.length; r++) {
       const rule = rules[r]!;
       if (!rule.match(ctx)) continue;
-      if (rule.rollout >= 100) return rule.code;
-      if (bucket < 0) {
-        identifier.prepare(identifierOf(ctx));
-        bucket = identifier.finish(bucketPrefixes[j]!) % 100;
+      if (rule.rollout < 100) {
+        if (bucket < 0) {
+          identifier.prepare(identifierOf(ctx));
+          bucket = identifier.finish(bucketPrefixes[j]!) % 100;
+        }
+        if (bucket >= rule.rollout) continue;
       }
-      if (bucket < rule.rollout) return rule.code;
+      servedRanks[j] = rule.rank;
+      return rule.code;
     }
     return -1;
   };
 
-  const evaluateInto = (ctx: EvaluationContext, codes: Uint8Array): boolean => {
+  /**
+   * The variant of a flag with variants (contract §15): the off variant when it answers off, else
+   * the serving rule's pinned variant (rank >= 0), else by weight. Needs the identifier prepared
+   * when the weights leave a choice.
+   */
+  const variantFor = (plan: CompiledVariants, code: number, rank: number): number => {
+    if (ENABLED[code] !== 1) return plan.off;
+    if (rank >= 0) {
+      const pinned = plan.pinned[rank]!;
+      if (pinned !== NO_VARIANT) return pinned;
+    }
+    return weightedVariant(plan);
+  };
+
+  const evaluateInto = (ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean => {
+    const startTurn = turn;
     codes.set(baseCodes);
     if (rollouts.length > 0) {
       identifier.prepare(identifierOf(ctx));
@@ -430,16 +531,52 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
       if (code >= 0) {
         codes[ruleByRule[j]!] = code;
         matched = true;
+      } else servedRanks[j] = -1;
+    }
+    if (variants !== undefined && variantFlags.length > 0) {
+      variants.set(baseVariants);
+      identifier.prepare(identifierOf(ctx));
+      for (let v = 0; v < variantFlags.length; v++) {
+        const flag = variantFlags[v]!;
+        const plan = variantPlans[v]!;
+        const code = codes[flag]!;
+        const byRule = ruleByRuleOf[flag]!;
+        const rank = byRule >= 0 ? servedRanks[byRule]! : turn !== startTurn && matchedIn[flag] === turn ? bestHit[flag]! >> 8 : -1;
+        const variant = variantFor(plan, code, rank);
+        variants[flag] = variant;
+        // A variant the code alone does not tell (chosen by weight, or pinned by a rule) leaves the rollout-only answers.
+        if (ENABLED[code] === 1 && rank < 0 && plan.only < 0) matched = true;
       }
     }
     return matched;
   };
 
+  /** The flag's code and variant, packed as evaluateFlag answers. */
+  const withVariant = (ctx: EvaluationContext, flag: number, code: number, rank: number): number => {
+    const v = variantIndexOf[flag]!;
+    if (v < 0) return code;
+    identifier.prepare(identifierOf(ctx));
+    return code | ((variantFor(variantPlans[v]!, code, rank) + 1) << 8);
+  };
+
   const evaluateFlag = (ctx: EvaluationContext, flag: number): number => {
+    const code = flagCode(ctx, flag);
+    return withVariant(ctx, flag, code, servingRank);
+  };
+
+  /** The rank of the rule that served in flagCode's last answer (-1: none). */
+  let servingRank = -1;
+
+  /** The flag's code; sets servingRank. */
+  const flagCode = (ctx: EvaluationContext, flag: number): number => {
+    servingRank = -1;
     const byRule = ruleByRuleOf[flag]!;
     if (byRule >= 0) {
       const code = served(byRule, ctx);
-      if (code >= 0) return code;
+      if (code >= 0) {
+        servingRank = servedRanks[byRule]!;
+        return code;
+      }
     } else {
       let best = -1;
       /** The flag's lowest hit among one rule value's hits (a value's hits hold each flag once). */
@@ -454,7 +591,10 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
         const domain = contextDomain();
         if (domain !== null) consider(byDomain.get(domain));
       }
-      if (best >= 0) return best & 255;
+      if (best >= 0) {
+        servingRank = best >> 8;
+        return best & 255;
+      }
     }
     const j = rolloutOf[flag]!;
     if (j < 0) return baseCodes[flag]!;
@@ -462,10 +602,23 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
     return identifier.finish(rolloutPrefixes[j]!) % 100 < rolloutPercentages[j]! ? inRolloutCodes[j]! : notInRolloutCodes[j]!;
   };
 
-  return Object.freeze({ size, keys, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes, evaluateInto, evaluateFlag });
+  const variantIndexOf = new Int32Array(size).fill(-1);
+  variantFlags.forEach((flag, v) => (variantIndexOf[flag] = v));
+  const variants = Object.freeze(defs.map((def, flag) => (variantIndexOf[flag]! >= 0 ? Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))) : null)));
+
+  return Object.freeze({ size, keys, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes, variants, hasVariants: variantFlags.length > 0, baseVariants, evaluateInto, evaluateFlag });
 }
 
 /** The outcome of one flag for a context, compiled on the spot: for tests and one-off use, not for a hot path. */
 export function evaluateFlag(def: FlagDefinition, ctx: EvaluationContext, options?: CompileOptions): Outcome {
-  return OUTCOMES[compileFlagSet([def], options).evaluateFlag(ctx, 0)]!;
+  return OUTCOMES[codeOf(compileFlagSet([def], options).evaluateFlag(ctx, 0))]!;
 }
+
+/** The variant (key and value) one flag serves a context, compiled on the spot (null: the flag has no variants): for tests and one-off use. */
+export function evaluateVariant(def: FlagDefinition, ctx: EvaluationContext, options?: CompileOptions): VariantDefinition | null {
+  const set = compileFlagSet([def], options);
+  return set.variants[0]?.[variantOf(set.evaluateFlag(ctx, 0))] ?? null;
+}
+
+/** Per outcome code, 1 when it answers `enabled: true`. */
+const ENABLED = Uint8Array.from({ length: 256 }, (_, code) => (OUTCOMES[code]?.enabled === true ? 1 : 0));
