@@ -4,7 +4,8 @@
  * total; a total short of 100 % is refused in the page and nothing is stored; "Split evenly"
  * spreads the tenths; the off variant is chosen; a JSON value is checked as it is typed; a rule
  * pins a variant and its sentence says so; renaming that variant is the server's 400, shown as it
- * says it; after a reload all of it is still there, and the flags overview shows the weights. No console
+ * says it; after a reload all of it is still there, the usage chart counts each variant of thirty
+ * evaluations, the history has a Variant column, and the flags overview shows the weights. No console
  * error on any page except the deliberate refusals; axe finds no serious violation in any state
  * reached.
  *
@@ -14,7 +15,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser, Locator } from 'playwright-core';
-import { flagsPath, newFlag, newProject, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
 
 let server: TestServer;
@@ -148,6 +149,15 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     await panel.getByRole('alert').waitFor({ state: 'detached' });
     allowed = null;
 
+    // Thirty users ask for it: the server counts each variant, and the chart will show them.
+    for (let i = 0; i < 30; i++) await evaluate(server, project.sdk_key, 'production', { user_id: `shopper-${i}` });
+    let counts: Record<string, number> = {};
+    await eventually(async () => {
+      const metrics = (await request(server, 'GET', `${flagsPath(project)}/${flag.id}/metrics?hours=24`, { token: user.token })).body;
+      counts = metrics.totals.variants ?? {};
+      return metrics.totals.enabled === 30;
+    }, 'thirty evaluations counted');
+
     // After a reload: the variants in their order, the off variant, the pinned rule.
     await page.reload();
     await variant(3).waitFor();
@@ -157,7 +167,16 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     await total.filter({ hasText: /^Total: 100 %$/ }).waitFor();
     assert.equal(await panel.getByRole('button', { name: 'Discard changes' }).count(), 0, 'nothing to discard');
     await rules.getByText('user_id is user-42 → on (variant order)').waitFor();
+    // The usage chart's table: each variant's evaluations, as the metrics count them.
+    const byVariant = page.getByRole('table', { name: 'Evaluations by variant' });
+    for (const key of ['buy', 'get', 'order']) await byVariant.getByRole('row', { name: new RegExp(`^${key} ${counts[key] ?? 0} `) }).waitFor();
     await checkA11y(page, 'flag with variants, reloaded');
+
+    // The evaluation history has a Variant column.
+    await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Usage', exact: true }).click();
+    await page.getByRole('columnheader', { name: 'Variant' }).waitFor();
+    await page.getByRole('row', { name: /shopper-29/ }).getByRole('cell', { name: /^(buy|get|order)$/ }).waitFor();
+    await checkA11y(page, 'evaluation history with variants');
 
     // The flags overview shows the weights side by side.
     await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Flags', exact: true }).click();
