@@ -109,7 +109,11 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     assert.equal(saved.off_variant, 'get');
     await checkA11y(page, 'variants saved');
 
-    // JSON values are checked as they are typed; the change is then discarded.
+    // Numbers and JSON values are checked as they are typed; the changes are then discarded.
+    await panel.getByRole('radio', { name: 'Number' }).check();
+    await variant(1).getByRole('alert').filter({ hasText: 'Enter a number, for example 42 or 2.5' }).waitFor();
+    await variant(1).getByLabel('Value', { exact: true }).fill('2.5');
+    await variant(1).getByRole('alert').waitFor({ state: 'detached' });
     await panel.getByRole('radio', { name: 'JSON' }).check();
     const json = variant(1).getByLabel('Value', { exact: true });
     await json.fill('{"text": "Buy now",');
