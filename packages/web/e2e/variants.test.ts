@@ -9,7 +9,8 @@
  * error on any page except the deliberate refusals; axe finds no serious violation in any state
  * reached.
  *
- * GUIDON_SCREENSHOTS=<dir> also saves the flag page with variants (desktop and phone, light and dark).
+ * GUIDON_SCREENSHOTS=<dir> also saves the flag page with variants and the flags overview (desktop
+ * and phone, light and dark), the JSON check and the rule dialog.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -194,7 +195,7 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
   await context.close();
 });
 
-/** The flag page with its variants, desktop and phone, light and dark. */
+/** The flag page with its variants and the flags overview, desktop and phone, light and dark. */
 async function screenshots(dir: string, token: string, projectId: string, flagId: string) {
   const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token })).body;
   const production = environments.find((env: { key: string }) => env.key === 'production');
@@ -207,6 +208,9 @@ async function screenshots(dir: string, token: string, projectId: string, flagId
     // The phone's screen shows the variants, below the sticky header.
     if (!view.fullPage) await panel.evaluate((element) => window.scrollTo(0, element.getBoundingClientRect().top + window.scrollY - 64));
     await page.screenshot({ path: join(dir, `flag-variants-${view.suffix}.png`), fullPage: view.fullPage });
+    await page.goto(`${server.url}/projects/${projectId}`);
+    await page.getByText('buy 50 %, get 12.5 %, order 37.5 %').waitFor();
+    await page.screenshot({ path: join(dir, `flags-variants-${view.suffix}.png`), fullPage: view.fullPage });
   });
 }
 
