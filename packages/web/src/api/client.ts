@@ -4,17 +4,13 @@ import { session } from './session';
 
 export type Project = components['schemas']['Project'];
 export type Environment = components['schemas']['Environment'];
-/**
- * Contract §15's fields, added by hand while the generated schema lacks them: an intersection, so
- * it changes nothing once the schema carries them.
- */
-export type Variant = { key: string; value: unknown; weight: number; description?: string | null };
-export type Flag = components['schemas']['Flag'] & { variants?: Variant[]; off_variant?: string | null };
-export type Rule = components['schemas']['Rule'] & { variant?: string | null };
+export type Flag = components['schemas']['Flag'];
+/** One of a flag's variants (contract §15). */
+export type Variant = Flag['variants'][number];
+export type Rule = components['schemas']['Rule'];
 export type Evaluation = components['schemas']['Evaluation'];
 export type ProjectFlag = components['schemas']['ProjectFlag'];
-/** With contract §15's distribution (the variants' keys and weights, without values), added by hand like Flag's. */
-export type FlagState = ProjectFlag['environments'][string] & { variants?: { key: string; weight: number }[]; off_variant?: string | null };
+export type FlagState = ProjectFlag['environments'][string];
 export type RuleType = Rule['rule_type'];
 export type Member = components['schemas']['Member'];
 export type ApiToken = components['schemas']['ApiToken'];

@@ -35,10 +35,7 @@ export function useUpdateFlag(pid: string, envId: string, flagId: string) {
 export function useSaveVariants(pid: string, envId: string, flagId: string) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (body: { variants: Variant[]; off_variant: string | null }) => {
-      const changes: FlagChanges & typeof body = body;
-      return unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body: changes }));
-    },
+    mutationFn: (body: { variants: Variant[]; off_variant: string | null }) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body })),
     onSuccess: (updated) => client.setQueryData(keys.flag(flagId), updated),
     onSettled: () => Promise.all([keys.rules(flagId), keys.projectFlags(pid)].map((queryKey) => client.invalidateQueries({ queryKey }))),
   });

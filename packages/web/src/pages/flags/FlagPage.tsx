@@ -164,7 +164,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
           <section className="panel">
             <h3>Usage</h3>
             <Suspense fallback={<Loading what="the chart" />}>
-              <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} variantKeys={(flag.variants ?? []).map((variant) => variant.key)} />
+              <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} variantKeys={flag.variants.map((variant) => variant.key)} />
             </Suspense>
           </section>
 

@@ -1,6 +1,6 @@
 import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
 import { Link, useParams } from 'react-router';
-import type { Environment, FlagState, ProjectFlag } from '../../api/client';
+import type { Environment, ProjectFlag } from '../../api/client';
 import { useEnvironments, useProjectFlags, } from '../../api/queries';
 import { useSetEnabled } from '../../api/flags';
 import { FlagSwitch } from '../../components/FlagSwitch';
@@ -153,7 +153,7 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
         </span>
       </th>
       {envs.map((env) => {
-        const state: FlagState | undefined = row.environments[env.key];
+        const state = row.environments[env.key];
         if (!state) {
           return (
             <td key={env.id} className="absent" data-env={env.name}>
@@ -180,7 +180,7 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
               </Link>
             </div>
             {state.rules_count > 0 && <span className="muted small">{plural(state.rules_count, 'rule')}</span>}
-            {state.variants && state.variants.length > 0 && <span className="muted small block">{distribution(state.variants)}</span>}
+            {state.variants.length > 0 && <span className="muted small block">{distribution(state.variants)}</span>}
           </td>
         );
       })}

@@ -104,7 +104,7 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
         <RuleDialog
           rule={editing === 'new' ? null : editing}
           segmentKeys={(segments.data ?? []).map((segment) => segment.key)}
-          variantKeys={(flag.variants ?? []).map((variant) => variant.key)}
+          variantKeys={flag.variants.map((variant) => variant.key)}
           onClose={() => setEditing(null)}
           onSave={async (body) => {
             if (editing === 'new') {

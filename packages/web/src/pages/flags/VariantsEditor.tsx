@@ -12,7 +12,7 @@ interface Draft {
 }
 
 function draftOf(flag: Flag, nextId: () => number): Draft {
-  const variants = flag.variants ?? [];
+  const variants = flag.variants;
   const rows = variants.map((variant) => ({ id: nextId(), key: variant.key, value: valueText(variant.value), weight: percent(variant.weight), description: variant.description ?? '' }));
   const off = variants.findIndex((variant) => variant.key === flag.off_variant);
   return { type: typeOf(variants), rows, offId: rows[off]?.id ?? null };

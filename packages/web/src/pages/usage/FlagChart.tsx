@@ -11,15 +11,14 @@ const RANGES = [
   { hours: 24 * 7, label: '7 days' },
 ] as const;
 
-/** Counts of one hour or of the whole range; `variants` only for a flag with variants (contract §15). */
-type Counts = { enabled: number; disabled: number; variants?: Record<string, number> };
-type Metrics = { flag_key: string; buckets: (Counts & { start: string })[]; totals: Counts };
+/** Counts of the whole range; `variants` only for a flag that served variants (contract §15). */
+type Totals = { enabled: number; disabled: number; variants?: Record<string, number> };
 
 /** Series colours after enabled and disabled, one per variant in turn (styles.css, both themes). */
 const VARIANT_COLOURS = 6;
 
 /** The variants to draw: the flag's, in its order, then any the counts name that it no longer has. */
-function variantSeries(totals: Counts | undefined, variantKeys: readonly string[]): string[] {
+function variantSeries(totals: Totals | undefined, variantKeys: readonly string[]): string[] {
   if (!totals?.variants) return [];
   return [...variantKeys, ...Object.keys(totals.variants).filter((key) => !variantKeys.includes(key))];
 }
@@ -32,7 +31,7 @@ export default function FlagChart({ projectId, envId, flagId, flagKey, variantKe
   const [hours, setHours] = useState<number>(24);
   const metrics = useQuery({
     queryKey: ['metrics', flagId, hours],
-    queryFn: async (): Promise<Metrics> => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/metrics', { ...flagParams(projectId, envId, flagId), params: { ...flagParams(projectId, envId, flagId).params, query: { hours } } })),
+    queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/metrics', { ...flagParams(projectId, envId, flagId), params: { ...flagParams(projectId, envId, flagId).params, query: { hours } } })),
     placeholderData: keepPreviousData,
     refetchInterval: 30_000,
   });

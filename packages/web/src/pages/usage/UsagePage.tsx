@@ -38,7 +38,7 @@ export default function UsagePage() {
   });
 
   // Rows of a flag with variants record the variant (contract §15): a column only when a row has one.
-  const items: (NonNullable<typeof history.data>['items'][number] & { variant?: string | null })[] = history.data?.items ?? [];
+  const items = history.data?.items ?? [];
   const showVariant = items.some((item) => item.variant != null);
 
   if (environments.isPending) return <Loading what="environments" />;
