@@ -117,20 +117,22 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
       </p>
       <form onSubmit={submit} noValidate>
         <fieldset className="plain" disabled={readOnly}>
-          <div className="everyone-else variant-type">
-            <span className="everyone-label" aria-hidden="true">
-              Value type
-            </span>
-            <fieldset className="segmented">
-              <legend>Value type</legend>
-              {(Object.keys(VALUE_TYPES) as ValueType[]).map((key) => (
-                <label key={key} className={type === key ? 'selected' : ''}>
-                  <input type="radio" name="variant-type" value={key} checked={type === key} onChange={() => chooseType(key)} />
-                  {VALUE_TYPES[key]}
-                </label>
-              ))}
-            </fieldset>
-          </div>
+          {(rows.length > 0 || !readOnly) && (
+            <div className="everyone-else variant-type">
+              <span className="everyone-label" aria-hidden="true">
+                Value type
+              </span>
+              <fieldset className="segmented">
+                <legend>Value type</legend>
+                {(Object.keys(VALUE_TYPES) as ValueType[]).map((key) => (
+                  <label key={key} className={type === key ? 'selected' : ''}>
+                    <input type="radio" name="variant-type" value={key} checked={type === key} onChange={() => chooseType(key)} />
+                    {VALUE_TYPES[key]}
+                  </label>
+                ))}
+              </fieldset>
+            </div>
+          )}
           {rows.length > 0 && (
             <ol className="variants" ref={list}>
               {rows.map((row, i) => (
