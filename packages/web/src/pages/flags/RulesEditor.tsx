@@ -111,6 +111,7 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
           rule={editing === 'new' ? null : editing}
           segmentKeys={(segments.data ?? []).map((segment) => segment.key)}
           seenAttributes={(seen.data?.items ?? []).map((item) => item.name)}
+          variantKeys={flag.variants.map((variant) => variant.key)}
           onClose={() => setEditing(null)}
           onSave={async (body) => {
             if (editing === 'new') {
@@ -169,13 +170,16 @@ function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, o
   );
 }
 
-function RuleDialog({ rule, segmentKeys, seenAttributes, onClose, onSave }: { rule: Rule | null; segmentKeys: string[]; seenAttributes: string[]; onClose: () => void; onSave: (body: RuleBody) => Promise<void> }) {
+function RuleDialog({ rule, segmentKeys, seenAttributes, variantKeys, onClose, onSave }: { rule: Rule | null; segmentKeys: string[]; seenAttributes: string[]; variantKeys: string[]; onClose: () => void; onSave: (body: RuleBody) => Promise<void> }) {
   const [type, setType] = useState<RuleType>(rule?.rule_type ?? 'user_id');
   const [value, setValue] = useState(rule?.rule_value ?? '');
   const [conditions, setConditions] = useState<Condition[]>(rule?.conditions?.length ? rule.conditions : [blankCondition()]);
   const [rollout, setRollout] = useState(String(rule?.rollout_percentage ?? 100));
   const [serve, setServe] = useState(rule?.serve ?? true);
   const [enabled, setEnabled] = useState(rule?.enabled ?? true);
+  // '' serves a variant by weight; a key pins that variant for the users the rule serves on.
+  const [variant, setVariant] = useState(rule?.variant ?? '');
+  const variantChoices = variant && !variantKeys.includes(variant) ? [...variantKeys, variant] : variantKeys;
   const [errors, setErrors] = useState<{ value?: string; rollout?: string }>({});
   const { busy, error, save } = useDialogSave(onClose);
   const submit = async (event: FormEvent) => {
@@ -188,7 +192,9 @@ function RuleDialog({ rule, segmentKeys, seenAttributes, onClose, onSave }: { ru
     setErrors(found);
     if (found.value || found.rollout) return;
     const target = type === 'conditions' ? { rule_value: null, conditions: conditions.map(toBody) } : { rule_value: value.trim(), conditions: null };
-    await save(() => onSave({ rule_type: type, ...target, enabled, rollout_percentage: percentage, serve }));
+    // Only a flag with variants (or a rule that names one) sends the field at all.
+    const pinned = variantChoices.length > 0 ? { variant: serve && variant ? variant : null } : {};
+    await save(() => onSave({ rule_type: type, ...target, enabled, rollout_percentage: percentage, serve, ...pinned }));
   };
   return (
     <Modal open onOpenChange={(open) => !open && onClose()} title={rule ? 'Edit rule' : 'Add rule'} description="What a matching user gets while the flag is on.">
@@ -216,6 +222,22 @@ function RuleDialog({ rule, segmentKeys, seenAttributes, onClose, onSave }: { ru
             <input type="radio" name="rule-serve" checked={!serve} onChange={() => setServe(false)} /> the flag off
           </label>
         </fieldset>
+        {variantChoices.length > 0 && serve && (
+          <div className="field narrow">
+            <label htmlFor="rule-variant">Serve variant</label>
+            <select id="rule-variant" value={variant} onChange={(event) => setVariant(event.target.value)} aria-describedby="rule-variant-hint">
+              <option value="">(by weight)</option>
+              {variantChoices.map((key) => (
+                <option key={key} value={key}>
+                  {key}
+                </option>
+              ))}
+            </select>
+            <p className="hint" id="rule-variant-hint">
+              The variant the users this rule serves get; by weight, they are spread as the flag’s weights say.
+            </p>
+          </div>
+        )}
         <Field
           label="Rule rollout (%)"
           className="number"

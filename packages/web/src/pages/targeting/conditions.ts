@@ -62,9 +62,10 @@ export function ruleCondition(rule: Pick<Rule, 'rule_type' | 'rule_value' | 'con
   return rule.rule_type === 'conditions' ? conditionsSentence(rule.conditions ?? []) : `${SEED_ATTRIBUTE[rule.rule_type]} ${rule.rule_value ?? ''}`;
 }
 
-/** The whole rule as it reads: "plan is one of beta and app version ≥ 2.4.0 → on for 50%". */
-export function ruleSentence(rule: Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'serve' | 'rollout_percentage'>): string {
-  return `${ruleCondition(rule)} → ${rule.serve ? 'on' : 'off'}${rule.rollout_percentage < 100 ? ` for ${rule.rollout_percentage}%` : ''}`;
+/** The whole rule as it reads: "plan is one of beta and app version ≥ 2.4.0 → on (variant blue) for 50%". */
+export function ruleSentence(rule: Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'serve' | 'rollout_percentage' | 'variant'>): string {
+  const variant = rule.serve && rule.variant ? ` (variant ${rule.variant})` : '';
+  return `${ruleCondition(rule)} → ${rule.serve ? 'on' : 'off'}${variant}${rule.rollout_percentage < 100 ? ` for ${rule.rollout_percentage}%` : ''}`;
 }
 
 /** Items of a pasted or typed list: one a line or separated by commas, trimmed, empty ones dropped. */
