@@ -1,5 +1,6 @@
 import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
 import type { Static } from 'typebox';
+import { noteAttributes } from '../attributes/attributes.seen.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, recordAll, type Evaluated } from './evaluation.js';
@@ -347,6 +348,7 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
  */
 export function answerFor(environment: CompiledEnvironment, sent: SentContext | undefined, history: HistoryRecorder): Answer {
   const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
+  noteAttributes(environment.environmentId, sent?.custom_attributes);
   const evaluated = evaluateAll(environment, context);
   recordAll(history, environment, context, evaluated.codes);
   return environment.answers.answer(evaluated);
