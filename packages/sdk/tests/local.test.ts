@@ -328,6 +328,24 @@ describe('local mode against a running Guidon', () => {
     }, 'the periodic report');
   });
 
+  test('a token of every project names the project with `project`; without it the server says 400', async () => {
+    const everyProject = (await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'every project' } })).body.token as string;
+    const betaTotal = async () => {
+      const { totals } = (await request(server, 'GET', `${flagsPath(project)}/${flagIds.beta}/metrics?hours=2`, { token: user.token })).body;
+      return totals.enabled + totals.disabled;
+    };
+    const before = await betaTotal();
+    const named = local(options({ apiToken: everyProject, project: project.id, sendUsage: true, usageIntervalMs: 60_000 }));
+    assert.equal(await named.ready(), true);
+    assert.equal(named.evaluate({ user_id: 'vip' }).isEnabled('beta'), true);
+    await named.close();
+    assert.equal(await betaTotal(), before + 1, 'its usage report names the project too');
+    const unnamed = local(options({ apiToken: everyProject }));
+    const seen = errorsOf(unnamed);
+    assert.equal(await unnamed.ready(), false);
+    assert.ok(seen.some((error) => error.status === 400));
+  });
+
   test('an SDK key instead of a token: ready() false and an error event, never a throw', async () => {
     const c = local(options({ apiToken: project.sdk_key }));
     const seen = errorsOf(c);
