@@ -74,7 +74,7 @@ export interface FlagSet {
   isEnabled(key: string): boolean;
   reason(key: string): string;
   /** The value the flag serves when it has variants and the value is of the default's JSON type; else the default. Never throws. */
-  getValue<T extends JsonValue>(key: string, defaultValue: T): ValueOf<T>;
+  getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T>;
   /** The key of the variant the flag serves; undefined for a flag without variants or without an answer. */
   getVariant(key: string): string | undefined;
   allFlags(): Flags;
@@ -97,7 +97,7 @@ export interface GuidonClient {
   isEnabled(key: string): boolean;
   reason(key: string): string;
   /** The value the flag serves when it has variants and the value is of the default's JSON type; else the default. Never throws. */
-  getValue<T extends JsonValue>(key: string, defaultValue: T): ValueOf<T>;
+  getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T>;
   /** The key of the variant the flag serves; undefined for a flag without variants or without an answer. */
   getVariant(key: string): string | undefined;
   allFlags(): Flags;
@@ -207,7 +207,7 @@ class Client implements GuidonClient {
     return this.flagState(this.flags, key, this.source !== 'fallback').reason;
   }
 
-  getValue<T extends JsonValue>(key: string, defaultValue: T): ValueOf<T> {
+  getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T> {
     return valueOr(this.ownFlag(key), defaultValue);
   }
 

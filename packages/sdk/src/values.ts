@@ -23,7 +23,7 @@ function jsonType(value: unknown): string {
  * The value a flag served when it has one of the default's JSON type (an array only for an array
  * default, a plain object only for an object default), else the default. Never throws.
  */
-export function valueOr<T extends JsonValue>(state: { value?: unknown } | undefined, defaultValue: T): ValueOf<T> {
+export function valueOr<T extends JsonValue | object>(state: { value?: unknown } | undefined, defaultValue: T): ValueOf<T> {
   if (state === undefined || state === null || !('value' in state)) return defaultValue as ValueOf<T>;
   const value = state.value;
   if (value === undefined || jsonType(value) !== jsonType(defaultValue)) return defaultValue as ValueOf<T>;
