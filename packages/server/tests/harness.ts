@@ -174,7 +174,7 @@ export async function newFlag(server: { url: string }, user: TestUser, project: 
 }
 
 export async function evaluate(server: { url: string }, sdkKey: string, environment: string, context: Record<string, unknown> = {}) {
-  return request<{ flags: Record<string, { enabled: boolean; reason: string }> }>(server, 'POST', '/sdk/v1/evaluate', {
+  return request<{ flags: Record<string, { enabled: boolean; reason: string; variant?: string; value?: any }> }>(server, 'POST', '/sdk/v1/evaluate', {
     sdkKey,
     body: { environment, context },
   });

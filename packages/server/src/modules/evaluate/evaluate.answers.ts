@@ -1,4 +1,4 @@
-import { OUTCOMES } from '@guidon/engine';
+import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
 import type { Static } from 'typebox';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
@@ -98,7 +98,7 @@ class AnswerTemplate {
 
   constructor(
     private readonly environment: CompiledEnvironment,
-    private readonly fragment: (flag: number, code: number) => string,
+    private readonly fragment: (flag: number, code: number, variant: number) => string,
   ) {
     const { rollouts, size } = environment.flagSet;
     this.head = Buffer.from('{"flags":{' + this.unchanging(0, rollouts.length > 0 ? rollouts[0]! : size), 'utf8');
@@ -138,16 +138,16 @@ class AnswerTemplate {
     const end = Math.min((group + 1) * GROUP, rollouts.length);
     for (let j = group * GROUP; j < end; j++) {
       const flag = rollouts[j]!;
-      json += this.fragment(flag, codes[flag]!) + this.unchanging(flag + 1, j + 1 < rollouts.length ? rollouts[j + 1]! : size);
+      json += this.fragment(flag, codes[flag]!, variantAt(this.environment, codes, flag)) + this.unchanging(flag + 1, j + 1 < rollouts.length ? rollouts[j + 1]! : size);
     }
     return (this.pieces[(group << GROUP) | combination] = Buffer.from(json, 'utf8'));
   }
 
   /** The fragments of flags [from, to) at their base codes, and the closing braces after the last flag. */
   private unchanging(from: number, to: number): string {
-    const { baseCodes, size } = this.environment.flagSet;
+    const { baseCodes, baseVariants, size } = this.environment.flagSet;
     let json = '';
-    for (let flag = from; flag < to; flag++) json += this.fragment(flag, baseCodes[flag]!);
+    for (let flag = from; flag < to; flag++) json += this.fragment(flag, baseCodes[flag]!, baseVariants[flag]!);
     return to === size ? json + '}}' : json;
   }
 }
@@ -163,8 +163,8 @@ class AnswerTemplate {
 export class EnvironmentAnswers {
   /** `"<key>":` for each flag, with the separating comma in front from the second on. */
   private readonly jsonKeys: readonly string[];
-  /** Per flag, up to FRAGMENTS (code, fragment) pairs: a flag gives a handful of outcomes at most. */
-  private readonly fragmentCodes: Int16Array;
+  /** Per flag, up to FRAGMENTS (code and variant: code | variant << 8, fragment) pairs: a flag gives a handful of outcomes at most. */
+  private readonly fragmentCodes: Int32Array;
   private readonly fragments: string[];
   private readonly template: AnswerTemplate;
   /** Kept answers and the hash of their codes (a quick first test), replaced oldest first. */
@@ -179,13 +179,13 @@ export class EnvironmentAnswers {
   constructor(private readonly environment: CompiledEnvironment) {
     const count = environment.flagSet.size;
     this.jsonKeys = environment.quotedKeys.map((key, i) => `${i === 0 ? '' : ','}${key}:`);
-    this.fragmentCodes = new Int16Array(count * FRAGMENTS).fill(-1);
+    this.fragmentCodes = new Int32Array(count * FRAGMENTS).fill(-1);
     this.fragments = new Array(count * FRAGMENTS);
-    this.template = new AnswerTemplate(environment, (flag, code) => this.fragment(flag, code));
+    this.template = new AnswerTemplate(environment, (flag, code, variant) => this.fragment(flag, code, variant));
   }
 
   answer({ codes, ruleMatched }: Evaluated): Answer {
-    const count = this.environment.flagSet.size;
+    const count = this.environment.outcomeWidth;
     // Where no answer was ever reused, looking costs more than it finds: look again now and then.
     if (this.hits === 0 && this.misses >= RELEARN_AFTER) this.misses = 0;
     const looking = this.hits > 0 || this.misses <= 64;
@@ -217,26 +217,37 @@ export class EnvironmentAnswers {
   /** Any answer, fragment by fragment (where a targeting rule matched: the template does not apply). */
   private built(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } {
     let json = '{"flags":{';
-    for (let i = 0; i < this.environment.flagSet.size; i++) json += this.fragment(i, codes[i]!);
+    const { size } = this.environment.flagSet;
+    for (let i = 0; i < size; i++) json += this.fragment(i, codes[i]!, variantAt(this.environment, codes, i));
     json += '}}';
     const written = answerBuffer(Buffer.byteLength(json));
     written.body.write(json, 0, 'utf8');
     return written;
   }
 
-  private fragment(flag: number, code: number): string {
+  private fragment(flag: number, code: number, variant: number): string {
     const base = flag * FRAGMENTS;
+    const id = code | (variant << 8);
     for (let k = base; k < base + FRAGMENTS; k++) {
       const known = this.fragmentCodes[k];
-      if (known === code) return this.fragments[k]!;
+      if (known === id) return this.fragments[k]!;
       if (known === -1) {
-        this.fragmentCodes[k] = code;
-        return (this.fragments[k] = this.jsonKeys[flag]! + OUTCOME_JSON[code]!);
+        this.fragmentCodes[k] = id;
+        return (this.fragments[k] = this.made(flag, code, variant));
       }
     }
-    return this.jsonKeys[flag]! + OUTCOME_JSON[code]!; // more outcomes than expected: not kept
+    return this.made(flag, code, variant); // more outcomes than expected: not kept
+  }
+
+  /** `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants (contract §15). */
+  private made(flag: number, code: number, variant: number): string {
+    const members = variant === NO_VARIANT ? undefined : this.environment.variantMembers[flag]?.[variant];
+    return this.jsonKeys[flag]! + (members === undefined ? OUTCOME_JSON[code]! : OUTCOME_JSON[code]!.slice(0, -1) + members + '}');
   }
 }
+
+/** The variant index of a flag in an evaluation's bytes (codes, then variants when the environment has any: outcomeWidth). */
+const variantAt = (environment: CompiledEnvironment, codes: Uint8Array, flag: number): number => (environment.flagSet.hasVariants ? codes[environment.flagSet.size + flag]! : NO_VARIANT);
 
 /** Outcomes one flag usually gives: disabled, its rules' matches, then in/not in rollout, enabled globally or no rule matched. */
 const FRAGMENTS = 8;

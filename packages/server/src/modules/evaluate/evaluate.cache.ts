@@ -26,8 +26,20 @@ export class CompiledEnvironment implements BatchEnvironment {
   readonly flagSet: CompiledFlagSet;
   /** Each key as JSON text, quotes and escapes included. */
   readonly quotedKeys: readonly string[];
-  /** SHA-1 of the keys in order: what an answer's ETag hashes besides its outcome codes. */
+  /** SHA-1 of the keys in order (and of the variants, when there are any): what an answer's ETag hashes besides its outcome codes. */
   readonly keysDigest: Uint8Array;
+  /**
+   * Bytes per evaluation: a flag's outcome code, then, when any flag has variants, a second byte
+   * per flag after all the codes: its variant index (NO_VARIANT for a flag without). Answers,
+   * ETags, the answer cache and history all read this many bytes.
+   */
+  readonly outcomeWidth: number;
+  /** Per flag, its variants' keys in order (history's snapshot), or null; null when no flag has variants. */
+  readonly flagVariants: readonly (readonly string[] | null)[] | null;
+  /** Per flag and variant index, `,"variant":"<key>","value":<value>`: what a variant flag's answer adds. */
+  readonly variantMembers: readonly (readonly string[] | null)[];
+  /** 1 for a flag whose weights leave a choice: enabled for everyone, it still serves a split (OFREP's reason SPLIT, contract §15). */
+  readonly splitByWeight: Uint8Array;
   /** Recent answers and the bytes to build new ones (evaluate.answers.ts). */
   readonly answers: EnvironmentAnswers;
   private readonly indexes: ReadonlyMap<string, number>;
@@ -45,7 +57,13 @@ export class CompiledEnvironment implements BatchEnvironment {
     this.flagSet = compileFlagSet(stored.flags, { environment: stored.key, segments });
     this.flagKeys = this.flagSet.keys;
     this.quotedKeys = this.flagKeys.map((key) => JSON.stringify(key));
-    this.keysDigest = hash('sha1', JSON.stringify(this.flagKeys), 'buffer');
+    const { variants, hasVariants, size } = this.flagSet;
+    // A change of a variant's value changes answers without changing their bytes of codes: the digest carries them.
+    this.keysDigest = hash('sha1', JSON.stringify(hasVariants ? [this.flagKeys, variants] : this.flagKeys), 'buffer');
+    this.outcomeWidth = hasVariants ? size * 2 : size;
+    this.flagVariants = hasVariants ? variants.map((list) => (list === null ? null : list.map((variant) => variant.key))) : null;
+    this.splitByWeight = Uint8Array.from(variants, (list) => (list !== null && list.filter((variant) => variant.weight > 0).length > 1 ? 1 : 0));
+    this.variantMembers = variants.map((list) => (list === null ? null : list.map(({ key, value }) => `,"variant":${JSON.stringify(key)},"value":${JSON.stringify(value)}`)));
     this.indexes = new Map(this.flagKeys.map((key, i) => [key, i]));
     this.answers = new EnvironmentAnswers(this);
   }
@@ -62,6 +80,7 @@ export class CompiledEnvironment implements BatchEnvironment {
       snapshotId: randomUUID(),
       flagIds: [this.flagIds[index]!],
       flagKeys: [this.flagKeys[index]!],
+      flagVariants: this.flagVariants === null || this.flagVariants[index] === null ? null : [this.flagVariants[index]!],
     });
   }
 }

@@ -1,4 +1,4 @@
-import type { Condition, FlagDefinition, RuleDefinition, RuleType } from '@guidon/engine';
+import type { Condition, FlagDefinition, RuleDefinition, RuleType, VariantDefinition } from '@guidon/engine';
 import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
 import { toConditions } from '../segments/segments.repository.js';
@@ -24,7 +24,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
     db.selectFrom('environments').select(['id', 'key']).where('project_id', '=', project.id).execute(),
     db
       .selectFrom('flags')
-      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else'])
+      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant'])
       .where('project_id', '=', project.id)
       .orderBy('created_at')
       .orderBy('id')
@@ -32,7 +32,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
     db
       .selectFrom('rules')
       .innerJoin('flags', 'flags.id', 'rules.flag_id')
-      .select(['rules.flag_id', 'rules.rule_type', 'rules.rule_value', 'rules.enabled', 'rules.conditions', 'rules.rollout_percentage', 'rules.serve'])
+      .select(['rules.flag_id', 'rules.rule_type', 'rules.rule_value', 'rules.enabled', 'rules.conditions', 'rules.rollout_percentage', 'rules.serve', 'rules.variant'])
       .where('flags.project_id', '=', project.id)
       .orderBy('rules.priority', 'desc')
       .orderBy('rules.created_at')
@@ -44,7 +44,16 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
   const byEnvironment = new Map<string, StoredEnvironment>(environments.map((env) => [env.id, { ...env, flags: [] }]));
   const byFlag = new Map<string, StoredFlag>();
   for (const row of flags) {
-    const flag: StoredFlag = { id: row.id, key: row.key, enabled: toBool(row.enabled), rolloutPercentage: row.rollout_percentage, everyoneElse: row.everyone_else === 'off' ? 'off' : 'rollout', rules: [] };
+    const flag: StoredFlag = {
+      id: row.id,
+      key: row.key,
+      enabled: toBool(row.enabled),
+      rolloutPercentage: row.rollout_percentage,
+      everyoneElse: row.everyone_else === 'off' ? 'off' : 'rollout',
+      rules: [],
+      variants: toVariants(row.variants),
+      offVariant: row.off_variant,
+    };
     byFlag.set(row.id, flag);
     byEnvironment.get(row.environment_id)?.flags.push(flag);
   }
@@ -56,6 +65,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
       conditions: toConditions(rule.conditions),
       rolloutPercentage: rule.rollout_percentage,
       serve: toBool(rule.serve),
+      variant: rule.variant,
     });
   }
   return {
@@ -64,6 +74,13 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
     environments: [...byEnvironment.values()],
     segments: new Map(segments.map((segment) => [segment.key, toConditions(segment.conditions) ?? []])),
   };
+}
+
+/** A flag's stored variants (JSON text on SQLite, parsed jsonb on PostgreSQL); null: none. */
+export function toVariants(value: string | object[] | null): VariantDefinition[] | null {
+  if (value === null) return null;
+  const variants = (typeof value === 'string' ? JSON.parse(value) : value) as VariantDefinition[];
+  return variants.length === 0 ? null : variants;
 }
 
 /** The project's current SDK key; null when the project no longer exists. */

@@ -25,7 +25,15 @@ export const EvaluateBody = Type.Object({
 });
 
 export const EvaluateResult = Type.Object({
-  flags: Type.Record(Type.String(), Type.Object({ enabled: Type.Boolean(), reason: Type.String() })),
+  flags: Type.Record(
+    Type.String(),
+    Type.Object({
+      enabled: Type.Boolean(),
+      reason: Type.String(),
+      variant: Type.Optional(Type.String({ description: 'only for a flag with variants (contract §15): the variant served' })),
+      value: Type.Optional(Type.Unknown({ description: "only for a flag with variants: the variant's value" })),
+    }),
+  ),
 });
 
 export const NotModified = Type.Null({ description: 'Not modified: the answer is the one the If-None-Match ETag names (no body)' });

@@ -5,7 +5,7 @@
  */
 import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { EvaluationContext } from '@guidon/engine';
+import { codeOf, variantOf, type EvaluationContext } from '@guidon/engine';
 import { isStorable, toStorable } from '../../http/well-formed.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
@@ -19,28 +19,44 @@ export function contextOf(userId: string | null | undefined, userEmail: string |
 
 /** What evaluating every flag gave; reused, since a request is evaluated synchronously. */
 export interface Evaluated {
-  /** The outcome code of each flag, in the environment's order (more bytes may follow: read the flag count). */
+  /**
+   * The outcome code of each flag, in the environment's order, then, when the environment has
+   * variants, each flag's variant index (its outcomeWidth; more bytes may follow).
+   */
   readonly codes: Uint8Array;
-  /** False: no targeting rule matched, so only the environment's rollout flags may differ from its base codes. */
+  /** False: no targeting rule matched and no variant was chosen per user, so only the environment's rollout flags may differ from its base codes. */
   readonly ruleMatched: boolean;
 }
-const evaluated = { codes: new Uint8Array(1024), ruleMatched: false };
+const evaluated = { codes: new Uint8Array(2048), ruleMatched: false };
+/** evaluated.codes from byte `variantsAt` on: where the variant indexes go (kept, not made per request). */
+let variants = evaluated.codes.subarray(0);
+let variantsAt = 0;
 
 /** Evaluates every flag of the environment; the result is valid until the next call. */
 export function evaluateAll(environment: CompiledEnvironment, context: EvaluationContext): Evaluated {
   const { flagSet } = environment;
-  if (flagSet.size > evaluated.codes.length) evaluated.codes = new Uint8Array(flagSet.size * 2);
-  evaluated.ruleMatched = flagSet.evaluateInto(context, evaluated.codes);
+  if (environment.outcomeWidth > evaluated.codes.length) evaluated.codes = new Uint8Array(environment.outcomeWidth * 2);
+  if (!flagSet.hasVariants) {
+    evaluated.ruleMatched = flagSet.evaluateInto(context, evaluated.codes);
+    return evaluated;
+  }
+  if (variantsAt !== flagSet.size || variants.buffer !== evaluated.codes.buffer) {
+    variants = evaluated.codes.subarray(flagSet.size);
+    variantsAt = flagSet.size;
+  }
+  evaluated.ruleMatched = flagSet.evaluateInto(context, evaluated.codes, variants);
   return evaluated;
 }
 
-const oneCode = new Uint8Array(1);
+const one = new Uint8Array(2);
 
-/** Evaluates one flag and records it in history, as a one-flag evaluate would; returns its outcome code. */
+/** Evaluates one flag and records it in history, as a one-flag evaluate would; returns evaluateFlag's packed code and variant (codeOf, variantOf). */
 export function evaluateOne(history: HistoryRecorder, environment: CompiledEnvironment, index: number, context: EvaluationContext): number {
-  oneCode[0] = environment.flagSet.evaluateFlag(context, index);
-  history.record(environment.oneFlagView(index), storableUserId(context), oneCode, 1);
-  return oneCode[0];
+  const packed = environment.flagSet.evaluateFlag(context, index);
+  one[0] = codeOf(packed);
+  one[1] = variantOf(packed);
+  history.record(environment.oneFlagView(index), storableUserId(context), one, 1);
+  return packed;
 }
 
 /** Records the evaluation of every flag of the environment (codes from evaluateAll). */
@@ -54,12 +70,13 @@ let scratch = new Uint8Array(1024 + 20);
 
 /**
  * A weak ETag that hashes the answer (contract §12). An answer is fully determined by its flag
- * keys, in order, and each flag's outcome code (the engine's table, fixed forever), so the tag
+ * keys, in order (and variants: keysDigest), and each flag's outcome code (the engine's table,
+ * fixed forever) and variant index, so the tag
  * hashes that compact form: the same answer gives the same tag on every instance, a context whose
  * attributes change the answer gets a new one, and 1,000 flags hash 1 KB instead of 60 KB of JSON.
  */
 export function etagOf(environment: CompiledEnvironment, codes: Uint8Array): string {
-  const count = environment.flagSet.size;
+  const count = environment.outcomeWidth;
   if (scratch.length < count + 20) scratch = new Uint8Array((count + 20) * 2);
   scratch.set(environment.keysDigest, 0);
   scratch.set(codes.subarray(0, count), 20);

@@ -22,6 +22,13 @@ interface Cursor {
 interface Snapshot {
   flagIds: string[];
   flagKeys: string[];
+  /** Per flag, its variant keys, or null; null when no flag had variants (then a row holds no variant bytes). */
+  flagVariants: (string[] | null)[] | null;
+}
+
+function toSnapshot(row: { flag_ids: string | string[]; flag_keys: string | string[]; flag_variants: string | (string[] | null)[] | null }): Snapshot {
+  const variants = row.flag_variants;
+  return { flagIds: toArray(row.flag_ids), flagKeys: toArray(row.flag_keys), flagVariants: typeof variants === 'string' ? (JSON.parse(variants) as (string[] | null)[]) : variants };
 }
 
 const encodeCursor = (cursor: Cursor) => Buffer.from(JSON.stringify([cursor.at, cursor.row, cursor.index])).toString('base64url');
@@ -52,12 +59,12 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
     // LIKE on the JSON text narrows the candidates ('_' is a wildcard there); the parsed list decides.
     const rows = await db
       .selectFrom('evaluation_snapshots')
-      .select(['id', 'flag_ids', 'flag_keys'])
+      .select(['id', 'flag_ids', 'flag_keys', 'flag_variants'])
       .where('environment_id', 'in', filter.environmentIds)
       .where(sql<string>`cast(${sql.ref('flag_keys')} as text)`, 'like', `%${JSON.stringify(filter.flagKey)}%`)
       .execute();
     for (const row of rows) {
-      const snapshot = { flagIds: toArray(row.flag_ids), flagKeys: toArray(row.flag_keys) };
+      const snapshot = toSnapshot(row);
       if (snapshot.flagKeys.includes(filter.flagKey)) snapshots.set(row.id, snapshot);
     }
     onlySnapshots = [...snapshots.keys()];
@@ -90,8 +97,8 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
 
   const missing = [...new Set(rows.map((row) => row.snapshot_id))].filter((id) => !snapshots.has(id));
   if (missing.length > 0) {
-    for (const row of await db.selectFrom('evaluation_snapshots').select(['id', 'flag_ids', 'flag_keys']).where('id', 'in', missing).execute()) {
-      snapshots.set(row.id, { flagIds: toArray(row.flag_ids), flagKeys: toArray(row.flag_keys) });
+    for (const row of await db.selectFrom('evaluation_snapshots').select(['id', 'flag_ids', 'flag_keys', 'flag_variants']).where('id', 'in', missing).execute()) {
+      snapshots.set(row.id, toSnapshot(row));
     }
   }
 
@@ -111,6 +118,7 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
         user_id: row.user_id,
         enabled: outcome.enabled,
         reason: outcome.reason,
+        variant: snapshot.flagVariants?.[index]?.[row.outcomes[snapshot.flagIds.length + index]!] ?? null,
         evaluated_at: row.evaluated_at,
       });
     }
@@ -140,14 +148,28 @@ export async function flagMetrics(db: Db, flag: { id: string; key: string } | { 
     hour.disabled += Number(row.disabled_count);
     byHour.set(toIso(row.hour_start), hour);
   }
+  let variantQuery = db.selectFrom('evaluation_variant_counts').select(['hour_start', 'variant', 'count']).where('hour_start', '>=', first);
+  variantQuery = 'id' in flag ? variantQuery.where('flag_id', '=', flag.id) : variantQuery.where('environment_id', '=', flag.environmentId).where('flag_key', '=', flag.key);
+  const variantsByHour = new Map<string, Record<string, number>>();
+  for (const row of await variantQuery.execute()) {
+    const hour = variantsByHour.get(toIso(row.hour_start)) ?? {};
+    hour[row.variant] = (hour[row.variant] ?? 0) + Number(row.count);
+    variantsByHour.set(toIso(row.hour_start), hour);
+  }
+  // Variants only for a flag that served some in the window (contract §15: per-variant counts).
+  const withVariants = variantsByHour.size > 0;
   const buckets = [];
-  const totals = { enabled: 0, disabled: 0 };
+  const totals: { enabled: number; disabled: number; variants?: Record<string, number> } = { enabled: 0, disabled: 0, ...(withVariants ? { variants: {} } : {}) };
   for (let hour = currentHour - hours + 1; hour <= currentHour; hour++) {
     const start = new Date(hour * HOUR_MS).toISOString();
     const row = byHour.get(start);
-    const bucket = { start, enabled: row?.enabled ?? 0, disabled: row?.disabled ?? 0 };
+    const bucket: { start: string; enabled: number; disabled: number; variants?: Record<string, number> } = { start, enabled: row?.enabled ?? 0, disabled: row?.disabled ?? 0 };
     totals.enabled += bucket.enabled;
     totals.disabled += bucket.disabled;
+    if (withVariants) {
+      bucket.variants = variantsByHour.get(start) ?? {};
+      for (const [variant, n] of Object.entries(bucket.variants)) totals.variants![variant] = (totals.variants![variant] ?? 0) + n;
+    }
     buckets.push(bucket);
   }
   return { flag_key: flag.key, buckets, totals };

@@ -10,6 +10,7 @@ export const EvaluationItem = Type.Object(
     user_id: Type.Union([Type.String(), Type.Null()]),
     enabled: Type.Boolean(),
     reason: Type.String(),
+    variant: Type.Union([Type.String(), Type.Null()], { description: 'the variant served (contract §15); null for a flag without variants' }),
     evaluated_at: Timestamp,
   },
   { $id: 'Evaluation' },
@@ -36,8 +37,11 @@ export const FlagKeyMetricsQuery = Type.Object({
   hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 30, default: 24 })),
 });
 
+/** Per variant key, how often it was served: only for a flag that served variants in the window (contract §15). */
+const VariantCounts = Type.Optional(Type.Record(Type.String(), Type.Integer(), { description: 'per variant key, how often it was served; present for a flag that served variants' }));
+
 export const FlagMetrics = Type.Object({
   flag_key: Type.String(),
-  buckets: Type.Array(Type.Object({ start: Timestamp, enabled: Type.Integer(), disabled: Type.Integer() }), { description: 'one per hour, oldest first' }),
-  totals: Type.Object({ enabled: Type.Integer(), disabled: Type.Integer() }),
+  buckets: Type.Array(Type.Object({ start: Timestamp, enabled: Type.Integer(), disabled: Type.Integer(), variants: VariantCounts }), { description: 'one per hour, oldest first' }),
+  totals: Type.Object({ enabled: Type.Integer(), disabled: Type.Integer(), variants: VariantCounts }),
 });

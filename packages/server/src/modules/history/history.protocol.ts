@@ -5,7 +5,15 @@ export interface BatchEnvironment {
   snapshotId: string;
   flagIds: readonly string[];
   flagKeys: readonly string[];
+  /**
+   * Per flag, its variant keys (null: a flag without variants); null when no flag has any. When
+   * set, each request's bytes are the flags' codes, then one variant index per flag (255: none).
+   */
+  flagVariants?: readonly (readonly string[] | null)[] | null | undefined;
 }
+
+/** Bytes a request of this environment takes in a batch's codes. */
+export const bytesPerRequest = (environment: BatchEnvironment): number => environment.flagIds.length * (environment.flagVariants == null ? 1 : 2);
 
 /**
  * A second or so of evaluations, packed: per evaluate request its environment (index into
@@ -52,6 +60,20 @@ export interface HourCounts {
   hourStart: string;
   enabled: Uint32Array;
   disabled: Uint32Array;
+  /** With flagVariants: per flag, per variant, how often it was served (flag i's variant v at variantOffsets[i] + v). */
+  variants?: Uint32Array;
+}
+
+/** Where each flag's variant counts start in HourCounts.variants (-1: a flag without variants), and their total length. */
+export function variantOffsets(environment: BatchEnvironment): { offsets: Int32Array; length: number } {
+  const offsets = new Int32Array(environment.flagIds.length).fill(-1);
+  let length = 0;
+  environment.flagVariants?.forEach((keys, i) => {
+    if (keys === null) return;
+    offsets[i] = length;
+    length += keys.length;
+  });
+  return { offsets, length };
 }
 
 export type ToWorker =

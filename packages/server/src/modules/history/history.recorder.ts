@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
-import { OUTCOMES } from '@guidon/engine';
-import type { Batch, BatchEnvironment, FromWorker, HourCounts, ToWorker } from './history.protocol.js';
+import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
+import { variantOffsets, type Batch, type BatchEnvironment, type FromWorker, type HourCounts, type ToWorker } from './history.protocol.js';
 
 export interface RecorderOptions {
   /** Rows (flag evaluations) waiting, in the current batch or handed to the worker and not yet written, at most; beyond it rows are dropped and counted. */
@@ -39,6 +39,9 @@ interface EnvironmentCounts {
   environment: BatchEnvironment;
   enabled: Uint32Array;
   disabled: Uint32Array;
+  /** With variants: per flag, per variant (HourCounts.variants). */
+  variants?: Uint32Array;
+  variantOffsets?: Int32Array;
 }
 
 /**
@@ -82,16 +85,21 @@ class BatchBuilder {
       this.userLengths[this.requests] = written;
       this.usersLength += written;
     }
-    if (this.codeLength + count > this.codes.length) this.codes = grow(this.codes, Math.max(this.codes.length * 2, this.codeLength + count));
+    const width = environment.flagVariants == null ? count : count * 2;
+    if (this.codeLength + width > this.codes.length) this.codes = grow(this.codes, Math.max(this.codes.length * 2, this.codeLength + width));
     this.requestEnvironment[this.requests] = index;
     this.requestTime[this.requests] = time;
     this.requests++;
-    this.codes.set(count === codes.length ? codes : codes.subarray(0, count), this.codeLength);
-    this.codeLength += count;
+    this.codes.set(width === codes.length ? codes : codes.subarray(0, width), this.codeLength);
+    this.codeLength += width;
+    this.rowCount += count;
   }
 
+  /** Flag evaluations held (a request's variant bytes are not rows of their own). */
+  private rowCount = 0;
+
   get rows(): number {
-    return this.codeLength;
+    return this.rowCount;
   }
 
   /** Empty again, arrays kept (at most what maxBatchRows and maxPendingRequests let a batch grow to): build() copied out what it handed over. */
@@ -100,6 +108,7 @@ class BatchBuilder {
     this.environmentIndex.clear();
     this.usersLength = 0;
     this.codeLength = 0;
+    this.rowCount = 0;
     this.requests = 0;
   }
 
@@ -112,14 +121,14 @@ class BatchBuilder {
       users: Uint8Array.prototype.slice.call(this.users, 0, this.usersLength),
       userLengths: this.userLengths.slice(0, this.requests),
       codes: this.codes.slice(0, this.codeLength),
-      rows: this.codeLength,
+      rows: this.rowCount,
       counts,
     };
   }
 }
 
 /** Only the data: the compiled environment also holds functions, which cannot cross to a thread. */
-const describe = ({ environmentId, snapshotId, flagIds, flagKeys }: BatchEnvironment): BatchEnvironment => ({ environmentId, snapshotId, flagIds, flagKeys });
+const describe = ({ environmentId, snapshotId, flagIds, flagKeys, flagVariants }: BatchEnvironment): BatchEnvironment => ({ environmentId, snapshotId, flagIds, flagKeys, flagVariants: flagVariants ?? null });
 
 function grow<T extends Uint32Array | Int32Array | Float64Array | Uint8Array>(array: T, length: number): T {
   const bigger = new (array.constructor as new (length: number) => T)(length);
@@ -211,7 +220,10 @@ export class HistoryRecorder {
     for (const timer of this.timers) timer.unref();
   }
 
-  /** Called by evaluate after answering: codes[0..count) are the outcome codes of the environment's flags, in order. */
+  /**
+   * Called by evaluate after answering: codes[0..count) are the outcome codes of the environment's
+   * flags, in order, followed by their variant indexes (codes[count..2 count)) when the environment has variants.
+   */
   record(environment: BatchEnvironment, userId: string | null, codes: Uint8Array, count: number): void {
     const now = Date.now();
     const hour = Math.floor(now / HOUR_MS);
@@ -261,8 +273,8 @@ export class HistoryRecorder {
     if (this.batch.requests === 0 && (!withCounts || (this.counts.size === 0 && this.carriedCounts.length === 0))) return;
     const counts: HourCounts[] = [];
     if (withCounts) {
-      for (const { environment, enabled, disabled } of this.counts.values()) {
-        counts.push({ environment: describe(environment), hourStart: new Date(this.hour * HOUR_MS).toISOString(), enabled, disabled });
+      for (const { environment, enabled, disabled, variants } of this.counts.values()) {
+        counts.push({ environment: describe(environment), hourStart: new Date(this.hour * HOUR_MS).toISOString(), enabled, disabled, ...(variants ? { variants } : {}) });
       }
       counts.push(...this.carriedCounts);
       this.counts = new Map();
@@ -309,13 +321,25 @@ export class HistoryRecorder {
     let counts = this.counts.get(environment);
     if (!counts) {
       counts = { environment, enabled: new Uint32Array(count), disabled: new Uint32Array(count) };
+      if (environment.flagVariants != null) {
+        const { offsets, length } = variantOffsets(environment);
+        counts.variants = new Uint32Array(length);
+        counts.variantOffsets = offsets;
+      }
       this.counts.set(environment, counts);
     }
-    const { enabled, disabled } = counts;
+    const { enabled, disabled, variants, variantOffsets: offsets } = counts;
     for (let i = 0; i < count; i++) {
       const on = ENABLED_CODE[codes[i]!]!;
       enabled[i]! += on;
       disabled[i]! += 1 - on;
+    }
+    if (variants !== undefined && offsets !== undefined) {
+      for (let i = 0; i < count; i++) {
+        const at = offsets[i]!;
+        const variant = codes[count + i]!;
+        if (at >= 0 && variant !== NO_VARIANT) variants[at + variant]!++;
+      }
     }
   }
 

@@ -3,8 +3,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import type { Database, Db } from '../../db/database.js';
 
-/** One history row (one evaluate request): environment_id, snapshot_id, user_id, outcomes, evaluated_at. */
-export type EvaluationTuple = [string, string, string | null, Uint8Array, string];
+/** One history row (one evaluate request): environment_id, snapshot_id, user_id, outcomes, evaluated_at (what follows is not stored). */
+export type EvaluationTuple = [string, string, string | null, Uint8Array, string, ...unknown[]];
 
 const EVALUATION_COLUMNS = '(environment_id, snapshot_id, user_id, outcomes, evaluated_at)';
 const ROWS_PER_STATEMENT = 100; // 500 bound parameters, far under SQLite's limit

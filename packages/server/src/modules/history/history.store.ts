@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database } from '../../db/database.js';
-import { insertEvaluations, type EvaluationTuple } from './history.sql.js';
+import { insertEvaluations } from './history.sql.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { nowIso } from '../../db/values.js';
-import { unpackUsers, type Batch, type BatchEnvironment, type HourCounts } from './history.protocol.js';
+import { bytesPerRequest, unpackUsers, variantOffsets, type Batch, type BatchEnvironment, type HourCounts } from './history.protocol.js';
 
 const ROWS_PER_PRUNE = 5_000;
 /** Rows per statement when an environment's history is deleted. */
@@ -19,20 +19,23 @@ async function paced(run: () => Promise<unknown>): Promise<void> {
   await sleep(Math.min(50, (performance.now() - started) / 2));
 }
 
-/** Flag evaluations held by stored rows: a byte per flag. */
-const evaluations = (rows: EvaluationTuple[]) => rows.reduce((sum, row) => sum + row[3].length, 0);
+/** Flag evaluations held by stored rows (a request's row holds one per flag of its snapshot). */
+const evaluations = (rows: StoredRow[]) => rows.reduce((sum, row) => sum + row[5], 0);
+
+/** A history row, and how many flag evaluations it holds. */
+type StoredRow = [string, string, string | null, Uint8Array, string, number];
 
 /** The rows of a batch, a transaction's worth at a time. */
-function* chunksOf(batch: Batch, rowsPerTransaction: number): Generator<EvaluationTuple[]> {
-  let chunk: EvaluationTuple[] = [];
+function* chunksOf(batch: Batch, rowsPerTransaction: number): Generator<StoredRow[]> {
+  let chunk: StoredRow[] = [];
   let offset = 0;
   const users = unpackUsers(batch);
   for (let r = 0; r < batch.requestTime.length; r++) {
     const environment = batch.environments[batch.requestEnvironment[r]!]!;
-    const count = environment.flagIds.length;
-    const outcomes = batch.codes.subarray(offset, offset + count);
-    offset += count;
-    chunk.push([environment.environmentId, environment.snapshotId, users.next().value ?? null, outcomes, new Date(batch.requestTime[r]!).toISOString()]);
+    const width = bytesPerRequest(environment);
+    const outcomes = batch.codes.subarray(offset, offset + width);
+    offset += width;
+    chunk.push([environment.environmentId, environment.snapshotId, users.next().value ?? null, outcomes, new Date(batch.requestTime[r]!).toISOString(), environment.flagIds.length]);
     if (chunk.length === rowsPerTransaction) {
       yield chunk;
       chunk = [];
@@ -113,6 +116,12 @@ export class HistoryStore {
         await db.deleteFrom('evaluation_counts').where('environment_id', '=', id).where('flag_id', 'in', [...new Set(old.map((row) => row.flag_id))]).where('hour_start', 'in', hours).execute();
       }
       for (;;) {
+        const old = await db.selectFrom('evaluation_variant_counts').select(['flag_id', 'hour_start']).where('environment_id', '=', id).where('hour_start', '<', before).limit(1000).execute();
+        if (old.length === 0) break;
+        const hours = [...new Set(old.map((row) => row.hour_start))];
+        await db.deleteFrom('evaluation_variant_counts').where('environment_id', '=', id).where('flag_id', 'in', [...new Set(old.map((row) => row.flag_id))]).where('hour_start', 'in', hours).execute();
+      }
+      for (;;) {
         const result = await db
           .deleteFrom('evaluation_snapshots')
           .where('id', 'in', (eb) =>
@@ -154,6 +163,8 @@ export class HistoryStore {
         const ids = flagIds.slice(start, start + 10);
         await paced(() => db.deleteFrom('evaluation_counts').where('environment_id', '=', environmentId).where('flag_id', 'in', ids).execute());
       }
+      const variantFlagIds = (await db.selectFrom('evaluation_variant_counts').select('flag_id').distinct().where('environment_id', '=', environmentId).execute()).map((row) => row.flag_id);
+      for (const flagId of variantFlagIds) await paced(() => db.deleteFrom('evaluation_variant_counts').where('environment_id', '=', environmentId).where('flag_id', '=', flagId).execute());
     }
   }
 
@@ -192,7 +203,16 @@ export class HistoryStore {
     if (fresh.length === 0) return;
     await this.database.db
       .insertInto('evaluation_snapshots')
-      .values(fresh.map((env) => ({ id: env.snapshotId, environment_id: env.environmentId, flag_ids: JSON.stringify(env.flagIds), flag_keys: JSON.stringify(env.flagKeys), created_at: nowIso() })))
+      .values(
+        fresh.map((env) => ({
+          id: env.snapshotId,
+          environment_id: env.environmentId,
+          flag_ids: JSON.stringify(env.flagIds),
+          flag_keys: JSON.stringify(env.flagKeys),
+          flag_variants: env.flagVariants == null ? null : JSON.stringify(env.flagVariants),
+          created_at: nowIso(),
+        })),
+      )
       .onConflict((conflict) => conflict.column('id').doNothing())
       .execute();
     for (const env of fresh) this.storedSnapshots.add(env.snapshotId);
@@ -214,7 +234,8 @@ export class HistoryStore {
       });
     }
     const values = [...merged.values()];
-    if (values.length === 0) return;
+    const variantValues = variantCountRows(counts);
+    if (values.length === 0 && variantValues.length === 0) return;
     await this.database.db.transaction().execute(async (trx) => {
       for (let start = 0; start < values.length; start += 500) {
         await trx
@@ -229,6 +250,40 @@ export class HistoryStore {
           )
           .execute();
       }
+      for (let start = 0; start < variantValues.length; start += 500) {
+        await trx
+          .insertInto('evaluation_variant_counts')
+          .values(variantValues.slice(start, start + 500))
+          .onConflict((conflict) =>
+            conflict.columns(['flag_id', 'hour_start', 'variant']).doUpdateSet((eb) => ({
+              count: eb('evaluation_variant_counts.count', '+', eb.ref('excluded.count')),
+              flag_key: eb.ref('excluded.flag_key'),
+            })),
+          )
+          .execute();
+      }
     });
   }
+}
+
+/** The per-variant counts of hourly counts, one entry per flag, hour and variant (merged: an upsert may not name a row twice). */
+function variantCountRows(counts: HourCounts[]) {
+  const merged = new Map<string, { flag_id: string; hour_start: string; variant: string; environment_id: string; flag_key: string; count: number }>();
+  for (const { environment, hourStart, variants } of counts) {
+    if (variants === undefined || environment.flagVariants == null) continue;
+    const { offsets } = variantOffsets(environment);
+    environment.flagVariants.forEach((keys, i) => {
+      if (keys === null) return;
+      keys.forEach((variant, v) => {
+        const n = variants[offsets[i]! + v]!;
+        if (n === 0) return;
+        const flagId = environment.flagIds[i]!;
+        const key = `${flagId} ${hourStart} ${variant}`;
+        const entry = merged.get(key) ?? { flag_id: flagId, hour_start: hourStart, variant, environment_id: environment.environmentId, flag_key: environment.flagKeys[i]!, count: 0 };
+        entry.count += n;
+        merged.set(key, entry);
+      });
+    });
+  }
+  return [...merged.values()];
 }

@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { AppError } from '../../errors.js';
-import { CONDITION_LIMITS, OUTCOMES } from '@guidon/engine';
+import { CONDITION_LIMITS, NO_VARIANT, OUTCOMES, codeOf, variantOf } from '@guidon/engine';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
-import { environmentOf, type EvaluateCache } from '../evaluate/evaluate.cache.js';
+import { environmentOf, type CompiledEnvironment, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, evaluateOne, notModified, recordAll } from '../evaluate/evaluation.js';
 import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
@@ -42,8 +42,8 @@ function ofrepContext(context: Static<typeof OfrepRequest>['context']) {
 
 const OfrepFlag = Type.Object({
   key: Type.String(),
-  value: Type.Boolean(),
-  variant: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+  value: Type.Unknown({ description: 'a boolean flag: true or false; a flag with variants: its variant\'s value (contract §15)' }),
+  variant: Type.String({ description: 'a boolean flag: on or off; a flag with variants: the variant\'s key' }),
   reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC'), Type.Literal('DEFAULT')]),
   metadata: Type.Object({ reason: Type.String({ description: "Guidon's reason" }) }),
 });
@@ -101,6 +101,19 @@ export function ofrepErrorBody(request: FastifyRequest, status: number, message:
 /** `"value":…,"variant":…,"reason":…,"metadata":{…}` for each outcome code, ready to splice (contract §12). */
 const FRAGMENTS: readonly string[] = OUTCOMES.map(({ enabled, reason, kind }) => JSON.stringify({ value: enabled, variant: enabled ? 'on' : 'off', reason: kind, metadata: { reason } }).slice(1, -1));
 
+/**
+ * The members of a flag's OFREP answer: a boolean flag's from FRAGMENTS; a variant flag's value
+ * and variant are its variant's (contract §15), its reason SPLIT where the weights chose for a
+ * flag otherwise the same for everyone.
+ */
+function ofrepMembers(environment: CompiledEnvironment, flag: number, code: number, variant: number): string {
+  const members = variant === NO_VARIANT ? undefined : environment.variantMembers[flag]?.[variant];
+  if (members === undefined) return FRAGMENTS[code]!;
+  const { reason, kind } = OUTCOMES[code]!;
+  const ofrepKind = kind === 'STATIC' && environment.splitByWeight[flag] === 1 ? 'SPLIT' : kind;
+  return `${members.slice(1)},"reason":"${ofrepKind}","metadata":${JSON.stringify({ reason })}`;
+}
+
 export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; streamTokens: StreamTokens }> = async (
   app,
   { limits, evaluateCache, history, streamTokens },
@@ -131,8 +144,8 @@ export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: Evaluat
     const index = environment.indexOf(key);
     if (index < 0) throw new OfrepFailure(404, 'FLAG_NOT_FOUND', `Flag "${key}" not found in environment "${environment.key}"`);
     const context = ofrepContext(request.body.context);
-    const code = evaluateOne(history, environment, index, context);
-    return reply.type('application/json; charset=utf-8').send(`${keyPrefix(environment.quotedKeys[index]!)}${FRAGMENTS[code]}}` as never);
+    const packed = evaluateOne(history, environment, index, context);
+    return reply.type('application/json; charset=utf-8').send(`${keyPrefix(environment.quotedKeys[index]!)}${ofrepMembers(environment, index, codeOf(packed), variantOf(packed))}}` as never);
   });
 
   app.post('/ofrep/v1/evaluate/flags', {
@@ -153,7 +166,8 @@ export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: Evaluat
     const context = ofrepContext(request.body.context);
     const { codes } = evaluateAll(environment, context);
     let flags = '[';
-    for (let i = 0; i < environment.flagSet.size; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.quotedKeys[i]!)}${FRAGMENTS[codes[i]!]}}`;
+    const { size, hasVariants } = environment.flagSet;
+    for (let i = 0; i < size; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.quotedKeys[i]!)}${ofrepMembers(environment, i, codes[i]!, hasVariants ? codes[size + i]! : NO_VARIANT)}}`;
     flags += ']';
     recordAll(history, environment, context, codes);
     // The ETag covers the evaluated flags, not the stream token beside them (which is renewed).
