@@ -14,7 +14,7 @@ import { OpenFeature as WebOpenFeature } from '@openfeature/web-sdk';
 import { OFREPProvider } from '@openfeature/ofrep-provider';
 import { GuidonServerProvider } from '@guidon/openfeature/server';
 import { GuidonWebProvider } from '@guidon/openfeature/web';
-import { flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 
 type FlagType = 'boolean' | 'string' | 'number' | 'object';
 type Context = { targetingKey: string; email?: string };
@@ -27,6 +27,12 @@ interface Case {
   key: string;
   fallback: unknown;
   expect: Outcome | ((served: { enabled: boolean; variant: string; value: unknown }) => Outcome);
+  /**
+   * Where Guidon's own providers differ from OFREP: the reason they give. They read the evaluate
+   * answer, whose reason ("Flag enabled globally") does not say whether the weights split the flag;
+   * OFREP, on the server, knows and answers SPLIT (docs/variants.md).
+   */
+  guidonReason?: string;
 }
 
 const DARK = { theme: 'dark', size: 3 };
@@ -44,7 +50,7 @@ const CASES: [Context, Case[]][] = [
       { name: 'static: one variant has all the weight', type: 'string', key: 'button_text', fallback: 'x', expect: ['Buy now', 'buy', 'STATIC', undefined] },
       { name: 'off: the off variant', type: 'string', key: 'banner', fallback: 'x', expect: ['#888', 'grey', 'DISABLED', undefined] },
       { name: "a rule's pinned variant", type: 'number', key: 'limit', fallback: -1, expect: [100, 'high', 'TARGETING_MATCH', undefined] },
-      { name: 'the weights choose', type: 'object', key: 'config', fallback: {}, expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
+      { name: 'the weights choose', type: 'object', key: 'config', fallback: {}, expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined], guidonReason: 'STATIC' },
       { name: 'a rollout', type: 'string', key: 'rollout', fallback: 'x', expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
       { name: 'boolean variants', type: 'boolean', key: 'switch', fallback: false, expect: [true, 'yes', 'STATIC', undefined] },
       { name: 'a boolean flag without variants keeps on/off', type: 'boolean', key: 'plain', fallback: false, expect: [true, 'on', 'STATIC', undefined] },
@@ -61,7 +67,7 @@ const CASES: [Context, Case[]][] = [
     BOB,
     [
       { name: 'a rule without a pinned variant: the weights choose', type: 'number', key: 'limit', fallback: -1, expect: ({ variant, value }) => [value, variant, 'TARGETING_MATCH', undefined] },
-      { name: 'the weights choose', type: 'object', key: 'config', fallback: {}, expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
+      { name: 'the weights choose', type: 'object', key: 'config', fallback: {}, expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined], guidonReason: 'STATIC' },
       { name: 'a rollout', type: 'string', key: 'rollout', fallback: 'x', expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
     ],
   ],
@@ -70,7 +76,7 @@ const CASES: [Context, Case[]][] = [
     [
       { name: 'everyone_else off: the off variant', type: 'number', key: 'limit', fallback: -1, expect: [0, 'none', 'DEFAULT', undefined] },
       { name: 'static', type: 'string', key: 'button_text', fallback: 'x', expect: ['Buy now', 'buy', 'STATIC', undefined] },
-      { name: 'the weights choose', type: 'object', key: 'config', fallback: {}, expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
+      { name: 'the weights choose', type: 'object', key: 'config', fallback: {}, expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined], guidonReason: 'STATIC' },
       { name: 'a rollout', type: 'string', key: 'rollout', fallback: 'x', expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
     ],
   ],
@@ -126,13 +132,19 @@ describe('OpenFeature typed getters against Guidon variants', () => {
     await server.close();
   });
 
+  /** What case j of context i must give through Guidon's providers or through OFREP. */
+  const expectedOf = (i: number, j: number, guidon: boolean): Outcome => {
+    const [value, variant, reason, errorCode] = expected[i]![j]!;
+    return [value, variant, (guidon && CASES[i]![1][j]!.guidonReason) || reason, errorCode];
+  };
+
   /** Every case of the table through a server-side client (the context passed per evaluation). */
-  async function throughServerClient(client: Client): Promise<void> {
+  async function throughServerClient(client: Client, guidon: boolean): Promise<void> {
     const getters = { boolean: client.getBooleanDetails, string: client.getStringDetails, number: client.getNumberDetails, object: client.getObjectDetails };
     for (const [i, [context, cases]] of CASES.entries()) {
       for (const [j, c] of cases.entries()) {
         const details = await (getters[c.type] as (key: string, fallback: unknown, context: Context) => Promise<Parameters<typeof outcome>[0]>).call(client, c.key, c.fallback, context);
-        assert.deepEqual(outcome(details), expected[i]![j], `${context.targetingKey}: ${c.name} (${c.type} ${c.key})`);
+        assert.deepEqual(outcome(details), expectedOf(i, j, guidon), `${context.targetingKey}: ${c.name} (${c.type} ${c.key})`);
       }
     }
   }
@@ -140,14 +152,27 @@ describe('OpenFeature typed getters against Guidon variants', () => {
   test('GuidonServerProvider: typed getters give value, variant and reason; TYPE_MISMATCH with the default', async () => {
     await OpenFeature.setProviderAndWait('guidon', new GuidonServerProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', stream: false }));
     const client = OpenFeature.getClient('guidon');
-    await throughServerClient(client);
+    await throughServerClient(client, true);
     const details = await client.getObjectDetails('config', {}, ADA);
     assert.deepEqual(details.flagMetadata, { reason: 'Flag enabled globally' }, "Guidon's own reason");
   });
 
+  test("Guidon's providers when Guidon is away: the default with ERROR; a bootstrap (booleans only) gives a typed getter its default", async () => {
+    const away = `http://127.0.0.1:${await freePort()}`;
+    await OpenFeature.setProviderAndWait('away', new GuidonServerProvider({ baseUrl: away, sdkKey: project.sdk_key, environment: 'production', stream: false })).catch(() => undefined);
+    const server = OpenFeature.getClient('away');
+    assert.deepEqual(outcome(await server.getStringDetails('button_text', 'x', ADA)), ['x', undefined, 'ERROR', 'GENERAL']);
+    assert.deepEqual(outcome(await server.getObjectDetails('config', { a: 1 }, ADA)), [{ a: 1 }, undefined, 'ERROR', 'GENERAL']);
+    await WebOpenFeature.setProviderAndWait('away', new GuidonWebProvider({ baseUrl: away, sdkKey: project.sdk_key, environment: 'production', stream: false, storage: false, bootstrap: { button_text: true } })).catch(() => undefined);
+    const web = WebOpenFeature.getClient('away');
+    assert.deepEqual(outcome(web.getNumberDetails('limit', 3)), [3, undefined, 'ERROR', 'GENERAL']);
+    assert.deepEqual(outcome(web.getStringDetails('button_text', 'x')), ['x', undefined, 'DEFAULT', undefined]);
+    assert.deepEqual(outcome(web.getBooleanDetails('button_text', false)), [true, undefined, 'DEFAULT', undefined], 'the bootstrap value, as before');
+  });
+
   test('the stock @openfeature/ofrep-provider, unmodified: the same answers', async () => {
     await OpenFeature.setProviderAndWait('stock', new OFREPProvider({ baseUrl: server.url, headers: [['X-SDK-Key', project.sdk_key]] }));
-    await throughServerClient(OpenFeature.getClient('stock'));
+    await throughServerClient(OpenFeature.getClient('stock'), false);
   });
 
   test('GuidonWebProvider: the same answers for each static context', async () => {
@@ -159,7 +184,7 @@ describe('OpenFeature typed getters against Guidon variants', () => {
       const getters = { boolean: client.getBooleanDetails, string: client.getStringDetails, number: client.getNumberDetails, object: client.getObjectDetails };
       for (const [j, c] of cases.entries()) {
         const details = (getters[c.type] as (key: string, fallback: unknown) => Parameters<typeof outcome>[0]).call(client, c.key, c.fallback);
-        assert.deepEqual(outcome(details), expected[i]![j], `${context.targetingKey}: ${c.name} (${c.type} ${c.key})`);
+        assert.deepEqual(outcome(details), expectedOf(i, j, true), `${context.targetingKey}: ${c.name} (${c.type} ${c.key})`);
       }
     }
   });
@@ -175,7 +200,7 @@ describe('OpenFeature typed getters against Guidon variants', () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       assert.equal(code, 0);
       const results = JSON.parse(out) as Parameters<typeof outcome>[0][];
-      for (const [j, c] of cases.entries()) assert.deepEqual(outcome(results[j]!), expected[i]![j], `${context.targetingKey}: ${c.name} (${c.type} ${c.key})`);
+      for (const [j, c] of cases.entries()) assert.deepEqual(outcome(results[j]!), expectedOf(i, j, false), `${context.targetingKey}: ${c.name} (${c.type} ${c.key})`);
     }
   });
 });
