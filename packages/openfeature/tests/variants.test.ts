@@ -41,6 +41,7 @@ const LIGHT = { theme: 'light', size: 1 };
 const ADA: Context = { targetingKey: 'ada', email: 'ada@example.com' };
 const BOB: Context = { targetingKey: 'bob', email: 'bob@corp.com' };
 const ANYONE: Context = { targetingKey: 'u-7' };
+const BLOCKED: Context = { targetingKey: 'blocked' };
 
 /** Every case, per user. */
 const CASES: [Context, Case[]][] = [
@@ -53,6 +54,7 @@ const CASES: [Context, Case[]][] = [
       { name: 'the weights choose', type: 'object', key: 'config', fallback: {}, expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined], guidonReason: 'STATIC' },
       { name: 'a rollout', type: 'string', key: 'rollout', fallback: 'x', expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
       { name: 'boolean variants', type: 'boolean', key: 'switch', fallback: false, expect: [true, 'yes', 'STATIC', undefined] },
+      { name: 'an array is an object to OpenFeature', type: 'object', key: 'hosts', fallback: {}, expect: [['a.example', 'b.example'], 'two', 'STATIC', undefined] },
       { name: 'a boolean flag without variants keeps on/off', type: 'boolean', key: 'plain', fallback: false, expect: [true, 'on', 'STATIC', undefined] },
       { name: 'mismatch: a number for a string flag', type: 'number', key: 'button_text', fallback: 5, expect: [5, undefined, 'ERROR', 'TYPE_MISMATCH'] },
       { name: 'mismatch: a boolean for a string flag', type: 'boolean', key: 'button_text', fallback: false, expect: [false, undefined, 'ERROR', 'TYPE_MISMATCH'] },
@@ -80,6 +82,7 @@ const CASES: [Context, Case[]][] = [
       { name: 'a rollout', type: 'string', key: 'rollout', fallback: 'x', expect: ({ variant, value }) => [value, variant, 'SPLIT', undefined] },
     ],
   ],
+  [BLOCKED, [{ name: 'a rule that serves off: the off variant', type: 'number', key: 'limit', fallback: -1, expect: [0, 'none', 'TARGETING_MATCH', undefined] }]],
 ];
 
 const outcome = (details: { value: unknown; variant?: string; reason?: string; errorCode?: string }): Outcome => [details.value, details.variant, details.reason ?? '', details.errorCode];
@@ -111,10 +114,12 @@ describe('OpenFeature typed getters against Guidon variants', () => {
     });
     await rule(limit.id, { rule_type: 'user_email', rule_value: 'ada@example.com', variant: 'high', priority: 10 });
     await rule(limit.id, { rule_type: 'email_domain', rule_value: 'corp.com' });
+    await rule(limit.id, { rule_type: 'user_id', rule_value: 'blocked', serve: false });
     await flag({ key: 'config', enabled: true, variants: [{ key: 'dark', value: DARK, weight: 500 }, { key: 'light', value: LIGHT, weight: 500 }], off_variant: 'light' });
     await flag({ key: 'rollout', enabled: true, rollout_percentage: 20, variants: [{ key: 'a', value: 'A', weight: 500 }, { key: 'b', value: 'B', weight: 500 }, { key: 'off', value: 'none', weight: 0 }], off_variant: 'off' });
     await flag({ key: 'switch', enabled: true, variants: [{ key: 'yes', value: true, weight: 1000 }, { key: 'no', value: false, weight: 0 }], off_variant: 'no' });
     await flag({ key: 'plain', enabled: true });
+    await flag({ key: 'hosts', enabled: true, variants: [{ key: 'one', value: { host: 'a.example' }, weight: 0 }, { key: 'two', value: ['a.example', 'b.example'], weight: 1000 }], off_variant: 'one' });
 
     expected = [];
     for (const [context, cases] of CASES) {
@@ -123,7 +128,7 @@ describe('OpenFeature typed getters against Guidon variants', () => {
       expected.push(cases.map((c) => (typeof c.expect === 'function' ? c.expect(answer.body.flags[c.key]) : c.expect)));
     }
     // The rollout case and the weights are meant to show both sides somewhere in the table.
-    const rollouts = expected.map((outcomes, i) => outcomes[CASES[i]![1].findIndex((c) => c.key === 'rollout')]![1]);
+    const rollouts = expected.slice(0, 3).map((outcomes, i) => outcomes[CASES[i]![1].findIndex((c) => c.key === 'rollout')]![1]);
     assert.ok(rollouts.includes('off') && rollouts.some((variant) => variant !== 'off'), `the rollout cases cover in and out: ${rollouts}`);
   });
   after(async () => {

@@ -66,6 +66,16 @@ describe('@guidon/sdk values against a running Guidon', () => {
     const rule = await request(server, 'POST', `${flagsPath(project)}/${config.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'vip', variant: 'dark' } });
     assert.equal(rule.status, 201, rule.text);
     await newFlag(server, user, project, { key: 'plain', enabled: true });
+    // Objects and arrays in one flag (one JSON type to the API): getValue tells them apart by the default.
+    await newFlag(server, user, project, {
+      key: 'hosts',
+      enabled: true,
+      variants: [
+        { key: 'one', value: { host: 'a.example' }, weight: 0 },
+        { key: 'two', value: ['a.example', 'b.example'], weight: 1000 },
+      ],
+      off_variant: 'one',
+    });
   });
   after(() => server.close());
 
@@ -104,6 +114,9 @@ describe('@guidon/sdk values against a running Guidon', () => {
     assert.equal(c.getValue('plain', 'x'), 'x');
     assert.equal(c.getValue('plain', true), true, 'a flag without variants has no value, only enabled');
     assert.equal(c.getVariant('plain'), undefined);
+    const hosts: string[] = c.getValue('hosts', ['localhost']);
+    assert.deepEqual(hosts, ['a.example', 'b.example']);
+    assert.deepEqual(c.getValue('hosts', { host: 'localhost' }), { host: 'localhost' }, 'an array is not an object');
     assert.equal(c.getValue('__proto__', 'x'), 'x');
     assert.equal(c.getVariant('constructor'), undefined);
   });
