@@ -300,6 +300,40 @@ const conditionsEnvCase: Case = {
   },
 };
 
+// Issue 21's environment: 100 flags as issue 21's wrk case has them (off, on, 50% rollout, a rule),
+// every second one serving one of three variants by weight.
+const variantsEnvDefs: FlagDefinition[] = Array.from({ length: 100 }, (_, f) => ({
+  key: `variant_flag_${f}`,
+  enabled: f % 4 !== 0,
+  rolloutPercentage: f % 4 === 2 ? 50 : 0,
+  rules: f % 4 === 3 ? [{ type: 'user_id' as const, value: `vip-${f}`, enabled: true }] : [],
+  ...(f % 2 === 1
+    ? {
+        variants: [
+          { key: 'control', value: `Button ${f}`, weight: 500 },
+          { key: 'bold', value: `BUTTON ${f}!`, weight: 300 },
+          { key: 'quiet', value: `button ${f}`, weight: 200 },
+        ],
+        offVariant: 'control',
+      }
+    : {}),
+}));
+const variantsEnvSet = compileFlagSet(variantsEnvDefs, { environment: 'production' });
+const variantsEnvCase: Case = {
+  name: '100 flags, half with three variants by weight, distinct users (per flag eval, variants written)',
+  opsPerIter: variantsEnvSet.size,
+  run(n) {
+    const codes = new Uint8Array(variantsEnvSet.size);
+    const variants = new Uint8Array(variantsEnvSet.size);
+    let acc = 0;
+    for (let i = 0; i < n; i++) {
+      variantsEnvSet.evaluateInto(contexts[i & 1023]!, codes, variants);
+      acc += variants[i % variants.length]!;
+    }
+    return acc;
+  },
+};
+
 const cases: Case[] = [
   singleFlagCase('disabled flag', disabledFlag, [oneCtx]),
   singleFlagCase('enabled flag, no rules', globalFlag, [oneCtx]),
@@ -310,6 +344,7 @@ const cases: Case[] = [
   envCase,
   ...operatorCases,
   conditionsEnvCase,
+  variantsEnvCase,
 ];
 
 // ---------------------------------------------------------------------------
@@ -354,6 +389,7 @@ const lines = [
   `100-flag environment: ${fmtNs((results[cases.indexOf(envCase)]!.nsPerOp * envSet.size) / 1000)} µs per user.`,
   `100 flags with a 3-condition rule each: ${fmtNs((results[cases.indexOf(conditionsEnvCase)]!.nsPerOp * conditionsEnvSet.size) / 1000)} µs per user` +
     ` (rules served ${conditionsEnvServed}% of the flag evaluations).`,
+  `100 flags, half with variants: ${fmtNs((results[cases.indexOf(variantsEnvCase)]!.nsPerOp * variantsEnvSet.size) / 1000)} µs per user.`,
 ];
 console.log(lines.join('\n'));
 if (sink === 0.5) console.log(''); // keep `sink` observable

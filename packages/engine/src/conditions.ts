@@ -203,10 +203,149 @@ export interface ConditionScope {
   readonly patterns: Map<string, (text: string) => boolean>;
   /** The IN / NOT_IN value sets of every condition on one attribute, as one index (SharedSets). */
   readonly sets: Map<string, SharedSets>;
+  /** Every distinct condition of the flag set, tested at most once per context. */
+  readonly table: ConditionTable;
+  /** Each IN / NOT_IN condition's place in `sets` (inSetOf). */
+  readonly inSetByCondition: Map<Condition, { shared: SharedSets; id: number }>;
 }
 
 export function conditionScope(environment: string | undefined, segments: ReadonlyMap<string, readonly Condition[]> | undefined): ConditionScope {
-  return { environment, segments: segments ?? new Map(), segmentMatchers: new Map(), patterns: new Map(), sets: new Map() };
+  return { environment, segments: segments ?? new Map(), segmentMatchers: new Map(), patterns: new Map(), sets: new Map(), table: new ConditionTable(), inSetByCondition: new Map() };
+}
+
+/**
+ * The distinct conditions of a flag set, each with its result memoized for the context being
+ * evaluated. Flags often repeat a condition (the same version floor, pattern or segment): it is
+ * tested once per context, and a rule's conditions are a loop over ids here rather than a chain
+ * of closures (calls through many different closures were most of an evaluation's time).
+ */
+export class ConditionTable {
+  private readonly ids = new Map<string, number>();
+  private readonly matchers: Matcher[] = [];
+  private stamps = new Uint32Array(16);
+  private results = new Uint8Array(16);
+  private turn = 1;
+  private context: EvaluationContext | undefined;
+
+  /** A new context begins: no result so far holds for it. (A context object is also told apart by identity.) */
+  next(): void {
+    this.turn = (this.turn + 1) >>> 0;
+    if (this.turn === 0) {
+      this.stamps.fill(0);
+      this.slotStamps.fill(0);
+      this.turn = 1;
+    }
+    this.context = undefined;
+  }
+
+  /**
+   * IN / NOT_IN conditions, the most common and the most numerous (a thousand flags may each list
+   * their own customers), are tested here without a call through a closure: per condition id,
+   * its attribute's slot (-1: another operator), its shared set and its id there, and flags.
+   */
+  private inSlot: number[] = [];
+  private inSets: (SharedSets | undefined)[] = [];
+  private inSetIds: number[] = [];
+  /** Bits: 1 NOT_IN, 2 negate, 4 case_insensitive. */
+  private inFlags: number[] = [];
+  /** Attribute values read for the current context, by slot (read once however many conditions name the attribute). */
+  private readonly slots = new Map<string, number>();
+  private readonly readers: ((ctx: EvaluationContext) => string | undefined)[] = [];
+  private slotStamps = new Uint32Array(8);
+  private slotValues: (string | undefined)[] = [];
+
+  /** The id of a condition, compiled when first seen. */
+  idOf(condition: Condition, scope: ConditionScope): number {
+    const { attribute, operator, values, negate, case_insensitive } = condition;
+    const signature = JSON.stringify([attribute ?? null, operator, values ?? null, negate === true, case_insensitive === true]);
+    let id = this.ids.get(signature);
+    if (id !== undefined) return id;
+    id = this.matchers.push(compileCondition(condition, scope)) - 1;
+    this.ids.set(signature, id);
+    if (id >= this.stamps.length) {
+      const stamps = new Uint32Array(this.stamps.length * 2);
+      stamps.set(this.stamps);
+      this.stamps = stamps;
+      const results = new Uint8Array(this.results.length * 2);
+      results.set(this.results);
+      this.results = results;
+    }
+    const set = operator === 'IN' || operator === 'NOT_IN' ? inSetOf(condition, scope) : undefined;
+    this.inSlot[id] = set === undefined ? -1 : this.slotOf(attribute ?? '', scope);
+    this.inSets[id] = set?.shared;
+    this.inSetIds[id] = set?.id ?? 0;
+    this.inFlags[id] = (operator === 'NOT_IN' ? 1 : 0) | (negate === true ? 2 : 0) | (case_insensitive === true ? 4 : 0);
+    return id;
+  }
+
+  private slotOf(attribute: string, scope: ConditionScope): number {
+    let slot = this.slots.get(attribute);
+    if (slot === undefined) {
+      slot = this.readers.push(readerOf(attribute, scope)) - 1;
+      this.slots.set(attribute, slot);
+      if (slot >= this.slotStamps.length) {
+        const stamps = new Uint32Array(this.slotStamps.length * 2);
+        stamps.set(this.slotStamps);
+        this.slotStamps = stamps;
+      }
+    }
+    return slot;
+  }
+
+  /** Whether the context meets every condition of ids (in their order). */
+  all(ids: Int32Array, ctx: EvaluationContext): boolean {
+    if (ctx !== this.context) {
+      if (this.context !== undefined) this.next();
+      this.context = ctx;
+    }
+    const { stamps, results, turn } = this;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (stamps[id] === turn) {
+        if (results[id] === 0) return false;
+        continue;
+      }
+      const slot = this.inSlot[id]!;
+      let result: boolean;
+      if (slot >= 0) {
+        // compileCondition's IN / NOT_IN, inline: missing → NOT_IN holds, present → listed or not; then negate.
+        const flags = this.inFlags[id]!;
+        let value = this.slotStamps[slot] === turn ? this.slotValues[slot] : this.read(slot, ctx);
+        if (value === undefined) result = (flags & 1) === 1;
+        else {
+          if ((flags & 4) !== 0) value = lowerCase(value);
+          result = this.inSets[id]!.has(value, this.inSetIds[id]!) !== ((flags & 1) === 1);
+        }
+        if ((flags & 2) !== 0) result = !result;
+      } else result = this.matchers[id]!(ctx);
+      stamps[id] = turn;
+      results[id] = result ? 1 : 0;
+      if (!result) return false;
+    }
+    return true;
+  }
+
+  private read(slot: number, ctx: EvaluationContext): string | undefined {
+    const value = this.readers[slot]!(ctx);
+    this.slotStamps[slot] = this.turn;
+    this.slotValues[slot] = value;
+    return value;
+  }
+}
+
+/** An IN / NOT_IN condition's values in its attribute's shared index: made once per condition of the flag set. */
+function inSetOf(condition: Condition, scope: ConditionScope): { shared: SharedSets; id: number } {
+  let set = scope.inSetByCondition.get(condition);
+  if (set === undefined) {
+    const folded = condition.case_insensitive === true;
+    const values = condition.values ?? [];
+    const key = `${folded ? 'i' : ''}\u0000${condition.attribute ?? ''}`;
+    let shared = scope.sets.get(key);
+    if (shared === undefined) scope.sets.set(key, (shared = new SharedSets()));
+    set = { shared, id: shared.add(folded ? values.map((value) => value.toLowerCase()) : values) };
+    scope.inSetByCondition.set(condition, set);
+  }
+  return set;
 }
 
 /**
@@ -305,11 +444,35 @@ function memo<T>(parse: (text: string) => T): (text: string) => T {
     return last;
   };
 }
+/** Texts a remembering parser keeps at most, and the longest it keeps. */
+const REMEMBERED = 128;
+const REMEMBERED_LENGTH = 256;
+
+/**
+ * A memo that also remembers the last REMEMBERED texts (emptied when full): attribute values
+ * repeat across requests (app versions, user agents, countries), and a REGEX search or a version
+ * parse costs tens of times a map read. Bounded: at most REMEMBERED texts of at most
+ * REMEMBERED_LENGTH characters per parser or pattern.
+ */
+function remembering<T>(parse: (text: string) => T): (text: string) => T {
+  const seen = new Map<string, T>();
+  return memo((text) => {
+    const known = seen.get(text);
+    if (known !== undefined || seen.has(text)) return known as T;
+    const result = parse(text);
+    if (text.length <= REMEMBERED_LENGTH) {
+      if (seen.size >= REMEMBERED) seen.clear();
+      seen.set(text, result);
+    }
+    return result;
+  });
+}
+
 const lowerCase = memo((text: string) => text.toLowerCase());
 const numberOf = memo(parseNumber);
-const dateOf = memo(parseDate);
-const versionOf = memo(parseVersion);
-const addressOf = memo(parseAddress);
+const dateOf = remembering(parseDate);
+const versionOf = remembering(parseVersion);
+const addressOf = remembering(parseAddress);
 
 /** The test of a present attribute value, for one condition. */
 function testOf(condition: Condition, scope: ConditionScope): (value: string) => boolean {
@@ -320,11 +483,7 @@ function testOf(condition: Condition, scope: ConditionScope): (value: string) =>
   switch (condition.operator) {
     case 'IN':
     case 'NOT_IN': {
-      const key = `${folded ? 'i' : ''}\u0000${condition.attribute ?? ''}`;
-      let sets = scope.sets.get(key);
-      if (sets === undefined) scope.sets.set(key, (sets = new SharedSets()));
-      const shared = sets;
-      const id = shared.add(foldedValues);
+      const { shared, id } = inSetOf(condition, scope);
       return condition.operator === 'IN' ? (value) => shared.has(fold(value), id) : (value) => !shared.has(fold(value), id);
     }
     case 'STR_CONTAINS':
@@ -387,7 +546,7 @@ function testOf(condition: Condition, scope: ConditionScope): (value: string) =>
             continue; // refused at save; a stored one that no longer compiles matches nothing
           }
           // Shared by every flag of the set that uses the pattern: they search the same attribute once.
-          search = memo((text: string) => compiled.test(text));
+          search = remembering((text: string) => compiled.test(text));
           scope.patterns.set(id, search);
         }
         patterns.push(search);
@@ -466,16 +625,18 @@ export function compileCondition(condition: Condition, scope: ConditionScope): M
       };
 }
 
-/** All of the conditions (AND); true for none. */
-export function compileConditions(conditions: readonly Condition[], scope: ConditionScope): Matcher {
+/** All of the conditions (AND), as ids of the scope's table: `scope.table.all(ids, ctx)`; true for none. */
+export function compileConditionIds(conditions: readonly Condition[], scope: ConditionScope): Int32Array {
   // Conditions are pure and AND-ed: the cheap ones run first, so a miss skips the costly ones.
   const ordered = conditions.map((condition, i) => ({ condition, i })).sort((a, b) => costOf(a.condition) - costOf(b.condition) || a.i - b.i);
-  const matchers = ordered.map(({ condition }) => compileCondition(condition, scope));
-  if (matchers.length === 1) return matchers[0]!;
-  return (ctx) => {
-    for (let i = 0; i < matchers.length; i++) if (!matchers[i]!(ctx)) return false;
-    return true;
-  };
+  return Int32Array.from(ordered, ({ condition }) => scope.table.idOf(condition, scope));
+}
+
+/** All of the conditions (AND); true for none. */
+export function compileConditions(conditions: readonly Condition[], scope: ConditionScope): Matcher {
+  const ids = compileConditionIds(conditions, scope);
+  const { table } = scope;
+  return (ctx) => table.all(ids, ctx);
 }
 
 /** A rough rank of what an operator costs per evaluation (the engine bench's figures). */

@@ -1,5 +1,5 @@
 import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
-import { compileConditions, conditionScope, type Condition, type ConditionScope, type Matcher } from './conditions.js';
+import { compileConditionIds, conditionScope, type Condition, type ConditionScope, type Matcher } from './conditions.js';
 import { DISABLED_CODE, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, inRolloutCode, matchCode, notInRolloutCode, type Outcome } from './outcomes.js';
 
 export type RuleType = 'user_id' | 'user_email' | 'email_domain' | 'conditions';
@@ -231,6 +231,8 @@ export interface CompiledFlagSet {
   readonly inRolloutCodes: Uint8Array;
   /** Per flag, its variants (contract §15) in the flag's order, or null for a flag without. */
   readonly variants: readonly (readonly VariantDefinition[] | null)[];
+  /** The flags (ascending) whose variant, when no rule serves them and they answer on, is chosen by weight: it differs per user. */
+  readonly splits: Uint32Array;
   /** Whether any flag has variants: only then does evaluateInto write variant indexes. */
   readonly hasVariants: boolean;
   /** Each flag's variant index where its code is its base code and the variant does not depend on the user (NO_VARIANT for a flag without variants). */
@@ -238,8 +240,8 @@ export interface CompiledFlagSet {
   /**
    * Writes each flag's code into codes[0..size) and, when the set has variants and `variants` is
    * given, each flag's variant index into variants[0..size) (NO_VARIANT for a flag without).
-   * Returns true when a targeting rule served or a variant was chosen by weight: then flags other
-   * than `rollouts` may differ from `baseCodes` (or `baseVariants`).
+   * Returns true when a targeting rule served: then flags other than `rollouts` and `splits` may
+   * differ from `baseCodes` and `baseVariants`.
    */
   evaluateInto(ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean;
   /**
@@ -259,7 +261,10 @@ const identifier = new Murmur3Suffix();
 
 /** A rule of a flag evaluated rule by rule: one with conditions, or with a rollout of its own. */
 interface CompiledRule {
-  readonly match: Matcher;
+  /** A seed type's test; null for conditions (conditionIds). */
+  readonly match: Matcher | null;
+  /** A conditions rule's conditions, as ids of the set's condition table. */
+  readonly conditionIds: Int32Array | null;
   /** 1–100: served when the §2 bucket is below it. */
   readonly rollout: number;
   readonly code: number;
@@ -327,7 +332,8 @@ function compileRule(rule: RuleDefinition, rank: number, scope: ConditionScope):
   const rollout = rule.rolloutPercentage ?? 100;
   if (rule.enabled !== true || !(rollout > 0)) return null;
   const code = matchCode(rule.type, rule.serve !== false);
-  let match: Matcher;
+  let match: Matcher | null = null;
+  let conditionIds: Int32Array | null = null;
   switch (rule.type) {
     case 'user_id': {
       const id = rule.value;
@@ -355,12 +361,12 @@ function compileRule(rule: RuleDefinition, rank: number, scope: ConditionScope):
     case 'conditions':
       // None (refused at save; a stored rule could only lose them by corruption) would be "everyone": never match instead, as an empty seed value.
       if (!Array.isArray(rule.conditions) || rule.conditions.length === 0) return null;
-      match = compileConditions(rule.conditions, scope);
+      conditionIds = compileConditionIds(rule.conditions, scope);
       break;
     default:
       return null; // an unknown type (a newer schema) never matches
   }
-  return { match, rollout: Math.min(rollout, 100), code, rank };
+  return { match, conditionIds, rollout: Math.min(rollout, 100), code, rank };
 }
 
 export function compileFlagSet(defs: readonly FlagDefinition[], options: CompileOptions = {}): CompiledFlagSet {
@@ -368,6 +374,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
   const keys = Object.freeze(defs.map((def) => def.key));
   const baseCodes = new Uint8Array(size);
   const scope = conditionScope(options.environment, options.segments);
+  const { table } = scope;
   const rollouts: number[] = [];
   /** Per flag, its place in `rollouts`, or -1. */
   const rolloutOf = new Int32Array(size).fill(-1);
@@ -465,7 +472,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
     let bucket = -1;
     for (let r = 0; r < rules.length; r++) {
       const rule = rules[r]!;
-      if (!rule.match(ctx)) continue;
+      if (rule.conditionIds !== null ? !table.all(rule.conditionIds, ctx) : !rule.match!(ctx)) continue;
       if (rule.rollout < 100) {
         if (bucket < 0) {
           identifier.prepare(identifierOf(ctx));
@@ -495,6 +502,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
 
   const evaluateInto = (ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean => {
     const startTurn = turn;
+    table.next();
     codes.set(baseCodes);
     if (rollouts.length > 0) {
       identifier.prepare(identifierOf(ctx));
@@ -542,10 +550,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
         const code = codes[flag]!;
         const byRule = ruleByRuleOf[flag]!;
         const rank = byRule >= 0 ? servedRanks[byRule]! : turn !== startTurn && matchedIn[flag] === turn ? bestHit[flag]! >> 8 : -1;
-        const variant = variantFor(plan, code, rank);
-        variants[flag] = variant;
-        // A variant the code alone does not tell (chosen by weight, or pinned by a rule) leaves the rollout-only answers.
-        if (ENABLED[code] === 1 && rank < 0 && plan.only < 0) matched = true;
+        variants[flag] = variantFor(plan, code, rank);
       }
     }
     return matched;
@@ -570,6 +575,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
   /** The flag's code; sets servingRank. */
   const flagCode = (ctx: EvaluationContext, flag: number): number => {
     servingRank = -1;
+    table.next();
     const byRule = ruleByRuleOf[flag]!;
     if (byRule >= 0) {
       const code = served(byRule, ctx);
@@ -606,7 +612,8 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
   variantFlags.forEach((flag, v) => (variantIndexOf[flag] = v));
   const variants = Object.freeze(defs.map((def, flag) => (variantIndexOf[flag]! >= 0 ? Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))) : null)));
 
-  return Object.freeze({ size, keys, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes, variants, hasVariants: variantFlags.length > 0, baseVariants, evaluateInto, evaluateFlag });
+  const splits = Uint32Array.from(variantFlags.filter((flag, v) => defs[flag]!.enabled && variantPlans[v]!.only < 0));
+  return Object.freeze({ size, keys, baseCodes, rollouts: Uint32Array.from(rollouts), inRolloutCodes, splits, variants, hasVariants: variantFlags.length > 0, baseVariants, evaluateInto, evaluateFlag });
 }
 
 /** The outcome of one flag for a context, compiled on the spot: for tests and one-off use, not for a hot path. */

@@ -68,7 +68,8 @@ test('evaluateInto writes the variant of every flag, equal to evaluateFlag, and 
   const contexts: EvaluationContext[] = [{}, { user_id: 'u1' }, { user_email: 'x@corp.com' }, { user_id: 'u2', user_email: 'y@corp.com' }, { user_email: 'z@else.com' }];
   for (const ctx of contexts) {
     const matched = set.evaluateInto(ctx, codes, variants);
-    assert.equal(matched, true, 'the weighted flag chooses per user');
+    assert.equal(matched, ctx.user_email?.endsWith('@corp.com') === true, 'a rule served');
+    assert.deepEqual([...set.splits], [1], 'the weighted flag chooses per user');
     for (let i = 0; i < defs.length; i++) {
       const packed = set.evaluateFlag(ctx, i);
       assert.equal(codeOf(packed), codes[i], `${defs[i]!.key} code`);
@@ -79,8 +80,9 @@ test('evaluateInto writes the variant of every flag, equal to evaluateFlag, and 
     assert.equal(set.variants[3]![variants[3]!]!.key, ctx.user_email?.endsWith('@corp.com') ? 'blue' : 'red');
     assert.equal(set.variants[2]![variants[2]!]!.key, 'only', 'one variant: on or off, the same');
   }
-  // Without the weighted flag, an answer with no rule matched keeps the rollout-only shape, its variants following its codes.
+  // Without the weighted flag, an answer with no rule matched has its base variants but at rollout flags, where the code tells the variant.
   const noWeights = compileFlagSet(defs.filter((def) => def.key !== 'weighted'));
+  assert.equal(noWeights.splits.length, 0);
   assert.equal(noWeights.evaluateInto({ user_id: 'u1' }, codes, variants), false);
   assert.deepEqual([...variants.subarray(0, 4)], [NO_VARIANT, 0, 0, 0]);
   assert.equal(noWeights.evaluateInto({ user_email: 'a@corp.com' }, codes, variants), true);

@@ -117,3 +117,26 @@ export async function seedConditions(url: string, count: number): Promise<string
   }
   return project.sdk_key;
 }
+
+/**
+ * Issue 21's environment: `count` flags as seed() makes them, and every second one also serves
+ * one of three string variants by weight (so every answer differs per user at those flags).
+ */
+export async function seedVariants(url: string, count: number): Promise<string> {
+  const { token, project, production } = await benchProject(url);
+  const flags = `/api/projects/${project.id}/environments/${production.id}/flags`;
+  for (let i = 0; i < count; i++) {
+    const kind = i % 4;
+    const flag = await call(url, 'POST', flags, token, { name: `Flag ${i}`, key: `flag_${i}`, enabled: kind !== 0, rollout_percentage: kind === 2 ? 50 : 0 });
+    if (i % 2 === 1) {
+      const variants = [
+        { key: 'control', value: `Button ${i}`, weight: 500 },
+        { key: 'bold', value: `BUTTON ${i}!`, weight: 300 },
+        { key: 'quiet', value: `button ${i}`, weight: 200 },
+      ];
+      await call(url, 'PUT', `${flags}/${flag.id}`, token, { variants, off_variant: 'control' });
+    }
+    if (kind === 3) await call(url, 'POST', `${flags}/${flag.id}/rules`, token, { rule_type: 'user_id', rule_value: `vip-${i}` });
+  }
+  return project.sdk_key;
+}

@@ -16,7 +16,7 @@
  * (BENCH_PACE_MS between answer and next request per connection, default 12): latency when
  * the server is not the bottleneck.
  *
- * BENCH_FLAGS (default "10,100,1000"; empty: none), BENCH_CONDITIONS=0 (leaves out issue 20's case), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
+ * BENCH_FLAGS (default "10,100,1000"; empty: none), BENCH_CONDITIONS=0 (leaves out issue 20's case), BENCH_VARIANTS=0 (issue 21's), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
  * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
  * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
@@ -28,7 +28,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, waitForHealth } from './bench-seed.js';
+import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedVariants, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -36,6 +36,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').filter(Boolean).map(Number);
 /** Issue 20's case: 100 flags each with a 3-condition rule (BENCH_CONDITIONS=0 leaves it out). */
 const WITH_CONDITIONS = process.env.BENCH_CONDITIONS !== '0';
+/** Issue 21's case: 100 flags, half with three variants by weight (BENCH_VARIANTS=0 leaves it out). */
+const WITH_VARIANTS = process.env.BENCH_VARIANTS !== '0';
 const WITH_WORKERS = process.env.BENCH_WORKERS !== '0';
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
@@ -251,10 +253,10 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
 
 const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | tail: p99 ÷ mean, Guidon / bare | paced: req/s, p50 / p99 ms, Guidon (bare) | errors | history recorded / made | busy % / steal % |';
 
-async function evaluateCase(flagCount: number, conditions = false): Promise<string> {
+async function evaluateCase(flagCount: number, conditions = false, variants = false): Promise<string> {
   const started = Date.now();
   const server = await guidon('1', true);
-  const sdkKey = conditions ? await seedConditions(server.url, flagCount) : await seed(server.url, flagCount);
+  const sdkKey = conditions ? await seedConditions(server.url, flagCount) : variants ? await seedVariants(server.url, flagCount) : await seed(server.url, flagCount);
   sendAttributes = conditions;
   const answer = await sampleAnswer(server.url, sdkKey);
   const ceiling = await bare(answer);
@@ -277,7 +279,7 @@ async function evaluateCase(flagCount: number, conditions = false): Promise<stri
     const p99 = median(as.map((m) => m.p99Ms));
     const p50 = median(as.map((m) => m.p50Ms));
     const seconds = sum(as, (m) => m.seconds);
-    return `| Guidon evaluate, SQLite${conditions ? ', a 3-condition rule per flag (IN of 1,000, SEMVER_GTE, REGEX)' : ''} | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${fmt(median(as.map(tail)), 1)} / ${fmt(median(bs.map(tail)), 1)} | ${fmt(paced.requests / paced.seconds)}, ${fmt(paced.p50Ms, 1)} / ${fmt(paced.p99Ms, 1)} (${fmt(pacedBare.requests / pacedBare.seconds)}, ${fmt(pacedBare.p50Ms, 1)} / ${fmt(pacedBare.p99Ms, 1)}) | ${sum([...as, paced], (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
+    return `| Guidon evaluate, SQLite${conditions ? ', a 3-condition rule per flag (IN of 1,000, SEMVER_GTE, REGEX)' : ''}${variants ? ', half the flags with three variants by weight' : ''} | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${fmt(median(as.map(tail)), 1)} / ${fmt(median(bs.map(tail)), 1)} | ${fmt(paced.requests / paced.seconds)}, ${fmt(paced.p50Ms, 1)} / ${fmt(paced.p99Ms, 1)} (${fmt(pacedBare.requests / pacedBare.seconds)}, ${fmt(pacedBare.p50Ms, 1)} / ${fmt(pacedBare.p99Ms, 1)}) | ${sum([...as, paced], (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
   } finally {
     await stop(ceiling.child, 'SIGKILL');
     await server.remove();
@@ -346,6 +348,7 @@ if (SOAK_SECONDS > 0) {
   console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---|---|---:|---|---|');
   for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
   if (WITH_CONDITIONS) console.log(await evaluateCase(100, true));
+  if (WITH_VARIANTS) console.log(await evaluateCase(100, false, true));
   sendAttributes = false;
   if (WITH_WORKERS) {
     console.log('\n| case | flags | throughput | per CPU-second | p99 ms | busy % / steal % |');

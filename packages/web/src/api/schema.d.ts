@@ -828,6 +828,10 @@ export interface paths {
                                 [key: string]: {
                                     enabled: boolean;
                                     reason: string;
+                                    /** @description only for a flag with variants (contract §15): the variant served */
+                                    variant?: string;
+                                    /** @description only for a flag with variants: the variant's value */
+                                    value?: unknown;
                                 };
                             };
                         };
@@ -1051,8 +1055,10 @@ export interface paths {
                     content: {
                         "application/json": {
                             key: string;
-                            value: boolean;
-                            variant: "on" | "off";
+                            /** @description a boolean flag: true or false; a flag with variants: its variant's value (contract §15) */
+                            value: unknown;
+                            /** @description a boolean flag: on or off; a flag with variants: the variant's key */
+                            variant: string;
                             reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
                             metadata: {
                                 /** @description Guidon's reason */
@@ -1214,8 +1220,10 @@ export interface paths {
                         "application/json": {
                             flags: {
                                 key: string;
-                                value: boolean;
-                                variant: "on" | "off";
+                                /** @description a boolean flag: true or false; a flag with variants: its variant's value (contract §15) */
+                                value: unknown;
+                                /** @description a boolean flag: on or off; a flag with variants: the variant's key */
+                                variant: string;
                                 reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
                                 metadata: {
                                     /** @description Guidon's reason */
@@ -3066,6 +3074,18 @@ export interface paths {
                         rollout_percentage?: number;
                         /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
                         everyone_else?: "rollout" | "off";
+                        /** @description 0–50 variants; [] for none */
+                        variants?: {
+                            /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                            key: string;
+                            /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                            value: unknown;
+                            /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                            weight: number;
+                            description?: string | null;
+                        }[];
+                        /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                        off_variant?: string | null;
                     };
                 };
             };
@@ -3248,6 +3268,18 @@ export interface paths {
                         rollout_percentage?: number;
                         /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
                         everyone_else?: "rollout" | "off";
+                        /** @description 0–50 variants; [] for none */
+                        variants?: {
+                            /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                            key: string;
+                            /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                            value: unknown;
+                            /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                            weight: number;
+                            description?: string | null;
+                        }[];
+                        /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                        off_variant?: string | null;
                     };
                 };
             };
@@ -3797,6 +3829,8 @@ export interface paths {
                         rollout_percentage?: number;
                         /** @description what the rule serves to the users it matches (default true) */
                         serve?: boolean;
+                        /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                        variant?: string | null;
                     };
                 };
             };
@@ -3985,6 +4019,8 @@ export interface paths {
                         rollout_percentage?: number;
                         /** @description what the rule serves to the users it matches (default true) */
                         serve?: boolean;
+                        /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                        variant?: string | null;
                     };
                 };
             };
@@ -4805,10 +4841,18 @@ export interface paths {
                                 start: string;
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             }[];
                             totals: {
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             };
                         };
                     };
@@ -4908,10 +4952,18 @@ export interface paths {
                                 start: string;
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             }[];
                             totals: {
                                 enabled: number;
                                 disabled: number;
+                                /** @description per variant key, how often it was served; present for a flag that served variants */
+                                variants?: {
+                                    [key: string]: number;
+                                };
                             };
                         };
                     };
@@ -5879,6 +5931,15 @@ export interface components {
             rollout_percentage: number;
             /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
             everyone_else: "rollout" | "off";
+            /** @description contract §15; [] for a flag that serves only on/off */
+            variants: {
+                key: string;
+                /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                value: unknown;
+                weight: number;
+                description?: string;
+            }[];
+            off_variant: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -5912,6 +5973,7 @@ export interface components {
             priority: number;
             rollout_percentage: number;
             serve: boolean;
+            variant: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -5961,6 +6023,8 @@ export interface components {
             user_id: string | null;
             enabled: boolean;
             reason: string;
+            /** @description the variant served (contract §15); null for a flag without variants */
+            variant: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -6078,6 +6142,12 @@ export interface components {
                     rules_count: number;
                     /** @description start of the latest hour with an evaluation of the flag (hourly precision, from the hourly counts); null when never evaluated */
                     last_evaluated_at: string | (never | null);
+                    /** @description the flag's variants in its order with their weights (of 1000), without values; [] for a flag without variants (contract §15) */
+                    variants: {
+                        key: string;
+                        weight: number;
+                    }[];
+                    off_variant: string | null;
                     /**
                      * Format: date-time
                      * @description ISO 8601 UTC timestamp

@@ -78,7 +78,9 @@ export function changesNothing(change: Change): boolean {
   if (change.before === null || change.after === null) return false;
   const { updated_at: _b, ...before } = change.before as Record<string, unknown>;
   const { updated_at: _a, ...after } = change.after as Record<string, unknown>;
-  const canonical = (value: object) => JSON.stringify(value, Object.keys(value).sort());
+  // Top-level keys sorted; nested values as they are (a replacer array would also filter nested
+  // objects' keys, so a change inside a rule's conditions or a flag's variants went unrecorded).
+  const canonical = (value: Record<string, unknown>) => JSON.stringify(Object.keys(value).sort().map((key) => [key, value[key]]));
   return canonical(before) === canonical(after);
 }
 

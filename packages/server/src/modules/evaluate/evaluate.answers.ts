@@ -77,22 +77,34 @@ export function releaseAnswer(answer: Answer): void {
   if (freeSlabs.length < FREE_SLABS) freeSlabs.push(at);
 }
 
-/** Rollout flags per prepared piece: 2^GROUP pieces each (every in/out combination), made when first needed. */
+/** Varying flags per prepared piece: every combination of their states, made when first needed. */
 const GROUP = 3;
+/** States a varying flag with variants may take before the template gives up on an answer (4 bits each). */
+const STATES = 16;
 
 /**
  * The bytes of the answers where no targeting rule matched, prepared per compiled environment:
- * then only the rollout flags differ between answers, so the answer is the same bytes up to the
- * first rollout flag (`head`), then per GROUP rollout flags the piece for their in/out
- * combination: their fragments and the unchanging fragments up to the next group. An answer is
- * 1 + (rollout flags / GROUP) copies of prepared bytes, whatever the number of flags. Each piece
+ * then only the varying flags differ between answers (rollout flags: in or out; flags whose
+ * variants are chosen by weight: which variant), so the answer is the same bytes up to the first
+ * varying flag (`head`), then per GROUP varying flags the piece for their combination of states:
+ * their fragments and the unchanging fragments up to the next group. An answer is
+ * 1 + (varying flags / GROUP) copies of prepared bytes, whatever the number of flags. Each piece
  * repeats its unchanging fragments, so the pieces take up to 2^GROUP times the bytes of an answer
- * (about 500 KB at 1,000 flags). Smaller groups take less memory but more copies: GROUP 1 was
- * 2–4 % slower at 1,000 flags (docs/performance.md).
+ * (about 500 KB at 1,000 flags) without variants, more with them. Smaller groups take less memory
+ * but more copies: GROUP 1 was 2–4 % slower at 1,000 flags (docs/performance.md).
  */
 class AnswerTemplate {
   readonly head: Buffer;
-  private readonly pieces: (Buffer | undefined)[];
+  /** The varying flags, ascending. */
+  private readonly varying: Uint32Array;
+  /** Per varying flag: its in-rollout code when its state is in/out (a flag without variants), else -1 (states). */
+  private readonly inCodes: Int16Array;
+  /** Per varying flag with variants, the (code | variant << 8) of each state seen, -1 after the last. */
+  private readonly states: Int32Array;
+  /** Bits per state in a piece's combination: 1 without variants, 4 with. */
+  private readonly bits: number;
+  /** Pieces by group << (GROUP * bits) | combination: an array without variants (8 per group), a map with (4,096 per group, few used). */
+  private readonly pieces: (Buffer | undefined)[] | Map<number, Buffer>;
   /** The pieces of the answer being written (reused). */
   private readonly chosen: Buffer[];
 
@@ -100,23 +112,40 @@ class AnswerTemplate {
     private readonly environment: CompiledEnvironment,
     private readonly fragment: (flag: number, code: number, variant: number) => string,
   ) {
-    const { rollouts, size } = environment.flagSet;
-    this.head = Buffer.from('{"flags":{' + this.unchanging(0, rollouts.length > 0 ? rollouts[0]! : size), 'utf8');
-    const groups = Math.ceil(rollouts.length / GROUP);
-    this.pieces = new Array(groups << GROUP);
+    const { rollouts, inRolloutCodes, splits, size } = environment.flagSet;
+    const inCodeOf = new Map<number, number>();
+    rollouts.forEach((flag, j) => inCodeOf.set(flag, inRolloutCodes[j]!));
+    this.varying = Uint32Array.from(new Set([...rollouts, ...splits])).sort();
+    // A rollout flag with variants takes more than two states (its off variant, or its on one).
+    this.inCodes = Int16Array.from(this.varying, (flag) => (environment.flagSet.variants[flag] === null ? inCodeOf.get(flag)! : -1));
+    this.states = new Int32Array(this.varying.length * STATES).fill(-1);
+    this.bits = this.inCodes.some((code) => code < 0) ? 4 : 1;
+    const size0 = this.varying.length > 0 ? this.varying[0]! : size;
+    this.head = Buffer.from('{"flags":{' + this.unchanging(0, size0), 'utf8');
+    const groups = Math.ceil(this.varying.length / GROUP);
+    this.pieces = this.bits === 1 ? new Array(groups << GROUP) : new Map();
     this.chosen = new Array(groups);
   }
 
-  /** The answer for codes that differ from the environment's base codes only at its rollout flags. */
-  write(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } {
-    const { rollouts, inRolloutCodes } = this.environment.flagSet;
-    const { chosen } = this;
+  /**
+   * The answer for codes (and variants) that differ from the environment's base only at its
+   * varying flags; undefined when a flag took more states than the template keeps (build it then).
+   */
+  write(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } | undefined {
+    const { varying, inCodes, chosen, bits } = this;
     let length = this.head.length;
-    for (let group = 0, j = 0; j < rollouts.length; group++) {
+    for (let group = 0, j = 0; j < varying.length; group++) {
       let combination = 0;
-      const end = Math.min(j + GROUP, rollouts.length);
-      for (let bit = 0; j < end; j++, bit++) if (codes[rollouts[j]!] === inRolloutCodes[j]) combination |= 1 << bit;
-      const piece = this.pieces[(group << GROUP) | combination] ?? this.piece(group, combination, codes);
+      const end = Math.min(j + GROUP, varying.length);
+      for (let shift = 0; j < end; j++, shift += bits) {
+        const flag = varying[j]!;
+        const inCode = inCodes[j]!;
+        const state = inCode >= 0 ? (codes[flag] === inCode ? 1 : 0) : this.stateOf(j, codes[flag]! | (variantAt(this.environment, codes, flag) << 8));
+        if (state < 0) return undefined;
+        combination |= state << shift;
+      }
+      const key = (group << (GROUP * bits)) | combination;
+      const piece = (Array.isArray(this.pieces) ? this.pieces[key] : this.pieces.get(key)) ?? this.piece(group, key, codes);
       chosen[group] = piece;
       length += piece.length;
     }
@@ -132,15 +161,33 @@ class AnswerTemplate {
     return written;
   }
 
-  private piece(group: number, combination: number, codes: Uint8Array): Buffer {
-    const { rollouts, size } = this.environment.flagSet;
-    let json = '';
-    const end = Math.min((group + 1) * GROUP, rollouts.length);
-    for (let j = group * GROUP; j < end; j++) {
-      const flag = rollouts[j]!;
-      json += this.fragment(flag, codes[flag]!, variantAt(this.environment, codes, flag)) + this.unchanging(flag + 1, j + 1 < rollouts.length ? rollouts[j + 1]! : size);
+  /** The state number of a varying flag with variants for its (code | variant << 8); -1 past STATES. */
+  private stateOf(j: number, id: number): number {
+    const base = j * STATES;
+    for (let k = 0; k < STATES; k++) {
+      const known = this.states[base + k]!;
+      if (known === id) return k;
+      if (known === -1) {
+        this.states[base + k] = id;
+        return k;
+      }
     }
-    return (this.pieces[(group << GROUP) | combination] = Buffer.from(json, 'utf8'));
+    return -1;
+  }
+
+  private piece(group: number, key: number, codes: Uint8Array): Buffer {
+    const { varying } = this;
+    const { size } = this.environment.flagSet;
+    let json = '';
+    const end = Math.min((group + 1) * GROUP, varying.length);
+    for (let j = group * GROUP; j < end; j++) {
+      const flag = varying[j]!;
+      json += this.fragment(flag, codes[flag]!, variantAt(this.environment, codes, flag)) + this.unchanging(flag + 1, j + 1 < varying.length ? varying[j + 1]! : size);
+    }
+    const piece = Buffer.from(json, 'utf8');
+    if (Array.isArray(this.pieces)) this.pieces[key] = piece;
+    else this.pieces.set(key, piece);
+    return piece;
   }
 
   /** The fragments of flags [from, to) at their base codes, and the closing braces after the last flag. */
@@ -200,7 +247,7 @@ export class EnvironmentAnswers {
       }
     }
 
-    const { body, slab: at } = ruleMatched ? this.built(codes) : this.template.write(codes);
+    const { body, slab: at } = (ruleMatched ? undefined : this.template.write(codes)) ?? this.built(codes);
     const etag = etagOf(this.environment, codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
     if (++this.misses > 64 && this.hits * 8 < this.misses) return { body, etag, slab: at };

@@ -24,7 +24,7 @@ export interface Evaluated {
    * variants, each flag's variant index (its outcomeWidth; more bytes may follow).
    */
   readonly codes: Uint8Array;
-  /** False: no targeting rule matched and no variant was chosen per user, so only the environment's rollout flags may differ from its base codes. */
+  /** False: no targeting rule matched, so only the environment's rollout and split flags may differ from its base codes and variants. */
   readonly ruleMatched: boolean;
 }
 const evaluated = { codes: new Uint8Array(2048), ruleMatched: false };

@@ -4,6 +4,7 @@ import { newId, nowIso, toBool, toIso } from '../../db/values.js';
 import { Conflict, Invalid } from '../../errors.js';
 import { listEnvironments } from '../environments/environments.repository.js';
 import { toFlag, type EveryoneElse } from './flags.repository.js';
+import { storedVariants, toVariants, type Variant } from './variants.js';
 
 /**
  * Every flag key of the project with its state in each environment (contract §13): four reads,
@@ -14,7 +15,7 @@ export async function listProjectFlags(db: Db, projectId: string) {
   const environments = await listEnvironments(db, projectId);
   const flags = await db
     .selectFrom('flags')
-    .select(['id', 'environment_id', 'key', 'name', 'enabled', 'rollout_percentage', 'updated_at'])
+    .select(['id', 'environment_id', 'key', 'name', 'enabled', 'rollout_percentage', 'variants', 'off_variant', 'updated_at'])
     .where('project_id', '=', projectId)
     .orderBy('key')
     .execute();
@@ -49,6 +50,9 @@ export async function listProjectFlags(db: Db, projectId: string) {
       rollout_percentage: flag.rollout_percentage,
       rules_count: rulesOf.get(flag.id) ?? 0,
       last_evaluated_at: lastOf.get(flag.id) ?? null,
+      // The distribution, not the values (up to 50 × 8 KiB each): those are on the flag itself.
+      variants: toVariants(flag.variants).map(({ key, weight }) => ({ key, weight })),
+      off_variant: flag.off_variant,
       updated_at: toIso(flag.updated_at),
     };
   }
@@ -64,10 +68,12 @@ interface CopySource {
   enabled: boolean;
   rollout_percentage: number;
   everyone_else: EveryoneElse;
+  variants: Variant[];
+  off_variant: string | null;
 }
 
 /**
- * Copies the flag and its rules (same order, new ids) into another environment of its project,
+ * Copies the flag (its variants and off_variant too) and its rules (same order, new ids, each with its variant) into another environment of its project,
  * inside the caller's transaction (contract §13). With overwrite, a flag with the same key there is replaced
  * in place: its id and history stay, its rules are replaced (`replaced` is it as it was).
  */
@@ -76,13 +82,13 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
   {
     const rules = await trx
       .selectFrom('rules')
-      .select(['rule_type', 'rule_value', 'conditions', 'enabled', 'priority', 'rollout_percentage', 'serve'])
+      .select(['rule_type', 'rule_value', 'conditions', 'enabled', 'priority', 'rollout_percentage', 'serve', 'variant'])
       .where('flag_id', '=', source.id)
       .orderBy('priority', 'desc')
       .orderBy('created_at')
       .orderBy('id')
       .execute();
-    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else };
+    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else, variants: storedVariants(source.variants), off_variant: source.off_variant };
     const existing = await trx.selectFrom('flags').select(FLAG_COLUMNS).where('environment_id', '=', target.id).where('key', '=', source.key).executeTakeFirst();
     if (existing && !overwrite) throw new Conflict(`A flag with key "${source.key}" already exists in the target environment (send overwrite: true to replace it)`);
 
@@ -117,4 +123,4 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
   }
 }
 
-const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'created_at', 'updated_at'] as const;
+const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'created_at', 'updated_at'] as const;

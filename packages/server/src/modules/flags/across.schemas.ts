@@ -10,6 +10,10 @@ const FlagInEnvironment = Type.Object({
   last_evaluated_at: Type.Union([Timestamp, Type.Null()], {
     description: 'start of the latest hour with an evaluation of the flag (hourly precision, from the hourly counts); null when never evaluated',
   }),
+  variants: Type.Array(Type.Object({ key: Type.String(), weight: Type.Integer() }), {
+    description: "the flag's variants in its order with their weights (of 1000), without values; [] for a flag without variants (contract §15)",
+  }),
+  off_variant: Type.Union([Type.String(), Type.Null()]),
   updated_at: Timestamp,
 });
 

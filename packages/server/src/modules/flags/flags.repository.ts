@@ -5,6 +5,7 @@ import type { FlagsTable } from '../../db/schema.js';
 import { newId, nowIso, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 import type { EnvironmentScope } from '../environments/environments.repository.js';
+import { storedVariants, toVariants, type Variant } from './variants.js';
 
 const COLUMNS = [
   'flags.id',
@@ -16,6 +17,8 @@ const COLUMNS = [
   'flags.enabled',
   'flags.rollout_percentage',
   'flags.everyone_else',
+  'flags.variants',
+  'flags.off_variant',
   'flags.created_at',
   'flags.updated_at',
 ] as const;
@@ -27,6 +30,9 @@ export interface FlagFields {
   enabled: boolean;
   rollout_percentage: number;
   everyone_else: EveryoneElse;
+  /** Contract §15: [] for none (stored as null). */
+  variants: Variant[];
+  off_variant: string | null;
 }
 
 export type EveryoneElse = 'rollout' | 'off';
@@ -35,8 +41,30 @@ export interface FlagScope extends EnvironmentScope {
   flagId: string;
 }
 
-export function toFlag(row: Omit<Selectable<FlagsTable>, 'variants' | 'off_variant'>) {
-  return { ...row, enabled: toBool(row.enabled), everyone_else: row.everyone_else as EveryoneElse, created_at: toIso(row.created_at), updated_at: toIso(row.updated_at) };
+export function toFlag(row: Selectable<FlagsTable>) {
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    environment_id: row.environment_id,
+    name: row.name,
+    key: row.key,
+    description: row.description,
+    enabled: toBool(row.enabled),
+    rollout_percentage: row.rollout_percentage,
+    everyone_else: row.everyone_else as EveryoneElse,
+    variants: toVariants(row.variants),
+    off_variant: row.off_variant,
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+  };
+}
+
+/** The columns of flag fields as stored. */
+function stored(fields: FlagFields): Omit<FlagFields, 'variants'> & { variants: string | null };
+function stored(fields: Partial<FlagFields>): Omit<Partial<FlagFields>, 'variants'> & { variants?: string | null };
+function stored(fields: Partial<FlagFields>) {
+  const { variants, ...rest } = fields;
+  return variants === undefined ? rest : { ...rest, variants: storedVariants(variants) };
 }
 
 const duplicateKey = (key: string) => `A flag with key "${key}" already exists in this environment`;
@@ -61,13 +89,13 @@ export async function listFlags(db: Db, envId: string) {
 
 export async function createFlag(db: Db, env: { id: string; project_id: string }, fields: FlagFields) {
   const now = nowIso();
-  const flag = { id: newId(), project_id: env.project_id, environment_id: env.id, ...fields, created_at: now, updated_at: now };
+  const flag = { id: newId(), project_id: env.project_id, environment_id: env.id, ...stored(fields), created_at: now, updated_at: now };
   await notFoundIfParentGone(conflictOnDuplicate(db.insertInto('flags').values(flag).execute(), duplicateKey(fields.key)), 'Environment not found');
   return toFlag(flag);
 }
 
 export async function updateFlag(db: Db, flagId: string, changes: Partial<FlagFields>) {
-  const update = db.updateTable('flags').set({ ...changes, updated_at: nowIso() }).where('id', '=', flagId).returning(COLUMNS).executeTakeFirst();
+  const update = db.updateTable('flags').set({ ...stored(changes), updated_at: nowIso() }).where('id', '=', flagId).returning(COLUMNS).executeTakeFirst();
   const row = await conflictOnDuplicate(update, duplicateKey(changes.key ?? ''));
   if (!row) throw new NotFound('Flag not found');
   return toFlag(row);

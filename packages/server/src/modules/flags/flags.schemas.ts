@@ -7,6 +7,16 @@ const RolloutPercentage = Type.Integer({ minimum: 0, maximum: 100 });
 /** Who no rule served (contract §14): the rollout (§2 steps 3–4) or nobody. */
 const EveryoneElse = Type.Union([Type.Literal('rollout'), Type.Literal('off')], { description: 'rollout: §2 steps 3–4 (default); off: a user no rule served gets false' });
 
+/** Contract §15: what a flag serves besides on/off. Type.Unknown: any JSON, checked in variants.ts. */
+const VariantValue = Type.Unknown({ description: 'any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array)' });
+const VariantWeight = Type.Integer({ minimum: 0, maximum: 1000, description: 'in 0.1% steps; the weights of a flag sum to exactly 1000' });
+const Variant = Type.Object({ key: Type.String(), value: VariantValue, weight: Type.Integer(), description: Type.Optional(Type.String()) });
+const VariantKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag' });
+const VariantBody = Type.Object({ key: VariantKey, value: VariantValue, weight: VariantWeight, description: Type.Optional(Description) });
+const Variants = Type.Array(VariantBody, { description: '0–50 variants; [] for none', maxItems: 50 });
+const OffVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: 'the variant served when the flag answers enabled: false; required with variants, null without' });
+const RuleVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: "a key of the flag's variants: the users the rule serves get it; null: the weights choose" });
+
 export const Flag = Type.Object(
   {
     id: Uuid,
@@ -18,6 +28,8 @@ export const Flag = Type.Object(
     enabled: Type.Boolean(),
     rollout_percentage: Type.Integer(),
     everyone_else: EveryoneElse,
+    variants: Type.Array(Variant, { description: 'contract §15; [] for a flag that serves only on/off' }),
+    off_variant: Type.Union([Type.String(), Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -31,6 +43,8 @@ export const CreateFlagBody = Type.Object({
   enabled: Type.Optional(Type.Boolean()),
   rollout_percentage: Type.Optional(RolloutPercentage),
   everyone_else: Type.Optional(EveryoneElse),
+  variants: Type.Optional(Variants),
+  off_variant: Type.Optional(OffVariant),
 });
 
 export const UpdateFlagBody = Type.Object({
@@ -40,6 +54,8 @@ export const UpdateFlagBody = Type.Object({
   enabled: Type.Optional(Type.Boolean()),
   rollout_percentage: Type.Optional(RolloutPercentage),
   everyone_else: Type.Optional(EveryoneElse),
+  variants: Type.Optional(Variants),
+  off_variant: Type.Optional(OffVariant),
 });
 
 export const FlagParams = Type.Object({ project_id: Uuid, env_id: Uuid, flag_id: Uuid });
@@ -62,6 +78,7 @@ export const Rule = Type.Object(
     priority: Type.Integer(),
     rollout_percentage: Type.Integer(),
     serve: Type.Boolean(),
+    variant: Type.Union([Type.String(), Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -76,6 +93,7 @@ export const CreateRuleBody = Type.Object({
   priority: Type.Optional(Priority),
   rollout_percentage: Type.Optional(RuleRollout),
   serve: Type.Optional(Serve),
+  variant: Type.Optional(RuleVariant),
 });
 
 export const UpdateRuleBody = Type.Object({
@@ -86,6 +104,7 @@ export const UpdateRuleBody = Type.Object({
   priority: Type.Optional(Priority),
   rollout_percentage: Type.Optional(RuleRollout),
   serve: Type.Optional(Serve),
+  variant: Type.Optional(RuleVariant),
 });
 
 export const RuleParams = Type.Object({ project_id: Uuid, env_id: Uuid, flag_id: Uuid, rule_id: Uuid });

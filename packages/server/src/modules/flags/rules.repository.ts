@@ -7,7 +7,7 @@ import { NotFound } from '../../errors.js';
 import { notFoundIfParentGone } from '../../db/errors.js';
 import { toConditions } from '../segments/segments.repository.js';
 
-const COLUMNS = ['id', 'flag_id', 'rule_type', 'rule_value', 'conditions', 'enabled', 'priority', 'rollout_percentage', 'serve', 'created_at', 'updated_at'] as const;
+const COLUMNS = ['id', 'flag_id', 'rule_type', 'rule_value', 'conditions', 'enabled', 'priority', 'rollout_percentage', 'serve', 'variant', 'created_at', 'updated_at'] as const;
 
 export interface RuleFields {
   rule_type: RuleType;
@@ -18,6 +18,8 @@ export interface RuleFields {
   priority: number;
   rollout_percentage: number;
   serve: boolean;
+  /** A key of the flag's variants (contract §15), else null. */
+  variant: string | null;
 }
 
 type RuleRow = Pick<Selectable<RulesTable>, (typeof COLUMNS)[number]>;
@@ -34,6 +36,7 @@ export function toRule(row: RuleRow) {
     priority: row.priority,
     rollout_percentage: row.rollout_percentage,
     serve: toBool(row.serve),
+    variant: row.variant,
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
   };

@@ -10,6 +10,7 @@ import { errorResponses } from '../../http/schemas.js';
 import { checkConditions, segmentKeys } from '../segments/segments.repository.js';
 import { requireFlag } from './flags.repository.js';
 import { flagScopeOf } from './flags.routes.js';
+import { checkRuleVariant } from './variants.js';
 import { createRule, deleteRule, listRules, requireRule, updateRule } from './rules.repository.js';
 import { CreateRuleBody, FlagParams, RuleParams, UpdateRuleBody } from './flags.schemas.js';
 
@@ -70,7 +71,8 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     const rule = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const flag = await requireFlag(trx, flagScopeOf(request));
       const target = await checkedTarget(trx, flag.project_id, rule_type, rule_value, conditions);
-      const created = await createRule(trx, flag.id, { rule_type, ...target, enabled, priority, rollout_percentage, serve });
+      const variant = checkRuleVariant(flag, request.body.variant ?? null, serve);
+      const created = await createRule(trx, flag.id, { rule_type, ...target, enabled, priority, rollout_percentage, serve, variant });
       record(change('rule.created', flag, null, created));
       return created;
     });
@@ -91,7 +93,7 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     config: { role: 'editor' },
     schema: { tags, params: RuleParams, body: UpdateRuleBody, response: { 200: RuleRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request) => {
-    const { rule_type, rule_value, conditions, enabled, priority, rollout_percentage, serve } = request.body;
+    const { rule_type, rule_value, conditions, enabled, priority, rollout_percentage, serve, variant } = request.body;
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const flag = await requireFlag(trx, flagScopeOf(request));
       const before = await requireRule(trx, flag.id, request.params.rule_id);
@@ -102,7 +104,9 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
         rule_type !== undefined || rule_value !== undefined || conditions !== undefined
           ? await checkedTarget(trx, flag.project_id, type, rule_value !== undefined ? rule_value : typeChanged ? undefined : before.rule_value, conditions !== undefined ? conditions : typeChanged ? undefined : before.conditions)
           : {};
-      const after = await updateRule(trx, before.id, onlyProvided({ rule_type, ...target, enabled, priority, rollout_percentage, serve }));
+      // The variant as it will be is checked whenever it or serve is sent.
+      if (variant !== undefined || serve !== undefined) checkRuleVariant(flag, variant !== undefined ? variant : before.variant, serve ?? before.serve);
+      const after = await updateRule(trx, before.id, onlyProvided({ rule_type, ...target, enabled, priority, rollout_percentage, serve, variant }));
       record(change('rule.updated', flag, before, after));
       return after;
     });
