@@ -41,6 +41,9 @@ import { flagRoutes } from './modules/flags/flags.routes.js';
 import { acrossRoutes } from './modules/flags/across.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
 import { segmentRoutes } from './modules/segments/segments.routes.js';
+import { AttributeWriter } from './modules/attributes/attributes.seen.js';
+import { attributeRoutes } from './modules/attributes/attributes.routes.js';
+import { explainRoutes } from './modules/explain/explain.routes.js';
 import { Condition, Segment } from './modules/segments/segments.schemas.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { healthRoutes } from './modules/health/health.routes.js';
@@ -210,12 +213,15 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     writes: new ProjectWrites(db, changes, { record: insertAuditEvent, withEvent: [enqueueDeliveries], afterEvents: [() => webhooks.wake()] }, app.log),
     webhooks,
   };
+  const attributeWriter = new AttributeWriter(db, app.log);
   await changes.start();
   evaluateCache.start();
+  attributeWriter.start();
   await services.history.start();
   webhooks.start();
   app.addHook('onClose', async () => {
     await services.history.close();
+    await attributeWriter.close();
     await webhooks.close();
     evaluateCache.close();
     await changes.close();
@@ -288,7 +294,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

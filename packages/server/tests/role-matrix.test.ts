@@ -38,6 +38,7 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'POST /api/projects/:project_id/segments': () => ({ key: `segment-${next()}`, name: 'Beta', conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }] }),
   'PUT /api/projects/:project_id/segments/:segment_id': () => ({ name: `Beta ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': (params) => ({ target_environment_id: params.staging_env_id, overwrite: true }),
+  'POST /api/projects/:project_id/environments/:env_id/explain': () => ({ context: { user_id: `u${next()}` } }),
 };
 
 /** A query string that the route needs from a caller allowed to use it. */
@@ -106,6 +107,9 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/projects/:project_id/segments/:segment_id': 'viewer',
   'PUT /api/projects/:project_id/segments/:segment_id': 'editor',
   'DELETE /api/projects/:project_id/segments/:segment_id': 'editor',
+  // Issue 20: what Try it and the rule editor read; any member.
+  'POST /api/projects/:project_id/environments/:env_id/explain': 'viewer',
+  'GET /api/projects/:project_id/environments/:env_id/attributes': 'viewer',
 };
 
 let receiverUrl = '';

@@ -4,7 +4,8 @@
  * one removed), a bad one is refused with the server's message; a flag gets a conditions rule
  * naming the segment and a version, and a rule that serves off; everyone else is set to off; the
  * segment then says where it is used and refuses to be deleted (409); try it sends custom
- * attributes and shows the reason of the rule that served. No console error on any page except
+ * attributes and shows the reason and the rule that served (explain); the attribute field of the
+ * rule editor then offers the attributes Try it sent first. No console error on any page except
  * the deliberate refusals; axe finds no serious violation in any state reached.
  *
  * GUIDON_SCREENSHOTS=<dir> also saves the new pages (desktop and phone, light and dark).
@@ -96,8 +97,8 @@ test('a person targets beta customers on a recent app version, and no one else',
     await section('Flags');
     await page.getByRole('link', { name: 'Open beta_checkout in Production' }).click();
     await heading(/Beta checkout/);
-    const addRule = page.getByRole('button', { name: 'Add rule' });
-    dialog = await dialogByKeyboard(page, addRule, 'Add rule');
+    const addRule = () => page.getByRole('button', { name: 'Add rule' });
+    dialog = await dialogByKeyboard(page, addRule(), 'Add rule');
     await dialog.getByRole('radio', { name: 'Conditions' }).check();
     await dialog.getByLabel('Operator').selectOption({ label: 'is in segment' });
     await dialog.getByLabel('Segments').fill('beta');
@@ -116,7 +117,7 @@ test('a person targets beta customers on a recent app version, and no one else',
     const rules = page.getByRole('list').filter({ has: page.getByRole('button', { name: /^Reorder rule/ }) });
     await rules.getByText('is in segment beta and app_version version ≥ 2.4.0 → on').waitFor();
 
-    dialog = await dialogByKeyboard(page, addRule, 'Add rule');
+    dialog = await dialogByKeyboard(page, addRule(), 'Add rule');
     await dialog.getByLabel('Value').fill('user-blocked');
     await dialog.getByRole('radio', { name: 'the flag off' }).check();
     await dialog.getByLabel('Rule rollout (%)').fill('150');
@@ -125,7 +126,7 @@ test('a person targets beta customers on a recent app version, and no one else',
     await dialog.getByLabel('Rule rollout (%)').fill('100');
     await dialog.getByRole('button', { name: 'Add rule' }).click();
     await dialog.waitFor({ state: 'detached' });
-    await focusReturnsTo(page, addRule);
+    await focusReturnsTo(page, addRule());
     await rules.getByText('user_id is user-blocked → off').waitFor();
     // The blocked user first: above the conditions rule.
     await page.getByRole('button', { name: 'Move User id user-blocked up' }).click();
@@ -188,20 +189,67 @@ test('a person targets beta customers on a recent app version, and no one else',
     await page.getByLabel('Value of attribute 1').fill('Gamma');
     await page.getByLabel('Name of attribute 2').fill('app_version');
     await page.getByLabel('Value of attribute 2').fill('2.5.0');
-    const tryIt = async (enabled: 'On' | 'Off', reason: string) => {
+    // The served-by column names the rule as the rules editor numbers and words it.
+    const tryIt = async (enabled: 'On' | 'Off', reason: string, servedBy: string) => {
       await page.getByRole('button', { name: 'Evaluate' }).click();
-      await page.getByRole('row', { name: `beta_checkout ${enabled} ${reason}` }).waitFor();
+      await page.getByRole('row', { name: `beta_checkout ${enabled} ${reason} ${servedBy}` }).waitFor();
     };
-    await tryIt('On', 'Matched conditions targeting rule');
+    await page.getByText('Which rule served is worked out apart from it by the dashboard').waitFor();
+    await tryIt('On', 'Matched conditions targeting rule', 'Rule 2: is in segment beta and app_version version ≥ 2.4.0');
     await checkA11y(page, 'try it, custom attributes, served by the conditions rule');
     if (shots) await page.screenshot({ path: join(shots, 'try-targeting-desktop-light.png'), fullPage: true });
     await page.getByLabel('user_id').fill('user-blocked');
-    await tryIt('Off', 'Matched user_id targeting rule');
+    await tryIt('Off', 'Matched user_id targeting rule', 'Rule 1: user_id is user-blocked');
     await page.getByLabel('user_id').fill('user-7');
     await page.getByLabel('Value of attribute 2').fill('2.3.9');
-    await tryIt('Off', 'No targeting rule matched');
+    await tryIt('Off', 'No targeting rule matched', 'No rule: No targeting rule matched');
     await page.getByRole('button', { name: 'Remove attribute 2' }).click();
-    await tryIt('Off', 'No targeting rule matched');
+    await tryIt('Off', 'No targeting rule matched', 'No rule: No targeting rule matched');
+    assert.equal(await page.getByRole('columnheader', { name: 'Variant' }).count(), 0, 'no variant columns for boolean flags');
+    // A flag that serves values (contract §15): its variant and value (compact JSON) in two more columns.
+    await newFlag(server, user, project, { key: 'button', name: 'Button', enabled: true, variants: [{ key: 'blue', value: { color: 'blue', size: 2 }, weight: 1000 }, { key: 'grey', value: { color: 'grey' }, weight: 0 }], off_variant: 'grey' });
+    await page.getByRole('button', { name: 'Evaluate' }).click();
+    await page.getByRole('row', { name: 'button On Flag enabled globally No rule: Flag enabled globally blue {"color":"blue","size":2}' }).waitFor();
+    await page.getByRole('row', { name: 'beta_checkout Off No targeting rule matched No rule: No targeting rule matched — —' }).waitFor();
+    await page.getByRole('columnheader', { name: 'Value' }).waitFor();
+    await checkA11y(page, 'try it, a flag with variants');
+    if (shots) {
+      await page.screenshot({ path: join(shots, 'try-variants-desktop-light.png'), fullPage: true });
+      // On a phone the answer table scrolls sideways inside its focusable region.
+      const desktop = page.viewportSize()!;
+      await page.setViewportSize({ width: 360, height: 800 });
+      await page.screenshot({ path: join(shots, 'try-variants-phone-light.png'), fullPage: true });
+      await page.setViewportSize(desktop);
+    }
+
+    // The attributes Try it sent (a real evaluation) are offered first in the rule editor's attribute field.
+    await eventually(
+      async () => (await request(server, 'GET', `/api/projects/${project.id}/environments/${project.production}/attributes`, { token: user.token })).body.items.length === 2,
+      'plan and app_version recorded',
+    );
+    await section('Flags');
+    await page.getByRole('link', { name: 'Open beta_checkout in Production' }).click();
+    await heading(/Beta checkout/);
+    dialog = await dialogByKeyboard(page, addRule(), 'Add rule');
+    await dialog.getByRole('radio', { name: 'Conditions' }).check();
+    const attribute = dialog.getByRole('combobox', { name: 'Attribute' });
+    const offered = async () => attribute.evaluate((input) => Array.from((input as HTMLInputElement).list?.options ?? [], (option) => option.value));
+    await eventually(async () => (await offered()).length === 7, 'seen and built-in attributes offered');
+    const options = await offered();
+    assert.deepEqual(options.slice(0, 2).sort(), ['app_version', 'plan'], 'seen attributes first');
+    assert.deepEqual(options.slice(2), ['user_id', 'user_email', 'email_domain', 'environment', 'current_time']);
+    await attribute.fill('pla');
+    await checkA11y(page, 'add rule dialog, seen attributes offered');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    // A segment applies in every environment: the names seen in any of them are offered first.
+    await section('Segments');
+    dialog = await dialogByKeyboard(page, newSegment, 'New segment');
+    const segmentAttribute = dialog.getByRole('combobox', { name: 'Attribute' });
+    await eventually(async () => (await segmentAttribute.evaluate((input) => (input as HTMLInputElement).list?.options.length ?? 0)) === 7, 'seen attributes offered for a segment');
+    assert.deepEqual((await segmentAttribute.evaluate((input) => Array.from((input as HTMLInputElement).list?.options ?? [], (option) => option.value))).slice(0, 2).sort(), ['app_version', 'plan']);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
   } catch (error) {
     throw await failureReport(page, 'targeting', error);
   }

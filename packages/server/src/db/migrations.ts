@@ -385,5 +385,19 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('evaluation_variant_counts_environment_idx').on('evaluation_variant_counts').columns(['environment_id', 'hour_start']).execute();
       },
     },
+    // The custom attribute names each environment's evaluate and OFREP requests carried (never
+    // their values): the rule editor offers them first. At most 200 per environment.
+    '0009_attributes_seen': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('environment_attributes')
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('first_seen_at', timestamp, (c) => c.notNull())
+          .addColumn('last_seen_at', timestamp, (c) => c.notNull())
+          .addPrimaryKeyConstraint('environment_attributes_pk', ['environment_id', 'name'])
+          .execute();
+      },
+    },
   };
 }

@@ -189,6 +189,14 @@ export interface EvaluationVariantCountsTable {
   count: ColumnType<number | string, number, number>;
 }
 
+/** A custom attribute name an environment's evaluate requests carried (values are never kept). */
+export interface EnvironmentAttributesTable {
+  environment_id: string;
+  name: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+
 export type Role = 'viewer' | 'editor' | 'owner';
 
 /** A membership, or an invitation while user_id is null. */
@@ -288,6 +296,7 @@ export interface Schema {
   evaluations: EvaluationsTable;
   evaluation_counts: EvaluationCountsTable;
   evaluation_variant_counts: EvaluationVariantCountsTable;
+  environment_attributes: EnvironmentAttributesTable;
   project_members: ProjectMembersTable;
   api_tokens: ApiTokensTable;
   audit_events: AuditEventsTable;

@@ -5,6 +5,8 @@ import { session } from './session';
 export type Project = components['schemas']['Project'];
 export type Environment = components['schemas']['Environment'];
 export type Flag = components['schemas']['Flag'];
+/** One of a flag's variants (contract §15). */
+export type Variant = Flag['variants'][number];
 export type Rule = components['schemas']['Rule'];
 export type Evaluation = components['schemas']['Evaluation'];
 export type ProjectFlag = components['schemas']['ProjectFlag'];

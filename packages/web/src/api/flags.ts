@@ -1,10 +1,10 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { api, unwrap, type Flag, type ProjectFlag, type Rule } from './client';
+import { api, unwrap, type Flag, type ProjectFlag, type Rule, type Variant } from './client';
 import { envParams, flagParams, keys } from './queries';
 
 type FlagChanges = Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else'>>;
 /** What a rule's dialog writes: the seed types' value, or conditions, with the rule's rollout and what it serves. */
-export type RuleBody = Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'enabled' | 'rollout_percentage' | 'serve'>;
+export type RuleBody = Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'enabled' | 'rollout_percentage' | 'serve'> & { variant?: Rule['variant'] };
 type RuleChanges = Partial<RuleBody & Pick<Rule, 'priority'>>;
 
 export function useCreateFlag(pid: string) {
@@ -25,6 +25,19 @@ export function useUpdateFlag(pid: string, envId: string, flagId: string) {
       client.setQueryData(keys.flag(flagId), updated);
       void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
     },
+  });
+}
+
+/**
+ * A flag's variants and off variant, written together in one PUT (contract §15: the server checks
+ * them as a whole). Rules may name variants, so they are fetched again too.
+ */
+export function useSaveVariants(pid: string, envId: string, flagId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { variants: Variant[]; off_variant: string | null }) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body })),
+    onSuccess: (updated) => client.setQueryData(keys.flag(flagId), updated),
+    onSettled: () => Promise.all([keys.rules(flagId), keys.projectFlags(pid)].map((queryKey) => client.invalidateQueries({ queryKey }))),
   });
 }
 

@@ -1,4 +1,4 @@
-import { useQuery } from '@tanstack/react-query';
+import { useQueries, useQuery } from '@tanstack/react-query';
 import { api, unwrap } from './client';
 
 const p = (project_id: string) => ({ params: { path: { project_id } } });
@@ -13,6 +13,7 @@ export const keys = {
   flag: (flagId: string) => ['flag', flagId] as const,
   rules: (flagId: string) => ['rules', flagId] as const,
   segments: (pid: string) => ['segments', pid] as const,
+  attributes: (envId: string) => ['attributes', envId] as const,
 };
 
 export const useProjects = () => useQuery({ queryKey: keys.projects, queryFn: () => unwrap(api.GET('/api/projects')) });
@@ -28,6 +29,19 @@ export const useRules = (pid: string, envId: string, flagId: string) =>
 
 export const useSegments = (pid: string) =>
   useQuery({ queryKey: keys.segments(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/segments', p(pid))) });
+
+/** The custom attribute names the environment's evaluate requests carried, most recent first. */
+export const useSeenAttributes = (pid: string, envId: string) =>
+  useQuery({ queryKey: keys.attributes(envId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/attributes', e(pid, envId))) });
+
+/** The names seen in any of the environments (a segment applies in all of them), most recently seen first. */
+export function useProjectSeenAttributes(pid: string, envIds: readonly string[]): string[] {
+  const lists = useQueries({
+    queries: envIds.map((envId) => ({ queryKey: keys.attributes(envId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/attributes', e(pid, envId))) })),
+  });
+  const items = lists.flatMap((list) => list.data?.items ?? []).sort((a, b) => b.last_seen_at.localeCompare(a.last_seen_at));
+  return [...new Set(items.map((item) => item.name))];
+}
 
 export { e as envParams, f as flagParams, p as projectParams };
 

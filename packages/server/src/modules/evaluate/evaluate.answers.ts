@@ -1,5 +1,6 @@
 import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
 import type { Static } from 'typebox';
+import { noteAttributes } from '../attributes/attributes.seen.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { CompiledEnvironment } from './evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, recordAll, type Evaluated } from './evaluation.js';
@@ -213,6 +214,12 @@ export class EnvironmentAnswers {
   /** Per flag, up to FRAGMENTS (code and variant: code | variant << 8, fragment) pairs: a flag gives a handful of outcomes at most. */
   private readonly fragmentCodes: Int32Array;
   private readonly fragments: string[];
+  /** The same fragments as UTF-8 bytes, made when an answer is built from them. */
+  private readonly fragmentBytes: (Buffer | undefined)[];
+  /** Fragments kept per flag: FRAGMENTS, twice as many with variants (a (code, variant) pair each). */
+  private readonly perFlag: number;
+  /** The fragments of the answer being built (reused). */
+  private readonly chosen: Buffer[];
   private readonly template: AnswerTemplate;
   /** Kept answers and the hash of their codes (a quick first test), replaced oldest first. */
   private readonly kept: Cached[] = [];
@@ -226,8 +233,11 @@ export class EnvironmentAnswers {
   constructor(private readonly environment: CompiledEnvironment) {
     const count = environment.flagSet.size;
     this.jsonKeys = environment.quotedKeys.map((key, i) => `${i === 0 ? '' : ','}${key}:`);
-    this.fragmentCodes = new Int32Array(count * FRAGMENTS).fill(-1);
-    this.fragments = new Array(count * FRAGMENTS);
+    this.perFlag = environment.flagSet.hasVariants ? FRAGMENTS * 2 : FRAGMENTS;
+    this.fragmentCodes = new Int32Array(count * this.perFlag).fill(-1);
+    this.fragments = new Array(count * this.perFlag);
+    this.fragmentBytes = new Array(count * this.perFlag);
+    this.chosen = new Array(count);
     this.template = new AnswerTemplate(environment, (flag, code, variant) => this.fragment(flag, code, variant));
   }
 
@@ -261,29 +271,54 @@ export class EnvironmentAnswers {
     return answer;
   }
 
-  /** Any answer, fragment by fragment (where a targeting rule matched: the template does not apply). */
+  /** Any answer, fragment by fragment (where a targeting rule matched: the template does not apply), copied as bytes. */
   private built(codes: Uint8Array): { body: Buffer; slab: Slab | undefined } {
-    let json = '{"flags":{';
     const { size } = this.environment.flagSet;
-    for (let i = 0; i < size; i++) json += this.fragment(i, codes[i]!, variantAt(this.environment, codes, i));
-    json += '}}';
-    const written = answerBuffer(Buffer.byteLength(json));
-    written.body.write(json, 0, 'utf8');
+    const { chosen } = this;
+    let length = HEAD.length + TAIL.length;
+    for (let i = 0; i < size; i++) {
+      const bytes = this.fragmentBuffer(i, codes[i]!, variantAt(this.environment, codes, i));
+      chosen[i] = bytes;
+      length += bytes.length;
+    }
+    const written = answerBuffer(length);
+    const { body } = written;
+    body.set(HEAD, 0);
+    let offset = HEAD.length;
+    for (let i = 0; i < size; i++) {
+      const bytes = chosen[i]!;
+      body.set(bytes, offset);
+      offset += bytes.length;
+    }
+    body.set(TAIL, offset);
     return written;
   }
 
-  private fragment(flag: number, code: number, variant: number): string {
-    const base = flag * FRAGMENTS;
+  /** The slot of a flag's (code, variant) fragment, made when first needed; -1 past the slots kept. */
+  private slotOf(flag: number, code: number, variant: number): number {
+    const base = flag * this.perFlag;
     const id = code | (variant << 8);
-    for (let k = base; k < base + FRAGMENTS; k++) {
+    for (let k = base; k < base + this.perFlag; k++) {
       const known = this.fragmentCodes[k];
-      if (known === id) return this.fragments[k]!;
+      if (known === id) return k;
       if (known === -1) {
         this.fragmentCodes[k] = id;
-        return (this.fragments[k] = this.made(flag, code, variant));
+        this.fragments[k] = this.made(flag, code, variant);
+        return k;
       }
     }
-    return this.made(flag, code, variant); // more outcomes than expected: not kept
+    return -1;
+  }
+
+  private fragmentBuffer(flag: number, code: number, variant: number): Buffer {
+    const k = this.slotOf(flag, code, variant);
+    if (k < 0) return Buffer.from(this.made(flag, code, variant), 'utf8'); // more outcomes than expected: not kept
+    return (this.fragmentBytes[k] ??= Buffer.from(this.fragments[k]!, 'utf8'));
+  }
+
+  private fragment(flag: number, code: number, variant: number): string {
+    const k = this.slotOf(flag, code, variant);
+    return k < 0 ? this.made(flag, code, variant) : this.fragments[k]!; // past the slots: not kept
   }
 
   /** `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants (contract §15). */
@@ -298,6 +333,8 @@ const variantAt = (environment: CompiledEnvironment, codes: Uint8Array, flag: nu
 
 /** Outcomes one flag usually gives: disabled, its rules' matches, then in/not in rollout, enabled globally or no rule matched. */
 const FRAGMENTS = 8;
+const HEAD = Buffer.from('{"flags":{');
+const TAIL = Buffer.from('}}');
 
 function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
   for (let i = 0; i < count; i++) if (a[i] !== b[i]) return false;
@@ -311,6 +348,7 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
  */
 export function answerFor(environment: CompiledEnvironment, sent: SentContext | undefined, history: HistoryRecorder): Answer {
   const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
+  noteAttributes(environment.environmentId, sent?.custom_attributes);
   const evaluated = evaluateAll(environment, context);
   recordAll(history, environment, context, evaluated.codes);
   return environment.answers.answer(evaluated);

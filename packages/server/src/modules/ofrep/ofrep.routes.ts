@@ -7,6 +7,7 @@ import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledEnvironment, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, evaluateOne, notModified, recordAll } from '../evaluate/evaluation.js';
 import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
+import { noteOfrepAttributes } from '../attributes/attributes.seen.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { StreamTokens } from '../streams/stream-tokens.js';
 
@@ -125,6 +126,8 @@ export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: Evaluat
     return typeof header === 'string' ? header : 'production';
   };
   const keyPrefix = (quotedKey: string) => `{"key":${quotedKey},`;
+  // The custom attribute names the rule editor offers first (attributes.seen.ts).
+  app.addHook('preHandler', async (request) => noteOfrepAttributes(request.sdkProject?.environments.get(environmentName(request))?.environmentId, (request.body as { context?: Record<string, unknown> } | undefined)?.context));
 
   app.post('/ofrep/v1/evaluate/flags/:key', {
     logLevel: 'warn',

@@ -10,6 +10,7 @@ import { FlagSwitch } from '../../components/FlagSwitch';
 import { ErrorState, Loading } from '../../components/States';
 import { ago, evaluatedAgo, isStale } from '../../components/time';
 import { RulesEditor } from './RulesEditor';
+import { VariantsEditor } from './VariantsEditor';
 import { reasonFor, useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
 import { AuditList } from '../audit/AuditList';
@@ -156,12 +157,14 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
             </div>
           </section>
 
+          <VariantsEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
+
           <RulesEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
 
           <section className="panel">
             <h3>Usage</h3>
             <Suspense fallback={<Loading what="the chart" />}>
-              <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} />
+              <FlagChart projectId={projectId} envId={environment.id} flagId={flag.id} flagKey={flag.key} variantKeys={flag.variants.map((variant) => variant.key)} />
             </Suspense>
           </section>
 
@@ -287,7 +290,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
   return (
     <section className="panel">
       <h3>Copy to environment</h3>
-      <p className="muted">Copies the name, description, on/off, rollout, everyone else and rules.</p>
+      <p className="muted">Copies the name, description, on/off, rollout, everyone else, variants and rules.</p>
       <form onSubmit={copy} noValidate className="inline-form">
         <div className="field">
           <label htmlFor="copy-target">Target environment</label>

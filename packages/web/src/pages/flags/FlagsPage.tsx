@@ -180,9 +180,19 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
               </Link>
             </div>
             {state.rules_count > 0 && <span className="muted small">{plural(state.rules_count, 'rule')}</span>}
+            {state.variants.length > 0 && <span className="muted small block">{distribution(state.variants)}</span>}
           </td>
         );
       })}
     </tr>
   );
 });
+
+/** At most this many variants are spelled out in a cell; the rest are counted. */
+const SHOWN_VARIANTS = 3;
+
+/** "buy 50 %, get 12.5 %, order 37.5 %": the weights of a flag's variants in its order (contract §15). */
+function distribution(variants: readonly { key: string; weight: number }[]): string {
+  const shown = variants.slice(0, SHOWN_VARIANTS).map((variant) => `${variant.key} ${variant.weight / 10} %`);
+  return variants.length > SHOWN_VARIANTS ? `${shown.join(', ')} and ${variants.length - SHOWN_VARIANTS} more` : shown.join(', ');
+}

@@ -3,7 +3,7 @@ import { DndContext, KeyboardSensor, PointerSensor, closestCenter, useSensor, us
 import { SortableContext, arrayMove, sortableKeyboardCoordinates, useSortable, verticalListSortingStrategy } from '@dnd-kit/sortable';
 import { CSS } from '@dnd-kit/utilities';
 import type { Condition, Flag, Rule, RuleType } from '../../api/client';
-import { useRules, useSegments } from '../../api/queries';
+import { useRules, useSeenAttributes, useSegments } from '../../api/queries';
 import { useRuleMutations, type RuleBody } from '../../api/flags';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
@@ -30,7 +30,13 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
   const rules = useRules(projectId, envId, flag.id);
   const write = useRuleMutations(projectId, envId, flag.id);
   const segments = useSegments(projectId);
-  const [editing, setEditing] = useState<Rule | 'new' | null>(null);
+  const seen = useSeenAttributes(projectId, envId);
+  const [editing, setEditingState] = useState<Rule | 'new' | null>(null);
+  /** Opening the dialog reads the attribute names again: apps may have sent new ones since the page loaded. */
+  const setEditing = (next: Rule | 'new' | null) => {
+    if (next !== null) void seen.refetch();
+    setEditingState(next);
+  };
   const [error, setError] = useState<string | null>(null);
   const sensors = useSensors(useSensor(PointerSensor, { activationConstraint: { distance: 4 } }), useSensor(KeyboardSensor, { coordinateGetter: sortableKeyboardCoordinates }));
   /** A write that refuses says so above the list; the list shows what the server holds either way. */
@@ -104,6 +110,8 @@ export function RulesEditor({ projectId, envId, flag, readOnly = false }: { proj
         <RuleDialog
           rule={editing === 'new' ? null : editing}
           segmentKeys={(segments.data ?? []).map((segment) => segment.key)}
+          seenAttributes={(seen.data?.items ?? []).map((item) => item.name)}
+          variantKeys={flag.variants.map((variant) => variant.key)}
           onClose={() => setEditing(null)}
           onSave={async (body) => {
             if (editing === 'new') {
@@ -162,13 +170,16 @@ function RuleItem({ rule, position, count, readOnly, onToggle, onMove, onEdit, o
   );
 }
 
-function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null; segmentKeys: string[]; onClose: () => void; onSave: (body: RuleBody) => Promise<void> }) {
+function RuleDialog({ rule, segmentKeys, seenAttributes, variantKeys, onClose, onSave }: { rule: Rule | null; segmentKeys: string[]; seenAttributes: string[]; variantKeys: string[]; onClose: () => void; onSave: (body: RuleBody) => Promise<void> }) {
   const [type, setType] = useState<RuleType>(rule?.rule_type ?? 'user_id');
   const [value, setValue] = useState(rule?.rule_value ?? '');
   const [conditions, setConditions] = useState<Condition[]>(rule?.conditions?.length ? rule.conditions : [blankCondition()]);
   const [rollout, setRollout] = useState(String(rule?.rollout_percentage ?? 100));
   const [serve, setServe] = useState(rule?.serve ?? true);
   const [enabled, setEnabled] = useState(rule?.enabled ?? true);
+  // '' serves a variant by weight; a key pins that variant for the users the rule serves on.
+  const [variant, setVariant] = useState(rule?.variant ?? '');
+  const variantChoices = variant && !variantKeys.includes(variant) ? [...variantKeys, variant] : variantKeys;
   const [errors, setErrors] = useState<{ value?: string; rollout?: string }>({});
   const { busy, error, save } = useDialogSave(onClose);
   const submit = async (event: FormEvent) => {
@@ -181,7 +192,9 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
     setErrors(found);
     if (found.value || found.rollout) return;
     const target = type === 'conditions' ? { rule_value: null, conditions: conditions.map(toBody) } : { rule_value: value.trim(), conditions: null };
-    await save(() => onSave({ rule_type: type, ...target, enabled, rollout_percentage: percentage, serve }));
+    // Only a flag with variants (or a rule that names one) sends the field at all.
+    const pinned = variantChoices.length > 0 ? { variant: serve && variant ? variant : null } : {};
+    await save(() => onSave({ rule_type: type, ...target, enabled, rollout_percentage: percentage, serve, ...pinned }));
   };
   return (
     <Modal open onOpenChange={(open) => !open && onClose()} title={rule ? 'Edit rule' : 'Add rule'} description="What a matching user gets while the flag is on.">
@@ -196,7 +209,7 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
           ))}
         </fieldset>
         {type === 'conditions' ? (
-          <ConditionsEditor conditions={conditions} onChange={setConditions} segmentKeys={segmentKeys} />
+          <ConditionsEditor conditions={conditions} onChange={setConditions} segmentKeys={segmentKeys} seenAttributes={seenAttributes} />
         ) : (
           <Field label="Value" value={value} onChange={setValue} error={errors.value} hint={`${RULE_TYPES[type].help} Example: ${RULE_TYPES[type].example}`} placeholder={RULE_TYPES[type].example} maxLength={400} autoFocus />
         )}
@@ -209,6 +222,22 @@ function RuleDialog({ rule, segmentKeys, onClose, onSave }: { rule: Rule | null;
             <input type="radio" name="rule-serve" checked={!serve} onChange={() => setServe(false)} /> the flag off
           </label>
         </fieldset>
+        {variantChoices.length > 0 && serve && (
+          <div className="field narrow">
+            <label htmlFor="rule-variant">Serve variant</label>
+            <select id="rule-variant" value={variant} onChange={(event) => setVariant(event.target.value)} aria-describedby="rule-variant-hint">
+              <option value="">(by weight)</option>
+              {variantChoices.map((key) => (
+                <option key={key} value={key}>
+                  {key}
+                </option>
+              ))}
+            </select>
+            <p className="hint" id="rule-variant-hint">
+              The variant the users this rule serves get; by weight, they are spread as the flag’s weights say.
+            </p>
+          </div>
+        )}
         <Field
           label="Rule rollout (%)"
           className="number"

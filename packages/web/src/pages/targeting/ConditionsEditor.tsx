@@ -8,10 +8,14 @@ interface ConditionsEditorProps {
   onChange: (conditions: Condition[]) => void;
   /** The project's segment keys offered for "is in segment"; absent in a segment, which cannot name one. */
   segmentKeys?: readonly string[];
+  /** Custom attribute names the environment's requests carried: offered before the built-in ones. */
+  seenAttributes?: readonly string[];
+  /** Where they were seen, as the suggestions say it. */
+  seenWhere?: string;
 }
 
 /** A rule's or a segment's conditions: all must hold; any value of one may match. */
-export function ConditionsEditor({ conditions, onChange, segmentKeys }: ConditionsEditorProps) {
+export function ConditionsEditor({ conditions, onChange, segmentKeys, seenAttributes = [], seenWhere = 'in this environment' }: ConditionsEditorProps) {
   const id = useId();
   const operators = (Object.keys(OPERATORS) as Operator[]).filter((operator) => operator !== 'IN_SEGMENT' || segmentKeys);
   const set = (index: number, changes: Partial<Condition>) => onChange(conditions.map((condition, i) => (i === index ? { ...condition, ...changes } : condition)));
@@ -19,8 +23,11 @@ export function ConditionsEditor({ conditions, onChange, segmentKeys }: Conditio
     <div className="conditions">
       <p className="hint">Every condition must hold; a condition holds when any of its values matches.</p>
       <datalist id={`${id}-attributes`}>
+        {seenAttributes.map((name) => (
+          <option key={`seen-${name}`} value={name} label={`seen ${seenWhere}`} />
+        ))}
         {BUILT_IN_ATTRIBUTES.map((name) => (
-          <option key={name} value={name} />
+          <option key={name} value={name} label="built in" />
         ))}
       </datalist>
       {segmentKeys && (

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useParams } from 'react-router';
 import type { Condition, Environment, Segment } from '../../api/client';
-import { useEnvironments, useSegments } from '../../api/queries';
+import { useEnvironments, useProjectSeenAttributes, useSegments } from '../../api/queries';
 import { useSegmentMutations, type SegmentBody } from '../../api/segments';
 import { useRole } from '../../api/roles';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
@@ -25,6 +25,7 @@ export function SegmentsPage() {
   const [editing, setEditing] = useState<Segment | 'new' | null>(null);
   const [deleting, setDeleting] = useState<Segment | null>(null);
   const write = useSegmentMutations(projectId);
+  const seenAttributes = useProjectSeenAttributes(projectId, (environments.data ?? []).map((env) => env.id));
 
   return (
     <div className="stack">
@@ -94,6 +95,7 @@ export function SegmentsPage() {
       {editing && (
         <SegmentDialog
           segment={editing === 'new' ? null : editing}
+          seenAttributes={seenAttributes}
           onClose={() => setEditing(null)}
           onSave={async (body) => void (editing === 'new' ? await write.create.mutateAsync(body) : await write.update.mutateAsync({ id: editing.id, ...body }))}
         />
@@ -126,7 +128,7 @@ function UsedBy({ projectId, segment, environments }: { projectId: string; segme
   );
 }
 
-function SegmentDialog({ segment, onClose, onSave }: { segment: Segment | null; onClose: () => void; onSave: (body: SegmentBody) => Promise<void> }) {
+function SegmentDialog({ segment, seenAttributes, onClose, onSave }: { segment: Segment | null; seenAttributes: string[]; onClose: () => void; onSave: (body: SegmentBody) => Promise<void> }) {
   const [key, setKey] = useState(segment?.key ?? '');
   const [name, setName] = useState(segment?.name ?? '');
   const [description, setDescription] = useState(segment?.description ?? '');
@@ -146,7 +148,7 @@ function SegmentDialog({ segment, onClose, onSave }: { segment: Segment | null; 
         <Field label="Name" value={name} onChange={setName} error={errors.name} maxLength={200} placeholder="Beta customers" autoFocus />
         <Field label="Key" value={key} onChange={setKey} error={errors.key} maxLength={100} placeholder="beta" hint="What rules name: a-z, 0-9, _ and -, starting with a letter." />
         <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
-        <ConditionsEditor conditions={conditions} onChange={setConditions} />
+        <ConditionsEditor conditions={conditions} onChange={setConditions} seenAttributes={seenAttributes} seenWhere="in this project" />
         <DialogActions error={error} busy={busy} submitLabel={segment ? 'Save segment' : 'Create segment'} onCancel={onClose} />
       </form>
     </Modal>

@@ -57,10 +57,15 @@ export const conditionsSentence = (conditions: readonly Condition[]) => conditio
 
 const SEED_ATTRIBUTE = { user_id: 'user_id is', user_email: 'user_email is', email_domain: 'email domain is' } as const;
 
-/** The whole rule as it reads: "plan is one of beta and app version ≥ 2.4.0 → on for 50%". */
-export function ruleSentence(rule: Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'serve' | 'rollout_percentage'>): string {
-  const when = rule.rule_type === 'conditions' ? conditionsSentence(rule.conditions ?? []) : `${SEED_ATTRIBUTE[rule.rule_type]} ${rule.rule_value ?? ''}`;
-  return `${when} → ${rule.serve ? 'on' : 'off'}${rule.rollout_percentage < 100 ? ` for ${rule.rollout_percentage}%` : ''}`;
+/** Whom the rule matches: "plan is one of beta and app version ≥ 2.4.0", "email domain is @corp.com". */
+export function ruleCondition(rule: Pick<Rule, 'rule_type' | 'rule_value' | 'conditions'>): string {
+  return rule.rule_type === 'conditions' ? conditionsSentence(rule.conditions ?? []) : `${SEED_ATTRIBUTE[rule.rule_type]} ${rule.rule_value ?? ''}`;
+}
+
+/** The whole rule as it reads: "plan is one of beta and app version ≥ 2.4.0 → on (variant blue) for 50%". */
+export function ruleSentence(rule: Pick<Rule, 'rule_type' | 'rule_value' | 'conditions' | 'serve' | 'rollout_percentage' | 'variant'>): string {
+  const variant = rule.serve && rule.variant ? ` (variant ${rule.variant})` : '';
+  return `${ruleCondition(rule)} → ${rule.serve ? 'on' : 'off'}${variant}${rule.rollout_percentage < 100 ? ` for ${rule.rollout_percentage}%` : ''}`;
 }
 
 /** Items of a pasted or typed list: one a line or separated by commas, trimmed, empty ones dropped. */

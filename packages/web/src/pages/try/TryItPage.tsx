@@ -1,12 +1,16 @@
 import { useState, type FormEvent } from 'react';
 import { useParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { api, unwrap, type Rule } from '../../api/client';
 import { useEnvironments, useProject } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { ErrorState, Loading } from '../../components/States';
 import { FormError } from '../../components/FormError';
+import { ruleCondition } from '../targeting/conditions';
 
-type Answer = Record<string, { enabled: boolean; reason: string }>;
+/** A flag's answer from evaluate (variant and value only for a flag with variants, contract §15), and which rule served from explain. */
+type FlagAnswer = { enabled: boolean; reason: string; variant?: string; value?: unknown; rule?: ServingRule | null };
+type Answer = Record<string, FlagAnswer>;
+type ServingRule = Pick<Rule, 'id' | 'priority' | 'rule_type' | 'rule_value' | 'conditions' | 'serve' | 'rollout_percentage'> & { position: number };
 type Attribute = { name: string; value: string };
 
 /** A value as an app would send it: a number or boolean when it reads as one, else the text. */
@@ -22,7 +26,18 @@ const customAttributes = (rows: Attribute[]) => {
   return named.length === 0 ? null : Object.fromEntries(named.map((row) => [row.name.trim(), typedValue(row.value)]));
 };
 
-/** Calls the real POST /sdk/v1/evaluate with the project's SDK key, as an app would. */
+/** "Rule 2: country is one of DE, FR", or "No rule: <reason>". */
+export function servedBy(answer: FlagAnswer): string {
+  return answer.rule ? `Rule ${answer.rule.position}: ${ruleCondition(answer.rule)}` : `No rule: ${answer.reason}`;
+}
+
+/** A variant's value as compact JSON (a string in quotes). */
+const compact = (value: unknown) => JSON.stringify(value);
+
+/**
+ * Calls the real POST /sdk/v1/evaluate with the project's SDK key, as an app would, and the
+ * dashboard's explain endpoint for the same context: which rule served each flag.
+ */
 export function TryItPage() {
   const { projectId = '' } = useParams();
   const project = useProject(projectId);
@@ -39,6 +54,8 @@ export function TryItPage() {
   if (project.error || environments.error) return <ErrorState error={project.error ?? environments.error} />;
   const envs = environments.data ?? [];
   const envKey = environment || envs[0]?.key || '';
+  /** Variant and value columns only when some flag serves values (boolean flags answer without them). */
+  const withVariants = answer !== null && Object.values(answer).some((flag) => flag.variant !== undefined);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -46,8 +63,12 @@ export function TryItPage() {
     setError(null);
     try {
       const context = { user_id: userId.trim() || null, user_email: userEmail.trim() || null, custom_attributes: customAttributes(attributes) };
-      const result = await unwrap(api.POST('/sdk/v1/evaluate', { headers: { 'x-sdk-key': project.data?.sdk_key ?? '' }, body: { environment: envKey, context } }));
-      setAnswer(result.flags);
+      const envId = envs.find((env) => env.key === envKey)?.id ?? '';
+      const [result, explained] = await Promise.all([
+        unwrap(api.POST('/sdk/v1/evaluate', { headers: { 'x-sdk-key': project.data?.sdk_key ?? '' }, body: { environment: envKey, context } })),
+        unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/explain', { params: { path: { project_id: projectId, env_id: envId } }, body: { context } })),
+      ]);
+      setAnswer(Object.fromEntries(Object.entries(result.flags).map(([key, flag]) => [key, { ...flag, rule: explained.flags[key]?.rule ?? null }])));
     } catch (caught) {
       setAnswer(null);
       setError((caught as Error).message);
@@ -60,7 +81,7 @@ export function TryItPage() {
     <div className="stack">
       <section className="panel">
         <h2>Try it</h2>
-        <p className="muted">Ask the evaluate endpoint, with this project's SDK key, what a user gets. It is a real evaluation: it shows up in the usage history.</p>
+        <p className="muted">Ask the evaluate endpoint, with this project's SDK key, what a user gets. It is a real evaluation: it shows up in the usage history. Which rule served is worked out apart from it by the dashboard, and that is not recorded anywhere.</p>
         <form onSubmit={submit} noValidate className="inline-form">
           <div className="field">
             <label htmlFor="try-env">Environment</label>
@@ -89,7 +110,8 @@ export function TryItPage() {
           {Object.keys(answer).length === 0 ? (
             <p className="state">This environment has no flags yet.</p>
           ) : (
-            <div className="table-wrap">
+            // Focusable: on a phone the table scrolls sideways, and a keyboard must reach what is off screen.
+            <div className="table-wrap" tabIndex={0} role="region" aria-label="Evaluated flags, scrollable">
               <table className="plain">
                 <caption className="visually-hidden">Evaluated flags</caption>
                 <thead>
@@ -97,6 +119,9 @@ export function TryItPage() {
                     <th scope="col">Flag</th>
                     <th scope="col">Enabled</th>
                     <th scope="col">Reason</th>
+                    <th scope="col">Served by</th>
+                    {withVariants && <th scope="col">Variant</th>}
+                    {withVariants && <th scope="col">Value</th>}
                   </tr>
                 </thead>
                 <tbody>
@@ -109,6 +134,9 @@ export function TryItPage() {
                         <span className={`badge ${value.enabled ? 'on' : 'off'}`}>{value.enabled ? 'On' : 'Off'}</span>
                       </td>
                       <td>{value.reason}</td>
+                      <td>{servedBy(value)}</td>
+                      {withVariants && <td>{value.variant === undefined ? '—' : <code>{value.variant}</code>}</td>}
+                      {withVariants && <td>{value.variant === undefined ? '—' : <code className="json">{compact(value.value)}</code>}</td>}
                     </tr>
                   ))}
                 </tbody>

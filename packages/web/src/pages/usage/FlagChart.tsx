@@ -11,8 +11,23 @@ const RANGES = [
   { hours: 24 * 7, label: '7 days' },
 ] as const;
 
-/** Enabled and disabled evaluations of one flag per hour, over 24 hours or 7 days (uPlot). */
-export default function FlagChart({ projectId, envId, flagId, flagKey }: { projectId: string; envId: string; flagId: string; flagKey: string }) {
+/** Counts of the whole range; `variants` only for a flag that served variants (contract §15). */
+type Totals = { enabled: number; disabled: number; variants?: Record<string, number> };
+
+/** Series colours after enabled and disabled, one per variant in turn (styles.css, both themes). */
+const VARIANT_COLOURS = 6;
+
+/** The variants to draw: the flag's, in its order, then any the counts name that it no longer has. */
+function variantSeries(totals: Totals | undefined, variantKeys: readonly string[]): string[] {
+  if (!totals?.variants) return [];
+  return [...variantKeys, ...Object.keys(totals.variants).filter((key) => !variantKeys.includes(key))];
+}
+
+/**
+ * Enabled and disabled evaluations of one flag per hour, over 24 hours or 7 days (uPlot); for a
+ * flag with variants, each variant's too.
+ */
+export default function FlagChart({ projectId, envId, flagId, flagKey, variantKeys = [] }: { projectId: string; envId: string; flagId: string; flagKey: string; variantKeys?: readonly string[] }) {
   const [hours, setHours] = useState<number>(24);
   const metrics = useQuery({
     queryKey: ['metrics', flagId, hours],
@@ -20,6 +35,8 @@ export default function FlagChart({ projectId, envId, flagId, flagKey }: { proje
     placeholderData: keepPreviousData,
     refetchInterval: 30_000,
   });
+  const variants = variantSeries(metrics.data?.totals, variantKeys);
+  const variantsKey = variants.join('\n');
   const box = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
@@ -32,6 +49,7 @@ export default function FlagChart({ projectId, envId, flagId, flagKey }: { proje
       data.buckets.map((bucket) => Date.parse(bucket.start) / 1000),
       data.buckets.map((bucket) => bucket.enabled),
       data.buckets.map((bucket) => bucket.disabled),
+      ...variants.map((key) => data.buckets.map((bucket) => bucket.variants?.[key] ?? 0)),
     ];
     const axis = { stroke: colour('--muted'), grid: { stroke: colour('--border'), width: 1 }, ticks: { stroke: colour('--border') } };
     const chart = new uPlot(
@@ -46,6 +64,7 @@ export default function FlagChart({ projectId, envId, flagId, flagKey }: { proje
           {},
           { label: 'Enabled', stroke: colour('--on'), fill: colour('--on-fill'), width: 2 },
           { label: 'Disabled', stroke: colour('--off'), width: 2, dash: [4, 3] },
+          ...variants.map((key, i) => ({ label: key, stroke: colour(`--series-${(i % VARIANT_COLOURS) + 1}`), width: 2 })),
         ],
       },
       series,
@@ -57,7 +76,8 @@ export default function FlagChart({ projectId, envId, flagId, flagKey }: { proje
       resize.disconnect();
       chart.destroy();
     };
-  }, [metrics.data]);
+    // `variants` is derived from the data and the flag's keys: redrawn when either changes.
+  }, [metrics.data, variantsKey]);
 
   const totals = metrics.data?.totals;
   return (
@@ -77,7 +97,36 @@ export default function FlagChart({ projectId, envId, flagId, flagKey }: { proje
           {totals.enabled + totals.disabled === 0 && ' No app has asked for it in that time.'}
         </p>
       )}
-      <div ref={box} className="chart-box" role="img" aria-label={`Hourly evaluations of ${flagKey}: enabled and disabled`} />
+      {totals?.variants && variants.length > 0 && <VariantTotals counts={totals.variants} keys={variants} />}
+      <div ref={box} className="chart-box" role="img" aria-label={`Hourly evaluations of ${flagKey}: enabled and disabled${variants.length > 0 ? ', and of each variant' : ''}`} />
     </div>
+  );
+}
+
+/** How many evaluations served each variant over the range, and their share. */
+function VariantTotals({ counts, keys }: { counts: Record<string, number>; keys: readonly string[] }) {
+  const sum = keys.reduce((total, key) => total + (counts[key] ?? 0), 0);
+  return (
+    <table className="plain variant-totals">
+      <caption className="visually-hidden">Evaluations by variant</caption>
+      <thead>
+        <tr>
+          <th scope="col">Variant</th>
+          <th scope="col">Evaluations</th>
+          <th scope="col">Share</th>
+        </tr>
+      </thead>
+      <tbody>
+        {keys.map((key, i) => (
+          <tr key={key}>
+            <th scope="row">
+              <span className="swatch" style={{ background: `var(--series-${(i % VARIANT_COLOURS) + 1})` }} aria-hidden="true" /> <code>{key}</code>
+            </th>
+            <td>{counts[key] ?? 0}</td>
+            <td>{sum === 0 ? '–' : `${(((counts[key] ?? 0) / sum) * 100).toFixed(1)} %`}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

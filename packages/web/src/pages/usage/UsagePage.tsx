@@ -37,6 +37,10 @@ export default function UsagePage() {
       ),
   });
 
+  // Rows of a flag with variants record the variant (contract §15): a column only when a row has one.
+  const items = history.data?.items ?? [];
+  const showVariant = items.some((item) => item.variant != null);
+
   if (environments.isPending) return <Loading what="environments" />;
   if (environments.error) return <ErrorState error={environments.error} retry={() => void environments.refetch()} />;
 
@@ -98,11 +102,12 @@ export default function UsagePage() {
                     <th scope="col">Flag</th>
                     <th scope="col">User</th>
                     <th scope="col">Enabled</th>
+                    {showVariant && <th scope="col">Variant</th>}
                     <th scope="col">Reason</th>
                   </tr>
                 </thead>
                 <tbody>
-                  {history.data.items.map((item) => (
+                  {items.map((item) => (
                     <tr key={item.id}>
                       <th scope="row">{dateTime(item.evaluated_at)}</th>
                       <td data-label="Flag">
@@ -112,6 +117,7 @@ export default function UsagePage() {
                       <td data-label="Enabled">
                         <span className={`badge ${item.enabled ? 'on' : 'off'}`}>{item.enabled ? 'On' : 'Off'}</span>
                       </td>
+                      {showVariant && <td data-label="Variant">{item.variant ? <code>{item.variant}</code> : <span className="muted">none</span>}</td>}
                       <td data-label="Reason">{item.reason}</td>
                     </tr>
                   ))}

@@ -1,0 +1,35 @@
+import { Type } from 'typebox';
+import type { Db } from '../../db/database.js';
+import { toIso } from '../../db/values.js';
+import type { ApiPlugin } from '../../http/plugin.js';
+import { errorResponses, EnvironmentParams, Timestamp } from '../../http/schemas.js';
+import { requireEnvironment } from '../environments/environments.repository.js';
+
+const AttributeList = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      name: Type.String({ description: 'a custom attribute name that evaluate or OFREP requests carried (values are never kept)' }),
+      first_seen_at: Timestamp,
+      last_seen_at: Timestamp,
+    }),
+    { description: 'most recently seen first; at most 200; the built-in attributes of contract §14 are not listed' },
+  ),
+});
+
+/** GET /api/projects/{pid}/environments/{eid}/attributes: what the rule editor offers first. */
+export const attributeRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
+  app.get('/projects/:project_id/environments/:env_id/attributes', {
+    config: { role: 'viewer' },
+    schema: { tags: ['environments'], params: EnvironmentParams, response: { 200: AttributeList, ...errorResponses(401, 404) } },
+  }, async (request) => {
+    const environment = await requireEnvironment(db, { projectId: request.params.project_id, envId: request.params.env_id });
+    const rows = await db
+      .selectFrom('environment_attributes')
+      .select(['name', 'first_seen_at', 'last_seen_at'])
+      .where('environment_id', '=', environment.id)
+      .orderBy('last_seen_at', 'desc')
+      .orderBy('name')
+      .execute();
+    return { items: rows.map((row) => ({ name: row.name, first_seen_at: toIso(row.first_seen_at), last_seen_at: toIso(row.last_seen_at) })) };
+  });
+};
