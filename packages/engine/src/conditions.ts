@@ -263,12 +263,8 @@ export class ConditionTable {
     id = this.matchers.push(compileCondition(condition, scope)) - 1;
     this.ids.set(signature, id);
     if (id >= this.stamps.length) {
-      const stamps = new Uint32Array(this.stamps.length * 2);
-      stamps.set(this.stamps);
-      this.stamps = stamps;
-      const results = new Uint8Array(this.results.length * 2);
-      results.set(this.results);
-      this.results = results;
+      this.stamps = doubled(this.stamps);
+      this.results = doubled(this.results);
     }
     const set = operator === 'IN' || operator === 'NOT_IN' ? inSetOf(condition, scope) : undefined;
     this.inSlot[id] = set === undefined ? -1 : this.slotOf(attribute ?? '', scope);
@@ -283,11 +279,7 @@ export class ConditionTable {
     if (slot === undefined) {
       slot = this.readers.push(readerOf(attribute, scope)) - 1;
       this.slots.set(attribute, slot);
-      if (slot >= this.slotStamps.length) {
-        const stamps = new Uint32Array(this.slotStamps.length * 2);
-        stamps.set(this.slotStamps);
-        this.slotStamps = stamps;
-      }
+      if (slot >= this.slotStamps.length) this.slotStamps = doubled(this.slotStamps);
     }
     return slot;
   }
@@ -333,6 +325,13 @@ export class ConditionTable {
   }
 }
 
+/** A typed array twice as long, its values kept. */
+function doubled<T extends Uint8Array | Uint32Array>(array: T): T {
+  const bigger = new (array.constructor as new (length: number) => T)(array.length * 2);
+  bigger.set(array);
+  return bigger;
+}
+
 /** An IN / NOT_IN condition's values in its attribute's shared index: made once per condition of the flag set. */
 function inSetOf(condition: Condition, scope: ConditionScope): { shared: SharedSets; id: number } {
   let set = scope.inSetByCondition.get(condition);
@@ -364,11 +363,7 @@ class SharedSets {
   /** A new condition's id, listing its values. */
   add(values: readonly string[]): number {
     const id = this.count++;
-    if (id >= this.listed.length) {
-      const grown = new Uint8Array(this.listed.length * 2);
-      grown.set(this.listed);
-      this.listed = grown;
-    }
+    if (id >= this.listed.length) this.listed = doubled(this.listed);
     for (const value of values) {
       const ids = this.index.get(value);
       if (ids === undefined) this.index.set(value, [id]);

@@ -41,7 +41,9 @@ export function rssMb(pid: number, withChildren = false): number {
 export async function recorded(databaseUrl: string): Promise<number> {
   const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database, { migrate: false, poolSize: 1 });
   try {
-    const result = await sql<{ recorded: number | string }>`select coalesce(sum(length(outcomes)), 0) as recorded from evaluations`.execute(database.db);
+    // A row holds a byte per flag, and a second one per flag when its snapshot has variants (flag_variants).
+    const result = await sql<{ recorded: number | string }>`select coalesce(sum(case when s.flag_variants is null then length(e.outcomes) else length(e.outcomes) / 2 end), 0) as recorded
+      from evaluations e join evaluation_snapshots s on s.id = e.snapshot_id`.execute(database.db);
     return Number(result.rows[0]?.recorded ?? 0);
   } finally {
     await database.close();
