@@ -4,7 +4,7 @@
  * (@openfeature/server-sdk or web-sdk, both optional peers), so they are passed in.
  */
 import { reasonKind } from '@guidon/engine';
-import { createClient, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type ClientOptions, type GuidonClient, type GuidonContext } from '@guidon/sdk';
+import { createClient, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type ClientOptions, type FlagSet, type FlagState, type GuidonClient, type GuidonContext, type JsonValue } from '@guidon/sdk';
 
 /** OpenFeature's evaluation context, as much of it as Guidon reads. */
 export interface OpenFeatureContext {
@@ -63,6 +63,33 @@ export interface BooleanDetails {
   flagMetadata?: { reason: string };
 }
 
+/** The resolution details of a flag with variants, as both SDKs type them. */
+export interface ValueDetails<T> {
+  value: T;
+  variant?: string;
+  reason: string;
+  flagMetadata?: { reason: string };
+}
+
+/** The OpenFeature flag types: a variant's value must be of the type asked for. */
+export type FlagType = 'boolean' | 'string' | 'number' | 'object';
+
+/**
+ * A flag as a client (or a forContext set) reads it: enabled and reason with the SDK's fallbacks,
+ * and for a flag with variants its variant and value (the only case that copies the set).
+ */
+export function flagState(flags: Pick<FlagSet, 'isEnabled' | 'reason' | 'getVariant' | 'allFlags'>, key: string): FlagState {
+  const state: FlagState = { enabled: flags.isEnabled(key), reason: flags.reason(key) };
+  const variant = flags.getVariant(key);
+  if (variant !== undefined) Object.assign(state, { variant, value: flags.allFlags()[key]?.value });
+  return state;
+}
+
+/** Whether a variant's value is of an OpenFeature flag type (object: any JSON object or array, as the SDKs' own check has it). */
+function isOfType(value: unknown, type: FlagType): boolean {
+  return type === 'object' ? typeof value === 'object' && value !== null : typeof value === type;
+}
+
 /**
  * A provider's state and its answers, the same for both SDKs: the client's events become the
  * provider's, and a Guidon answer becomes resolution details (or the SDK's error).
@@ -103,9 +130,29 @@ export class ProviderCore {
     };
   }
 
-  /** Guidon's flags are boolean: any other type is a mismatch. */
-  mismatch(): never {
-    throw new this.kit.TypeMismatchError('Guidon flags are boolean');
+  /**
+   * The details of any flag for an evaluation of `type` (contract §15). A flag with variants
+   * answers its variant's value and key (TYPE_MISMATCH when the value is of another type); a flag
+   * without variants is boolean: `enabled` with on/off for a boolean evaluation, TYPE_MISMATCH for
+   * any other. Throws the SDK's error when there is no value to give.
+   */
+  resolve<T>(flagKey: string, type: FlagType, state: FlagState, defaultValue: T): ValueDetails<T> {
+    const { enabled, reason } = state;
+    if (!('variant' in state) || typeof state.variant !== 'string') {
+      if (type === 'boolean') return this.boolean(flagKey, enabled, reason) as ValueDetails<unknown> as ValueDetails<T>;
+      // A bootstrap gives booleans only: a typed evaluation gets the caller's default, as OFREP's providers give before an answer.
+      if (reason === REASON_BOOTSTRAP) return { value: defaultValue, reason: this.kit.StandardResolutionReasons.DEFAULT };
+      this.boolean(flagKey, enabled, reason); // FLAG_NOT_FOUND or Guidon away: the same errors as a boolean evaluation
+      throw new this.kit.TypeMismatchError(`Flag "${flagKey}" is boolean, not ${type}`);
+    }
+    const value = state.value as JsonValue | undefined;
+    if (!isOfType(value, type)) throw new this.kit.TypeMismatchError(`Flag "${flagKey}" serves ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}, not ${type}`);
+    return {
+      value: value as T,
+      variant: state.variant,
+      reason: this.stale ? this.kit.StandardResolutionReasons.STALE : (reasonKind(reason) ?? 'UNKNOWN'),
+      flagMetadata: { reason },
+    };
   }
 
   /** Throws the SDK's error unless the client holds flags from Guidon. */

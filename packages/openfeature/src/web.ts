@@ -10,14 +10,15 @@ import {
   type Provider,
   type ResolutionDetails,
 } from '@openfeature/web-sdk';
-import { GuidonProviderBase, toGuidonContext, type GuidonProviderOptions } from './shared.js';
+import { flagState, GuidonProviderBase, toGuidonContext, type GuidonProviderOptions } from './shared.js';
 
 export type GuidonWebProviderOptions = GuidonProviderOptions;
 
 /**
  * Guidon for @openfeature/web-sdk: one user at a time (the static context), answered
  * synchronously from the SDK client, which streams changes and keeps the last answer in
- * localStorage. Guidon's flags are boolean; other types answer TYPE_MISMATCH.
+ * localStorage. A flag with variants serves its variant's value (contract §15); a flag without is
+ * boolean, and other types answer TYPE_MISMATCH.
  */
 export class GuidonWebProvider extends GuidonProviderBase implements Provider {
   readonly runsOn = 'client' as const;
@@ -37,19 +38,19 @@ export class GuidonWebProvider extends GuidonProviderBase implements Provider {
     await this.core.ensureReady(this.client.identify(toGuidonContext(context)));
   }
 
-  resolveBooleanEvaluation(flagKey: string): ResolutionDetails<boolean> {
-    return this.core.boolean(flagKey, this.client.isEnabled(flagKey), this.client.reason(flagKey));
+  resolveBooleanEvaluation(flagKey: string, defaultValue: boolean): ResolutionDetails<boolean> {
+    return this.core.resolve(flagKey, 'boolean', flagState(this.client, flagKey), defaultValue);
   }
 
-  resolveStringEvaluation(): ResolutionDetails<string> {
-    return this.core.mismatch();
+  resolveStringEvaluation(flagKey: string, defaultValue: string): ResolutionDetails<string> {
+    return this.core.resolve(flagKey, 'string', flagState(this.client, flagKey), defaultValue);
   }
 
-  resolveNumberEvaluation(): ResolutionDetails<number> {
-    return this.core.mismatch();
+  resolveNumberEvaluation(flagKey: string, defaultValue: number): ResolutionDetails<number> {
+    return this.core.resolve(flagKey, 'number', flagState(this.client, flagKey), defaultValue);
   }
 
-  resolveObjectEvaluation<T extends JsonValue>(): ResolutionDetails<T> {
-    return this.core.mismatch();
+  resolveObjectEvaluation<T extends JsonValue>(flagKey: string, defaultValue: T): ResolutionDetails<T> {
+    return this.core.resolve(flagKey, 'object', flagState(this.client, flagKey), defaultValue);
   }
 }

@@ -1,6 +1,7 @@
 import { Lru } from './lru.js';
 import { readSse } from './sse.js';
 import { createLocalClient, type LocalClient, type LocalClientOptions } from './local.js';
+import { sameVariant, valueOr, variantOf, type JsonValue, type ValueOf } from './values.js';
 
 /** Who a flag is evaluated for (Guidon's evaluate context). */
 export interface GuidonContext {
@@ -14,6 +15,10 @@ export interface FlagState {
   enabled: boolean;
   /** Guidon's reason, e.g. "Matched user_id targeting rule"; one of the REASON_* constants for a value Guidon did not give. */
   reason: string;
+  /** Only for a flag with variants (contract §15): the key of the variant served. */
+  variant?: string;
+  /** Only for a flag with variants: the variant's value (any JSON). */
+  value?: JsonValue;
 }
 
 export type Flags = Record<string, FlagState>;
@@ -69,6 +74,10 @@ export class GuidonError extends Error {
 export interface FlagSet {
   isEnabled(key: string): boolean;
   reason(key: string): string;
+  /** The value the flag serves when it has variants and the value is of the default's JSON type; else the default. Never throws. */
+  getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T>;
+  /** The key of the variant the flag serves; undefined for a flag without variants or without an answer. */
+  getVariant(key: string): string | undefined;
   allFlags(): Flags;
 }
 
@@ -88,6 +97,10 @@ export interface GuidonClient {
   ready(): Promise<boolean>;
   isEnabled(key: string): boolean;
   reason(key: string): string;
+  /** The value the flag serves when it has variants and the value is of the default's JSON type; else the default. Never throws. */
+  getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T>;
+  /** The key of the variant the flag serves; undefined for a flag without variants or without an answer. */
+  getVariant(key: string): string | undefined;
   allFlags(): Flags;
   /** Evaluates for another user; resolves like ready(). */
   identify(context: GuidonContext): Promise<boolean>;
@@ -124,7 +137,7 @@ const contextKey = (context: GuidonContext) =>
 
 function changedKeys(before: Flags, after: Flags): string[] {
   const keys: string[] = [];
-  for (const key of Object.keys(after)) if (before[key]?.enabled !== after[key]!.enabled || before[key]?.reason !== after[key]!.reason) keys.push(key);
+  for (const key of Object.keys(after)) if (before[key]?.enabled !== after[key]!.enabled || before[key]?.reason !== after[key]!.reason || !sameVariant(before[key], after[key])) keys.push(key);
   for (const key of Object.keys(before)) if (!(key in after)) keys.push(key);
   return keys;
 }
@@ -195,6 +208,14 @@ class Client implements GuidonClient {
     return this.flagState(this.flags, key, this.source !== 'fallback').reason;
   }
 
+  getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T> {
+    return valueOr(this.ownFlag(key), defaultValue);
+  }
+
+  getVariant(key: string): string | undefined {
+    return variantOf(this.ownFlag(key));
+  }
+
   allFlags(): Flags {
     return { ...this.flags };
   }
@@ -254,11 +275,19 @@ class Client implements GuidonClient {
   }
 
   private flagSet(flags: Flags, fromGuidon: boolean): FlagSet {
+    const own = (key: string) => (fromGuidon && Object.hasOwn(flags, key) ? flags[key] : undefined);
     return {
       isEnabled: (key) => this.flagState(flags, key, fromGuidon).enabled,
       reason: (key) => this.flagState(flags, key, fromGuidon).reason,
+      getValue: (key, defaultValue) => valueOr(own(key), defaultValue),
+      getVariant: (key) => variantOf(own(key)),
       allFlags: () => ({ ...flags }),
     };
+  }
+
+  /** A flag as Guidon answered it (also kept or stored), for its variant and value; undefined before any answer and for a bootstrap. */
+  private ownFlag(key: string): FlagState | undefined {
+    return this.source !== 'fallback' && Object.hasOwn(this.flags, key) ? this.flags[key] : undefined;
   }
 
   private emit<E extends keyof ClientEvents>(event: E, ...args: Parameters<ClientEvents[E]>): void {
