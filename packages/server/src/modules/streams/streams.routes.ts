@@ -125,6 +125,10 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       'x-accel-buffering': 'no',
+      // A stream that ends (shutdown, a token revoked) takes its connection with it: a client that
+      // left it half-read (fetch may drain an aborted body to reuse the socket) would otherwise
+      // hold an idle keep-alive connection that the server's close waits out (72 s).
+      connection: 'close',
     } as OutgoingHttpHeaders);
     raw.socket?.setNoDelay(true);
     // Reconnect after 1 s; a client that saw an older revision than the current one refetches at once.
