@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database } from '../../db/database.js';
-import { insertEvaluations } from './history.sql.js';
+import { addHourlyCounts, insertEvaluations } from './history.sql.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { nowIso } from '../../db/values.js';
 import { bytesPerRequest, unpackUsers, variantOffsets, type Batch, type BatchEnvironment, type HourCounts } from './history.protocol.js';
@@ -233,36 +233,7 @@ export class HistoryStore {
         merged.set(key, entry);
       });
     }
-    const values = [...merged.values()];
-    const variantValues = variantCountRows(counts);
-    if (values.length === 0 && variantValues.length === 0) return;
-    await this.database.db.transaction().execute(async (trx) => {
-      for (let start = 0; start < values.length; start += 500) {
-        await trx
-          .insertInto('evaluation_counts')
-          .values(values.slice(start, start + 500))
-          .onConflict((conflict) =>
-            conflict.columns(['flag_id', 'hour_start']).doUpdateSet((eb) => ({
-              enabled_count: eb('evaluation_counts.enabled_count', '+', eb.ref('excluded.enabled_count')),
-              disabled_count: eb('evaluation_counts.disabled_count', '+', eb.ref('excluded.disabled_count')),
-              flag_key: eb.ref('excluded.flag_key'),
-            })),
-          )
-          .execute();
-      }
-      for (let start = 0; start < variantValues.length; start += 500) {
-        await trx
-          .insertInto('evaluation_variant_counts')
-          .values(variantValues.slice(start, start + 500))
-          .onConflict((conflict) =>
-            conflict.columns(['flag_id', 'hour_start', 'variant']).doUpdateSet((eb) => ({
-              count: eb('evaluation_variant_counts.count', '+', eb.ref('excluded.count')),
-              flag_key: eb.ref('excluded.flag_key'),
-            })),
-          )
-          .execute();
-      }
-    });
+    await addHourlyCounts(this.database.db, [...merged.values()], variantCountRows(counts));
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { addHourlyCounts } from '../history/history.sql.js';
 import type { CompiledEnvironment } from '../evaluate/evaluate.cache.js';
 
 export interface FlagUsage {
@@ -32,33 +33,6 @@ export async function addUsage(db: Db, environment: CompiledEnvironment, hourSta
       if (count > 0 && known.has(variant)) variantCounts.push({ flag_id: flagId, hour_start: hourStart, variant, environment_id: environment.environmentId, flag_key: key, count });
     }
   }
-  if (counts.length === 0 && variantCounts.length === 0) return 0;
-  await db.transaction().execute(async (trx) => {
-    for (let start = 0; start < counts.length; start += 500) {
-      await trx
-        .insertInto('evaluation_counts')
-        .values(counts.slice(start, start + 500))
-        .onConflict((conflict) =>
-          conflict.columns(['flag_id', 'hour_start']).doUpdateSet((eb) => ({
-            enabled_count: eb('evaluation_counts.enabled_count', '+', eb.ref('excluded.enabled_count')),
-            disabled_count: eb('evaluation_counts.disabled_count', '+', eb.ref('excluded.disabled_count')),
-            flag_key: eb.ref('excluded.flag_key'),
-          })),
-        )
-        .execute();
-    }
-    for (let start = 0; start < variantCounts.length; start += 500) {
-      await trx
-        .insertInto('evaluation_variant_counts')
-        .values(variantCounts.slice(start, start + 500))
-        .onConflict((conflict) =>
-          conflict.columns(['flag_id', 'hour_start', 'variant']).doUpdateSet((eb) => ({
-            count: eb('evaluation_variant_counts.count', '+', eb.ref('excluded.count')),
-            flag_key: eb.ref('excluded.flag_key'),
-          })),
-        )
-        .execute();
-    }
-  });
+  await addHourlyCounts(db, counts, variantCounts);
   return counts.length;
 }
