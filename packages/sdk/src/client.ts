@@ -1,4 +1,5 @@
 import { Lru } from './lru.js';
+import { coalesced } from './coalesce.js';
 import { readSse } from './sse.js';
 import { createLocalClient, type LocalClient, type LocalClientOptions } from './local.js';
 import { sameVariant, valueOr, variantOf, type JsonValue, type ValueOf } from './values.js';
@@ -170,8 +171,8 @@ class Client implements GuidonClient {
   /** Set by a 429: no request before then. */
   private notBefore = 0;
   private firstAnswer: Promise<boolean>;
-  private refreshing: Promise<boolean> | undefined;
-  private refreshAgain = false;
+  /** Fetches the client's own flags (coalescing overlapping calls); resolves whether it has flags from Guidon. */
+  private readonly refresh = coalesced(() => this.refreshOnce(), () => Boolean(this.closed));
   private pollTimer: ReturnType<typeof setTimeout> | undefined;
   private streamAbort: AbortController | undefined;
   private lastEventId: string | undefined;
@@ -350,23 +351,6 @@ class Client implements GuidonClient {
       clearTimeout(timer);
       this.inFlight.delete(controller);
     }
-  }
-
-  /** Fetches the client's own flags (coalescing overlapping calls); resolves whether it has flags from Guidon. */
-  private refresh(): Promise<boolean> {
-    if (this.refreshing) {
-      this.refreshAgain = true;
-      return this.refreshing;
-    }
-    this.refreshing = (async () => {
-      let ok: boolean;
-      do {
-        this.refreshAgain = false;
-        ok = await this.refreshOnce();
-      } while (this.refreshAgain && !this.closed);
-      return ok;
-    })().finally(() => (this.refreshing = undefined));
-    return this.refreshing;
   }
 
   private async refreshOnce(): Promise<boolean> {

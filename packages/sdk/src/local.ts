@@ -7,6 +7,7 @@
  * and reported every 10 s and on close().
  */
 import { codeOf, compileFlagSet, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type Condition, type EvaluationContext, type FlagDefinition } from '@guidon/engine';
+import { coalesced } from './coalesce.js';
 import { backoffMs, GuidonError, type GuidonContext } from './client.js';
 import { readSse } from './sse.js';
 
@@ -283,8 +284,8 @@ class Local implements LocalClient {
   private closed: Promise<void> | undefined;
   private failures = 0;
   private firstFetch: Promise<boolean>;
-  private fetching: Promise<boolean> | undefined;
-  private fetchAgain = false;
+  /** Fetches the ruleset (coalescing overlapping calls); resolves whether it is current. */
+  private readonly refresh = coalesced(() => this.fetchOnce(), () => Boolean(this.closed));
   private pollTimer: ReturnType<typeof setTimeout> | undefined;
   private usageTimer: ReturnType<typeof setInterval> | undefined;
   private streamAbort: AbortController | undefined;
@@ -401,23 +402,6 @@ class Local implements LocalClient {
     let counter = this.usage.get(key);
     if (!counter) this.usage.set(key, (counter = { enabled: 0, disabled: 0, variants: null }));
     return counter;
-  }
-
-  /** Fetches the ruleset (coalescing overlapping calls); resolves whether it is current. */
-  private refresh(): Promise<boolean> {
-    if (this.fetching) {
-      this.fetchAgain = true;
-      return this.fetching;
-    }
-    this.fetching = (async () => {
-      let ok: boolean;
-      do {
-        this.fetchAgain = false;
-        ok = await this.fetchOnce();
-      } while (this.fetchAgain && !this.closed);
-      return ok;
-    })().finally(() => (this.fetching = undefined));
-    return this.fetching;
   }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
