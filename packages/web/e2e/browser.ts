@@ -86,7 +86,7 @@ export async function dialogByKeyboard(page: Page, opener: Locator, name: string
   for (const key of ['Tab', 'Shift+Tab']) {
     for (let i = 0; i <= stops; i++) {
       await page.keyboard.press(key);
-      assert.ok(await holdsFocus(dialog), `${key} keeps the focus in the dialog "${name}" (press ${i + 1})`);
+      if (!(await holdsFocus(dialog))) assert.fail(`${key} keeps the focus in the dialog "${name}" (press ${i + 1}; the focus is on ${await describeFocus(page)})`);
     }
   }
   await page.keyboard.press('Escape');
@@ -155,7 +155,8 @@ export async function failureReport(page: Page, name: string, error: unknown): P
   const shot = join(process.env.TMPDIR ?? '/tmp', `guidon-${name}-failure.png`);
   await page.screenshot({ path: shot }).catch(() => undefined);
   const alerts = (await page.getByRole('alert').allTextContents().catch(() => [])).join(' | ');
-  return new Error(`${(error as Error).message}\nat ${page.url()} (screenshot ${shot}); alerts: ${alerts || 'none'}`);
+  const focus = await describeFocus(page).catch(() => 'unknown');
+  return new Error(`${(error as Error).message}\nat ${page.url()} (screenshot ${shot}); alerts: ${alerts || 'none'}; focus on ${focus}`);
 }
 
 /**

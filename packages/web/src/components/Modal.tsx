@@ -21,6 +21,10 @@ export function Modal({ open, onOpenChange, title, description, children }: Moda
   if (open && opener.current === null && document.activeElement instanceof HTMLElement) opener.current = document.activeElement;
   const giveFocusBack = (event: Event) => {
     event.preventDefault();
+    // Radix gives the focus back a moment after the content unmounts (a timer): by then another
+    // dialog may be open and have the focus, or this one may have mounted its content anew. A
+    // focus inside an open dialog stays where it is, and the opener is kept for the real close.
+    if (document.activeElement?.closest('[role="dialog"]')) return;
     const target = opener.current?.isConnected ? opener.current : document.getElementById('main');
     opener.current = null;
     target?.focus();
