@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import ipaddr from 'ipaddr.js';
 import semver from 'semver';
+import { RE2JS } from 're2js';
 import { OPERATORS, OUTCOMES, compileFlagSet, conditionProblem, evaluateFlag, murmur3_x86_32, normalizeEmailDomain } from './index.js';
 import type { AttributeValue, CompileOptions, Condition, EvaluationContext, FlagDefinition, Operator, RuleDefinition } from './index.js';
 
@@ -630,6 +631,23 @@ describe('scale and pathological input', () => {
     const folded = compileFlagSet([{ key: 'big', enabled: true, rolloutPercentage: 0, everyoneElse: 'off', rules: [{ type: 'conditions', value: '', enabled: true, conditions: [{ ...cond, case_insensitive: true }] }] }]);
     assert.equal(OUTCOMES[folded.evaluateFlag({ custom_attributes: { account: 'ACCOUNT-9999' } }, 0)]!.enabled, true);
     assert.match(conditionProblem({ ...cond, values: [...values, 'one-more'] }, 'conditions[4]') ?? '', /^conditions\[4\] \(IN\): at most 10000 values/);
+  });
+
+  test('REGEX answers as an RE2 search would (the engine matches `.*(?:pattern).*` whole instead): edges, newlines, flags, surrogates', () => {
+    const patterns = ['^pro$', 'ent', '@x\\.com$', 'a|b', '^$', '', '^', '$', '\\bfoo\\b', '\\B', '(?m)^b$', '(?i)ÉTÉ', '\\Aa', 'a\\z', '.', '^.$', 'a.b', '(?U)a+', '^\\p{L}+$', '😀', '[^a]', 'x*'];
+    const texts = ['', 'pro', 'a\nb', 'a\nb\n', '\n', 'foo bar', 'xfoo', 'u@x.com', 'été', '😀', '\uD83D', 'a\uD83Db', '\uDE00', 'ab', 'a', 'b', 'a\r\nb', 'x\u2028y'];
+    for (const case_insensitive of [false, true]) {
+      for (const pattern of patterns) {
+        const search = RE2JS.compile(pattern, case_insensitive ? RE2JS.CASE_INSENSITIVE : 0);
+        for (const text of texts) assert.equal(holds({ attribute: 'a', operator: 'REGEX', values: [pattern], case_insensitive }, on(text)), search.test(text), `${JSON.stringify(pattern)} on ${JSON.stringify(text)}`);
+      }
+    }
+  });
+
+  test('a pattern that parses only inside the engine\'s wrapper is refused at save and matches nothing', () => {
+    const cond: Condition = { attribute: 'a', operator: 'REGEX', values: ['a)(?:b'] };
+    assert.match(conditionProblem(cond, 'conditions[0]') ?? '', /^conditions\[0\] \(REGEX\): "a\)\(\?:b" is not a pattern/);
+    assert.equal(holds(cond, on('ab')), false);
   });
 
   test('a pathological regex (a+)+$ on a 1,024-character input answers (RE2: linear time)', () => {

@@ -1,6 +1,6 @@
 import { Murmur3Suffix, murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
 import { compileConditionIds, conditionScope, type Condition, type ConditionScope, type Matcher } from './conditions.js';
-import { DISABLED_CODE, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, inRolloutCode, matchCode, notInRolloutCode, type Outcome } from './outcomes.js';
+import { DISABLED_CODE, ENABLED, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, inRolloutCode, matchCode, notInRolloutCode, type Outcome } from './outcomes.js';
 
 export type RuleType = 'user_id' | 'user_email' | 'email_domain' | 'conditions';
 
@@ -255,6 +255,8 @@ export interface CompiledFlagSet {
 export const codeOf = (packed: number): number => packed & 255;
 /** The variant index of evaluateFlag's packed answer (NO_VARIANT: the flag has none). */
 export const variantOf = (packed: number): number => (packed >>> 8 || NO_VARIANT + 1) - 1;
+/** Whether evaluateFlag's packed answer is `enabled: true` (a byte read: a hot path's check, where OUTCOMES[code].enabled costs tens of ns). */
+export const enabledOf = (packed: number): boolean => ENABLED[packed & 255] === 1;
 
 /** The context's identifier, read once for all the rollouts of a flag set (evaluation is synchronous: one is enough). */
 const identifier = new Murmur3Suffix();
@@ -438,7 +440,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
       rolloutPercentages.push(n);
     }
     // Where no rule serves and the weights leave no choice, the variant follows the code.
-    if (plan !== null && ENABLED[baseCodes[flag]!] === 1 && rolloutOf[flag]! < 0) baseVariants[flag] = plan.only >= 0 ? plan.only : NO_VARIANT;
+    if (plan !== null && enabledOf(baseCodes[flag]!) && rolloutOf[flag]! < 0) baseVariants[flag] = plan.only >= 0 ? plan.only : NO_VARIANT;
   }
   const inRolloutCodes = Uint8Array.from(rolloutPercentages, inRolloutCode);
   const notInRolloutCodes = Uint8Array.from(rolloutPercentages, notInRolloutCode);
@@ -492,7 +494,7 @@ export function compileFlagSet(defs: readonly FlagDefinition[], options: Compile
    * when the weights leave a choice.
    */
   const variantFor = (plan: CompiledVariants, code: number, rank: number): number => {
-    if (ENABLED[code] !== 1) return plan.off;
+    if (!enabledOf(code)) return plan.off;
     if (rank >= 0) {
       const pinned = plan.pinned[rank]!;
       if (pinned !== NO_VARIANT) return pinned;
@@ -627,5 +629,3 @@ export function evaluateVariant(def: FlagDefinition, ctx: EvaluationContext, opt
   return set.variants[0]?.[variantOf(set.evaluateFlag(ctx, 0))] ?? null;
 }
 
-/** Per outcome code, 1 when it answers `enabled: true`. */
-const ENABLED = Uint8Array.from({ length: 256 }, (_, code) => (OUTCOMES[code]?.enabled === true ? 1 : 0));

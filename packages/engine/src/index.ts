@@ -1,4 +1,4 @@
-export { RULE_TYPES, NO_VARIANT, compileFlagSet, evaluateFlag, evaluateVariant, codeOf, variantOf, bucketOf, rolloutIdentifier, normalizeEmailDomain, looksLikeEmail, isRuleType } from './evaluate.js';
+export { RULE_TYPES, NO_VARIANT, compileFlagSet, evaluateFlag, evaluateVariant, codeOf, variantOf, enabledOf, bucketOf, rolloutIdentifier, normalizeEmailDomain, looksLikeEmail, isRuleType } from './evaluate.js';
 export type { RuleType, RuleDefinition, FlagDefinition, VariantDefinition, EvaluationContext, AttributeValue, CompileOptions, CompiledFlagSet } from './evaluate.js';
 export { OPERATORS, CONDITION_LIMITS, BUILT_IN_ATTRIBUTES, conditionProblem, parseDate, parseNumber, parseVersion } from './conditions.js';
 export type { Condition, Operator } from './conditions.js';

@@ -58,6 +58,9 @@ export const OUTCOMES: readonly Outcome[] = (() => {
   return Object.freeze(all);
 })();
 
+/** Per outcome code, 1 when it answers `enabled: true`. */
+export const ENABLED = Uint8Array.from({ length: 256 }, (_, code) => (OUTCOMES[code]?.enabled === true ? 1 : 0));
+
 const kinds = new Map(OUTCOMES.map((outcome) => [outcome.reason, outcome.kind]));
 
 /** The OpenFeature reason of one of Guidon's reason strings; undefined for any other text. */

@@ -6,7 +6,7 @@
  * stream is away, and kept as it is while Guidon is away. Usage is counted per flag and variant
  * and reported every 10 s and on close().
  */
-import { codeOf, compileFlagSet, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type Condition, type EvaluationContext, type FlagDefinition } from '@guidon/engine';
+import { codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type Condition, type EvaluationContext, type FlagDefinition } from '@guidon/engine';
 import { coalesced } from './coalesce.js';
 import { backoffMs, GuidonError, type GuidonContext } from './client.js';
 import { readSse } from './sse.js';
@@ -207,7 +207,7 @@ class LocalFlags implements LocalFlagSet {
       counted[index] = 1;
     }
     const counter = this.compiled!.counters[index]!;
-    if (OUTCOMES[codeOf(packed)]!.enabled) counter.enabled++;
+    if (enabledOf(packed)) counter.enabled++;
     else counter.disabled++;
     const variant = variantOf(packed);
     if (variant !== NO_VARIANT) {
@@ -224,7 +224,7 @@ class LocalFlags implements LocalFlagSet {
 
   isEnabled(key: string): boolean {
     const packed = this.read(key);
-    return packed >= 0 && OUTCOMES[codeOf(packed)]!.enabled;
+    return packed >= 0 && enabledOf(packed);
   }
 
   reason(key: string): string {
