@@ -633,7 +633,7 @@ describe('scale and pathological input', () => {
     assert.match(conditionProblem({ ...cond, values: [...values, 'one-more'] }, 'conditions[4]') ?? '', /^conditions\[4\] \(IN\): at most 10000 values/);
   });
 
-  test('REGEX answers as an RE2 search would (the engine matches `.*(?:pattern).*` whole instead): edges, newlines, flags, surrogates', () => {
+  test('REGEX answers as an RE2 search: the text\'s edges, newlines, flags, surrogates', () => {
     const patterns = ['^pro$', 'ent', '@x\\.com$', 'a|b', '^$', '', '^', '$', '\\bfoo\\b', '\\B', '(?m)^b$', '(?i)ÉTÉ', '\\Aa', 'a\\z', '.', '^.$', 'a.b', '(?U)a+', '^\\p{L}+$', '😀', '[^a]', 'x*'];
     const texts = ['', 'pro', 'a\nb', 'a\nb\n', '\n', 'foo bar', 'xfoo', 'u@x.com', 'été', '😀', '\uD83D', 'a\uD83Db', '\uDE00', 'ab', 'a', 'b', 'a\r\nb', 'x\u2028y'];
     for (const case_insensitive of [false, true]) {
@@ -642,12 +642,6 @@ describe('scale and pathological input', () => {
         for (const text of texts) assert.equal(holds({ attribute: 'a', operator: 'REGEX', values: [pattern], case_insensitive }, on(text)), search.test(text), `${JSON.stringify(pattern)} on ${JSON.stringify(text)}`);
       }
     }
-  });
-
-  test('a pattern that parses only inside the engine\'s wrapper is refused at save and matches nothing', () => {
-    const cond: Condition = { attribute: 'a', operator: 'REGEX', values: ['a)(?:b'] };
-    assert.match(conditionProblem(cond, 'conditions[0]') ?? '', /^conditions\[0\] \(REGEX\): "a\)\(\?:b" is not a pattern/);
-    assert.equal(holds(cond, on('ab')), false);
   });
 
   test('a pathological regex (a+)+$ on a 1,024-character input answers (RE2: linear time)', () => {
