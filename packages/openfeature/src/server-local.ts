@@ -86,12 +86,13 @@ export class GuidonLocalProvider implements Provider {
     if (reason === REASON_NO_RULESET) throw new GeneralError('Guidon did not answer: no ruleset held');
     const enabled = flags.isEnabled(flagKey);
     const variant = flags.variant(flagKey);
-    const value: unknown = variant === undefined ? enabled : flags.value(flagKey, undefined);
+    const variants = this.variantsOf(flagKey);
+    const value: unknown = variant === undefined ? enabled : variants?.values.get(variant);
     const actual: Kind = typeof value === 'boolean' ? 'boolean' : typeof value === 'string' ? 'string' : typeof value === 'number' ? 'number' : 'object';
     if (actual !== kind) throw new TypeMismatchError(`Flag "${flagKey}" serves a ${actual}, not a ${kind}`);
     let kindOfReason: string = reasonKind(reason) ?? StandardResolutionReasons.UNKNOWN;
     // Contract §15: on for everyone, the weights chose among several variants: SPLIT, as OFREP answers.
-    if (kindOfReason === 'STATIC' && variant !== undefined && this.splitByWeight(flagKey)) kindOfReason = StandardResolutionReasons.SPLIT;
+    if (kindOfReason === 'STATIC' && variant !== undefined && variants?.splitByWeight) kindOfReason = StandardResolutionReasons.SPLIT;
     return {
       value: value as T,
       variant: variant ?? (enabled ? 'on' : 'off'),
@@ -100,16 +101,29 @@ export class GuidonLocalProvider implements Provider {
     };
   }
 
-  /** Flags whose variants share the weight (more than one with weight), per ruleset held. */
-  private split: { ruleset: unknown; keys: Set<string> } | undefined;
+  /**
+   * Per flag with variants of the ruleset held: each variant's value by key (the flag set's
+   * value() answers only values of the type asked for; here the type is checked against the
+   * value), and whether the weights share among several variants. Made once per ruleset.
+   */
+  private variantsByFlag: { ruleset: unknown; flags: Map<string, FlagVariants> } | undefined;
 
-  private splitByWeight(flagKey: string): boolean {
+  private variantsOf(flagKey: string): FlagVariants | undefined {
     const ruleset = this.client.ruleset();
-    let split = this.split;
-    if (!split || split.ruleset !== ruleset) {
-      const keys = new Set((ruleset?.flags ?? []).filter((flag) => (flag.variants ?? []).filter((v) => v.weight > 0).length > 1).map((flag) => flag.key));
-      this.split = split = { ruleset, keys };
+    let held = this.variantsByFlag;
+    if (!held || held.ruleset !== ruleset) {
+      const flags = new Map<string, FlagVariants>();
+      for (const flag of ruleset?.flags ?? []) {
+        const variants = flag.variants ?? [];
+        if (variants.length > 0) flags.set(flag.key, { values: new Map(variants.map((v) => [v.key, v.value])), splitByWeight: variants.filter((v) => v.weight > 0).length > 1 });
+      }
+      this.variantsByFlag = held = { ruleset, flags };
     }
-    return split.keys.has(flagKey);
+    return held.flags.get(flagKey);
   }
+}
+
+interface FlagVariants {
+  readonly values: ReadonlyMap<string, unknown>;
+  readonly splitByWeight: boolean;
 }

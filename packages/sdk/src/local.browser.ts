@@ -4,6 +4,7 @@
  * local client only says why it cannot run. Use remote evaluation (`sdkKey`) in browsers.
  */
 import { GuidonError } from './client.js';
+import { valueOr } from './values.js';
 import type { LocalClient, LocalClientEvents, LocalClientOptions, LocalFlagSet } from './local.js';
 
 export const RULESET_FORMAT = 1;
@@ -14,7 +15,7 @@ const NO_FLAGS: LocalFlagSet = {
   isEnabled: () => false,
   reason: () => REASON_NO_RULESET,
   variant: () => undefined,
-  value: <T>(_key: string, fallback: T) => fallback,
+  value: (_key, fallback) => valueOr(undefined, fallback),
   allFlags: () => ({}),
 };
 

@@ -10,6 +10,7 @@ import { codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, typ
 import { coalesced } from './coalesce.js';
 import { backoffMs, GuidonError, type GuidonContext } from './client.js';
 import { readSse } from './sse.js';
+import { valueOr, type JsonValue, type ValueOf } from './values.js';
 
 /** The ruleset format this SDK reads; a document of another format is refused (the previous ruleset is kept). */
 export const RULESET_FORMAT = 1;
@@ -65,8 +66,11 @@ export interface LocalFlagSet {
   reason(key: string): string;
   /** The variant's key, or undefined for a flag without variants (or unknown). */
   variant(key: string): string | undefined;
-  /** The variant's value, else `fallback` (a flag without variants, an unknown flag, no ruleset). */
-  value<T>(key: string, fallback: T): T;
+  /**
+   * The variant's value when it has the fallback's JSON type (as getValue), else `fallback`
+   * (a flag without variants, an unknown flag, no ruleset, a value of another type).
+   */
+  value<T extends JsonValue | object>(key: string, fallback: T): ValueOf<T>;
   /** What POST /sdk/v1/evaluate's `flags` would hold for this context. */
   allFlags(): Record<string, LocalFlagState>;
 }
@@ -238,11 +242,9 @@ class LocalFlags implements LocalFlagSet {
     return packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed)?.key;
   }
 
-  value<T>(key: string, fallback: T): T {
+  value<T extends JsonValue | object>(key: string, fallback: T): ValueOf<T> {
     const packed = this.read(key);
-    if (packed < 0) return fallback;
-    const chosen = this.chosen(this.compiled!.indexes.get(key)!, packed);
-    return chosen === undefined ? fallback : (chosen.value as T);
+    return valueOr(packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed), fallback);
   }
 
   allFlags(): Record<string, LocalFlagState> {

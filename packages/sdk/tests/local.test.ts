@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClient, type GuidonError, type LocalClient, type LocalClientOptions } from '@guidon/sdk';
+import { createClient, type GuidonError, type JsonValue, type LocalClient, type LocalClientOptions } from '@guidon/sdk';
 import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
 import { startChildServer, type ChildServer } from '@guidon/server/dist/tests/child-server.js';
@@ -120,6 +120,14 @@ function context(r: Random): Record<string, unknown> {
   return ctx;
 }
 
+/** A default of the value's JSON type (what an application passes to value()). */
+function defaultLike(value: unknown): JsonValue {
+  if (Array.isArray(value)) return [];
+  if (value === null) return null;
+  if (typeof value === 'object') return {};
+  return typeof value === 'string' ? '' : typeof value === 'number' ? 0 : false;
+}
+
 /** 2–4 variants of one JSON type, weights summing to 1000 (some 0, sometimes one with all). */
 function randomVariants(r: Random): { key: string; value: unknown; weight: number }[] {
   const count = 2 + r.int(3);
@@ -209,7 +217,12 @@ describe('local evaluation equals POST /sdk/v1/evaluate', () => {
             assert.equal(one.isEnabled(key), expected.enabled, `${what}: ${key}`);
             assert.equal(one.reason(key), expected.reason, `${what}: ${key}`);
             assert.equal(one.variant(key), expected.variant, `${what}: ${key}`);
-            assert.deepEqual(one.value(key, 'fallback'), 'variant' in expected ? expected.value : 'fallback', `${what}: ${key}`);
+            if ('variant' in expected) {
+              // The value, asked with a default of its own JSON type; a default of another type is answered back.
+              assert.deepEqual(one.value(key, defaultLike(expected.value)), expected.value, `${what}: ${key}`);
+              const other = typeof expected.value === 'string' ? 0 : 'fallback';
+              assert.equal(one.value(key, other), other, `${what}: ${key}`);
+            } else assert.equal(one.value(key, 'fallback'), 'fallback', `${what}: ${key}`);
           }
           compared++;
           for (const { reason, variant } of Object.values(answers[i]!.body.flags as Record<string, { reason: string; variant?: string }>)) {
