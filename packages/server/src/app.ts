@@ -34,6 +34,7 @@ import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
 import { ofrepErrorBody, ofrepRoutes } from './modules/ofrep/ofrep.routes.js';
 import { streamRoutes } from './modules/streams/streams.routes.js';
+import { openStreamCount } from './modules/streams/open-streams.js';
 import { StreamTokens } from './modules/streams/stream-tokens.js';
 import { Invalid } from './errors.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
@@ -277,7 +278,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     sdk.addContentTypeParser('*', (_request, _payload, done) => done(new Invalid('body must be JSON, sent with Content-Type: application/json'), undefined));
     const streamTokens = new StreamTokens(tokens.keyFor('sdk stream tokens'));
     await sdk.register(evaluateRoutes, { ...services, metrics }); // metrics: for evaluate's direct path
-    await sdk.register(streamRoutes, { ...services, streamTokens });
+    const openStreams = openStreamCount(redis, app.log);
+    sdk.addHook('onClose', async () => openStreams.close());
+    await sdk.register(streamRoutes, { ...services, streamTokens, openStreams });
     await sdk.register(ofrepRoutes, { ...services, streamTokens });
     await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (contract §16)
   });

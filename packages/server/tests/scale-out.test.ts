@@ -64,7 +64,7 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
     database = await createTestDatabase();
     redis = new TestRedis(await freePort());
     await redis.start();
-    const env = { REDIS_URL: redis.url, RATE_LIMIT_EVALUATE: '200' };
+    const env = { REDIS_URL: redis.url, RATE_LIMIT_EVALUATE: '200', STREAMS_PER_CLIENT: '3' };
     // No periodic revision check here: what B shows came through Redis pub/sub (or, after an
     // outage, through the check the subscriber runs when it reconnects).
     a = await startServer(env, { database, revisionCheckIntervalMs: 3_600_000 });
@@ -142,6 +142,30 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
     assert.equal((await call(a)).status, 429);
+  });
+
+  test('the open-stream cap holds across instances: 3 per client address and SDK key on A and B together; a place given back on A is taken on B', async () => {
+    const project = await newProject(a, user);
+    const sameClient = { 'x-sdk-key': project.sdk_key, ...clientIp() };
+    const streams: TestStream[] = [];
+    const open = async (server: TestServer) => {
+      const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, sameClient);
+      streams.push(stream);
+      return stream;
+    };
+    try {
+      const held = [await open(a), await open(b), await open(a)];
+      assert.deepEqual(held.map((stream) => stream.status), [200, 200, 200]);
+      for (const server of [b, a]) {
+        const refused = await request(server, 'GET', '/sdk/v1/stream?environment=production', { sdkKey: project.sdk_key, headers: sameClient });
+        assert.equal(refused.status, 429, `the fourth stream, on ${server === a ? 'A' : 'B'}`);
+        assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+      }
+      held[0]!.close();
+      await within(2000, 'the place given back on A taken on B', async () => (await open(b)).status === 200);
+    } finally {
+      for (const stream of streams) stream.close();
+    }
   });
 
   test('with Redis stopped, evaluate keeps answering; changes made meanwhile reach B when it is back; so do the limits', async () => {

@@ -12,6 +12,7 @@ import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-au
 import { carriesApiToken, tokenAccessHook } from '../local-evaluation/token-auth.js';
 import { TokenStreams } from '../local-evaluation/token-streams.js';
 import { StreamHub, refetchMessage, rulesetMessage, type OpenStream } from './streams.hub.js';
+import type { OpenStreamCount } from './open-streams.js';
 import type { StreamScope, StreamTokens } from './stream-tokens.js';
 
 const StreamQuery = Type.Object({
@@ -31,9 +32,9 @@ declare module 'fastify' {
 /** How long a client over its open-stream cap is told to wait: about as long as a stream of a well-behaved client lasts between reconnects. */
 const STREAM_CAP_RETRY_SECONDS = 30;
 
-export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; evaluateCache: EvaluateCache; streamTokens: StreamTokens }> = async (
+export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; evaluateCache: EvaluateCache; streamTokens: StreamTokens; openStreams: OpenStreamCount }> = async (
   app,
-  { config, db, limits, evaluateCache, streamTokens },
+  { config, db, limits, evaluateCache, streamTokens, openStreams },
 ) => {
   const hub = new StreamHub(db, evaluateCache, app.log);
   // The server waits for open answers when it closes: end the streams first.
@@ -44,8 +45,6 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
   const byApiToken = tokenAccessHook(db, limits, evaluateCache);
   const tokenStreams = new TokenStreams(db, app.log);
   app.addHook('onClose', async () => tokenStreams.close());
-  /** Open streams per client address and SDK key (contract §12: at most STREAMS_PER_CLIENT together). */
-  const openPerClient = new Map<string, number>();
   const invalidToken = () => new Unauthorized('Missing or invalid stream token');
 
   app.get('/sdk/v1/stream', {
@@ -100,10 +99,9 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     }
     if (!project) throw invalidToken();
     environmentOf(project, environment); // 404 for an unknown environment
-    const client = `${request.ip} ${keyHash}`;
-    const open = openPerClient.get(client) ?? 0;
-    if (config.streamsPerClient > 0 && open >= config.streamsPerClient) throw new RateLimited(STREAM_CAP_RETRY_SECONDS);
-    openPerClient.set(client, open + 1);
+    // Open streams per client address and SDK key (contract §12: at most STREAMS_PER_CLIENT together).
+    const givePlaceBack = config.streamsPerClient > 0 ? await openStreams.take(`${request.ip} ${keyHash}`, config.streamsPerClient) : () => undefined;
+    if (!givePlaceBack) throw new RateLimited(STREAM_CAP_RETRY_SECONDS);
 
     reply.hijack();
     const raw = reply.raw;
@@ -115,9 +113,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       released = true;
       unfollowToken?.();
       if (stream) hub.remove(stream);
-      const left = (openPerClient.get(client) ?? 1) - 1;
-      if (left > 0) openPerClient.set(client, left);
-      else openPerClient.delete(client);
+      givePlaceBack();
     };
     raw.on('close', release);
     raw.writeHead(200, {
