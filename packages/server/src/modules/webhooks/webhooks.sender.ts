@@ -38,8 +38,8 @@ export interface InFlight {
  * slot goes to the project with the fewest sends (in flight here and taken now), by need: a
  * project whose sends hang then never wins a freed slot from one waiting for its first. Ties go
  * to a project whose next is a first attempt, then to the one ranked first (its oldest). Within a
- * project: first attempts before retries, then the webhook with the fewest in flight (a healthy
- * webhook does not queue behind its hanging siblings), then the oldest. At most `perProject` a
+ * project: first attempts before retries, then the webhook with the fewest in flight (a webhook's
+ * second send waits for its siblings' first), then the oldest. At most `perProject` a
  * project. Up to `room` slots, then up to `reserve` more, only to projects with none in flight
  * or taken (see SEND_SLOTS).
  */
