@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { WebhooksTable } from '../../db/schema.js';
 import { newId, nowIso, toArray, toBool, toIso } from '../../db/values.js';
@@ -170,19 +170,25 @@ export interface DueDelivery {
   id: string;
   webhook_id: string;
   project_id: string;
+  /** A retry (or a send cut short, back at its lease's end) rather than a first attempt. */
+  retry: boolean;
 }
 
 /**
- * The candidates of a claim: the oldest due delivery of each webhook that has one (one a webhook,
- * so a webhook with a backlog cannot crowd the others out), oldest first, leaving out the webhooks
- * and projects the caller has no room for.
+ * The candidates of a claim, fair by project: of each webhook, its next due delivery; of those,
+ * at most `perProject` a project; and all projects' first before anyone's second, so any project
+ * with a due delivery is among them (up to `limit` projects), however many webhooks or deliveries
+ * the others have. First attempts come before retries, within a webhook and within a project (the
+ * contract bounds when a first attempt starts, not a retry), then the oldest. Leaves out the
+ * webhooks and projects the caller has no room for.
  */
-export async function dueDeliveries(db: Db, full: { webhooks: string[]; projects: string[] }, limit: number): Promise<DueDelivery[]> {
+export async function dueDeliveries(db: Db, full: { webhooks: string[]; projects: string[] }, perProject: number, limit: number): Promise<DueDelivery[]> {
   const now = nowIso();
   // A read first: the poll runs every second on every instance, and is nearly always empty.
   const any = await db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').where('next_attempt_at', '<=', now).limit(1).executeTakeFirst();
   if (!any) return [];
-  let ranked = db
+  const retry = sql<number>`case when d.attempts = 0 then 0 else 1 end`;
+  let byWebhook = db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
     .select((eb) => [
@@ -190,20 +196,35 @@ export async function dueDeliveries(db: Db, full: { webhooks: string[]; projects
       'd.webhook_id',
       'w.project_id',
       'd.next_attempt_at',
-      eb.fn.agg<number>('row_number').over((over) => over.partitionBy('d.webhook_id').orderBy('d.next_attempt_at').orderBy('d.id')).as('nth'),
+      retry.as('retry'),
+      eb.fn.agg<number>('row_number').over((over) => over.partitionBy('d.webhook_id').orderBy(retry).orderBy('d.next_attempt_at').orderBy('d.id')).as('nth'),
     ])
     .where('d.status', '=', 'pending')
     .where('d.next_attempt_at', '<=', now);
-  if (full.webhooks.length > 0) ranked = ranked.where('d.webhook_id', 'not in', full.webhooks);
-  if (full.projects.length > 0) ranked = ranked.where('w.project_id', 'not in', full.projects);
-  return db
-    .selectFrom(ranked.as('ranked'))
-    .select(['ranked.id', 'ranked.webhook_id', 'ranked.project_id'])
-    .where('ranked.nth', '=', 1)
-    .orderBy('ranked.next_attempt_at')
-    .orderBy('ranked.id')
+  if (full.webhooks.length > 0) byWebhook = byWebhook.where('d.webhook_id', 'not in', full.webhooks);
+  if (full.projects.length > 0) byWebhook = byWebhook.where('w.project_id', 'not in', full.projects);
+  const byProject = db
+    .selectFrom(byWebhook.as('f'))
+    .select((eb) => [
+      'f.id',
+      'f.webhook_id',
+      'f.project_id',
+      'f.next_attempt_at',
+      'f.retry',
+      eb.fn.agg<number>('row_number').over((over) => over.partitionBy('f.project_id').orderBy('f.retry').orderBy('f.next_attempt_at').orderBy('f.id')).as('pnth'),
+    ])
+    .where('f.nth', '=', 1);
+  const rows = await db
+    .selectFrom(byProject.as('p'))
+    .select(['p.id', 'p.webhook_id', 'p.project_id', 'p.retry'])
+    .where('p.pnth', '<=', perProject)
+    .orderBy('p.pnth')
+    .orderBy('p.retry')
+    .orderBy('p.next_attempt_at')
+    .orderBy('p.id')
     .limit(limit)
     .execute();
+  return rows.map((row) => ({ id: row.id, webhook_id: row.webhook_id, project_id: row.project_id, retry: Number(row.retry) === 1 }));
 }
 
 /**

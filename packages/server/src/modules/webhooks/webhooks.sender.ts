@@ -16,33 +16,61 @@ const RETRY_DELAYS_MS = [10_000, 60_000, 600_000, 3_600_000];
  * Sends at once on one instance: in all, to one project, to one webhook. A receiver that hangs
  * holds `perWebhook` of them for up to the timeout, a project whose 20 webhooks all hang
  * `perProject`, and the rest go to the others (contract §11: one project cannot delay another's).
+ * `total` can still be filled by projects that all hang (anyone may create projects, 20 fill it):
+ * so beyond it, a project with no send in flight here may still start one, up to `total +
+ * reserve` (the hard ceiling: a finite machine's sockets and memory), and a quiet project's
+ * first attempt does not wait for a hanging send's timeout. Filling the ceiling too takes
+ * 20 projects of 10 plus 100 more of 1 all hanging at once on this instance.
  */
-export const SEND_SLOTS = { total: 200, perProject: 10, perWebhook: 2 };
-/** Due deliveries read per claim (one a webhook) to choose from. */
+export const SEND_SLOTS = { total: 200, reserve: 100, perProject: 10, perWebhook: 2 };
+export type SendSlots = typeof SEND_SLOTS;
+/** Due deliveries read per claim to choose from: one a project first (dueDeliveries), so up to this many projects. */
 const CANDIDATES = 500;
 
+/** Sends in flight on this instance, by project and by webhook. */
+export interface InFlight {
+  project(projectId: string): number;
+  webhook(webhookId: string): number;
+}
+
 /**
- * Of the candidates (oldest first), up to `room` taken in turns between projects, each project in
- * the order of its oldest due delivery, and at most `projectRoom(project)` of one project.
+ * Of the candidates (as dueDeliveries ranks them), the ones to send now, one slot at a time. Each
+ * slot goes to the project with the fewest sends (in flight here and taken now), by need: a
+ * project whose sends hang then never wins a freed slot from one waiting for its first. Ties go
+ * to a project whose next is a first attempt, then to the one ranked first (its oldest). Within a
+ * project: first attempts before retries, then the webhook with the fewest in flight (a webhook's
+ * second send waits for its siblings' first), then the oldest. At most `perProject` a
+ * project. Up to `room` slots, then up to `reserve` more, only to projects with none in flight
+ * or taken (see SEND_SLOTS).
  */
-export function takeInTurns(candidates: readonly DueDelivery[], room: number, projectRoom: (projectId: string) => number): DueDelivery[] {
-  const byProject = new Map<string, DueDelivery[]>();
+export function takeInTurns(candidates: readonly DueDelivery[], slots: { room: number; reserve: number; perProject: number }, inFlight: InFlight): DueDelivery[] {
+  const queues = new Map<string, DueDelivery[]>(); // in rank order
   for (const candidate of candidates) {
-    const queue = byProject.get(candidate.project_id) ?? [];
+    const queue = queues.get(candidate.project_id) ?? [];
     queue.push(candidate);
-    byProject.set(candidate.project_id, queue);
+    queues.set(candidate.project_id, queue);
+  }
+  const sends = new Map<string, number>();
+  for (const [projectId, queue] of queues) {
+    queue.sort((a, b) => Number(a.retry) - Number(b.retry) || inFlight.webhook(a.webhook_id) - inFlight.webhook(b.webhook_id)); // stable: else the rank
+    sends.set(projectId, inFlight.project(projectId));
   }
   const taken: DueDelivery[] = [];
-  for (let turn = 0; taken.length < room; turn++) {
-    let tookAny = false;
-    for (const [projectId, queue] of byProject) {
-      const next = queue[turn];
-      if (!next || turn >= projectRoom(projectId)) continue;
-      taken.push(next);
-      tookAny = true;
-      if (taken.length === room) break;
+  while (taken.length < slots.room + slots.reserve) {
+    let best: string | undefined;
+    for (const [projectId, queue] of queues) {
+      if (queue.length === 0 || sends.get(projectId)! >= slots.perProject) continue;
+      if (best === undefined) best = projectId;
+      else {
+        const [count, bestCount] = [sends.get(projectId)!, sends.get(best)!];
+        if (count < bestCount || (count === bestCount && !queue[0]!.retry && queues.get(best)![0]!.retry)) best = projectId;
+      }
     }
-    if (!tookAny) break;
+    if (best === undefined) break;
+    // The reserve: only a project with nothing in flight (the best has the fewest, so none is left).
+    if (taken.length >= slots.room && sends.get(best)! > 0) break;
+    taken.push(queues.get(best)!.shift()!);
+    sends.set(best, sends.get(best)! + 1);
   }
   return taken;
 }
@@ -54,6 +82,8 @@ export interface WebhookSenderOptions {
   pollIntervalMs?: number;
   /** A receiver that has not answered by then has failed this attempt (default 10 s). */
   timeoutMs?: number;
+  /** Smaller slots (SEND_SLOTS), so a test fills them with a few hanging receivers. */
+  slots?: Partial<SendSlots>;
 }
 
 export function signature(secret: string, timestamp: string, body: string): string {
@@ -70,6 +100,7 @@ export class WebhookSender {
   private readonly retryDelaysMs: readonly number[];
   private readonly pollIntervalMs: number;
   private readonly timeoutMs: number;
+  private readonly slots: SendSlots;
   private readonly closing = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -89,6 +120,7 @@ export class WebhookSender {
     this.retryDelaysMs = options.retryDelaysMs ?? RETRY_DELAYS_MS;
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.slots = { ...SEND_SLOTS, ...options.slots };
   }
 
   start(): void {
@@ -130,17 +162,24 @@ export class WebhookSender {
   private async claim(): Promise<void> {
     do {
       this.again = false;
-      const room = SEND_SLOTS.total - this.inFlight.size;
-      if (room <= 0) return; // a send that ends wakes the sender
+      const { total, reserve, perProject: projectCap, perWebhook: webhookCap } = this.slots;
+      if (this.inFlight.size >= total + reserve) return; // a send that ends wakes the sender
       const perWebhook = new Map<string, number>();
       const perProject = new Map<string, number>();
       for (const { webhookId, projectId } of this.inFlight.values()) {
         perWebhook.set(webhookId, (perWebhook.get(webhookId) ?? 0) + 1);
         perProject.set(projectId, (perProject.get(projectId) ?? 0) + 1);
       }
-      const full = (counts: Map<string, number>, cap: number) => [...counts].filter(([, count]) => count >= cap).map(([id]) => id);
-      const candidates = await dueDeliveries(this.db, { webhooks: full(perWebhook, SEND_SLOTS.perWebhook), projects: full(perProject, SEND_SLOTS.perProject) }, CANDIDATES);
-      const taken = takeInTurns(candidates, room, (projectId) => SEND_SLOTS.perProject - (perProject.get(projectId) ?? 0));
+      const room = Math.max(0, total - this.inFlight.size);
+      // With `total` taken, only projects with nothing in flight here may start one (the reserve).
+      const cap = room > 0 ? projectCap : 1;
+      const full = (counts: Map<string, number>, limit: number) => [...counts].filter(([, count]) => count >= limit).map(([id]) => id);
+      const candidates = await dueDeliveries(this.db, { webhooks: full(perWebhook, webhookCap), projects: full(perProject, cap) }, projectCap, CANDIDATES);
+      const taken = takeInTurns(
+        candidates,
+        { room, reserve: total + reserve - Math.max(total, this.inFlight.size), perProject: projectCap },
+        { project: (id) => perProject.get(id) ?? 0, webhook: (id) => perWebhook.get(id) ?? 0 },
+      );
       // The lease outlasts a send (timeout + margin); a send cut short is retried when it ends.
       const leaseUntil = new Date(Date.now() + this.timeoutMs * 2 + 1000).toISOString();
       const claimed = await claimDeliveries(this.db, this.dialect, taken.map((candidate) => candidate.id), leaseUntil);
