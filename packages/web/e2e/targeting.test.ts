@@ -334,25 +334,31 @@ test('a person targets beta customers on a recent app version, and no one else',
     await page.getByRole('link', { name: 'Open beta_checkout in Production' }).click();
     await heading(/Beta checkout/);
     dialog = await dialogByKeyboard(page, addRule(), 'Add rule');
-    await dialog.getByRole('radio', { name: 'Conditions' }).check();
+    await page.keyboard.press('Shift+Tab');
+    await pressUntil(page, 'ArrowDown', () => dialog.getByRole('radio', { name: 'Conditions' }).isChecked(), 'the Conditions kind');
     const attribute = dialog.getByRole('combobox', { name: 'Attribute' });
     const offered = async () => attribute.evaluate((input) => Array.from((input as HTMLInputElement).list?.options ?? [], (option) => option.value));
     await eventually(async () => (await offered()).length === 7, 'seen and built-in attributes offered');
     const options = await offered();
     assert.deepEqual(options.slice(0, 2).sort(), ['app_version', 'plan'], 'seen attributes first');
     assert.deepEqual(options.slice(2), ['user_id', 'user_email', 'email_domain', 'environment', 'current_time']);
-    await attribute.fill('pla');
+    await tabTo(page, attribute);
+    await page.keyboard.type('pla');
     await checkA11y(page, 'add rule dialog, seen attributes offered');
-    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await tabTo(page, dialog.getByRole('button', { name: 'Cancel' }));
+    await page.keyboard.press('Enter');
     await dialog.waitFor({ state: 'detached' });
+    await focusReturnsTo(page, addRule());
     // A segment applies in every environment: the names seen in any of them are offered first.
     await section('Segments');
     dialog = await dialogByKeyboard(page, newSegment, 'New segment');
     const segmentAttribute = dialog.getByRole('combobox', { name: 'Attribute' });
     await eventually(async () => (await segmentAttribute.evaluate((input) => (input as HTMLInputElement).list?.options.length ?? 0)) === 7, 'seen attributes offered for a segment');
     assert.deepEqual((await segmentAttribute.evaluate((input) => Array.from((input as HTMLInputElement).list?.options ?? [], (option) => option.value))).slice(0, 2).sort(), ['app_version', 'plan']);
-    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await tabTo(page, dialog.getByRole('button', { name: 'Cancel' }));
+    await page.keyboard.press('Enter');
     await dialog.waitFor({ state: 'detached' });
+    await focusReturnsTo(page, newSegment);
   } catch (error) {
     throw await failureReport(page, 'targeting', error);
   }
