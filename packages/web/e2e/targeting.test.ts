@@ -6,7 +6,11 @@
  * segment then says where it is used and refuses to be deleted (409); try it sends custom
  * attributes and shows the reason and the rule that served (explain); the attribute field of the
  * rule editor then offers the attributes Try it sent first. No console error on any page except
- * the deliberate refusals; axe finds no serious violation in any state reached.
+ * the deliberate refusals; axe finds no serious violation in any state reached. The new editors
+ * (conditions builder, segment dialogs, the rules' order, everyone else, Try it's attributes) are
+ * worked with the keyboard alone (issue 24): Tab to reach, Enter/Space to press, arrows to choose;
+ * each dialog gives the focus back to what opened it, a removed chip, condition or attribute row
+ * passes it to its box, the next row or the Add button.
  *
  * GUIDON_SCREENSHOTS=<dir> also saves the new pages (desktop and phone, light and dark).
  */
