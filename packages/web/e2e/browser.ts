@@ -180,3 +180,48 @@ export async function forEachScreenshotView(dir: string, browser: Browser, shoot
     }
   }
 }
+
+/**
+ * Presses Tab until the focus is on the element, as a keyboard user reaches a control (Shift+Tab
+ * when it comes before the focus in the document); fails after `most` presses, saying where the focus is.
+ */
+export async function tabTo(page: Page, element: Locator, most = 60): Promise<void> {
+  const target = await element.elementHandle();
+  const on = () => page.evaluate((node) => document.activeElement === node, target);
+  const before = await page.evaluate((node) => !!(node && document.activeElement && node.compareDocumentPosition(document.activeElement) & Node.DOCUMENT_POSITION_FOLLOWING), target);
+  const key = before ? 'Shift+Tab' : 'Tab';
+  for (let i = 0; i < most && !(await on()); i++) await page.keyboard.press(key);
+  if (!(await on())) assert.fail(`${key} reaches ${await target?.evaluate((node) => node.outerHTML.slice(0, 120))} within ${most} presses (the focus is on ${await describeFocus(page)})`);
+}
+
+/** Presses the key (an arrow on a focused select or radio group) until `done` holds; fails after `most` presses. */
+export async function pressUntil(page: Page, key: string, done: () => Promise<boolean>, what: string, most = 30): Promise<void> {
+  for (let i = 0; i < most; i++) {
+    if (await done()) return;
+    await page.keyboard.press(key);
+  }
+  if (!(await done())) assert.fail(`${key} reaches ${what} within ${most} presses (the focus is on ${await describeFocus(page)})`);
+}
+
+/** The option of the focused <select> with this text chosen with the arrow keys (down, then up if it was above). */
+export async function selectByKeyboard(page: Page, select: Locator, label: string): Promise<void> {
+  const chosen = () => select.evaluate((node, text) => (node as HTMLSelectElement).selectedOptions[0]?.textContent === text, label);
+  const above = await select.evaluate((node, text) => {
+    const element = node as HTMLSelectElement;
+    return Array.from(element.options).findIndex((option) => option.textContent === text) < element.selectedIndex;
+  }, label);
+  await pressUntil(page, above ? 'ArrowUp' : 'ArrowDown', chosen, `the option "${label}"`, 40);
+}
+
+/** Tab and Shift+Tab keep the focus inside the open dialog as it is now (a builder grown since it opened); the focus is put back where it was. */
+export async function focusStaysIn(page: Page, dialog: Locator, label: string): Promise<void> {
+  const start = await page.evaluateHandle(() => document.activeElement);
+  const stops = await dialog.evaluate((node) => node.querySelectorAll('a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex="0"]').length);
+  for (const key of ['Tab', 'Shift+Tab']) {
+    for (let i = 0; i <= stops; i++) {
+      await page.keyboard.press(key);
+      if (!(await holdsFocus(dialog))) assert.fail(`${key} keeps the focus in the dialog (${label}; press ${i + 1}; the focus is on ${await describeFocus(page)})`);
+    }
+  }
+  await start.evaluate((node) => (node as HTMLElement | null)?.focus());
+}

@@ -1,4 +1,4 @@
-import { useId } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import type { Condition } from '../../api/client';
 import { BUILT_IN_ATTRIBUTES, OPERATORS, blankCondition, type Operator } from './conditions';
 import { ValueChips } from './ValueChips';
@@ -19,8 +19,18 @@ export function ConditionsEditor({ conditions, onChange, segmentKeys, seenAttrib
   const id = useId();
   const operators = (Object.keys(OPERATORS) as Operator[]).filter((operator) => operator !== 'IN_SEGMENT' || segmentKeys);
   const set = (index: number, changes: Partial<Condition>) => onChange(conditions.map((condition, i) => (i === index ? { ...condition, ...changes } : condition)));
+  // A removed condition takes its Remove button with it: the focus goes to the first field of the
+  // condition that took its place, or to "Add condition" when it was the last (it fell to <body>).
+  const root = useRef<HTMLDivElement>(null);
+  const [removed, setRemoved] = useState<number | null>(null);
+  useEffect(() => {
+    if (removed === null || !root.current) return;
+    const next = root.current.querySelectorAll<HTMLElement>('fieldset.condition')[removed]?.querySelector<HTMLElement>('input, select');
+    (next ?? root.current.querySelector<HTMLElement>('.add-condition'))?.focus();
+    setRemoved(null);
+  }, [removed]);
   return (
-    <div className="conditions">
+    <div className="conditions" ref={root}>
       <p className="hint">Every condition must hold; a condition holds when any of its values matches.</p>
       <datalist id={`${id}-attributes`}>
         {seenAttributes.map((name) => (
@@ -90,14 +100,17 @@ export function ConditionsEditor({ conditions, onChange, segmentKeys, seenAttrib
                   <input type="checkbox" checked={condition.case_insensitive ?? false} onChange={(event) => set(index, { case_insensitive: event.target.checked })} /> ignore case
                 </label>
               )}
-              <button type="button" className="secondary small" disabled={conditions.length === 1} onClick={() => onChange(conditions.filter((_, i) => i !== index))} aria-label={`Remove ${name}`}>
+              <button type="button" className="secondary small" disabled={conditions.length === 1} onClick={() => {
+                  onChange(conditions.filter((_, i) => i !== index));
+                  setRemoved(index);
+                }} aria-label={`Remove ${name}`}>
                 Remove
               </button>
             </div>
           </fieldset>
         );
       })}
-      <button type="button" className="secondary" disabled={conditions.length >= 30} onClick={() => onChange([...conditions, blankCondition()])}>
+      <button type="button" className="secondary add-condition" disabled={conditions.length >= 30} onClick={() => onChange([...conditions, blankCondition()])}>
         Add condition
       </button>
     </div>

@@ -1,4 +1,4 @@
-import { useState, type ClipboardEvent, type KeyboardEvent } from 'react';
+import { useRef, useState, type ClipboardEvent, type KeyboardEvent } from 'react';
 import { splitValues } from './conditions';
 
 /** Chips drawn at most: a pasted list of thousands stays one count, not thousands of buttons. */
@@ -23,6 +23,12 @@ interface ValueChipsProps {
  */
 export function ValueChips({ id, values, onChange, of, single, placeholder, listId, describedBy }: ValueChipsProps) {
   const [text, setText] = useState('');
+  // A removed chip takes its button with it: the focus goes to the box (it fell to <body> before).
+  const input = useRef<HTMLInputElement>(null);
+  const remove = (next: string[]) => {
+    onChange(next);
+    input.current?.focus();
+  };
   const add = (items: string[]) => {
     if (items.length === 0) return;
     const next = single ? items.slice(-1) : [...new Set([...values, ...items])];
@@ -51,7 +57,7 @@ export function ValueChips({ id, values, onChange, of, single, placeholder, list
           {values.slice(0, SHOWN).map((value) => (
             <li key={value} className="chip">
               <span>{value}</span>
-              <button type="button" className="chip-remove" aria-label={`Remove ${value} from ${of}`} onClick={() => onChange(values.filter((item) => item !== value))}>
+              <button type="button" className="chip-remove" aria-label={`Remove ${value} from ${of}`} onClick={() => remove(values.filter((item) => item !== value))}>
                 ×
               </button>
             </li>
@@ -59,7 +65,7 @@ export function ValueChips({ id, values, onChange, of, single, placeholder, list
           {hidden > 0 && (
             <li className="chip more">
               and {hidden} more
-              <button type="button" className="secondary small" onClick={() => onChange([])}>
+              <button type="button" className="secondary small" onClick={() => remove([])}>
                 Remove all {values.length} values of {of}
               </button>
             </li>
@@ -67,6 +73,7 @@ export function ValueChips({ id, values, onChange, of, single, placeholder, list
         </ul>
       )}
       <input
+        ref={input}
         id={id}
         value={text}
         placeholder={placeholder}

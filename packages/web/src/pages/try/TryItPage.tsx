@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { useParams } from 'react-router';
 import { api, unwrap, type Rule } from '../../api/client';
 import { useEnvironments, useProject } from '../../api/queries';
@@ -152,21 +152,34 @@ export function TryItPage() {
 /** Custom attributes as name and value rows (contract §14); a value that reads as a number or true/false is sent as one. */
 function AttributeRows({ rows, onChange }: { rows: Attribute[]; onChange: (rows: Attribute[]) => void }) {
   const set = (index: number, changes: Partial<Attribute>) => onChange(rows.map((row, i) => (i === index ? { ...row, ...changes } : row)));
+  // After a row is removed its button is gone: the focus goes to the name of the row that took its
+  // place, or to "Add attribute" when it was the last (it fell to <body> before).
+  const fieldset = useRef<HTMLFieldSetElement>(null);
+  const [removed, setRemoved] = useState<number | null>(null);
+  useEffect(() => {
+    if (removed === null || !fieldset.current) return;
+    const next = fieldset.current.querySelectorAll<HTMLElement>('.attribute-row')[removed]?.querySelector<HTMLElement>('input');
+    (next ?? fieldset.current.querySelector<HTMLElement>('.add-attribute'))?.focus();
+    setRemoved(null);
+  }, [removed]);
   return (
-    <fieldset className="attributes">
+    <fieldset className="attributes" ref={fieldset}>
       <legend>Custom attributes</legend>
       {rows.length === 0 && <p className="hint">None: add the attributes your app sends, such as plan or app_version.</p>}
       {rows.map((row, index) => (
         <div key={index} className="attribute-row">
           <Field label={`Name of attribute ${index + 1}`} value={row.name} onChange={(name) => set(index, { name })} placeholder="plan" autoComplete="off" maxLength={64} />
           <Field label={`Value of attribute ${index + 1}`} value={row.value} onChange={(value) => set(index, { value })} placeholder="beta" autoComplete="off" maxLength={1024} />
-          <button type="button" className="secondary small" onClick={() => onChange(rows.filter((_, i) => i !== index))} aria-label={`Remove attribute ${index + 1}`}>
+          <button type="button" className="secondary small" onClick={() => {
+              onChange(rows.filter((_, i) => i !== index));
+              setRemoved(index);
+            }} aria-label={`Remove attribute ${index + 1}`}>
             Remove
           </button>
         </div>
       ))}
       <p className="hint">A value that reads as a number, true or false is sent as one; anything else as text.</p>
-      <button type="button" className="secondary small" disabled={rows.length >= 100} onClick={() => onChange([...rows, { name: '', value: '' }])}>
+      <button type="button" className="secondary small add-attribute" disabled={rows.length >= 100} onClick={() => onChange([...rows, { name: '', value: '' }])}>
         Add attribute
       </button>
     </fieldset>
