@@ -1,4 +1,5 @@
-import { useEffect, useId, useRef, useState } from 'react';
+import { useId } from 'react';
+import { useFocusAfterRemoval } from '../../components/useFocusAfterRemoval';
 import type { Condition } from '../../api/client';
 import { BUILT_IN_ATTRIBUTES, OPERATORS, blankCondition, type Operator } from './conditions';
 import { ValueChips } from './ValueChips';
@@ -19,18 +20,10 @@ export function ConditionsEditor({ conditions, onChange, segmentKeys, seenAttrib
   const id = useId();
   const operators = (Object.keys(OPERATORS) as Operator[]).filter((operator) => operator !== 'IN_SEGMENT' || segmentKeys);
   const set = (index: number, changes: Partial<Condition>) => onChange(conditions.map((condition, i) => (i === index ? { ...condition, ...changes } : condition)));
-  // A removed condition takes its Remove button with it: the focus goes to the first field of the
-  // condition that took its place, or to "Add condition" when it was the last (it fell to <body>).
-  const root = useRef<HTMLDivElement>(null);
-  const [removed, setRemoved] = useState<number | null>(null);
-  useEffect(() => {
-    if (removed === null || !root.current) return;
-    const next = root.current.querySelectorAll<HTMLElement>('fieldset.condition')[removed]?.querySelector<HTMLElement>('input, select');
-    (next ?? root.current.querySelector<HTMLElement>('.add-condition'))?.focus();
-    setRemoved(null);
-  }, [removed]);
+  // After Remove: the first field of the condition that took its place, else "Add condition".
+  const { container, removedAt } = useFocusAfterRemoval<HTMLDivElement>({ row: 'fieldset.condition', field: 'input, select', fallback: '.add-condition' });
   return (
-    <div className="conditions" ref={root}>
+    <div className="conditions" ref={container}>
       <p className="hint">Every condition must hold; a condition holds when any of its values matches.</p>
       <datalist id={`${id}-attributes`}>
         {seenAttributes.map((name) => (
@@ -102,7 +95,7 @@ export function ConditionsEditor({ conditions, onChange, segmentKeys, seenAttrib
               )}
               <button type="button" className="secondary small" disabled={conditions.length === 1} onClick={() => {
                   onChange(conditions.filter((_, i) => i !== index));
-                  setRemoved(index);
+                  removedAt(index);
                 }} aria-label={`Remove ${name}`}>
                 Remove
               </button>

@@ -1,10 +1,11 @@
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { useParams } from 'react-router';
 import { api, unwrap, type Rule } from '../../api/client';
 import { useEnvironments, useProject } from '../../api/queries';
 import { Field } from '../../components/Field';
 import { ErrorState, Loading } from '../../components/States';
 import { FormError } from '../../components/FormError';
+import { useFocusAfterRemoval } from '../../components/useFocusAfterRemoval';
 import { ruleCondition } from '../targeting/conditions';
 
 /** A flag's answer from evaluate (variant and value only for a flag with variants, contract §15), and which rule served from explain. */
@@ -152,18 +153,10 @@ export function TryItPage() {
 /** Custom attributes as name and value rows (contract §14); a value that reads as a number or true/false is sent as one. */
 function AttributeRows({ rows, onChange }: { rows: Attribute[]; onChange: (rows: Attribute[]) => void }) {
   const set = (index: number, changes: Partial<Attribute>) => onChange(rows.map((row, i) => (i === index ? { ...row, ...changes } : row)));
-  // After a row is removed its button is gone: the focus goes to the name of the row that took its
-  // place, or to "Add attribute" when it was the last (it fell to <body> before).
-  const fieldset = useRef<HTMLFieldSetElement>(null);
-  const [removed, setRemoved] = useState<number | null>(null);
-  useEffect(() => {
-    if (removed === null || !fieldset.current) return;
-    const next = fieldset.current.querySelectorAll<HTMLElement>('.attribute-row')[removed]?.querySelector<HTMLElement>('input');
-    (next ?? fieldset.current.querySelector<HTMLElement>('.add-attribute'))?.focus();
-    setRemoved(null);
-  }, [removed]);
+  // After Remove: the name of the row that took its place, else "Add attribute".
+  const { container, removedAt } = useFocusAfterRemoval<HTMLFieldSetElement>({ row: '.attribute-row', field: 'input', fallback: '.add-attribute' });
   return (
-    <fieldset className="attributes" ref={fieldset}>
+    <fieldset className="attributes" ref={container}>
       <legend>Custom attributes</legend>
       {rows.length === 0 && <p className="hint">None: add the attributes your app sends, such as plan or app_version.</p>}
       {rows.map((row, index) => (
@@ -172,7 +165,7 @@ function AttributeRows({ rows, onChange }: { rows: Attribute[]; onChange: (rows:
           <Field label={`Value of attribute ${index + 1}`} value={row.value} onChange={(value) => set(index, { value })} placeholder="beta" autoComplete="off" maxLength={1024} />
           <button type="button" className="secondary small" onClick={() => {
               onChange(rows.filter((_, i) => i !== index));
-              setRemoved(index);
+              removedAt(index);
             }} aria-label={`Remove attribute ${index + 1}`}>
             Remove
           </button>
