@@ -103,8 +103,10 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await guest.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
     await guest.getByText('Verified', { exact: true }).waitFor(); // the link proved the address
     assert.equal(await guest.getByRole('region', { name: 'Email address not verified' }).count(), 0, 'no banner');
+    await checkA11y(guest, 'account page, guest');
     await guest.getByRole('link', { name: 'Guidon: your projects' }).click();
     await guest.getByRole('link', { name: 'Team shop' }).waitFor();
+    await checkA11y(guest, 'projects list, guest');
 
     // Now a member: the owner makes them a viewer.
     await page.reload();
