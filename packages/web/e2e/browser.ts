@@ -180,3 +180,11 @@ export async function forEachScreenshotView(dir: string, browser: Browser, shoot
     }
   }
 }
+
+/** Waits until the focus is on something other than <body> (an action that removed the focused element must place it). */
+export async function focusIsPlaced(page: Page, what: string): Promise<string> {
+  await page.waitForFunction(() => document.activeElement !== null && document.activeElement !== document.body).catch(() => {
+    throw new Error(`the focus is lost to <body> after ${what}`);
+  });
+  return page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120) ?? '');
+}
