@@ -224,4 +224,10 @@ export async function focusStaysIn(page: Page, dialog: Locator, label: string): 
     }
   }
   await start.evaluate((node) => (node as HTMLElement | null)?.focus());
+/** Waits until the focus is on something other than <body> (an action that removed the focused element must place it). */
+export async function focusIsPlaced(page: Page, what: string): Promise<string> {
+  await page.waitForFunction(() => document.activeElement !== null && document.activeElement !== document.body).catch(() => {
+    throw new Error(`the focus is lost to <body> after ${what}`);
+  });
+  return page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120) ?? '');
 }

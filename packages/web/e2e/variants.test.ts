@@ -48,6 +48,7 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     await page.getByRole('link', { name: 'Open buy_button in Production' }).click();
     await page.getByRole('heading', { name: /Buy button/ }).waitFor();
     await panel.getByText('No variants: this flag serves on or off.').waitFor();
+    await checkA11y(page, 'variants, none yet');
     assert.ok(await panel.getByRole('radio', { name: 'String' }).isChecked(), 'string values first');
 
     // Three string variants; the running total follows the weights as they are typed.
@@ -88,6 +89,7 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     // No off variant yet: refused in the page; then one chosen.
     await saveVariants.click();
     await panel.getByRole('alert').filter({ hasText: 'choose the off variant' }).waitFor();
+    await checkA11y(page, 'variants, off variant missing');
     await panel.getByLabel('Off variant').selectOption({ label: 'get' });
 
     // Reordered: "get" goes up one, above "order".
