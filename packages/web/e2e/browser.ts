@@ -224,6 +224,8 @@ export async function focusStaysIn(page: Page, dialog: Locator, label: string): 
     }
   }
   await start.evaluate((node) => (node as HTMLElement | null)?.focus());
+}
+
 /** Waits until the focus is on something other than <body> (an action that removed the focused element must place it). */
 export async function focusIsPlaced(page: Page, what: string): Promise<string> {
   await page.waitForFunction(() => document.activeElement !== null && document.activeElement !== document.body).catch(() => {
