@@ -14,9 +14,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { eventually, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { eventually, newFlag, newProject, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { bucketOf } from '@guidon/engine';
-import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, failureReport, focusIsPlaced, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -333,6 +333,41 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('link', { name: 'Shop' }).waitFor();
   await checkA11y(page, 'projects');
+
+  // Deleting by keyboard: a throwaway flag, then a throwaway project; Tab reaches the button, Enter deletes.
+  const me = { token: await token(page) } as Parameters<typeof newProject>[1];
+  const spare = await newProject(server, me, 'Spare');
+  const doomed = await newFlag(server, me, spare, { key: 'old_banner' });
+  await newFlag(server, me, spare, { key: 'kept_banner' });
+  await page.goto(`${server.url}/projects/${spare.id}/flags/${spare.production}/${doomed.id}`);
+  const deleteFlag = page.getByRole('button', { name: 'Delete flag' });
+  const deleteFlagDialog = await dialogByKeyboard(page, deleteFlag, 'Delete old_banner in Production?');
+  await checkA11y(page, 'delete flag dialog');
+  await page.keyboard.press('Tab');
+  assert.ok(await deleteFlagDialog.getByRole('button', { name: 'Delete flag' }).evaluate((node) => node === document.activeElement), 'Tab reaches "Delete flag"');
+  await page.keyboard.press('Enter');
+  await deleteFlagDialog.waitFor({ state: 'detached' });
+  await page.waitForURL(`${server.url}/projects/${spare.id}`);
+  await page.getByRole('link', { name: 'Open kept_banner in Production' }).waitFor();
+  assert.equal(await page.getByRole('link', { name: 'Open old_banner in Production' }).count(), 0, 'the flag is gone');
+  assert.match(await focusIsPlaced(page, 'deleting a flag'), /^<main id="main"/, 'the focus is on the new page\'s main content');
+
+  await section('Settings');
+  const deleteProject = page.getByRole('button', { name: 'Delete project' });
+  const deleteProjectDialog = await dialogByKeyboard(page, deleteProject, 'Delete Spare?');
+  await checkA11y(page, 'delete project dialog');
+  assert.ok(await deleteProjectDialog.getByLabel('Type "Spare" to confirm').evaluate((node) => node === document.activeElement), 'the focus starts in the confirmation field');
+  await page.keyboard.type('Spare');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  assert.ok(await deleteProjectDialog.getByRole('button', { name: 'Delete project' }).evaluate((node) => node === document.activeElement), 'Tab reaches "Delete project"');
+  await page.keyboard.press('Enter');
+  await deleteProjectDialog.waitFor({ state: 'detached' });
+  await page.waitForURL(`${server.url}/`);
+  await page.getByRole('link', { name: 'Shop' }).waitFor();
+  assert.equal(await page.getByRole('link', { name: 'Spare' }).count(), 0, 'the project is gone');
+  assert.equal((await request(server, 'GET', `/api/projects/${spare.id}`, { token: me.token })).status, 404);
+  assert.match(await focusIsPlaced(page, 'deleting a project'), /^<main id="main"/, 'the focus is on the new page\'s main content');
 
   return projectId;
 }

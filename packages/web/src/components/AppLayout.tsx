@@ -1,4 +1,5 @@
-import { Link, Outlet, useNavigate } from 'react-router';
+import { useEffect } from 'react';
+import { Link, Outlet, useLocation, useNavigate } from 'react-router';
 import { useLogOut } from '../api/account';
 import { session } from '../api/session';
 import { VerifyEmailBanner } from './VerifyEmail';
@@ -7,6 +8,12 @@ import { VerifyEmailBanner } from './VerifyEmail';
 export function AppLayout() {
   const navigate = useNavigate();
   const logOutMutation = useLogOut();
+  const { pathname } = useLocation();
+  // A page left from a control that goes with it (a dialog's Delete, Leave project) takes the
+  // keyboard focus along, to <body>: the new page's main content gets it.
+  useEffect(() => {
+    if (document.activeElement === null || document.activeElement === document.body) document.getElementById('main')?.focus();
+  }, [pathname]);
   const logOut = async () => {
     const viaProvider = session.via() === 'oidc';
     // The server ends this login token everywhere (contract §18); this browser forgets it either way.
