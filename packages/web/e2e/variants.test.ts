@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser, Locator } from 'playwright-core';
 import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
-import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, serverAndBrowser, signIn, walkPage, watchConsole } from './browser.js';
+import { checkA11y, dialogByKeyboard, failureReport, focusReturnsTo, forEachScreenshotView, pressUntil, selectByKeyboard, serverAndBrowser, signIn, tabTo, walkPage, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -41,6 +41,20 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
   const panel = page.getByRole('region', { name: 'Variants' });
   const variant = (n: number) => panel.getByRole('group', { name: `Variant ${n}`, exact: true });
   const total = panel.getByRole('status').filter({ hasText: /^Total:/ });
+  // The editors by keyboard alone (issue 24): Tab to a control, then Enter, typing or arrows.
+  const press = async (control: Locator, key = 'Enter') => {
+    await tabTo(page, control);
+    await page.keyboard.press(key);
+  };
+  const type = async (field: Locator, text: string) => {
+    await tabTo(page, field);
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText(text);
+  };
+  const choose = async (select: Locator, label: string) => {
+    await tabTo(page, select);
+    await selectByKeyboard(page, select, label);
+  };
 
   try {
     await signIn(page, server.url, user.token);
@@ -54,14 +68,14 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     // Three string variants; the running total follows the weights as they are typed.
     const addVariant = panel.getByRole('button', { name: 'Add variant' });
     const fill = async (n: number, key: string, value: string, weight: string, description = '') => {
-      await variant(n).getByLabel('Key').fill(key);
-      await variant(n).getByLabel('Value', { exact: true }).fill(value);
-      await variant(n).getByLabel('Weight (%)').fill(weight);
-      if (description) await variant(n).getByLabel('Description').fill(description);
+      await type(variant(n).getByLabel('Key'), key);
+      await type(variant(n).getByLabel('Value', { exact: true }), value);
+      await type(variant(n).getByLabel('Weight (%)'), weight);
+      if (description) await type(variant(n).getByLabel('Description'), description);
     };
     // One too many, removed: the focus goes back to "Add variant".
-    for (let n = 1; n <= 4; n++) await addVariant.click();
-    await panel.getByRole('button', { name: 'Remove variant 4' }).click();
+    for (let n = 1; n <= 4; n++) await press(addVariant);
+    await press(panel.getByRole('button', { name: 'Remove variant 4' }));
     await focusReturnsTo(page, addVariant);
     assert.equal(await variant(4).count(), 0);
     await fill(1, 'buy', 'Buy now', '50', 'The text of today');
@@ -72,32 +86,32 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
 
     // A total that is not 100 %: refused in the page, nothing stored.
     const saveVariants = panel.getByRole('button', { name: 'Save variants' });
-    await saveVariants.click();
+    await press(saveVariants);
     await panel.getByRole('alert').filter({ hasText: 'Not saved: the weights total 87.5 %; they must total exactly 100 %.' }).waitFor();
     assert.deepEqual((await stored()).variants ?? [], [], 'nothing stored');
     await checkA11y(page, 'variants, wrong total refused');
 
     // Split evenly: tenths of a percent as even as they go; then the weights wanted.
-    await panel.getByRole('button', { name: 'Split evenly' }).click();
+    await press(panel.getByRole('button', { name: 'Split evenly' }));
     assert.deepEqual(await Promise.all([1, 2, 3].map((n) => variant(n).getByLabel('Weight (%)').inputValue())), ['33.4', '33.3', '33.3']);
     await total.filter({ hasText: /^Total: 100 %$/ }).waitFor();
-    await variant(1).getByLabel('Weight (%)').fill('50');
-    await variant(2).getByLabel('Weight (%)').fill('37.5');
-    await variant(3).getByLabel('Weight (%)').fill('12.5');
+    await type(variant(1).getByLabel('Weight (%)'), '50');
+    await type(variant(2).getByLabel('Weight (%)'), '37.5');
+    await type(variant(3).getByLabel('Weight (%)'), '12.5');
     await total.filter({ hasText: /^Total: 100 %$/ }).waitFor();
 
     // No off variant yet: refused in the page; then one chosen.
-    await saveVariants.click();
+    await press(saveVariants);
     await panel.getByRole('alert').filter({ hasText: 'choose the off variant' }).waitFor();
     await checkA11y(page, 'variants, off variant missing');
-    await panel.getByLabel('Off variant').selectOption({ label: 'get' });
+    await choose(panel.getByLabel('Off variant'), 'get');
 
     // Reordered: "get" goes up one, above "order".
     const moveUp = panel.getByRole('button', { name: 'Move get up' });
-    await moveUp.click();
+    await press(moveUp);
     await focusReturnsTo(page, moveUp);
     assert.equal(await variant(2).getByLabel('Key').inputValue(), 'get');
-    await saveVariants.click();
+    await press(saveVariants);
     await panel.getByRole('status').filter({ hasText: 'Variants saved' }).waitFor();
     const saved = await stored();
     assert.deepEqual(
@@ -113,33 +127,35 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
     await checkA11y(page, 'variants saved');
 
     // Numbers and JSON values are checked as they are typed; the changes are then discarded.
-    await panel.getByRole('radio', { name: 'Number' }).check();
+    await press(panel.getByRole('radio', { name: 'String' }), 'ArrowDown');
+    assert.ok(await panel.getByRole('radio', { name: 'Number' }).isChecked(), 'Number chosen with an arrow key');
     await variant(1).getByRole('alert').filter({ hasText: 'Enter a number, for example 42 or 2.5' }).waitFor();
-    await variant(1).getByLabel('Value', { exact: true }).fill('2.5');
+    await type(variant(1).getByLabel('Value', { exact: true }), '2.5');
     await variant(1).getByRole('alert').waitFor({ state: 'detached' });
-    await panel.getByRole('radio', { name: 'JSON' }).check();
+    await tabTo(page, panel.getByRole('radio', { name: 'Number' }));
+    await pressUntil(page, 'ArrowDown', () => panel.getByRole('radio', { name: 'JSON' }).isChecked(), 'the JSON type');
     const json = variant(1).getByLabel('Value', { exact: true });
-    await json.fill('{"text": "Buy now",');
+    await type(json, '{"text": "Buy now",');
     await variant(1).getByText(/^Not valid JSON/).waitFor();
     assert.equal(await json.getAttribute('aria-invalid'), 'true');
     await checkA11y(page, 'variants, JSON value half typed');
     if (shots) await page.screenshot({ path: join(shots, 'variants-json-desktop-light.png'), fullPage: true, clip: await pageBox(panel) });
-    await json.fill('{"text": "Buy now", "colour": "green"}');
+    await type(json, '{"text": "Buy now", "colour": "green"}');
     await variant(1).getByText('Valid JSON').waitFor();
-    await panel.getByRole('button', { name: 'Discard changes' }).click();
+    await press(panel.getByRole('button', { name: 'Discard changes' }));
     assert.ok(await panel.getByRole('radio', { name: 'String' }).isChecked(), 'back to strings');
     assert.equal(await variant(1).getByLabel('Value', { exact: true }).inputValue(), 'Buy now');
 
     // A rule pins a variant; its sentence says which.
     const addRule = page.getByRole('button', { name: 'Add rule' });
     const dialog = await dialogByKeyboard(page, addRule, 'Add rule');
-    await dialog.getByLabel('Value').fill('user-42');
+    await type(dialog.getByLabel('Value'), 'user-42');
     const serveVariant = dialog.getByLabel('Serve variant');
     assert.equal(await serveVariant.inputValue(), '', 'by weight unless chosen');
-    await serveVariant.selectOption({ label: 'order' });
+    await choose(serveVariant, 'order');
     await checkA11y(page, 'add rule dialog, a variant pinned');
     if (shots) await dialog.screenshot({ path: join(shots, 'rule-variant-dialog-desktop-light.png') });
-    await dialog.getByRole('button', { name: 'Add rule' }).click();
+    await press(dialog.getByRole('button', { name: 'Add rule' }));
     await dialog.waitFor({ state: 'detached' });
     await focusReturnsTo(page, addRule);
     const rules = page.getByRole('list').filter({ has: page.getByRole('button', { name: /^Reorder rule/ }) });
@@ -147,12 +163,12 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
 
     // Renaming the variant the rule pins: the server's 400 as it says it, nothing changed; discarded.
     allowed = /status of 400/;
-    await variant(3).getByLabel('Key').fill('place_order');
-    await saveVariants.click();
+    await type(variant(3).getByLabel('Key'), 'place_order');
+    await press(saveVariants);
     await panel.getByRole('alert').filter({ hasText: 'serves variant "order"' }).waitFor();
     assert.deepEqual((await stored()).variants?.map((item) => item.key), ['buy', 'get', 'order'], 'nothing changed');
     await checkA11y(page, 'variants, refused by the server');
-    await panel.getByRole('button', { name: 'Discard changes' }).click();
+    await press(panel.getByRole('button', { name: 'Discard changes' }));
     await panel.getByRole('alert').waitFor({ state: 'detached' });
     allowed = null;
 
