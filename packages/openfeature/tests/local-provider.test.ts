@@ -27,8 +27,11 @@ describe('GuidonLocalProvider', () => {
     await newFlag(server, user, project, { key: 'everyone', enabled: true });
   });
   after(async () => {
-    await OpenFeature.close();
+    // The server first: it ends the providers' streams itself. Closed first, a provider aborts its
+    // stream with fetch, which can leave the connection open, and the server's close then waited
+    // out its 72 s keep-alive timeout.
     await server.close();
+    await OpenFeature.close();
   });
 
   test('values and reasons as /sdk/v1/evaluate answers them; FLAG_NOT_FOUND; TYPE_MISMATCH; CONFIGURATION_CHANGED within 1 s', async () => {
