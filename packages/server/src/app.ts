@@ -5,14 +5,13 @@ import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest, typ
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { ApiPlugin, App } from './http/plugin.js';
 import type { Db } from './db/database.js';
 import { AppError, RateLimited, Unavailable } from './errors.js';
 import { documentCommonErrors, ErrorBody } from './http/schemas.js';
+import { buildSerializer, buildValidator } from './http/compilers.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
 import { pageHeaders } from './http/page-headers.js';
 import { requestIdOf } from './http/request-id.js';
@@ -106,19 +105,6 @@ export interface BuildOptions {
   webhooks?: WebhookSenderOptions;
 }
 
-/**
- * Bodies are validated without type coercion ("50" is not an integer, contract §3); query
- * strings and path parameters are text by nature, so they are coerced. `shared`: the schemas
- * that request schemas may reference by $id.
- */
-function validatorCompiler(shared: readonly object[]) {
-  const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false };
-  const strict = addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: false }));
-  const coercing = addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: 'array' }));
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? strict : coercing).compile(schema);
-}
-
 /** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password, an OpenID callback's code and state. */
 const SECRET_PARAMETER = /token|secret|password|invitation|^key$|sdk_?key|api_?key|^code$|^state$/i;
 
@@ -182,8 +168,8 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.
     frameworkErrors: (_error, request, reply) => sendError(new AppError(404, 'Not found'), request, reply),
+    schemaController: { compilersFactory: { buildValidator: buildValidator(), buildSerializer: buildSerializer() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler([AuditActionSchema, ResourceTypeSchema]));
   app.addHook('onRoute', documentCommonErrors);
   // The id in every log line of the request, handed back so a caller can quote it.
   app.addHook('onRequest', function requestHeaders(request, reply, done) {

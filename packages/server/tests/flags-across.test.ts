@@ -125,6 +125,10 @@ describe('POST …/flags/{flag_id}/copy', () => {
     assert.equal((await copy({ target_environment_id: project.production })).status, 400);
     assert.equal((await copy({ target_environment_id: 'nope' })).status, 400);
     assert.equal((await copy({ target_environment_id: project.staging, overwrite: 'yes' })).status, 400);
+    // Bodies are not coerced here either (contract §3): this route's plugin adds a schema of its own,
+    // and Fastify then built it a default validator, which took "true" and 1 as true.
+    assert.equal((await copy({ target_environment_id: project.staging, overwrite: 'true' })).status, 400);
+    assert.equal((await copy({ target_environment_id: project.staging, overwrite: 1 })).status, 400);
     assert.equal((await copy({})).status, 400);
     const stranger = await newUser(server, 'stranger');
     assert.equal((await request(server, 'POST', copyPath(project, project.production, flag.id), { token: stranger.token, body: { target_environment_id: project.staging } })).status, 404);

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { Ajv } from 'ajv';
 import type { FastifyInstance, preParsingHookHandler } from 'fastify';
 import type { Static } from 'typebox';
 import type { Config } from '../../config.js';
@@ -8,6 +7,7 @@ import type { RateLimits } from '../../rate-limits.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { clientAddressOf } from '../../http/client-address.js';
+import { bodyValidator } from '../../http/compilers.js';
 import { requestIdOf } from '../../http/request-id.js';
 import { answerFor, releaseAnswer, type Answer } from './evaluate.answers.js';
 import type { CompiledProject, EvaluateCache } from './evaluate.cache.js';
@@ -85,8 +85,8 @@ export function directEvaluate(
   { config, limits, evaluateCache, history, metrics }: { config: Readonly<Config>; limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; metrics: Metrics },
 ): void {
   const clientAddress = clientAddressOf(config.trustProxy); // what app.ts's Fastify gives as request.ip
-  // The route's schema, compiled as app.ts compiles bodies (no coercion, no defaults): what passes here passes there.
-  const valid = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false }).compile(EvaluateBody);
+  // The route's schema, compiled as the route's is (no coercion, no defaults): what passes here passes there.
+  const valid = bodyValidator(EvaluateBody);
   let on = false;
 
   app.addHook('onReady', async () => {
