@@ -64,6 +64,13 @@ function testFiles(path, underTest = false) {
   return found.sort();
 }
 
+// Test files at a time (GUIDON_TEST_CONCURRENCY, default 2). Node's default is one less than the
+// cores: one on our 2-core machines, where a file often waits on its server, its database or a child
+// process, and two at a time take about 60 % of the time (docs/decisions.md, "Test run time"). Each
+// file has its own servers, databases and ports. Not more by default: every file's servers hold
+// PostgreSQL connections, and PostgreSQL allows 100.
+const concurrency = Number(process.env.GUIDON_TEST_CONCURRENCY ?? 2);
+
 function run(label, paths, env) {
   const inside = (path, folder) => path === folder || path.startsWith(`${folder}/`);
   const folders = paths.filter((folder) => only.length === 0 || only.some((path) => inside(path, folder) || inside(folder, path)));
@@ -80,7 +87,7 @@ function run(label, paths, env) {
   }
   console.log(`\n=== ${label} (Node ${process.version}) ===`);
   // A test that hangs fails after 10 minutes instead of holding the run (tests that need longer say so).
-  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', '--test-timeout=600000', ...files], {
+  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', '--test-timeout=600000', `--test-concurrency=${concurrency}`, ...files], {
     stdio: 'inherit',
     env: { ...process.env, ...env },
   });
