@@ -1,6 +1,8 @@
 import { lazy, Suspense, useEffect, useSyncExternalStore } from 'react';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { createBrowserRouter, Navigate, Outlet, RouterProvider, useLocation } from 'react-router';
+import { createBrowserRouter, Navigate, Outlet, useLocation } from 'react-router';
+// The DOM's RouterProvider: it can render a navigation at once (navigate's flushSync).
+import { RouterProvider } from 'react-router/dom';
 import { ApiError, setSessionExpiredHandler } from './api/client';
 import { session } from './api/session';
 import { Loading } from './components/States';

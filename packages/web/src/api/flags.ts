@@ -41,11 +41,13 @@ export function useSaveVariants(pid: string, envId: string, flagId: string) {
   });
 }
 
-export function useDeleteFlag(pid: string, envId: string, flagId: string) {
+/** Deletes the flag; `leave` takes the person off its page before its data goes (see useRemoveMember). */
+export function useDeleteFlag(pid: string, envId: string, flagId: string, leave: () => void) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: () => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(pid, envId, flagId))),
     onSuccess: () => {
+      leave();
       client.removeQueries({ queryKey: keys.flag(flagId) });
       return client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
     },

@@ -16,13 +16,19 @@ export function useChangeRole(pid: string) {
   });
 }
 
-/** Removes a member or cancels an invitation; removing oneself is leaving: the project drops out of one's list. */
-export function useRemoveMember(pid: string) {
+/**
+ * Removes a member or cancels an invitation. Removing oneself is leaving: `leave` takes the person
+ * off the project's pages, then the project drops out of the cache and of one's list. In that order
+ * and at once (navigate's flushSync): dropped while a page still shows it, it is fetched again, and
+ * answers 404.
+ */
+export function useRemoveMember(pid: string, leave: () => void) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (member: Member) => unwrap(api.DELETE('/api/projects/{project_id}/members/{member_id}', memberPath(pid, member.id))),
     onSuccess: (_data, member) => {
       if (!isMe(client, member)) return client.invalidateQueries({ queryKey: teamKeys.members(pid) });
+      leave();
       client.removeQueries({ queryKey: keys.project(pid) });
       return client.invalidateQueries({ queryKey: keys.projects });
     },

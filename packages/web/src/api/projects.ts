@@ -35,11 +35,13 @@ export function useRotateSdkKey(pid: string) {
   });
 }
 
-export function useDeleteProject(pid: string) {
+/** Deletes the project; `leave` takes the person off its pages before its data goes (see useRemoveMember). */
+export function useDeleteProject(pid: string, leave: () => void) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: () => unwrap(api.DELETE('/api/projects/{project_id}', projectParams(pid))),
     onSuccess: () => {
+      leave();
       client.removeQueries({ queryKey: keys.project(pid) });
       return client.invalidateQueries({ queryKey: keys.projects });
     },

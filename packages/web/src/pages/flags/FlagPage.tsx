@@ -32,8 +32,8 @@ export function FlagPage() {
 function FlagView({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
   const projectId = flag.project_id;
   const update = useUpdateFlag(projectId, environment.id, flag.id);
-  const remove = useDeleteFlag(projectId, environment.id, flag.id);
   const navigate = useNavigate();
+  const remove = useDeleteFlag(projectId, environment.id, flag.id, () => navigate(`/projects/${projectId}`, { replace: true, flushSync: true }));
   const setEnabled = useSetEnabled(projectId);
   const overview = useProjectFlags(projectId);
   const row = overview.data?.find((item) => item.key === flag.key);
@@ -188,10 +188,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
         title={`Delete ${flag.key} in ${environment.name}?`}
         description="Apps asking for it get no entry for this flag (treat it as off). Other environments keep their copy."
         confirmLabel="Delete flag"
-        onConfirm={async () => {
-          await remove.mutateAsync();
-          navigate(`/projects/${projectId}`, { replace: true });
-        }}
+        onConfirm={() => remove.mutateAsync()}
       />
     </div>
   );

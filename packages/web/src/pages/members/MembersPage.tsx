@@ -22,8 +22,8 @@ export function MembersPage() {
   const me = useMe();
   const { can, reason } = useRole(projectId);
   const setRole = useChangeRole(projectId);
-  const remove = useRemoveMember(projectId);
   const navigate = useNavigate();
+  const remove = useRemoveMember(projectId, () => navigate('/', { replace: true, flushSync: true }));
   const [removing, setRemoving] = useState<Member | null>(null);
   const [error, setError] = useState<string | null>(null);
   const isOwner = can('owner');
@@ -113,7 +113,6 @@ export function MembersPage() {
         onConfirm={async () => {
           if (!removing) return;
           await remove.mutateAsync(removing);
-          if (leaving) navigate('/', { replace: true });
         }}
       />
     </div>

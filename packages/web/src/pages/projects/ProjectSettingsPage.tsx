@@ -20,8 +20,8 @@ export function ProjectSettingsPage() {
 function Settings({ project }: { project: Project }) {
   const update = useUpdateProject(project.id);
   const rotate = useRotateSdkKey(project.id);
-  const remove = useDeleteProject(project.id);
   const navigate = useNavigate();
+  const remove = useDeleteProject(project.id, () => navigate('/', { replace: true, flushSync: true }));
   const [name, setName] = useState(project.name);
   const [description, setDescription] = useState(project.description ?? '');
   const [errors, setErrors] = useState<{ name?: string; form?: string }>({});
@@ -115,10 +115,7 @@ function Settings({ project }: { project: Project }) {
         description="This deletes the project with all its environments, flags, targeting rules and evaluation history. Apps using its SDK key stop getting flags. It cannot be undone."
         confirmLabel="Delete project"
         typeToConfirm={project.name}
-        onConfirm={async () => {
-          await remove.mutateAsync();
-          navigate('/', { replace: true });
-        }}
+        onConfirm={() => remove.mutateAsync()}
       />
     </div>
   );
