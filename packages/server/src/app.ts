@@ -205,7 +205,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await changes.start();
   evaluateCache.start();
   attributeWriter.start();
-  await services.history.start();
+  // The history worker's thread starts while the routes below are built and compiled; the app is
+  // ready, and listens, once it has its database connection.
+  app.addHook('onReady', () => services.history.start());
   webhooks.start();
   app.addHook('onClose', async () => {
     await services.history.close();
