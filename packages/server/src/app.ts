@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import cluster from 'node:cluster';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { Socket } from 'node:net';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -176,6 +177,17 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff'); // every answer says what it is; browsers must not guess
     done();
+  });
+  // A connection that has sent nothing is not idle to Node, so the server's close waited for it as
+  // long as the client kept it: undici opens one after a stream it was reading is aborted (the
+  // SDK's close()), and a port probe holds one. Closing, they are cut: they carry no request.
+  const connections = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.addHook('preClose', async () => {
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
   });
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(error, request, reply));
   app.setNotFoundHandler((request, reply) => sendError(new AppError(404, `Route ${request.method} ${request.url.split('?')[0]} not found`), request, reply));

@@ -1,0 +1,21 @@
+import { execSync } from 'node:child_process';
+import { startServer, newUser, newProject } from './dist/tests/harness.js';
+const server = await startServer();
+server.app.server.on('connection', (sock) => { const id = sock.remotePort; console.log('conn', id, performance.now().toFixed(0)); sock.on('end', () => console.log('socket end (client FIN)', id)); sock.on('close', () => console.log('socket close', id, 'bytesRead', sock.bytesRead)); });
+const user = await newUser(server);
+const project = await newProject(server, user);
+const port = new URL(server.url).port;
+const ss = () => execSync(`ss -tn state established '( sport = :${port} )'`).toString().trim().split('\n').length - 1;
+await new Promise((r) => setTimeout(r, 300));
+console.log('before', ss());
+console.log('sockets before stream (ports)');
+const controller = new AbortController();
+const response = await fetch(`${server.url}/sdk/v1/stream?environment=production`, { headers: { 'x-sdk-key': project.sdk_key, accept: 'text/event-stream' }, signal: controller.signal });
+const reader = response.body.getReader();
+console.log('first chunk', JSON.stringify(new TextDecoder().decode((await reader.read()).value)));
+console.log('open', ss());
+const reading = reader.read().catch((e) => console.log('read rejected', e.name));
+console.log('abort at', performance.now().toFixed(0)); controller.abort();
+await reading;
+for (let i = 0; i < 3; i++) { await new Promise((r) => setTimeout(r, 500)); console.log('open after abort', ss()); }
+const t0 = performance.now(); await server.close(); console.log('server close took', (performance.now() - t0).toFixed(0), 'ms');
