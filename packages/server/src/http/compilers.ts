@@ -18,6 +18,13 @@ const contextOf = (value: unknown) => {
   return contexts.get(json) ?? contexts.set(json, contexts.size).size - 1;
 };
 
+/** The value under key, made and kept the first time. */
+function kept<K, T>(map: Map<K, T>, key: K, make: () => T): T {
+  let value = map.get(key);
+  if (value === undefined) map.set(key, (value = make()));
+  return value;
+}
+
 const serializers = new Map<string, ReturnType<SerializerCompiler>>();
 
 /** For Fastify's `schemaController.compilersFactory.buildSerializer`. */
@@ -26,12 +33,7 @@ export function buildSerializer(): SerializerFactory {
   return (externalSchemas, options) => {
     const compile = compilerFor(externalSchemas, options);
     const context = contextOf([externalSchemas, options]);
-    return (route) => {
-      const key = `${context} ${JSON.stringify(route.schema)}`;
-      let serializer = serializers.get(key);
-      if (!serializer) serializers.set(key, (serializer = compile(route)));
-      return serializer;
-    };
+    return (route) => kept(serializers, `${context} ${JSON.stringify(route.schema)}`, () => compile(route));
   };
 }
 
@@ -47,22 +49,16 @@ const ajvs = new Map<number, { strict: Ajv; coercing: Ajv }>();
  */
 function validatorCompiler(shared: readonly object[]) {
   const context = contextOf(shared);
-  let ajv = ajvs.get(context);
-  if (!ajv) {
+  const { strict, coercing } = kept(ajvs, context, () => {
     const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false } as const;
-    ajv = {
+    return {
       strict: addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: false })),
       coercing: addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: 'array' })),
     };
-    ajvs.set(context, ajv);
-  }
-  const { strict, coercing } = ajv;
+  });
   return ({ schema, httpPart }: { schema: object; httpPart?: string }): ValidateFunction => {
     const body = httpPart === 'body';
-    const key = `${context} ${body} ${JSON.stringify(schema)}`;
-    let validate = validators.get(key);
-    if (!validate) validators.set(key, (validate = (body ? strict : coercing).compile(schema)));
-    return validate;
+    return kept(validators, `${context} ${body} ${JSON.stringify(schema)}`, () => (body ? strict : coercing).compile(schema));
   };
 }
 
