@@ -1,0 +1,261 @@
+/**
+ * Every operator of a condition in one table: how many values it takes, whether case_insensitive
+ * applies, what it does with a missing attribute, what a test costs, how a value is read (at save
+ * and at compile), and the test of a present attribute. Adding an operator is one entry here (and
+ * its name in model.ts's `Operator`, which makes this `Record` incomplete until the entry exists).
+ * What each means: docs/targeting.md; costs: docs/performance.md ("What a flag may cost").
+ */
+import type { Condition, EvaluationContext, Operator } from './model.js';
+import type { CompiledPattern, Patterns } from './patterns.js';
+import type { Scratch } from './scratch.js';
+import { compareVersions, inRanges, parseCidr, parseDate, parseNumber, parseVersion, splitRanges } from './values.js';
+
+/** A value an operator does not accept, and why (the message of a 400). */
+export class Refused {
+  constructor(readonly message: string) {}
+}
+
+/** The test of a present attribute's text (IN_SEGMENT, which names no attribute, tests the context). */
+export type Test = (value: string, ctx: EvaluationContext) => boolean;
+
+/** What building a test may use: the set's scratch (memos by value), its patterns, its segments. */
+export interface Build {
+  readonly scratch: Scratch;
+  readonly patterns: Patterns;
+  /** Whether the context is in the segment (an unknown key: nobody). */
+  segment(key: string): (ctx: EvaluationContext) => boolean;
+}
+
+export interface OperatorSpec<Parsed = unknown> {
+  /** Values a condition takes: any number (1..maxValues), exactly one, or none. */
+  readonly arity: 'many' | 'one' | 'none';
+  readonly maxValues: number;
+  readonly caseInsensitive: boolean;
+  /** The result, before negate, when the attribute is missing. */
+  readonly whenMissing: boolean;
+  /**
+   * IN and NOT_IN: answered from the attribute's value index that the set shares among all such
+   * conditions (conditions.ts): one map read per context whatever the number of conditions; the
+   * result is `listed !== whenMissing`. Such an operator has no `test`.
+   */
+  readonly indexed?: true;
+  /** IN_SEGMENT: names no attribute; its values are segment keys. */
+  readonly noAttribute?: true;
+  /** A value as the test takes it, or why it is refused. */
+  parse(value: string, caseInsensitive: boolean, patterns: Patterns): Parsed | Refused;
+  /**
+   * Nanoseconds a test of these values may cost, at most, for the costliest context (a
+   * 1,024-character attribute seen for the first time): what bounds a flag at save, and what
+   * orders a rule's conditions, cheapest first.
+   */
+  cost(values: readonly Parsed[]): number;
+  /** The test of a present attribute (none for `indexed` operators). */
+  test?(values: readonly Parsed[], caseInsensitive: boolean, build: Build): Test;
+}
+
+/** The longest attribute text a context may send (docs/targeting.md). */
+export const ATTRIBUTE_LENGTH = 1024;
+
+/**
+ * Costs, in ns, of the parts of a test at their worst (a 1,024-character attribute the set has
+ * not seen), measured by the engine bench's calibration (docs/performance.md) with a margin.
+ */
+export const COSTS = Object.freeze({
+  /** Reading the attribute, calling the test, remembering its result. */
+  condition: 150,
+  /** Lower-casing the attribute (once per context, whatever the number of conditions). */
+  fold: 1_000,
+  /** One STR_ value against the attribute. */
+  string: 1_200,
+  /** Parsing the attribute as a number, a date, a version or an address (once per context). */
+  parse: 3_000,
+  /** One IPv6 range (an IPv4 one costs less). */
+  range: 150,
+  /** A REGEX search: per character of the attribute, plus per instruction of the pattern per character. */
+  searchPerCharacter: 40,
+  searchPerStep: 9,
+});
+
+const text = (value: string) => value;
+const folded = (caseInsensitive: boolean) => (value: string) => (caseInsensitive ? value.toLowerCase() : value);
+const fold = (caseInsensitive: boolean, scratch: Scratch) => (caseInsensitive ? scratch.lowerCase : text);
+
+/** IN (listed) and NOT_IN (not listed): the set's value index answers them. */
+const listed = (whenMissing: boolean): OperatorSpec<string> => ({
+  arity: 'many',
+  maxValues: 10_000,
+  caseInsensitive: true,
+  whenMissing,
+  indexed: true,
+  parse: (value, caseInsensitive) => folded(caseInsensitive)(value),
+  cost: () => COSTS.condition,
+});
+
+const strings = (matches: (value: string, part: string) => boolean): OperatorSpec<string> => ({
+  arity: 'many',
+  maxValues: 10_000,
+  caseInsensitive: true,
+  whenMissing: false,
+  parse: (value, caseInsensitive) => folded(caseInsensitive)(value),
+  cost: (values) => COSTS.condition + values.length * COSTS.string,
+  test(parts, caseInsensitive, { scratch }) {
+    const read = fold(caseInsensitive, scratch);
+    return (value) => {
+      const subject = read(value);
+      return parts.some((part) => matches(subject, part));
+    };
+  },
+});
+
+/** One value compared with the attribute, both read by `parse`; `compare` gives the sign of (attribute − value). */
+function compared<T>(parse: (text: string) => T | undefined, problem: (value: string) => string, memoOf: (scratch: Scratch) => (text: string) => T | undefined, compare: (a: T, b: T) => number, holds: (sign: number) => boolean): OperatorSpec<T> {
+  return {
+    arity: 'one',
+    maxValues: 1,
+    caseInsensitive: false,
+    whenMissing: false,
+    parse: (value) => parse(value) ?? new Refused(problem(value)),
+    cost: () => COSTS.condition + COSTS.parse,
+    test([bound], _caseInsensitive, { scratch }) {
+      const read = memoOf(scratch);
+      return (value) => {
+        const attribute = read(value);
+        return attribute !== undefined && holds(compare(attribute, bound!));
+      };
+    },
+  };
+}
+
+const notNumber = (value: string) => `"${value}" is not a number`;
+const notDate = (value: string) => `"${value}" is not an ISO 8601 date such as 2026-12-31 or 2026-12-31T18:00:00Z`;
+const notVersion = (value: string) => `"${value}" is not a version x.y.z or x.y.z-pre`;
+const number = (holds: (sign: number) => boolean) => compared(parseNumber, notNumber, (scratch) => scratch.number, (a, b) => a - b, holds);
+const date = (holds: (sign: number) => boolean) => compared(parseDate, notDate, (scratch) => scratch.date, (a, b) => a - b, holds);
+const version = (holds: (sign: number) => boolean) => compared(parseVersion, notVersion, (scratch) => scratch.version, compareVersions, holds);
+
+const EQ = (sign: number) => sign === 0;
+const GT = (sign: number) => sign > 0;
+const GTE = (sign: number) => sign >= 0;
+const LT = (sign: number) => sign < 0;
+const LTE = (sign: number) => sign <= 0;
+
+type Cidr = NonNullable<ReturnType<typeof parseCidr>>;
+
+export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object.freeze({
+  IN: listed(false),
+  NOT_IN: listed(true),
+  STR_CONTAINS: strings((subject, part) => subject.includes(part)),
+  STR_STARTS_WITH: strings((subject, part) => subject.startsWith(part)),
+  STR_ENDS_WITH: strings((subject, part) => subject.endsWith(part)),
+  NUM_EQ: number(EQ),
+  NUM_GT: number(GT),
+  NUM_GTE: number(GTE),
+  NUM_LT: number(LT),
+  NUM_LTE: number(LTE),
+  DATE_AFTER: date(GT),
+  DATE_BEFORE: date(LT),
+  SEMVER_EQ: version(EQ),
+  SEMVER_GT: version(GT),
+  SEMVER_GTE: version(GTE),
+  SEMVER_LT: version(LT),
+  SEMVER_LTE: version(LTE),
+  REGEX: {
+    arity: 'many',
+    maxValues: 10_000,
+    caseInsensitive: true,
+    whenMissing: false,
+    parse: (value, caseInsensitive, patterns) => {
+      const compiled = patterns.get(value, caseInsensitive);
+      return typeof compiled === 'string' ? new Refused(compiled) : compiled;
+    },
+    // Identical patterns of a condition search once (the pattern remembers its last text).
+    cost: (patterns) => COSTS.condition + [...new Set(patterns)].reduce((sum, pattern) => sum + searchCost(pattern), 0),
+    test(patterns) {
+      // Shared by every flag of the set that uses the pattern: they search the same attribute once.
+      const searches = [...new Set(patterns)].map((pattern) => pattern.test);
+      return (value) => searches.some((search) => search(value));
+    },
+  } satisfies OperatorSpec<CompiledPattern>,
+  IN_CIDR: {
+    arity: 'many',
+    maxValues: 10_000,
+    caseInsensitive: false,
+    whenMissing: false,
+    parse: (value) => parseCidr(value) ?? new Refused(`"${value}" is not an IP address or CIDR range`),
+    cost: (ranges) => COSTS.condition + COSTS.parse + ranges.length * COSTS.range,
+    test(ranges, _caseInsensitive, { scratch }) {
+      const split = splitRanges(ranges);
+      return (value) => {
+        const address = scratch.address(value);
+        return address !== undefined && inRanges(address, split);
+      };
+    },
+  } satisfies OperatorSpec<Cidr>,
+  EXISTS: {
+    arity: 'none',
+    maxValues: 0,
+    caseInsensitive: false,
+    whenMissing: false,
+    parse: text,
+    cost: () => COSTS.condition,
+    test: () => () => true,
+  } satisfies OperatorSpec<string>,
+  IN_SEGMENT: {
+    arity: 'many',
+    maxValues: 10_000,
+    caseInsensitive: false,
+    whenMissing: false,
+    noAttribute: true,
+    parse: text,
+    // The segments' own conditions are counted where the flag is checked (limits.ts), once per segment.
+    cost: (keys) => COSTS.condition * (1 + keys.length),
+    test(keys, _caseInsensitive, build) {
+      const segments = keys.map((key) => build.segment(key));
+      return (_value, ctx) => segments.some((segment) => segment(ctx));
+    },
+  } satisfies OperatorSpec<string>,
+}) as { readonly [O in Operator]: OperatorSpec };
+
+/** What a REGEX search of the costliest attribute may cost. */
+export function searchCost(pattern: CompiledPattern): number {
+  return ATTRIBUTE_LENGTH * (COSTS.searchPerCharacter + COSTS.searchPerStep * pattern.size);
+}
+
+/** The operators, in the table's order (the dashboard offers them in it). */
+export const OPERATORS = Object.freeze(Object.keys(OPERATOR_TABLE) as Operator[]);
+
+export function isOperator(value: unknown): value is Operator {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(OPERATOR_TABLE, value);
+}
+
+/** What tells two conditions apart: equal signatures test the same, so a set tests them once per context. */
+export const conditionSignature = (condition: Condition): string =>
+  JSON.stringify([condition.attribute ?? null, condition.operator, condition.values ?? null, condition.negate === true, condition.case_insensitive === true]);
+
+/** The operator's entry (the caller has checked the operator). */
+export const specOf = (condition: Condition): OperatorSpec => OPERATOR_TABLE[condition.operator];
+
+/**
+ * A condition's values as its operator reads them, and the first value it refused, if any. At
+ * save a refused value is a 400; in a set compiled from what was stored before a limit existed, a
+ * refused value matches nobody (the others still count).
+ */
+export function readValues(condition: Condition, patterns: Patterns): { values: unknown[]; refused: Refused | undefined } {
+  const spec = specOf(condition);
+  const caseInsensitive = condition.case_insensitive === true;
+  const values: unknown[] = [];
+  let refused: Refused | undefined;
+  for (const value of condition.values ?? []) {
+    const read = spec.parse(value, caseInsensitive, patterns);
+    if (read instanceof Refused) refused ??= read;
+    else values.push(read);
+  }
+  return { values, refused };
+}
+
+/** What testing a condition may cost (ns; OperatorSpec.cost), without the segments IN_SEGMENT names. */
+export function conditionCost(condition: Condition, patterns: Patterns): number {
+  const spec = specOf(condition);
+  const folds = condition.case_insensitive === true && spec.caseInsensitive && condition.operator !== 'REGEX';
+  return spec.cost(readValues(condition, patterns).values) + (folds ? COSTS.fold : 0);
+}
