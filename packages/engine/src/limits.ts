@@ -1,21 +1,33 @@
 /**
- * What may be saved: a condition (its operator, attribute and values; docs/targeting.md). The
- * server calls this at every save; the engine compiles whatever it is given.
+ * What may be saved: a condition (its operator, attribute and values), and a flag's rules taken
+ * together (their number, the size of their conditions, what evaluating them may cost), so that
+ * evaluating one flag for any context stays within FLAG_LIMITS.costNs (docs/targeting.md, "What a
+ * flag may cost"; docs/security.md). The server calls these at every save; the engine compiles
+ * whatever it is given.
  */
-import type { Condition } from './model.js';
-import { isOperator, OPERATOR_TABLE, OPERATORS, readValues } from './operators.js';
+import type { Condition, RuleDefinition } from './model.js';
+import { COSTS, conditionCost, conditionSignature, isOperator, OPERATOR_TABLE, OPERATORS, readValues } from './operators.js';
 import { PATTERN_LIMITS, Patterns } from './patterns.js';
 
 /** The limits of a condition and of the context it reads (docs/targeting.md). */
 export const CONDITION_LIMITS = Object.freeze({
   conditionsPerRule: 30,
-  /** The most values a condition takes (OPERATOR_TABLE's maxValues). */
+  /** The most any operator takes (IN, NOT_IN, IN_CIDR, IN_SEGMENT); STR_ operators take 100, REGEX 10 (OPERATOR_TABLE's maxValues). */
   valuesPerCondition: 10_000,
   valueLength: 1024,
   attributeNameLength: 64,
   patternLength: PATTERN_LIMITS.length,
   customAttributes: 100,
   customAttributeLength: 1024,
+});
+
+/** The limits of a flag's rules taken together, and of a segment's conditions. */
+export const FLAG_LIMITS = Object.freeze({
+  rules: 100,
+  /** Bytes of a flag's conditions (all its rules) as JSON, and of a segment's. */
+  conditionBytes: 256 * 1024,
+  /** What evaluating one flag for the costliest context may cost, estimated from OPERATOR_TABLE's costs. */
+  costNs: 1_000_000,
 });
 
 /** Where a condition is checked, and with what it shares compiled patterns. */
@@ -25,6 +37,7 @@ export interface CheckOptions {
   /** Patterns compiled so far in this save: each distinct pattern is compiled once. */
   patterns?: Patterns | undefined;
 }
+
 /**
  * What is wrong with a condition, as a message that names it and its operator, or null. `where`
  * names it (e.g. `conditions[2]`). Counts and lengths are checked before any value is read, so a
@@ -59,3 +72,49 @@ export function conditionProblem(condition: Condition, where: string, options: C
   return refused === undefined ? null : `${named}: ${refused.message}`;
 }
 
+/** A flag's rules as flagProblem reads them: only their conditions count (a seed rule costs a map read). */
+export type RuleConditions = Pick<RuleDefinition, 'conditions'>;
+
+/**
+ * What is wrong with a flag's rules taken together, or null: more than FLAG_LIMITS.rules, their
+ * conditions over FLAG_LIMITS.conditionBytes, or an evaluation that may cost more than
+ * FLAG_LIMITS.costNs for the costliest context (the segments that IN_SEGMENT names included, each
+ * once). Each condition must have passed conditionProblem.
+ */
+export function flagProblem(rules: readonly RuleConditions[], segments: ReadonlyMap<string, readonly Condition[]>, patterns = new Patterns()): string | null {
+  if (rules.length > FLAG_LIMITS.rules) return `A flag has at most ${FLAG_LIMITS.rules} rules (this one would have ${rules.length})`;
+  const conditions = rules.flatMap((rule) => rule.conditions ?? []);
+  const bytes = jsonBytes(conditions);
+  if (bytes > FLAG_LIMITS.conditionBytes) return `The conditions of a flag's rules take at most ${kib(FLAG_LIMITS.conditionBytes)} as JSON (these take ${kib(bytes)})`;
+  const named = new Set(conditions.flatMap((condition) => (condition.operator === 'IN_SEGMENT' ? [...(condition.values ?? [])] : [])));
+  const all = [...conditions, ...[...named].flatMap((key) => segments.get(key) ?? [])];
+  return costProblem(all, rules.length * COSTS.condition, patterns, 'The flag');
+}
+
+/** What is wrong with a segment's conditions taken together (their size and cost), or null. */
+export function segmentProblem(conditions: readonly Condition[], patterns = new Patterns()): string | null {
+  const bytes = jsonBytes(conditions);
+  if (bytes > FLAG_LIMITS.conditionBytes) return `A segment's conditions take at most ${kib(FLAG_LIMITS.conditionBytes)} as JSON (these take ${kib(bytes)})`;
+  return costProblem(conditions, 0, patterns, 'The segment');
+}
+
+/** Over budget: a message that says by how much and names the costliest condition. */
+function costProblem(conditions: readonly Condition[], base: number, patterns: Patterns, what: string): string | null {
+  // A condition repeated (in several rules, or in a rule and a segment) is tested once per context.
+  const distinct = new Map(conditions.map((condition) => [conditionSignature(condition), condition]));
+  let total = base;
+  let costliest: { condition: Condition; cost: number } | undefined;
+  for (const condition of distinct.values()) {
+    const cost = conditionCost(condition, patterns);
+    total += cost;
+    if (costliest === undefined || cost > costliest.cost) costliest = { condition, cost };
+  }
+  if (total <= FLAG_LIMITS.costNs) return null;
+  const { condition, cost } = costliest!;
+  const on = condition.attribute ? ` on ${condition.attribute}` : '';
+  return `${what}'s conditions may cost up to ${ms(total)} to evaluate for one context; at most ${ms(FLAG_LIMITS.costNs)} is allowed (the costliest: ${condition.operator}${on}, ${ms(cost)}). REGEX patterns cost by their compiled size and STR_ operators by their values: use fewer, or IN where exact values do`;
+}
+
+const jsonBytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
+const kib = (bytes: number) => `${Math.ceil(bytes / 1024)} KiB`;
+const ms = (ns: number) => `${(ns / 1e6).toFixed(2)} ms`;

@@ -65,15 +65,18 @@ export const COSTS = Object.freeze({
   condition: 150,
   /** Lower-casing the attribute (once per context, whatever the number of conditions). */
   fold: 1_000,
-  /** One STR_ value against the attribute. */
-  string: 1_200,
-  /** Parsing the attribute as a number, a date, a version or an address (once per context). */
+  /** One STR_ value against the attribute (`includes` of a long value in a 1,024-character text: up to 2.5 µs). */
+  string: 3_500,
+  /** Parsing the attribute as a number, a date or a version (once per context). */
   parse: 3_000,
+  /** Parsing the attribute as an IP address (ipaddr.js reads a 1,024-character text in about 15 µs). */
+  address: 20_000,
   /** One IPv6 range (an IPv4 one costs less). */
   range: 150,
-  /** A REGEX search: per character of the attribute, plus per instruction of the pattern per character. */
-  searchPerCharacter: 40,
-  searchPerStep: 9,
+  /** A REGEX search: per character of the attribute, plus per instruction of the pattern per character (with re2js's DFA, or its NFA only). */
+  searchPerCharacter: 20,
+  searchPerStep: 11,
+  nfaSearchPerStep: 25,
 });
 
 const text = (value: string) => value;
@@ -93,7 +96,7 @@ const listed = (whenMissing: boolean): OperatorSpec<string> => ({
 
 const strings = (matches: (value: string, part: string) => boolean): OperatorSpec<string> => ({
   arity: 'many',
-  maxValues: 10_000,
+  maxValues: 100,
   caseInsensitive: true,
   whenMissing: false,
   parse: (value, caseInsensitive) => folded(caseInsensitive)(value),
@@ -161,12 +164,14 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
   SEMVER_LTE: version(LTE),
   REGEX: {
     arity: 'many',
-    maxValues: 10_000,
+    maxValues: 10,
     caseInsensitive: true,
     whenMissing: false,
     parse: (value, caseInsensitive, patterns) => {
       const compiled = patterns.get(value, caseInsensitive);
-      return typeof compiled === 'string' ? new Refused(compiled) : compiled;
+      if (typeof compiled === 'string') return new Refused(compiled);
+      if (compiled.size > MAX_PROGRAM) return new Refused(`"${clip(value)}" compiles to ${compiled.size} instructions, over the ${MAX_PROGRAM} a pattern may have (a search costs up to that many steps per character of the attribute): shorten its repetitions or split it`);
+      return compiled;
     },
     // Identical patterns of a condition search once (the pattern remembers its last text).
     cost: (patterns) => COSTS.condition + [...new Set(patterns)].reduce((sum, pattern) => sum + searchCost(pattern), 0),
@@ -182,7 +187,7 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
     caseInsensitive: false,
     whenMissing: false,
     parse: (value) => parseCidr(value) ?? new Refused(`"${value}" is not an IP address or CIDR range`),
-    cost: (ranges) => COSTS.condition + COSTS.parse + ranges.length * COSTS.range,
+    cost: (ranges) => COSTS.condition + COSTS.address + ranges.length * COSTS.range,
     test(ranges, _caseInsensitive, { scratch }) {
       const split = splitRanges(ranges);
       return (value) => {
@@ -218,8 +223,14 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
 
 /** What a REGEX search of the costliest attribute may cost. */
 export function searchCost(pattern: CompiledPattern): number {
-  return ATTRIBUTE_LENGTH * (COSTS.searchPerCharacter + COSTS.searchPerStep * pattern.size);
+  return ATTRIBUTE_LENGTH * (COSTS.searchPerCharacter + (pattern.dfa ? COSTS.searchPerStep : COSTS.nfaSearchPerStep) * pattern.size);
 }
+
+/** Instructions a REGEX pattern may compile to: the largest whose search alone fits a flag's budget (limits.ts checks that it does). */
+export const MAX_PROGRAM = 80;
+
+/** A pattern shortened for a message. */
+const clip = (text: string) => (text.length > 60 ? `${text.slice(0, 57)}…` : text);
 
 /** The operators, in the table's order (the dashboard offers them in it). */
 export const OPERATORS = Object.freeze(Object.keys(OPERATOR_TABLE) as Operator[]);

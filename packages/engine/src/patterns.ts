@@ -1,7 +1,7 @@
 /**
  * REGEX patterns: compiled with RE2 (re2js: linear time, no backtracking), each at most once per
- * flag set and once per validation, with the cost that bounds what a flag may hold
- * (docs/targeting.md, "What a flag may cost"; the figures behind it: docs/performance.md).
+ * flag set and once per validation, with what bounds a search's cost and memory (the cost itself
+ * is operators.ts's; the figures behind both: docs/performance.md, "What a flag may cost").
  */
 import { RE2JS } from 're2js';
 import { remembering } from './memo.js';
@@ -9,17 +9,37 @@ import { remembering } from './memo.js';
 export const PATTERN_LIMITS = Object.freeze({
   /** Characters of a pattern. */
   length: 1000,
+  /**
+   * Bytes of re2js's lazy DFA cache per pattern (its default is 8 MiB). A pattern whose states
+   * multiply drops to re2js's NFA after a few states instead of building and throwing away states
+   * for every character; it also bounds the memory a pattern holds.
+   */
+  dfaBytes: 32 * 1024,
+  /**
+   * Character classes (ranges of a DFA state's transition table) above which a pattern searches
+   * with the NFA only: each new DFA state allocates a table this wide, and a pattern over large
+   * Unicode classes (`\pL`, `(?i)` over them) built and dropped one per character (20–60 ms a
+   * search, docs/performance.md).
+   */
+  dfaClasses: 256,
 });
 
 /** A pattern compiled, with what a search costs. */
 export class CompiledPattern {
   /** Its program's instructions (re2js `programSize()`). */
   readonly size: number;
+  /** Whether it searches with re2js's DFA first (false: the NFA only, slower per step: operators.ts costs it so). */
+  readonly dfa: boolean;
   /** A search of a text, remembering the last texts it searched (the set's scratch: patterns are per set). */
   readonly test: (text: string) => boolean;
 
   constructor(readonly regex: RE2JS) {
     this.size = regex.programSize();
+    // re2js makes its DFA on the first search; made here, it is bounded before any search.
+    const dfa = regex.re2Input.dfa;
+    dfa.maxMem = dfa.stateBudget = dfa.memBudget = PATTERN_LIMITS.dfaBytes;
+    if (dfa.numClasses > PATTERN_LIMITS.dfaClasses) dfa.failed = true;
+    this.dfa = !dfa.failed;
     this.test = remembering((text) => regex.test(text));
   }
 }

@@ -7,7 +7,7 @@ import type { ProjectWrites } from '../changes/project-writes.js';
 import { onlyProvided } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { checkConditions, segmentKeys } from '../segments/segments.repository.js';
+import { checkConditions, checkFlagRules, segmentKeys } from '../segments/segments.repository.js';
 import { requireFlag } from './flags.repository.js';
 import { flagScopeOf } from './flags.routes.js';
 import { checkRuleVariant } from './variants.js';
@@ -17,8 +17,8 @@ import { CreateRuleBody, FlagParams, RuleParams, UpdateRuleBody } from './flags.
 const MAX_RULE_VALUE_LENGTH = 320;
 
 /**
- * What a rule targets, as stored: a seed type's value (contract §1) or a conditions rule's
- * conditions (§14, with the project's segment keys), or Invalid.
+ * What a rule targets, as stored: a seed type's value or a conditions rule's conditions (with
+ * the project's segment keys; docs/targeting.md), or Invalid.
  */
 async function checkedTarget(db: Db, projectId: string, type: RuleType, value: string | null | undefined, conditions: Parameters<typeof checkConditions>[0] | null | undefined) {
   if (type === 'conditions') {
@@ -31,7 +31,7 @@ async function checkedTarget(db: Db, projectId: string, type: RuleType, value: s
   return { rule_value: checkedRuleValue(type, value), conditions: null };
 }
 
-/** Contract §1: the stored form of a rule value, or Invalid. */
+/** The stored form of a seed rule's value (docs/api.md), or Invalid. */
 export function checkedRuleValue(type: RuleType, raw: string): string {
   const value = raw.trim();
   if (value === '') throw new Invalid('rule_value must not be empty');
@@ -73,6 +73,7 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
       const target = await checkedTarget(trx, flag.project_id, rule_type, rule_value, conditions);
       const variant = checkRuleVariant(flag, request.body.variant ?? null, serve);
       const created = await createRule(trx, flag.id, { rule_type, ...target, enabled, priority, rollout_percentage, serve, variant });
+      await checkFlagRules(trx, flag.project_id, [flag]); // at most 100 rules, and what they may cost together
       record(change('rule.created', flag, null, created));
       return created;
     });
@@ -107,6 +108,7 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
       // The variant as it will be is checked whenever it or serve is sent.
       if (variant !== undefined || serve !== undefined) checkRuleVariant(flag, variant !== undefined ? variant : before.variant, serve ?? before.serve);
       const after = await updateRule(trx, before.id, onlyProvided({ rule_type, ...target, enabled, priority, rollout_percentage, serve, variant }));
+      if ('conditions' in target) await checkFlagRules(trx, flag.project_id, [flag]);
       record(change('rule.updated', flag, before, after));
       return after;
     });

@@ -1,10 +1,10 @@
-import { conditionProblem, type Condition } from '@guidon/engine';
+import { conditionProblem, flagProblem, Patterns, segmentProblem, type Condition } from '@guidon/engine';
 import type { Static } from 'typebox';
 import type { Db } from '../../db/database.js';
 import { conflictOnDuplicate, notFoundIfParentGone } from '../../db/errors.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
 import { Invalid, NotFound } from '../../errors.js';
-import type { Condition as ConditionBody } from './segments.schemas.js';
+import type { ConditionBody } from './segments.schemas.js';
 
 /** A JSON column of conditions: text on SQLite, parsed by pg for jsonb. */
 export function toConditions(value: string | object[] | null): Condition[] | null {
@@ -12,12 +12,16 @@ export function toConditions(value: string | object[] | null): Condition[] | nul
   return (typeof value === 'string' ? JSON.parse(value) : value) as Condition[];
 }
 
-/** Where a condition list is wrong (contract §14), as a 400; segment keys are checked against the project's. */
-export function checkConditions(conditions: readonly (Static<typeof ConditionBody> | Condition)[], segmentKeys: ReadonlySet<string> | null): Condition[] {
+/**
+ * Where a condition list is wrong (docs/targeting.md), as a 400; segment keys are checked against
+ * the project's (null: a segment's own conditions, which may not name segments). `patterns`: those
+ * compiled so far in this save, so that each distinct pattern is compiled once.
+ */
+export function checkConditions(conditions: readonly (Static<typeof ConditionBody> | Condition)[], segmentKeys: ReadonlySet<string> | null, patterns = new Patterns()): Condition[] {
   return conditions.map((sent, i) => {
     const condition = sent as Condition; // its operator is checked first
     const where = `conditions[${i}]`;
-    const problem = conditionProblem(condition, where, { inSegment: segmentKeys === null });
+    const problem = conditionProblem(condition, where, { inSegment: segmentKeys === null, patterns });
     if (problem !== null) throw new Invalid(problem);
     if (condition.operator === 'IN_SEGMENT') {
       const unknown = (condition.values ?? []).find((key) => !segmentKeys!.has(key));
@@ -32,6 +36,42 @@ export function checkConditions(conditions: readonly (Static<typeof ConditionBod
       case_insensitive: condition.case_insensitive === true,
     };
   });
+}
+
+/** A segment's own conditions, each checked and then taken together (their size and what they may cost), as stored; or Invalid. */
+export function checkSegmentConditions(conditions: readonly Static<typeof ConditionBody>[]): Condition[] {
+  const patterns = new Patterns();
+  const checked = checkConditions(conditions, null, patterns);
+  const problem = segmentProblem(checked, patterns);
+  if (problem !== null) throw new Invalid(problem);
+  return checked;
+}
+
+/** The project's segments' conditions by key, as the engine compiles them. */
+export async function segmentConditions(db: Db, projectId: string): Promise<Map<string, Condition[]>> {
+  const rows = await db.selectFrom('segments').select(['key', 'conditions']).where('project_id', '=', projectId).execute();
+  return new Map(rows.map((row) => [row.key, toConditions(row.conditions) ?? []]));
+}
+
+/**
+ * Each flag's rules taken together, as they are in the transaction after a write, within the
+ * engine's limits (docs/targeting.md, "What a flag may cost"): at most 100 rules, their conditions
+ * at most 256 KiB, and an evaluation that may cost at most 1 ms with the segments they name; or
+ * Invalid, its message after `cause(flag key)` when given (a segment's change is checked against
+ * each flag that uses it).
+ */
+export async function checkFlagRules(db: Db, projectId: string, flags: readonly { id: string; key: string }[], cause?: (flagKey: string) => string): Promise<void> {
+  if (flags.length === 0) return;
+  const [rules, segments] = await Promise.all([
+    db.selectFrom('rules').select(['flag_id', 'conditions']).where('flag_id', 'in', flags.map((flag) => flag.id)).execute(),
+    segmentConditions(db, projectId),
+  ]);
+  const patterns = new Patterns();
+  for (const flag of flags) {
+    const own = rules.filter((rule) => rule.flag_id === flag.id).map((rule) => ({ conditions: toConditions(rule.conditions) }));
+    const problem = flagProblem(own, segments, patterns);
+    if (problem !== null) throw new Invalid(cause ? `${cause(flag.key)}: ${problem}` : problem);
+  }
 }
 
 export interface Usage {
