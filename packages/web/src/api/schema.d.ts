@@ -3328,13 +3328,13 @@ export interface paths {
                         description?: string | null;
                         enabled?: boolean;
                         rollout_percentage?: number;
-                        /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                        /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                         everyone_else?: "rollout" | "off";
                         /** @description 0–50 variants; [] for none */
                         variants?: {
                             /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                             key: string;
-                            /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                            /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                             value: unknown;
                             /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                             weight: number;
@@ -3522,13 +3522,13 @@ export interface paths {
                         description?: string | null;
                         enabled?: boolean;
                         rollout_percentage?: number;
-                        /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                        /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                         everyone_else?: "rollout" | "off";
                         /** @description 0–50 variants; [] for none */
                         variants?: {
                             /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                             key: string;
-                            /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                            /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                             value: unknown;
                             /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                             weight: number;
@@ -4067,13 +4067,13 @@ export interface paths {
                         rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: {
-                            /** @description absent for IN_SEGMENT */
+                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
                             attribute?: string | null;
-                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
                             operator: string;
-                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
                             values?: string[];
                             negate?: boolean;
                             case_insensitive?: boolean;
@@ -4257,13 +4257,13 @@ export interface paths {
                         rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: {
-                            /** @description absent for IN_SEGMENT */
+                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
                             attribute?: string | null;
-                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
                             operator: string;
-                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
                             values?: string[];
                             negate?: boolean;
                             case_insensitive?: boolean;
@@ -4512,11 +4512,11 @@ export interface paths {
                         name: string;
                         description?: string | null;
                         conditions: {
-                            /** @description absent for IN_SEGMENT */
+                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
                             attribute?: string | null;
-                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
                             operator: string;
-                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
                             values?: string[];
                             negate?: boolean;
                             case_insensitive?: boolean;
@@ -4698,11 +4698,11 @@ export interface paths {
                         name?: string;
                         description?: string | null;
                         conditions?: {
-                            /** @description absent for IN_SEGMENT */
+                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
                             attribute?: string | null;
-                            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
                             operator: string;
-                            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
                             values?: string[];
                             negate?: boolean;
                             case_insensitive?: boolean;
@@ -6400,12 +6400,12 @@ export interface components {
             description: string | null;
             enabled: boolean;
             rollout_percentage: number;
-            /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+            /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
             everyone_else: "rollout" | "off";
-            /** @description contract §15; [] for a flag that serves only on/off */
+            /** @description docs/variants.md; [] for a flag that serves only on/off */
             variants: {
                 key: string;
-                /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                 value: unknown;
                 weight: number;
                 description?: string;
@@ -6423,11 +6423,14 @@ export interface components {
             updated_at: string;
         };
         Condition: {
-            /** @description absent for IN_SEGMENT */
+            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
             attribute?: string | null;
-            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
-            operator: string;
-            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+            /**
+             * @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md)
+             * @enum {unknown}
+             */
+            operator: "IN" | "NOT_IN" | "STR_CONTAINS" | "STR_STARTS_WITH" | "STR_ENDS_WITH" | "NUM_EQ" | "NUM_GT" | "NUM_GTE" | "NUM_LT" | "NUM_LTE" | "DATE_AFTER" | "DATE_BEFORE" | "SEMVER_EQ" | "SEMVER_GT" | "SEMVER_GTE" | "SEMVER_LT" | "SEMVER_LTE" | "REGEX" | "IN_CIDR" | "EXISTS" | "IN_SEGMENT";
+            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
             values?: string[];
             negate?: boolean;
             case_insensitive?: boolean;

@@ -2,7 +2,7 @@ import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } fr
 import type { Flag, Variant } from '../../api/client';
 import { useSaveVariants } from '../../api/flags';
 import { FormError } from '../../components/FormError';
-import { evenWeights, parseValue, percent, rowProblems, TOTAL, totalWeight, typeOf, VALUE_TYPES, valueText, weightOf, type RowProblems, type ValueType, type VariantRow } from './variants';
+import { evenWeights, MAX_VARIANTS, parseValue, percent, rowProblems, TOTAL, totalWeight, typeOf, VALUE_TYPES, valueText, weightOf, type RowProblems, type ValueType, type VariantRow } from './variants';
 
 interface Draft {
   type: ValueType;
@@ -19,7 +19,7 @@ function draftOf(flag: Flag, nextId: () => number): Draft {
 }
 
 /**
- * A flag's variants (contract §15): the value type, the variants in order (the order decides who
+ * A flag's variants (docs/variants.md): the value type, the variants in order (the order decides who
  * gets which by weight), their weights as percentages that must total 100 %, and the variant
  * served to users who get the flag off. Saved as a whole with one PUT.
  */
@@ -159,7 +159,7 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
           )}
           {!readOnly && (
             <div className="actions start">
-              <button type="button" className="secondary" onClick={add} disabled={rows.length >= 50} ref={addButton}>
+              <button type="button" className="secondary" onClick={add} disabled={rows.length >= MAX_VARIANTS} ref={addButton}>
                 Add variant
               </button>
               {rows.length > 1 && (
