@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { COSTS, FLAG_LIMITS, OUTCOMES, Patterns, compileFlagSet, conditionProblem, flagProblem, segmentProblem } from './index.js';
+import { COSTS, FLAG_LIMITS, OUTCOMES, PATTERN_LIMITS, Patterns, compileFlagSet, conditionProblem, flagProblem, segmentProblem } from './index.js';
 import type { Condition, FlagDefinition, RuleDefinition } from './index.js';
 import { MAX_PROGRAM, searchCost } from './operators.js';
 import { CompiledPattern } from './patterns.js';
@@ -83,7 +83,7 @@ test('a flag set compiles each distinct pattern once, and bounds its search cach
   assert.equal(set.patternCount, 1);
   assert.equal(OUTCOMES[set.evaluateFlag({ custom_attributes: { text: 'beta-7' } }, 1)]!.enabled, true);
   const compiled = new CompiledPattern(RE2JS.compile('(?:\\pL|\\pN){5}'));
-  assert.equal(compiled.regex.re2Input.dfa.maxMem, 32 * 1024, 'the DFA cache is bounded');
+  assert.equal(compiled.regex.re2Input.dfa.maxMem, PATTERN_LIMITS.dfaBytes, 'the DFA cache is bounded');
   assert.equal(compiled.dfa, false, 'large Unicode classes search with the NFA only');
   assert.equal(new CompiledPattern(RE2JS.compile('^[a-z]+$')).dfa, true);
 });
