@@ -76,8 +76,9 @@ function doubled<T extends Uint8Array | Float64Array>(array: T): T {
 class SharedSets {
   private readonly index = new Map<string, number[]>();
   private count = 0;
-  private listed = new Uint8Array(16);
-  private lastValue: string | undefined;
+  /** Per condition id, 1 when it lists `lastValue` (read in ConditionTable.all's loop). */
+  listed = new Uint8Array(16);
+  lastValue: string | undefined;
   private lastIds: readonly number[] = [];
 
   /** A new condition's id, listing its values. */
@@ -92,15 +93,12 @@ class SharedSets {
     return id;
   }
 
-  /** Whether condition `id` lists `value`: one map read per distinct value in a row. */
-  has(value: string, id: number): boolean {
-    if (value !== this.lastValue) {
-      for (const listed of this.lastIds) this.listed[listed] = 0;
-      this.lastIds = this.index.get(value) ?? [];
-      for (const listed of this.lastIds) this.listed[listed] = 1;
-      this.lastValue = value;
-    }
-    return this.listed[id] === 1;
+  /** Makes `listed` say which conditions list `value`: one map read per distinct value in a row. */
+  look(value: string): void {
+    for (const listed of this.lastIds) this.listed[listed] = 0;
+    this.lastIds = this.index.get(value) ?? [];
+    for (const listed of this.lastIds) this.listed[listed] = 1;
+    this.lastValue = value;
   }
 }
 
@@ -172,7 +170,10 @@ export class ConditionTable implements Build {
         if (value === undefined) result = (flags & 1) === 1;
         else {
           if ((flags & 4) !== 0) value = this.scratch.lowerCase(value);
-          result = this.inSets[id]!.has(value, this.inSetIds[id]!) !== ((flags & 1) === 1);
+          // Whether the condition lists the value (SharedSets, written out: this loop is the hot path).
+          const sets = this.inSets[id]!;
+          if (value !== sets.lastValue) sets.look(value);
+          result = (sets.listed[this.inSetIds[id]!] === 1) !== ((flags & 1) === 1);
         }
         if ((flags & 2) !== 0) result = !result;
       } else result = this.matchers[id]!(ctx);
@@ -218,8 +219,12 @@ export class ConditionTable implements Build {
       this.results = doubled(this.results);
     }
     // The id is taken before compiling: an IN_SEGMENT compiles its segments' conditions first.
+    // Every per-id array gets an element (no holes: V8 reads packed arrays faster).
     this.matchers.push(undefined);
-    this.inSlot[id] = -1;
+    this.inSlot.push(-1);
+    this.inSets.push(undefined);
+    this.inSetIds.push(0);
+    this.inFlags.push(0);
     const spec = specOf(condition);
     if (spec.indexed) {
       const folded = case_insensitive === true;

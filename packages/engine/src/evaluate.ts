@@ -31,17 +31,16 @@ export const variantOf = (packed: number): number => (((packed >>> 8) & 255) || 
 /** Whether evaluateFlag's packed answer is `enabled: true` (a byte read: a hot path's check, where OUTCOMES[code].enabled costs tens of ns). */
 export const enabledOf = (packed: number): boolean => ENABLED[packed & 255] === 1;
 
-/** The pipeline's answer in one number: code | (variant + 1) << 8 (0: no variant), and (rule rank + 1) × 2^16 (0: no rule served). */
-const pack = (code: number, variant: number, rank: number): number => code + (variant + 1) * 256 + (rank + 1) * 65536;
-const RULE_UNIT = 65536;
+/** What the pipeline's answer (rules.ts packAnswer) holds beyond the code: a served rule's rank. */
+const RULE_UNIT = 1 << 16;
 
 /** One flag, compiled for the pipeline. */
 interface CompiledFlag {
   readonly enabled: boolean;
   /** Its rules tried one by one, in order; null when its seed rules (if any) are in the set's SeedIndex. */
   readonly ordered: readonly CompiledRule[] | null;
-  /** Per rule rank, the code it serves (for the SeedIndex's answers). */
-  readonly ruleCodes: Uint8Array;
+  /** Per rule rank, its packed answer (for the SeedIndex's answers). */
+  readonly ruleAnswers: Int32Array;
   /** What everyone else gets when it does not depend on the bucket; -1: from the rollout. */
   readonly everyoneElse: number;
   readonly rollout: number;
@@ -69,8 +68,14 @@ class FlagSet implements CompiledFlagSet {
   private readonly table: ConditionTable;
   private readonly seeds: SeedIndex;
   private readonly flags: readonly CompiledFlag[];
-  /** The flags whose answer may differ per context even when no seed rule names the context: rules tried in order, a rollout, a choice by weight. */
+  /**
+   * The flags whose answer, unless a seed rule names the context, is their rollout (no rules tried
+   * in order, no variants): stage 4 is all that runs for them, in one loop.
+   */
+  private readonly rolloutOnly: Uint32Array;
+  /** The other flags whose answer may differ per context when no seed rule names it: rules tried in order, a rollout with variants, a choice by weight. */
   private readonly varying: Uint32Array;
+  /** 1 for a flag of rolloutOnly, 2 of varying (the pipeline has run for it, a seed rule or not). */
   private readonly isVarying: Uint8Array;
   private readonly isSplit: Uint8Array;
 
@@ -95,9 +100,12 @@ class FlagSet implements CompiledFlagSet {
       if (!flag.enabled || flag.everyoneElse < 0 || ENABLED[this.baseCodes[index]!] === 0) return plan.off;
       return plan.only >= 0 ? plan.only : NO_VARIANT;
     });
-    this.varying = Uint32Array.from(this.flags.flatMap((flag, index) => (flag.enabled && (flag.ordered !== null || flag.everyoneElse < 0 || this.isSplit[index] === 1) ? [index] : [])));
+    const rolloutOnly = (flag: CompiledFlag) => flag.enabled && flag.ordered === null && flag.variants === null && flag.everyoneElse < 0;
+    this.rolloutOnly = Uint32Array.from(this.flags.flatMap((flag, index) => (rolloutOnly(flag) ? [index] : [])));
+    this.varying = Uint32Array.from(this.flags.flatMap((flag, index) => (flag.enabled && !rolloutOnly(flag) && (flag.ordered !== null || flag.everyoneElse < 0 || this.isSplit[index] === 1) ? [index] : [])));
     this.isVarying = new Uint8Array(this.size);
-    for (const index of this.varying) this.isVarying[index] = 1;
+    for (const index of this.rolloutOnly) this.isVarying[index] = 1;
+    for (const index of this.varying) this.isVarying[index] = 2;
     this.variants = Object.freeze(defs.map((def, index) => (this.flags[index]!.variants === null ? null : Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))))));
   }
 
@@ -111,6 +119,12 @@ class FlagSet implements CompiledFlagSet {
     const withVariants = variants !== undefined && this.hasVariants;
     if (withVariants) variants.set(this.baseVariants);
     let served = false;
+    // A seed rule that names the context overrides these below (the pipeline runs for it then).
+    const { rolloutOnly, flags } = this;
+    for (let i = 0; i < rolloutOnly.length; i++) {
+      const index = rolloutOnly[i]!;
+      codes[index] = this.rolloutCode(flags[index]!, this.scratch.hash(flags[index]!.bucketPrefix) % 100);
+    }
     const { varying } = this;
     for (let i = 0; i < varying.length; i++) {
       const index = varying[i]!;
@@ -120,8 +134,11 @@ class FlagSet implements CompiledFlagSet {
       if (packed >= RULE_UNIT) served = true;
     }
     // A flag whose only way to differ is a seed rule: evaluated when one names the context.
-    for (const index of this.seeds.matched()) {
-      if (this.isVarying[index] === 1) continue;
+    const { seeds } = this;
+    const matched = seeds.matchedCount();
+    for (let i = 0; i < matched; i++) {
+      const index = seeds.matched[i]!;
+      if (this.isVarying[index] === 2) continue; // answered above
       const packed = this.answerOf(index, ctx);
       codes[index] = packed & 255;
       if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1;
@@ -139,7 +156,7 @@ class FlagSet implements CompiledFlagSet {
     this.scratch.begin(ctx);
     const packed = this.answerOf(index, ctx);
     const code = packed & 255;
-    return { outcome: OUTCOMES[code]!, variant: variantOf(packed), rule: Math.floor(packed / RULE_UNIT) - 1, kind: this.reasonKind(index, code) };
+    return { outcome: OUTCOMES[code]!, variant: variantOf(packed), rule: (packed >>> 16) - 1, kind: this.reasonKind(index, code) };
   }
 
   reasonKind(index: number, code: number): ReasonKind {
@@ -159,7 +176,7 @@ class FlagSet implements CompiledFlagSet {
     const rules = flag.ordered;
     if (rules === null) {
       const rank = this.seeds.rankOf(index);
-      if (rank >= 0) return this.withVariant(flag, flag.ruleCodes[rank]!, rank);
+      if (rank >= 0) return this.withVariant(flag, flag.ruleAnswers[rank]!, rank);
     } else {
       for (let r = 0; r < rules.length; r++) {
         const rule = rules[r]!;
@@ -168,32 +185,34 @@ class FlagSet implements CompiledFlagSet {
           if (bucket < 0) bucket = this.scratch.hash(flag.bucketPrefix) % 100;
           if (bucket >= rule.rollout) continue;
         }
-        return this.withVariant(flag, rule.code, rule.rank);
+        return this.withVariant(flag, rule.answer, rule.rank);
       }
     }
     // 4. Everyone else: off, on, or the rollout by bucket.
     let code = flag.everyoneElse;
-    if (code < 0) {
-      if (bucket < 0) bucket = this.scratch.hash(flag.bucketPrefix) % 100;
-      code = bucket < flag.rollout ? flag.inRollout : flag.notInRollout;
-    }
+    if (code < 0) code = this.rolloutCode(flag, bucket >= 0 ? bucket : this.scratch.hash(flag.bucketPrefix) % 100);
     return this.withVariant(flag, code, -1);
   }
 
-  /** 5. The variant, for a flag that has them. */
-  private withVariant(flag: CompiledFlag, code: number, rank: number): number {
+  /** Stage 4's rollout: in when the context's bucket is below the flag's percentage. */
+  private rolloutCode(flag: CompiledFlag, bucket: number): number {
+    return bucket < flag.rollout ? flag.inRollout : flag.notInRollout;
+  }
+
+  /** 5. The variant, for a flag that has them: `answer` (a code, and the rule that served) with its variant. */
+  private withVariant(flag: CompiledFlag, answer: number, rank: number): number {
     const plan = flag.variants;
-    return pack(code, plan === null ? -1 : chooseVariant(plan, ENABLED[code] === 1, rank, this.scratch), rank);
+    return plan === null ? answer : answer | ((chooseVariant(plan, ENABLED[answer & 255] === 1, rank, this.scratch) + 1) << 8);
   }
 
   private compileFlag(def: FlagDefinition, index: number): CompiledFlag {
-    const ruleCodes = new Uint8Array(def.rules.length);
+    const ruleAnswers = new Int32Array(def.rules.length);
     const compiled: CompiledRule[] = [];
     if (def.enabled) {
       def.rules.forEach((rule, rank) => {
         const one = compileRule(rule, rank, this.table);
         if (one === null) return;
-        ruleCodes[rank] = one.code;
+        ruleAnswers[rank] = one.answer;
         compiled.push(one);
       });
     }
@@ -204,7 +223,7 @@ class FlagSet implements CompiledFlagSet {
     return {
       enabled: def.enabled,
       ordered,
-      ruleCodes,
+      ruleAnswers,
       everyoneElse,
       rollout: n,
       inRollout: everyoneElse < 0 ? inRolloutCode(n) : 0,
@@ -216,7 +235,8 @@ class FlagSet implements CompiledFlagSet {
 }
 
 export function compileFlagSet(defs: readonly FlagDefinition[], options: CompileOptions = {}): CompiledFlagSet {
-  return Object.freeze(new FlagSet(defs, options));
+  // Not frozen: reading the fields of a frozen class instance cost V8 twice as much in the hot loop.
+  return new FlagSet(defs, options);
 }
 
 /** The outcome of one flag for a context, compiled on the spot: for tests and one-off use, not for a hot path. */

@@ -94,7 +94,21 @@ const listed = (whenMissing: boolean): OperatorSpec<string> => ({
   cost: () => COSTS.condition,
 });
 
-const strings = (matches: (value: string, part: string) => boolean): OperatorSpec<string> => ({
+/** Whether one of the values is in the subject, in the way of each STR_ operator (a loop: `some` would make a closure per test). */
+const containsOne = (subject: string, parts: readonly string[]) => {
+  for (let i = 0; i < parts.length; i++) if (subject.includes(parts[i]!)) return true;
+  return false;
+};
+const startsWithOne = (subject: string, parts: readonly string[]) => {
+  for (let i = 0; i < parts.length; i++) if (subject.startsWith(parts[i]!)) return true;
+  return false;
+};
+const endsWithOne = (subject: string, parts: readonly string[]) => {
+  for (let i = 0; i < parts.length; i++) if (subject.endsWith(parts[i]!)) return true;
+  return false;
+};
+
+const strings = (anyOf: (subject: string, parts: readonly string[]) => boolean): OperatorSpec<string> => ({
   arity: 'many',
   maxValues: 100,
   caseInsensitive: true,
@@ -103,53 +117,57 @@ const strings = (matches: (value: string, part: string) => boolean): OperatorSpe
   cost: (values) => COSTS.condition + values.length * COSTS.string,
   test(parts, caseInsensitive, { scratch }) {
     const read = fold(caseInsensitive, scratch);
-    return (value) => {
-      const subject = read(value);
-      return parts.some((part) => matches(subject, part));
-    };
+    return (value) => anyOf(read(value), parts);
   },
 });
 
-/** One value compared with the attribute, both read by `parse`; `compare` gives the sign of (attribute − value). */
-function compared<T>(parse: (text: string) => T | undefined, problem: (value: string) => string, memoOf: (scratch: Scratch) => (text: string) => T | undefined, compare: (a: T, b: T) => number, holds: (sign: number) => boolean): OperatorSpec<T> {
-  return {
+/**
+ * NUM_, DATE_ and SEMVER_ compare the attribute with their value on the sign of (attribute −
+ * value). The comparison is a number read inline, and each family has its own test function: a
+ * call through one of five closures per test cost them twice as much (docs/performance.md).
+ */
+const EQ = 0;
+const GT = 1;
+const GTE = 2;
+const LT = 3;
+const LTE = 4;
+const holds = (comparison: number, sign: number): boolean =>
+  comparison === EQ ? sign === 0 : comparison === GT ? sign > 0 : comparison === GTE ? sign >= 0 : comparison === LT ? sign < 0 : sign <= 0;
+
+/** An operator of one value, read by `parse`, whose test `test` builds for a comparison. */
+function compared<T>(parse: (text: string) => T | undefined, problem: (value: string) => string, test: (bound: T, comparison: number, scratch: Scratch) => Test) {
+  return (comparison: number): OperatorSpec<T> => ({
     arity: 'one',
     maxValues: 1,
     caseInsensitive: false,
     whenMissing: false,
     parse: (value) => parse(value) ?? new Refused(problem(value)),
     cost: () => COSTS.condition + COSTS.parse,
-    test([bound], _caseInsensitive, { scratch }) {
-      const read = memoOf(scratch);
-      return (value) => {
-        const attribute = read(value);
-        return attribute !== undefined && holds(compare(attribute, bound!));
-      };
-    },
-  };
+    test: ([bound], _caseInsensitive, { scratch }) => test(bound!, comparison, scratch),
+  });
 }
 
-const notNumber = (value: string) => `"${value}" is not a number`;
-const notDate = (value: string) => `"${value}" is not an ISO 8601 date such as 2026-12-31 or 2026-12-31T18:00:00Z`;
-const notVersion = (value: string) => `"${value}" is not a version x.y.z or x.y.z-pre`;
-const number = (holds: (sign: number) => boolean) => compared(parseNumber, notNumber, (scratch) => scratch.number, (a, b) => a - b, holds);
-const date = (holds: (sign: number) => boolean) => compared(parseDate, notDate, (scratch) => scratch.date, (a, b) => a - b, holds);
-const version = (holds: (sign: number) => boolean) => compared(parseVersion, notVersion, (scratch) => scratch.version, compareVersions, holds);
-
-const EQ = (sign: number) => sign === 0;
-const GT = (sign: number) => sign > 0;
-const GTE = (sign: number) => sign >= 0;
-const LT = (sign: number) => sign < 0;
-const LTE = (sign: number) => sign <= 0;
+const number = compared(parseNumber, (value) => `"${value}" is not a number`, (bound, comparison, scratch) => (value) => {
+  const attribute = scratch.number(value);
+  return attribute !== undefined && holds(comparison, attribute - bound);
+});
+const date = compared(parseDate, (value) => `"${value}" is not an ISO 8601 date such as 2026-12-31 or 2026-12-31T18:00:00Z`, (bound, comparison, scratch) => (value) => {
+  const attribute = scratch.date(value);
+  return attribute !== undefined && holds(comparison, attribute - bound);
+});
+const version = compared(parseVersion, (value) => `"${value}" is not a version x.y.z or x.y.z-pre`, (bound, comparison, scratch) => (value) => {
+  const attribute = scratch.version(value);
+  return attribute !== undefined && holds(comparison, compareVersions(attribute, bound));
+});
 
 type Cidr = NonNullable<ReturnType<typeof parseCidr>>;
 
 export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object.freeze({
   IN: listed(false),
   NOT_IN: listed(true),
-  STR_CONTAINS: strings((subject, part) => subject.includes(part)),
-  STR_STARTS_WITH: strings((subject, part) => subject.startsWith(part)),
-  STR_ENDS_WITH: strings((subject, part) => subject.endsWith(part)),
+  STR_CONTAINS: strings(containsOne),
+  STR_STARTS_WITH: strings(startsWithOne),
+  STR_ENDS_WITH: strings(endsWithOne),
   NUM_EQ: number(EQ),
   NUM_GT: number(GT),
   NUM_GTE: number(GTE),
@@ -178,7 +196,10 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
     test(patterns) {
       // Shared by every flag of the set that uses the pattern: they search the same attribute once.
       const searches = [...new Set(patterns)].map((pattern) => pattern.test);
-      return (value) => searches.some((search) => search(value));
+      return (value) => {
+        for (let i = 0; i < searches.length; i++) if (searches[i]!(value)) return true;
+        return false;
+      };
     },
   } satisfies OperatorSpec<CompiledPattern>,
   IN_CIDR: {
@@ -216,7 +237,10 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
     cost: (keys) => COSTS.condition * (1 + keys.length),
     test(keys, _caseInsensitive, build) {
       const segments = keys.map((key) => build.segment(key));
-      return (_value, ctx) => segments.some((segment) => segment(ctx));
+      return (_value, ctx) => {
+        for (let i = 0; i < segments.length; i++) if (segments[i]!(ctx)) return true;
+        return false;
+      };
     },
   } satisfies OperatorSpec<string>,
 }) as { readonly [O in Operator]: OperatorSpec };

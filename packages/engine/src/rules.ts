@@ -49,30 +49,42 @@ export interface CompiledRule {
   readonly rollout: number;
   /** The outcome code it serves. */
   readonly code: number;
+  /** Its answer as the pipeline packs it (evaluate.ts): its code and its rank. */
+  readonly answer: number;
 }
+
+/**
+ * The pipeline's answer in one small integer: code | (variant + 1) << 8 (0: no variant) | (rule
+ * rank + 1) << 16 (0: no rule served). Ranks past MAX_RANK (a flag of more than 32,766 rules; the
+ * server allows 100) are answered as MAX_RANK.
+ */
+export const packAnswer = (code: number, rank: number): number => code | (Math.min(rank + 1, MAX_RANK + 1) << 16);
+const MAX_RANK = 0x7ffe;
 
 /** A rule compiled; null for one that never serves (disabled, rollout 0, an empty value, no conditions, an unknown type). */
 export function compileRule(rule: RuleDefinition, rank: number, table: ConditionTable): CompiledRule | null {
   const rollout = rule.rolloutPercentage ?? 100;
   if (rule.enabled !== true || !(rollout > 0)) return null;
-  const base = { rank, rollout: Math.min(rollout, 100), code: matchCode(rule.type, rule.serve !== false) };
+  const code = matchCode(rule.type, rule.serve !== false);
+  // One object literal, every field in it (V8 keeps them in the object: read on every evaluation).
+  const compiled = (seed: Seed | null, key: string, conditions: Int32Array | null): CompiledRule => ({ rank, seed, key, conditions, rollout: Math.min(rollout, 100), code, answer: packAnswer(code, rank) });
   const value = typeof rule.value === 'string' ? rule.value : '';
   switch (rule.type) {
     case 'user_id':
       // Exact, case-sensitive. An empty id never matches (an empty ctx.user_id means "no id").
-      return value.length === 0 ? null : { ...base, seed: 'user_id', key: value, conditions: null };
+      return value.length === 0 ? null : compiled('user_id', value, null);
     case 'user_email': {
       const email = normalizeEmail(value);
-      return email.length === 0 ? null : { ...base, seed: 'user_email', key: email, conditions: null };
+      return email.length === 0 ? null : compiled('user_email', email, null);
     }
     case 'email_domain': {
       const domain = normalizeEmailDomain(value);
-      return domain === null ? null : { ...base, seed: 'email_domain', key: domain, conditions: null };
+      return domain === null ? null : compiled('email_domain', domain, null);
     }
     case 'conditions':
       // None (refused at save; a stored rule could only lose them by corruption) would be "everyone": never match instead, as an empty seed value.
       if (!Array.isArray(rule.conditions) || rule.conditions.length === 0) return null;
-      return { ...base, seed: null, key: '', conditions: table.compile(rule.conditions) };
+      return compiled(null, '', table.compile(rule.conditions));
     default:
       return null; // an unknown type (a newer schema) never matches
   }
@@ -80,15 +92,14 @@ export function compileRule(rule: RuleDefinition, rank: number, table: Condition
 
 /** Whether the context (the scratch's) matches the rule, its rollout aside. */
 export function ruleMatches(rule: CompiledRule, ctx: EvaluationContext, scratch: Scratch, table: ConditionTable): boolean {
+  if (rule.conditions !== null) return table.all(rule.conditions, ctx);
   switch (rule.seed) {
     case 'user_id':
       return ctx.user_id === rule.key;
     case 'user_email':
       return scratch.contextEmail() === rule.key;
-    case 'email_domain':
-      return scratch.contextDomain() === rule.key;
     default:
-      return table.all(rule.conditions!, ctx);
+      return scratch.contextDomain() === rule.key;
   }
 }
 
@@ -104,8 +115,12 @@ export class SeedIndex {
   private readonly byDomain = new Map<string, number[]>();
   private readonly best: Int32Array;
   private readonly stamps: Float64Array;
-  private readonly hit: number[] = [];
+  /** The flags the current context matched, the first `matchedCount` of them. */
+  readonly matched: Int32Array;
+  private hits = 0;
   private gathered = -1;
+  /** Whether any seed rule was added: a set without one reads no map per context. */
+  private any = false;
 
   constructor(
     size: number,
@@ -113,10 +128,12 @@ export class SeedIndex {
   ) {
     this.best = new Int32Array(size);
     this.stamps = new Float64Array(size);
+    this.matched = new Int32Array(size);
   }
 
   /** Adds a flag's seed rule; the flag's rules arrive in rank order, flag after flag. */
   add(flag: number, rule: CompiledRule): void {
+    this.any = true;
     const index = rule.seed === 'user_id' ? this.byUserId : rule.seed === 'user_email' ? this.byEmail : this.byDomain;
     const hits = index.get(rule.key);
     if (hits === undefined) index.set(rule.key, [flag, rule.rank]);
@@ -129,16 +146,17 @@ export class SeedIndex {
     return this.stamps[flag] === this.gathered ? this.best[flag]! : -1;
   }
 
-  /** The flags a seed rule of which the context matches (ascending by first hit, each once). */
-  matched(): readonly number[] {
+  /** How many flags a seed rule of which the context matches: `matched[0..count)`, each once. */
+  matchedCount(): number {
+    if (!this.any) return 0;
     if (this.gathered !== this.scratch.turn) this.gather();
-    return this.hit;
+    return this.hits;
   }
 
   private gather(): void {
     const { scratch } = this;
     this.gathered = scratch.turn;
-    this.hit.length = 0;
+    this.hits = 0;
     if (this.byUserId.size > 0) {
       const id = scratch.ctx.user_id;
       if (typeof id === 'string') this.apply(this.byUserId.get(id));
@@ -160,7 +178,7 @@ export class SeedIndex {
       if (this.stamps[flag] !== turn) {
         this.stamps[flag] = turn;
         this.best[flag] = rank;
-        this.hit.push(flag);
+        this.matched[this.hits++] = flag;
       } else if (rank < this.best[flag]!) this.best[flag] = rank;
     }
   }
