@@ -1,6 +1,7 @@
 // The engine bench, before and after: runs engine.bench.js alternately with another build of the
 // engine (BENCH_ENGINE, its dist/src/index.js) and with this one, AB_ROUNDS times each, and prints
-// each case's best (lowest CPU ns per evaluation) for both, and their ratio.
+// each case's best (lowest CPU ns per evaluation) for both, and their ratio. The "before" build
+// also runs a second time each round: before ÷ before again is the noise of the same moments.
 //
 //   git worktree add /tmp/engine-base main && (cd /tmp/engine-base && npm ci && npx tsc -b packages/engine)
 //   BENCH_ENGINE=/tmp/engine-base/packages/engine/dist/src/index.js AB_ROUNDS=5 BENCH_MS=300 node packages/engine/bench/ab.mjs
@@ -26,19 +27,21 @@ function run(engine) {
   return cases;
 }
 
-const best = { before: new Map(), after: new Map() };
+const best = { before: new Map(), again: new Map(), after: new Map() };
 const keep = (into, cases) => {
   for (const [name, ns] of cases) into.set(name, Math.min(ns, into.get(name) ?? Infinity));
 };
 for (let round = 1; round <= rounds; round++) {
   keep(best.before, run(before));
   keep(best.after, run(undefined));
+  keep(best.again, run(before));
   process.stderr.write(`round ${round}/${rounds} done\n`);
 }
 console.log(`Best of ${rounds} alternated runs each, CPU ns per evaluation (BENCH_MS=${process.env.BENCH_MS ?? 1000})\n`);
-console.log('| case | before | after | after ÷ before |');
-console.log('|---|---:|---:|---:|');
+console.log('| case | before | after | after ÷ before | noise: before ÷ before again |');
+console.log('|---|---:|---:|---:|---:|');
 for (const [name, after] of best.after) {
   const was = best.before.get(name);
-  console.log(`| ${name} | ${was ?? '–'} | ${after} | ${was ? (after / was).toFixed(2) : '–'} |`);
+  const again = best.again.get(name);
+  console.log(`| ${name} | ${was ?? '–'} | ${after} | ${was ? (after / was).toFixed(2) : '–'} | ${was && again ? (again / was).toFixed(2) : '–'} |`);
 }

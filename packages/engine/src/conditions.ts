@@ -169,7 +169,7 @@ export class ConditionTable implements Build {
         let value = this.slotStamps[slot] === turn ? this.slotValues[slot] : this.read(slot, ctx);
         if (value === undefined) result = (flags & 1) === 1;
         else {
-          if ((flags & 4) !== 0) value = this.scratch.lowerCase(value);
+          if ((flags & 4) !== 0) value = this.scratch.lowerCase.get(value);
           // Whether the condition lists the value (SharedSets, written out: this loop is the hot path).
           const sets = this.inSets[id]!;
           if (value !== sets.lastValue) sets.look(value);

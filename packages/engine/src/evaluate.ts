@@ -39,6 +39,8 @@ interface CompiledFlag {
   readonly enabled: boolean;
   /** Its rules tried one by one, in order; null when its seed rules (if any) are in the set's SeedIndex. */
   readonly ordered: readonly CompiledRule[] | null;
+  /** Whether it has seed rules in the SeedIndex. */
+  readonly indexed: boolean;
   /** Per rule rank, its packed answer (for the SeedIndex's answers). */
   readonly ruleAnswers: Int32Array;
   /** What everyone else gets when it does not depend on the bucket; -1: from the rollout. */
@@ -73,9 +75,11 @@ class FlagSet implements CompiledFlagSet {
    * in order, no variants): stage 4 is all that runs for them, in one loop.
    */
   private readonly rolloutOnly: Uint32Array;
-  /** The other flags whose answer may differ per context when no seed rule names it: rules tried in order, a rollout with variants, a choice by weight. */
+  /** The flags whose answer, unless a seed rule names the context, is on with a variant chosen by weight: stage 5 alone, in one loop. */
+  private readonly weightsOnly: Uint32Array;
+  /** The other flags whose answer may differ per context when no seed rule names it: rules tried in order, a rollout with variants. */
   private readonly varying: Uint32Array;
-  /** 1 for a flag of rolloutOnly, 2 of varying (the pipeline has run for it, a seed rule or not). */
+  /** 1 for a flag of rolloutOnly or weightsOnly, 2 of varying (the pipeline has run for it, a seed rule or not). */
   private readonly isVarying: Uint8Array;
   private readonly isSplit: Uint8Array;
 
@@ -100,11 +104,14 @@ class FlagSet implements CompiledFlagSet {
       if (!flag.enabled || flag.everyoneElse < 0 || ENABLED[this.baseCodes[index]!] === 0) return plan.off;
       return plan.only >= 0 ? plan.only : NO_VARIANT;
     });
-    const rolloutOnly = (flag: CompiledFlag) => flag.enabled && flag.ordered === null && flag.variants === null && flag.everyoneElse < 0;
-    this.rolloutOnly = Uint32Array.from(this.flags.flatMap((flag, index) => (rolloutOnly(flag) ? [index] : [])));
-    this.varying = Uint32Array.from(this.flags.flatMap((flag, index) => (flag.enabled && !rolloutOnly(flag) && (flag.ordered !== null || flag.everyoneElse < 0 || this.isSplit[index] === 1) ? [index] : [])));
+    // Which stages can make a flag's answer differ per context, short of a seed rule naming it.
+    const indexes = (which: (flag: CompiledFlag, index: number) => boolean) => Uint32Array.from(this.flags.flatMap((flag, index) => (flag.enabled && which(flag, index) ? [index] : [])));
+    const seedsOnly = (flag: CompiledFlag) => flag.ordered === null;
+    this.rolloutOnly = indexes((flag) => seedsOnly(flag) && flag.variants === null && flag.everyoneElse < 0);
+    this.weightsOnly = indexes((flag, index) => seedsOnly(flag) && this.isSplit[index] === 1 && flag.everyoneElse >= 0 && ENABLED[flag.everyoneElse] === 1);
+    this.varying = indexes((flag) => flag.ordered !== null || (flag.variants !== null && flag.everyoneElse < 0));
     this.isVarying = new Uint8Array(this.size);
-    for (const index of this.rolloutOnly) this.isVarying[index] = 1;
+    for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = 1;
     for (const index of this.varying) this.isVarying[index] = 2;
     this.variants = Object.freeze(defs.map((def, index) => (this.flags[index]!.variants === null ? null : Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))))));
   }
@@ -120,10 +127,17 @@ class FlagSet implements CompiledFlagSet {
     if (withVariants) variants.set(this.baseVariants);
     let served = false;
     // A seed rule that names the context overrides these below (the pipeline runs for it then).
-    const { rolloutOnly, flags } = this;
+    const { rolloutOnly, weightsOnly, flags, scratch } = this;
     for (let i = 0; i < rolloutOnly.length; i++) {
       const index = rolloutOnly[i]!;
-      codes[index] = this.rolloutCode(flags[index]!, this.scratch.hash(flags[index]!.bucketPrefix) % 100);
+      const flag = flags[index]!;
+      codes[index] = this.rolloutCode(flag, scratch.hash(flag.bucketPrefix) % 100);
+    }
+    if (withVariants) {
+      for (let i = 0; i < weightsOnly.length; i++) {
+        const index = weightsOnly[i]!;
+        variants[index] = chooseVariant(flags[index]!.variants!, true, -1, scratch);
+      }
     }
     const { varying } = this;
     for (let i = 0; i < varying.length; i++) {
@@ -175,7 +189,7 @@ class FlagSet implements CompiledFlagSet {
     let bucket = -1;
     const rules = flag.ordered;
     if (rules === null) {
-      const rank = this.seeds.rankOf(index);
+      const rank = flag.indexed ? this.seeds.rankOf(index) : -1;
       if (rank >= 0) return this.withVariant(flag, flag.ruleAnswers[rank]!, rank);
     } else {
       for (let r = 0; r < rules.length; r++) {
@@ -223,6 +237,7 @@ class FlagSet implements CompiledFlagSet {
     return {
       enabled: def.enabled,
       ordered,
+      indexed: ordered === null && compiled.length > 0,
       ruleAnswers,
       everyoneElse,
       rollout: n,

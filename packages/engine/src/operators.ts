@@ -81,7 +81,7 @@ export const COSTS = Object.freeze({
 
 const text = (value: string) => value;
 const folded = (caseInsensitive: boolean) => (value: string) => (caseInsensitive ? value.toLowerCase() : value);
-const fold = (caseInsensitive: boolean, scratch: Scratch) => (caseInsensitive ? scratch.lowerCase : text);
+const fold = (caseInsensitive: boolean, scratch: Scratch) => (caseInsensitive ? (value: string) => scratch.lowerCase.get(value) : text);
 
 /** IN (listed) and NOT_IN (not listed): the set's value index answers them. */
 const listed = (whenMissing: boolean): OperatorSpec<string> => ({
@@ -94,31 +94,18 @@ const listed = (whenMissing: boolean): OperatorSpec<string> => ({
   cost: () => COSTS.condition,
 });
 
-/** Whether one of the values is in the subject, in the way of each STR_ operator (a loop: `some` would make a closure per test). */
-const containsOne = (subject: string, parts: readonly string[]) => {
-  for (let i = 0; i < parts.length; i++) if (subject.includes(parts[i]!)) return true;
-  return false;
-};
-const startsWithOne = (subject: string, parts: readonly string[]) => {
-  for (let i = 0; i < parts.length; i++) if (subject.startsWith(parts[i]!)) return true;
-  return false;
-};
-const endsWithOne = (subject: string, parts: readonly string[]) => {
-  for (let i = 0; i < parts.length; i++) if (subject.endsWith(parts[i]!)) return true;
-  return false;
-};
-
-const strings = (anyOf: (subject: string, parts: readonly string[]) => boolean): OperatorSpec<string> => ({
+/**
+ * STR_ operators: `test` builds the test from the values and how the attribute is read (folded or
+ * not). Each operator's test is a function of its own, looping (not `some` with a closure a test).
+ */
+const strings = (test: (parts: readonly string[], read: (text: string) => string) => Test): OperatorSpec<string> => ({
   arity: 'many',
   maxValues: 100,
   caseInsensitive: true,
   whenMissing: false,
   parse: (value, caseInsensitive) => folded(caseInsensitive)(value),
   cost: (values) => COSTS.condition + values.length * COSTS.string,
-  test(parts, caseInsensitive, { scratch }) {
-    const read = fold(caseInsensitive, scratch);
-    return (value) => anyOf(read(value), parts);
-  },
+  test: (parts, caseInsensitive, { scratch }) => test(parts, fold(caseInsensitive, scratch)),
 });
 
 /**
@@ -148,15 +135,15 @@ function compared<T>(parse: (text: string) => T | undefined, problem: (value: st
 }
 
 const number = compared(parseNumber, (value) => `"${value}" is not a number`, (bound, comparison, scratch) => (value) => {
-  const attribute = scratch.number(value);
+  const attribute = scratch.number.get(value);
   return attribute !== undefined && holds(comparison, attribute - bound);
 });
 const date = compared(parseDate, (value) => `"${value}" is not an ISO 8601 date such as 2026-12-31 or 2026-12-31T18:00:00Z`, (bound, comparison, scratch) => (value) => {
-  const attribute = scratch.date(value);
+  const attribute = scratch.date.get(value);
   return attribute !== undefined && holds(comparison, attribute - bound);
 });
 const version = compared(parseVersion, (value) => `"${value}" is not a version x.y.z or x.y.z-pre`, (bound, comparison, scratch) => (value) => {
-  const attribute = scratch.version(value);
+  const attribute = scratch.version.get(value);
   return attribute !== undefined && holds(comparison, compareVersions(attribute, bound));
 });
 
@@ -165,9 +152,21 @@ type Cidr = NonNullable<ReturnType<typeof parseCidr>>;
 export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object.freeze({
   IN: listed(false),
   NOT_IN: listed(true),
-  STR_CONTAINS: strings(containsOne),
-  STR_STARTS_WITH: strings(startsWithOne),
-  STR_ENDS_WITH: strings(endsWithOne),
+  STR_CONTAINS: strings((parts, read) => (value) => {
+    const subject = read(value);
+    for (let i = 0; i < parts.length; i++) if (subject.includes(parts[i]!)) return true;
+    return false;
+  }),
+  STR_STARTS_WITH: strings((parts, read) => (value) => {
+    const subject = read(value);
+    for (let i = 0; i < parts.length; i++) if (subject.startsWith(parts[i]!)) return true;
+    return false;
+  }),
+  STR_ENDS_WITH: strings((parts, read) => (value) => {
+    const subject = read(value);
+    for (let i = 0; i < parts.length; i++) if (subject.endsWith(parts[i]!)) return true;
+    return false;
+  }),
   NUM_EQ: number(EQ),
   NUM_GT: number(GT),
   NUM_GTE: number(GTE),
@@ -195,9 +194,9 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
     cost: (patterns) => COSTS.condition + [...new Set(patterns)].reduce((sum, pattern) => sum + searchCost(pattern), 0),
     test(patterns) {
       // Shared by every flag of the set that uses the pattern: they search the same attribute once.
-      const searches = [...new Set(patterns)].map((pattern) => pattern.test);
+      const distinct = [...new Set(patterns)];
       return (value) => {
-        for (let i = 0; i < searches.length; i++) if (searches[i]!(value)) return true;
+        for (let i = 0; i < distinct.length; i++) if (distinct[i]!.test(value)) return true;
         return false;
       };
     },
@@ -212,7 +211,7 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
     test(ranges, _caseInsensitive, { scratch }) {
       const split = splitRanges(ranges);
       return (value) => {
-        const address = scratch.address(value);
+        const address = scratch.address.get(value);
         return address !== undefined && inRanges(address, split);
       };
     },

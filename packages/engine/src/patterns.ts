@@ -4,7 +4,7 @@
  * is operators.ts's; the figures behind both: docs/performance.md, "What a flag may cost").
  */
 import { RE2JS } from 're2js';
-import { remembering } from './memo.js';
+import { Remembering } from './memo.js';
 
 export const PATTERN_LIMITS = Object.freeze({
   /** Characters of a pattern. */
@@ -31,8 +31,8 @@ export class CompiledPattern {
   readonly size: number;
   /** Whether it searches with re2js's DFA first (false: the NFA only, slower per step: operators.ts costs it so). */
   readonly dfa: boolean;
-  /** A search of a text, remembering the last texts it searched (the set's scratch: patterns are per set). */
-  readonly test: (text: string) => boolean;
+  /** Its searches, remembering the last texts it searched (the set's scratch: patterns are per set). */
+  private readonly searches: Remembering<boolean>;
 
   constructor(readonly regex: RE2JS) {
     this.size = regex.programSize();
@@ -41,7 +41,12 @@ export class CompiledPattern {
     dfa.maxMem = dfa.stateBudget = dfa.memBudget = PATTERN_LIMITS.dfaBytes;
     if (dfa.numClasses > PATTERN_LIMITS.dfaClasses) dfa.failed = true;
     this.dfa = !dfa.failed;
-    this.test = remembering((text) => regex.test(text));
+    this.searches = new Remembering((text) => regex.test(text));
+  }
+
+  /** Whether the pattern is found in the text (RE2 semantics: a search, not anchored). */
+  test(text: string): boolean {
+    return this.searches.get(text);
   }
 }
 

@@ -3,7 +3,7 @@
  * and kept on the set (never in a module), so that nothing has to be "prepared" before a call for
  * the call to be right. Evaluation is synchronous: one context at a time per set.
  */
-import { memo, remembering } from './memo.js';
+import { Memo, Remembering } from './memo.js';
 import { Murmur3Suffix, type Murmur3State } from './murmur3.js';
 import type { EvaluationContext } from './model.js';
 import { parseAddress, parseDate, parseNumber, parseVersion } from './values.js';
@@ -39,11 +39,11 @@ export class Scratch {
 
   // Attribute texts as each operator reads them, by value: a request's flags read the same
   // attribute many times, and values repeat across requests (app versions, user agents).
-  readonly lowerCase = memo((text: string) => text.toLowerCase());
-  readonly number = memo(parseNumber);
-  readonly date = remembering(parseDate);
-  readonly version = remembering(parseVersion);
-  readonly address = remembering(parseAddress);
+  readonly lowerCase = new Memo((text: string) => text.toLowerCase());
+  readonly number = new Memo(parseNumber);
+  readonly date = new Remembering(parseDate);
+  readonly version = new Remembering(parseVersion);
+  readonly address = new Remembering(parseAddress);
 
   /** A new context: every result stamped before is stale. */
   begin(ctx: EvaluationContext): void {
