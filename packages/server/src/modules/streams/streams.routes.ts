@@ -44,7 +44,11 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
   const byKey = sdkProjectHook(limits, evaluateCache, anySdkCredential);
   const byApiToken = tokenAccessHook(db, limits, evaluateCache);
   const tokenStreams = new TokenStreams(db, app.log);
-  app.addHook('onClose', async () => tokenStreams.close());
+  const unsubscribe = evaluateCache.onInvalidate((projectId) => tokenStreams.projectChanged(projectId));
+  app.addHook('onClose', async () => {
+    unsubscribe();
+    tokenStreams.close();
+  });
   const invalidToken = () => new Unauthorized('Missing or invalid stream token');
 
   app.get('/sdk/v1/stream', {
@@ -107,7 +111,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     const raw = reply.raw;
     let stream: OpenStream | undefined;
     let released = false;
-    const unfollowToken = access ? tokenStreams.add(access.tokenId, () => raw.end()) : undefined;
+    const unfollowToken = access ? tokenStreams.add(access.tokenId, project.projectId, () => raw.end()) : undefined;
     const release = () => {
       if (released) return;
       released = true;
