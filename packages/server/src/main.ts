@@ -1,15 +1,17 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
-import pinoPretty from 'pino-pretty';
-import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { relayClusterChanges } from './modules/changes/carriers.js';
 
-/** On a terminal, readable log lines; otherwise (production, files, collectors) JSON lines. */
-const logStream = () => (process.stdout.isTTY ? pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' }) : undefined);
+/** On a terminal, readable log lines; otherwise (production, files, collectors) JSON lines, and pino-pretty is not loaded. */
+async function logStream(): Promise<NodeJS.WritableStream | undefined> {
+  if (!process.stdout.isTTY) return undefined;
+  const { default: pinoPretty } = await import('pino-pretty');
+  return pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' });
+}
 
 /** Where a person opens the dashboard: a wildcard listen address is reached as localhost. */
 function dashboardUrl(address: string): string {
@@ -28,7 +30,7 @@ async function serve(config: Readonly<Config>): Promise<void> {
     poolSize: config.databasePoolSize,
     onPoolError: (error) => log?.error({ err: error }, 'database connection lost; the pool will open a new one'),
   });
-  const stream = logStream();
+  const stream = await logStream();
   const app = await buildApp(config, database, stream ? { logStream: stream } : {});
   log = app.log;
 
@@ -67,10 +69,10 @@ async function serve(config: Readonly<Config>): Promise<void> {
  * Redis), restarts a worker that dies, and on SIGTERM/SIGINT stops them all gracefully.
  */
 async function supervise(config: Readonly<Config>): Promise<void> {
-  const log = pino({ level: config.logLevel }, logStream() ?? process.stdout);
+  const log = pino({ level: config.logLevel }, (await logStream()) ?? process.stdout);
   const database = await openDatabase(config.database, { poolSize: 1 });
   await database.close();
-  if (!config.redisUrl) new RateLimiterClusterMaster();
+  if (!config.redisUrl) new (await import('rate-limiter-flexible')).RateLimiterClusterMaster();
   relayClusterChanges();
 
   let stopping = false;

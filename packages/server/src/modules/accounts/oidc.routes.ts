@@ -10,7 +10,6 @@ import { AppError, Forbidden, Invalid, RateLimited, Unauthorized, Unavailable } 
 import { pageHeaders } from '../../http/page-headers.js';
 import { errorResponses } from '../../http/schemas.js';
 import { LoginResult } from './accounts.schemas.js';
-import { OidcClient } from './oidc.client.js';
 import { signInWithProvider } from './oidc.repository.js';
 
 /** The sealed flow (state, nonce, PKCE verifier), sent back only to the callback. */
@@ -69,6 +68,8 @@ export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, toke
 
   const settings = config.oidc;
   if (!settings) return;
+  // openid-client is loaded only when a provider is configured (start-up time: docs/performance.md).
+  const { OidcClient } = await import('./oidc.client.js');
   const oidc = new OidcClient(settings, config.publicUrl, tokens.keyFor('oidc sign-in flow'), app.log);
   const secure = config.publicUrl.startsWith('https:');
   const cookieOptions = (path: string, maxAge: number) => ({ path, maxAge, httpOnly: true, sameSite: 'lax' as const, secure });
