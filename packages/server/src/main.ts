@@ -22,6 +22,14 @@ function dashboardUrl(address: string): string {
 
 const SHUTDOWN_GRACE_MS = 500;
 
+/**
+ * Connections the kernel may hold for us before we accept them. Node's default (511) overflowed
+ * when 10,000 SDKs in local mode fetched the ruleset after one change: their first SYNs were
+ * dropped and retried after 1, 3, 7 s. The kernel caps this at net.core.somaxconn (4096 on Linux
+ * 5.4 and later; raise it for larger bursts: docs/deploy.md).
+ */
+const LISTEN_BACKLOG = 65_535;
+
 /** One server: listens, and on SIGTERM/SIGINT finishes in-flight requests, flushes history, closes the database. */
 async function serve(config: Readonly<Config>): Promise<void> {
   let log: FastifyBaseLogger | undefined;
@@ -60,7 +68,7 @@ async function serve(config: Readonly<Config>): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   // The first line a person reads says where to go.
-  await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` });
+  await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` });
 }
 
 /**
