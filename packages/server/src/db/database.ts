@@ -24,16 +24,35 @@ function translated<T>(call: () => T): T {
   }
 }
 
+/** Prepared statements kept per connection, the least recently used dropped first. */
+const KEPT_STATEMENTS = 500;
+
+/**
+ * Kysely prepares every query it runs; preparing was the largest part of a simple indexed read
+ * (an API token's, on each ruleset fetch and stream open: docs/performance.md). The statements
+ * of the last KEPT_STATEMENTS distinct queries are kept and run again: better-sqlite3 runs a
+ * statement synchronously, so one is never in use twice at once, and SQLite prepares it again by
+ * itself after a schema change. A streamed read (iterate) gets a statement of its own.
+ */
 function sqliteAdapter(raw: BetterSqlite3.Database): SqliteDatabase {
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const kept = (query: string): BetterSqlite3.Statement => {
+    let statement = statements.get(query);
+    if (statement) statements.delete(query); // re-inserted below: most recently used last
+    else statement = translated(() => raw.prepare(query));
+    statements.set(query, statement);
+    if (statements.size > KEPT_STATEMENTS) statements.delete(statements.keys().next().value!);
+    return statement;
+  };
   return {
     close: () => raw.close(),
     prepare(query) {
-      const statement = translated(() => raw.prepare(query));
+      const statement = kept(query);
       return {
         reader: statement.reader,
         all: (parameters) => translated(() => statement.all(bindableInSqlite(parameters))),
         run: (parameters) => translated(() => statement.run(bindableInSqlite(parameters))),
-        iterate: (parameters) => translated(() => statement.iterate(bindableInSqlite(parameters))),
+        iterate: (parameters) => translated(() => raw.prepare(query).iterate(bindableInSqlite(parameters))),
       };
     },
   };
