@@ -23,7 +23,7 @@
  * runs that build first, the same way, in the same run.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -247,6 +247,14 @@ const once = <T>(process: ChildProcess, type?: string) =>
     process.once('exit', (code) => reject(new Error(`a bench process exited (${code})`)));
   });
 
+const openFiles = (pid: number) => {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return 0;
+  }
+};
+
 const percentile = (sorted: readonly number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!);
 
 /** Paced evaluate load for `seconds` from the load process; resolves with its samples. */
@@ -264,7 +272,8 @@ interface Server {
 
 function startMain(mainJs: string, port: number, databaseUrl: string): ChildProcess {
   const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' };
-  return spawn('sh', ['-c', `ulimit -n $(ulimit -Hn) && exec "${process.execPath}" "${mainJs}"`], { env, stdio: 'inherit' });
+  // BENCH_SERVER_NODE_OPTIONS: flags for the server's node (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
+  return spawn('sh', ['-c', `ulimit -n $(ulimit -Hn) && exec "${process.execPath}" ${process.env.BENCH_SERVER_NODE_OPTIONS ?? ''} "${mainJs}"`], { env, stdio: 'inherit' });
 }
 
 /** nginx in front of the instances (Debian's package, installed when missing), as docs/deploy.md has it. */
@@ -341,7 +350,7 @@ async function startServer(mainJs: string, dir: string): Promise<Server> {
 
 interface Result {
   build: string;
-  toggles: { p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number }[];
+  toggles: { p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number; maxFiles: number }[];
   openSeconds: number;
   openErrors: number;
   kibPerStream: number;
@@ -374,6 +383,9 @@ async function measure(build: string, mainJs: string): Promise<Result> {
     const quietCpu = serverCpu();
     const quietStart = performance.now();
     const quiet = await load(loader, server.target, QUIET_SECONDS);
+    // The server's open files, sampled every 100 ms: the burst's connections come on top of the streams (ulimit -n).
+    const fileCounts: number[] = [];
+    const sampler = setInterval(() => fileCounts.push(server.pids.reduce((sum, pid) => sum + openFiles(pid), 0)), 100);
     // The server's CPU a second under the paced load alone, subtracted from each toggle's.
     const loadCpuPerMs = (serverCpu() - quietCpu) / (performance.now() - quietStart);
     const toggles: Result['toggles'] = [];
@@ -387,19 +399,27 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const toggledAt = now();
       await server.toggle();
       const evaluated = await during;
-      await new Promise((resolve) => setTimeout(resolve, 3000)); // stragglers (a SYN retried after 1, 3, 7 s) still count, up to the report
       const cpuAfter = serverCpu();
       const loadCpu = loadCpuPerMs * 3000; // the paced load ran for 3 s after the toggle
-      const reports = await Promise.all(
-        clients.map((each) => {
-          each.send({ type: 'report' } satisfies ToClients);
-          return once<FromClients & { type: 'report' }>(each, 'report');
-        }),
-      );
+      const report = () =>
+        Promise.all(
+          clients.map((each) => {
+            each.send({ type: 'report' } satisfies ToClients);
+            return once<FromClients & { type: 'report' }>(each, 'report');
+          }),
+        );
+      // Every client holds it or failed, or 30 s have passed: stragglers (a SYN retried after 1, 3, 7, 15 s) count, and none is left for the next toggle.
+      let reports = await report();
+      while (reports.reduce((sum, each) => sum + each.arrivals.length + each.errors.length + each.unchanged + each.skipped, 0) < CLIENTS && now() < toggledAt + 30_000) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        reports = await report();
+      }
+      const maxFiles = Math.max(...fileCounts.splice(0));
       if (round === 0) continue; // the warm-up toggle
       cpuMs += (cpuAfter - cpuBefore - loadCpu) * 1000;
       const latencies = reports.flatMap((report) => report.arrivals.map((at) => at - toggledAt)).sort((a, b) => a - b);
-      const burst = evaluated.samples.filter(([sentAt]) => sentAt >= toggledAt && sentAt < toggledAt + 2000).map(([, ms]) => ms).sort((a, b) => a - b);
+      // Evaluate requests in flight at any moment of the 2 s after the toggle.
+      const burst = evaluated.samples.filter(([sentAt, ms]) => sentAt < toggledAt + 2000 && sentAt + ms > toggledAt).map(([, ms]) => ms).sort((a, b) => a - b);
       const errors = reports.flatMap((report) => report.errors);
       if (errors.length > 0) console.log(`${build}, toggle ${round}: ${errors.length} errors, e.g. ${[...new Set(errors)].slice(0, 3).join('; ')}`);
       toggles.push({
@@ -411,9 +431,11 @@ async function measure(build: string, mainJs: string): Promise<Result> {
         evaluateP99: percentile(burst, 99),
         evaluateFailures: evaluated.failures,
         skipped: reports.reduce((sum, report) => sum + report.skipped, 0),
+        maxFiles,
       });
       console.log(`${build}, toggle ${round}: ${JSON.stringify(toggles.at(-1))}`);
     }
+    clearInterval(sampler);
     return {
       build,
       toggles,
@@ -440,12 +462,12 @@ async function main(): Promise<void> {
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
   const f = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(0));
   console.log(`\nmachine busy ${busyPct.toFixed(0)} % (steal ${stealPct.toFixed(0)} %), load average ${loadAverage()}\n`);
-  console.log('| build | toggle | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| build | toggle | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const result of results) {
     result.toggles.forEach((toggle, i) =>
       console.log(
-        `| ${result.build} | ${i + 1} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} |`,
+        `| ${result.build} | ${i + 1} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} | ${toggle.maxFiles} |`,
       ),
     );
   }
