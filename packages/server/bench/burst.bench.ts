@@ -191,10 +191,14 @@ async function runLoad(target: Target, seconds: number): Promise<void> {
   const samples: [number, number][] = [];
   let failures = 0;
   const ends = now() + seconds * 1000;
+  const sockets: Socket[] = [];
+  // A request still unanswered 10 s after the end is a failure: the run ends anyway.
+  const giveUp = setTimeout(() => sockets.forEach((socket) => socket.destroy(new Error('no answer'))), seconds * 1000 + 10_000);
   await Promise.all(
     Array.from({ length: connections }, (_, c) => {
       return new Promise<void>((resolve) => {
         const socket = connect({ host: target.host, port: target.port, localAddress: '127.254.0.1' });
+        sockets.push(socket);
         let next = now() + (c * intervalMs) / connections;
         let sentAt = 0;
         let buffer = '';
@@ -225,6 +229,7 @@ async function runLoad(target: Target, seconds: number): Promise<void> {
       });
     }),
   );
+  clearTimeout(giveUp);
   process.send!({ samples, failures });
 }
 
@@ -237,14 +242,16 @@ function child(args: string[]): ChildProcess {
 
 const once = <T>(process: ChildProcess, type?: string) =>
   new Promise<T>((resolve, reject) => {
+    const exited = (code: number | null) => reject(new Error(`a bench process exited (${code})`));
     const listener = (message: any) => {
       if (type === undefined || message.type === type) {
         process.off('message', listener);
+        process.off('exit', exited);
         resolve(message as T);
       }
     };
     process.on('message', listener);
-    process.once('exit', (code) => reject(new Error(`a bench process exited (${code})`)));
+    process.once('exit', exited);
   });
 
 const openFiles = (pid: number) => {
@@ -282,11 +289,12 @@ function startNginx(dir: string, port: number, upstreams: number[]): ChildProces
   const conf = join(dir, 'nginx.conf');
   writeFileSync(
     conf,
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log stderr error; worker_rlimit_nofile 60000;
-events { worker_connections 40000; }
+    // Four workers, each accepting its share (reuseport): a worker holds two descriptors per stream, and one process may hold 20,000 here.
+    `worker_processes 4; daemon off; pid ${dir}/nginx.pid; error_log stderr error; worker_rlimit_nofile 20000;
+events { worker_connections 19000; }
 http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
   upstream guidon { ${upstreams.map((p) => `server 127.0.0.1:${p};`).join(' ')} keepalive 64; }
-  server { listen 127.0.0.1:${port} backlog=4096; location / { proxy_pass http://guidon; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; proxy_read_timeout 60s; } } }`,
+  server { listen 127.0.0.1:${port} backlog=4096 reuseport; location / { proxy_pass http://guidon; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; proxy_buffering off; proxy_read_timeout 60s; } } }`,
   );
   return spawn('sh', ['-c', `ulimit -n $(ulimit -Hn) && exec nginx -c ${conf}`], { stdio: 'inherit' });
 }
@@ -399,7 +407,6 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const toggledAt = now();
       await server.toggle();
       const evaluated = await during;
-      const cpuAfter = serverCpu();
       const loadCpu = loadCpuPerMs * 3000; // the paced load ran for 3 s after the toggle
       const report = () =>
         Promise.all(
@@ -414,6 +421,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
         await new Promise((resolve) => setTimeout(resolve, 500));
         reports = await report();
       }
+      const cpuAfter = serverCpu();
       const maxFiles = Math.max(...fileCounts.splice(0));
       if (round === 0) continue; // the warm-up toggle
       cpuMs += (cpuAfter - cpuBefore - loadCpu) * 1000;
