@@ -47,6 +47,7 @@ import { attributeRoutes } from './modules/attributes/attributes.routes.js';
 import { explainRoutes } from './modules/explain/explain.routes.js';
 import { Condition, Segment } from './modules/segments/segments.schemas.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
+import { downloadRoutes } from './modules/downloads/downloads.routes.js';
 import { healthRoutes, type Readiness } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
@@ -315,6 +316,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     },
     { prefix: '/api' },
   );
+  await app.register(downloadRoutes, services);
   await app.register(dashboardRoutes);
   return app;
 }
