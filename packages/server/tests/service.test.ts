@@ -330,6 +330,27 @@ describe('stopping', () => {
 });
 
 describe('the process (npm start)', () => {
+  // compose.postgres.yaml starts two replicas at once on a fresh database: migrations must run once.
+  test('two processes started together on one fresh database migrate it once, and both serve', { timeout: 120_000 }, async () => {
+    const testDatabase = await createTestDatabase();
+    const servers: Awaited<ReturnType<typeof startProcess>>[] = [];
+    try {
+      const starting = [startProcess({ DATABASE_URL: testDatabase.url }), startProcess({ DATABASE_URL: testDatabase.url })];
+      for (const started of await Promise.allSettled(starting)) if (started.status === 'fulfilled') servers.push(started.value);
+      for (const started of await Promise.allSettled(starting)) if (started.status === 'rejected') throw started.reason;
+      for (const server of servers) assert.deepEqual((await request(server, 'GET', '/ready')).body, { status: 'ready' }, server.output());
+      const database = await openDatabase(testDatabase.config, { migrate: false });
+      const applied = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(database.db);
+      await database.close();
+      const names = applied.rows.map((row) => row.name);
+      assert.ok(names.length > 0);
+      assert.deepEqual(names, [...new Set(names)], 'each migration recorded once');
+    } finally {
+      for (const server of servers) server.child.kill('SIGKILL');
+      await testDatabase.drop();
+    }
+  });
+
   test('a secret given both directly and as a file stops the start with an error naming both', () => {
     const started = spawnSync(process.execPath, [mainJs], { env: { PATH: process.env.PATH ?? '', JWT_SECRET: 'x'.repeat(40), JWT_SECRET_FILE: '/dev/null', PORT: '0' }, encoding: 'utf8', timeout: 30_000 });
     assert.equal(started.status, 1, started.stdout + started.stderr);
