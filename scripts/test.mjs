@@ -72,7 +72,7 @@ function testFiles(path, underTest = false) {
 // PostgreSQL connections, and PostgreSQL allows 100.
 const concurrency = Number(process.env.GUIDON_TEST_CONCURRENCY ?? 2);
 
-function run(label, paths, env) {
+function run(label, paths, env, timeoutMs = 600_000) {
   const inside = (path, folder) => path === folder || path.startsWith(`${folder}/`);
   const folders = paths.filter((folder) => only.length === 0 || only.some((path) => inside(path, folder) || inside(folder, path)));
   const missing = folders.filter((folder) => !existsSync(folder));
@@ -88,7 +88,7 @@ function run(label, paths, env) {
   }
   console.log(`\n=== ${label} (Node ${process.version}) ===`);
   // A test that hangs fails after 10 minutes instead of holding the run (tests that need longer say so).
-  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', '--test-timeout=600000', `--test-concurrency=${concurrency}`, ...files], {
+  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', `--test-timeout=${timeoutMs}`, `--test-concurrency=${concurrency}`, ...files], {
     stdio: 'inherit',
     env: { ...process.env, ...env },
   });
@@ -107,7 +107,8 @@ if (only.length === 0) {
 const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;
 // The container image is built and run once per `npm test`, not on every Node line: runLines sets
 // GUIDON_TEST_IMAGE=0 for the lines after the first (scripts/container/image.test.mjs).
-const image = process.env.GUIDON_TEST_IMAGE === '0' ? 0 : run('container image, built and run with Podman (once per run)', ['scripts/container'], {});
+// Building the image from nothing (its base included) takes several minutes: it gets 40.
+const image = process.env.GUIDON_TEST_IMAGE === '0' ? 0 : run('container image, built and run with Podman (once per run)', ['scripts/container'], {}, 40 * 60_000);
 process.exit(onSqlite || onPostgres || apiClient || dashboard || image);
 
 /** Runs the whole suite once per line, each under its Node with its build of better-sqlite3. */

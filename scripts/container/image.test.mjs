@@ -9,7 +9,10 @@
  *   a process that is not root, and SIGTERM: /ready answers 503 `stopping` first, then the process
  *   exits 0 within the 10 s that `podman stop` gives it before SIGKILL;
  * - on the machine's PostgreSQL (a database of its own, its URL given as a secret file) and a Redis
- *   of its own.
+ *   of its own;
+ * - compose.yaml and compose.postgres.yaml, as far as this machine allows (no image registry: the
+ *   third-party images are not pulled): `docker-compose config` parses them, and their Guidon
+ *   service builds this Dockerfile with the settings tested here.
  *
  * It runs once per `npm test` (scripts/test.mjs), on one Node line, with Podman run as this
  * machine allows: runc, cgroupfs, host network, explicit ulimits. It prints the image's size, the
@@ -25,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { parse as parseYaml } from 'yaml';
 import { ensureBase } from './base.mjs';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -151,6 +155,49 @@ async function stopWatchingReady(container) {
   return { outcomes, exitCode };
 }
 
+const hasCompose = spawnSync('sh', ['-c', 'command -v docker-compose']).status === 0;
+if (!hasCompose && process.env.GUIDON_REQUIRE_SERVICES === '1') throw new Error('docker-compose missing and GUIDON_REQUIRE_SERVICES=1 (.ci/run installs it from Debian)');
+
+/** A compose file as docker-compose reads it (its own validation, defaults filled in, paths made absolute). */
+function composeConfig(file) {
+  const result = spawnSync('docker-compose', ['-f', join(root, file), 'config'], { cwd: root, encoding: 'utf8' });
+  assert.equal(result.status, 0, `docker-compose config ${file}:\n${result.stderr}`);
+  return parseYaml(result.stdout);
+}
+
+describe('the compose files', { skip: hasCompose ? false : 'needs docker-compose (apt-get install docker-compose)' }, () => {
+  test('compose.yaml: the image of this Dockerfile alone, on 8080, SQLite in a named volume at /data', () => {
+    const { services, volumes } = composeConfig('compose.yaml');
+    assert.deepEqual(Object.keys(services), ['guidon']);
+    const guidon = services.guidon;
+    assert.equal(guidon.build.context, root.replace(/\/$/, ''));
+    assert.deepEqual(guidon.ports.map((port) => [port.published, port.target]), [[8080, 8080]]);
+    assert.deepEqual(guidon.volumes, ['guidon-data:/data:rw']);
+    assert.ok('guidon-data' in volumes);
+    assert.ok(!('DATABASE_URL' in guidon.environment), 'SQLite at /data/guidon.db, as tested');
+  });
+
+  test('compose.postgres.yaml: two replicas on PostgreSQL (URL from a secret file) and Redis, behind one address that TRUST_PROXY names', () => {
+    const { services, secrets } = composeConfig('compose.postgres.yaml');
+    const guidon = services.guidon;
+    assert.equal(guidon.build.context, root.replace(/\/$/, ''));
+    assert.equal(guidon.deploy.replicas, 2);
+    assert.equal(guidon.ports, undefined, 'reached through the proxy only');
+    assert.equal(guidon.environment.DATABASE_URL, undefined);
+    assert.equal(guidon.environment.DATABASE_URL_FILE, '/run/secrets/database_url');
+    assert.deepEqual(guidon.secrets, [{ source: 'database_url' }]);
+    assert.match(readFileSync(secrets.database_url.file, 'utf8'), /^postgres:\/\/guidon:[^@]+@postgres:5432\/guidon\n$/);
+    assert.equal(readFileSync(secrets.database_url.file, 'utf8').split(':')[2].split('@')[0], readFileSync(secrets.postgres_password.file, 'utf8').trim(), 'the same password on both sides');
+    assert.equal(guidon.environment.REDIS_URL, 'redis://redis:6379');
+    assert.deepEqual(Object.keys(services).sort(), ['guidon', 'postgres', 'proxy', 'redis']);
+    assert.equal(guidon.environment.TRUST_PROXY, services.proxy.networks.guidon.ipv4_address);
+    assert.deepEqual(services.proxy.ports.map((port) => [port.published, port.target]), [[8080, 8080]]);
+    const nginx = readFileSync(join(root, 'deploy/compose/nginx.conf'), 'utf8');
+    assert.match(nginx, /server guidon:8080/);
+    assert.match(nginx, /listen 8080;/);
+  });
+});
+
 describe('the container image (Podman)', { skip, timeout: 40 * 60_000 }, () => {
   const containers = [];
   const volume = `guidon-test-${randomUUID().slice(0, 8)}`;
@@ -177,18 +224,19 @@ describe('the container image (Podman)', { skip, timeout: 40 * 60_000 }, () => {
   });
 
   test('the image: non-root, 8080, /data, SIGTERM, a healthcheck, DATABASE_URL unset; no compiler, no dev dependency', () => {
-    const config = JSON.parse(podman(['image', 'inspect', '--format', '{{json .Config}}', IMAGE]).stdout);
+    const [inspected] = JSON.parse(podman(['image', 'inspect', IMAGE]).stdout);
+    const config = inspected.Config;
     assert.equal(config.User, '10001:10001');
     assert.deepEqual(Object.keys(config.ExposedPorts ?? {}), ['8080/tcp']);
     assert.deepEqual(Object.keys(config.Volumes ?? {}), ['/data']);
     assert.equal(config.StopSignal, 'SIGTERM');
-    const healthcheck = JSON.parse(podman(['image', 'inspect', '--format', '{{json .Healthcheck}}', IMAGE]).stdout);
+    const healthcheck = inspected.Healthcheck; // kept by --format docker (OCI images have none)
     assert.ok(healthcheck?.Test?.join(' ').includes('/health'), `healthcheck: ${JSON.stringify(healthcheck)}`);
     assert.ok(!config.Env.some((entry) => /^DATABASE_URL=/.test(entry)), 'DATABASE_URL is not set: the *_FILE form stays usable');
-    const inside = podman(['run', '--rm', '--network', 'host', ...ULIMITS, '--entrypoint', 'sh', IMAGE, '-c', 'for tool in gcc g++ cc c++ make python3; do command -v $tool; done; ls /app/node_modules /app/node_modules/@types 2>/dev/null'], { allowFailure: true }).stdout;
+    const inside = podman(['run', '--rm', '--network', 'host', ...ULIMITS, '--entrypoint', 'sh', IMAGE, '-c', 'for tool in gcc g++ cc c++ make python3; do command -v $tool; done; ls /app/node_modules; ls /app/node_modules/@types | sed s,^,@types/,'], { allowFailure: true }).stdout;
     const present = inside.split('\n');
     assert.deepEqual(present.filter((line) => line.startsWith('/')), [], 'no compiler in the image');
-    for (const dev of ['typescript', 'vite', 'playwright-core', 'fast-check', 'oidc-provider', 'autocannon', 'publint', 'react']) assert.ok(!present.includes(dev), `${dev} is a dev dependency (or the dashboard's, built in): not in the image`);
+    for (const dev of ['typescript', 'vite', 'playwright-core', 'fast-check', 'oidc-provider', 'autocannon', 'publint', 'react', '@types/node', '@types/pg']) assert.ok(!present.includes(dev), `${dev} is a dev dependency (or the dashboard's, built in): not in the image`);
     assert.ok(present.includes('fastify') && present.includes('better-sqlite3'), 'the production dependencies are');
   });
 
