@@ -27,7 +27,7 @@ describe('configuration', () => {
     assert.deepEqual(config.rateLimits, { evaluatePerMinute: 200, authPerMinute: 60 });
     assert.equal(config.evaluationRetentionDays, 30);
     assert.equal(config.jwtSecret, null);
-    assert.deepEqual(config.trustProxy, ['loopback'], 'private ranges must be named (§4)');
+    assert.deepEqual(config.trustProxy, ['loopback'], 'private ranges must be named (docs/security.md)');
     assert.equal(config.smtpUrl, null);
     assert.equal(config.redisUrl, null);
     assert.deepEqual(config.corsOrigins, []);
