@@ -1,7 +1,7 @@
 // The image's figures for docs/performance.md, beside the same server run directly by Node as the
 // baseline, alternated (A, B, A, B …) so that both see the same machine: the time from start to
 // the first 200 of /ready on a fresh SQLite database, and the server's resident memory 5 s later
-// with nothing to do. Run after the image test built localhost/guidon-test:latest:
+// with nothing to do; and the image without --max-semi-space-size=32. Run after the image test built localhost/guidon-test:latest:
 //   node scripts/container/measure.mjs [rounds, default 5]
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -24,10 +24,11 @@ async function untilReady(url, started) {
   }
 }
 
-async function container(port) {
+/** The image as built, or with `command` instead of its CMD. */
+async function container(port, command = []) {
   const name = `guidon-measure-${port}`;
   const started = performance.now();
-  podman(['run', '-d', '--name', name, '--network', 'host', '--ulimit', 'nofile=4096:4096', '--ulimit', 'nproc=4096:4096', '-e', `PORT=${port}`, 'localhost/guidon-test:latest']);
+  podman(['run', '-d', '--name', name, '--network', 'host', '--ulimit', 'nofile=4096:4096', '--ulimit', 'nproc=4096:4096', '-e', `PORT=${port}`, 'localhost/guidon-test:latest', ...command]);
   const readyMs = await untilReady(`http://127.0.0.1:${port}`, started);
   await sleep(5000);
   const rss = rssMiB(podman(['inspect', '--format', '{{.State.Pid}}', name]).stdout.trim());
@@ -49,9 +50,10 @@ async function direct(port) {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const results = { container: [], direct: [] };
+const results = { container: [], 'container, default young generation': [], direct: [] };
 for (let i = 0; i < rounds; i++) {
   results.container.push(await container(21000 + i));
+  results['container, default young generation'].push(await container(23000 + i, ['node', '/app/packages/server/dist/src/main.js']));
   results.direct.push(await direct(22000 + i));
 }
 const size = Number(podman(['image', 'inspect', '--format', '{{.Size}}', 'localhost/guidon-test:latest']).stdout.trim());
