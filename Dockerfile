@@ -41,7 +41,7 @@ RUN groupadd --system --gid 10001 guidon \
  && mkdir /data && chown guidon:guidon /data && chmod 0700 /data
 WORKDIR /app
 COPY --from=runtime-deps /src/node_modules node_modules
-COPY --from=build /src/package.json /src/LICENSE ./
+COPY --from=build /src/LICENSE ./
 COPY --from=build /src/packages/engine/package.json packages/engine/
 COPY --from=build /src/packages/engine/dist/src packages/engine/dist/src
 COPY --from=build /src/packages/server/package.json packages/server/

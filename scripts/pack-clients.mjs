@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 /** The packages published: every workspace not marked private (so a new client package, such as a CLI, is one by itself). */
-export const PUBLISHED = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.filter((dir) => !JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')).private);
-export const downloadsDir = join(root, 'packages', 'server', 'dist', 'downloads');
+const PUBLISHED = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.filter((dir) => !JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')).private);
+const downloadsDir = join(root, 'packages', 'server', 'dist', 'downloads');
 const stampPath = join(downloadsDir, '.source-hash');
 
 function* files(path) {
