@@ -66,7 +66,7 @@ type Env = Record<string, string | undefined>;
  * The settings that hold secrets. Each may be given instead as <NAME>_FILE, a path whose content
  * (trimmed) is the value: how Docker and Kubernetes mount secrets (docs/deploy.md).
  */
-export const SECRET_SETTINGS = ['JWT_SECRET', 'DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'OIDC_CLIENT_SECRET'] as const;
+const SECRET_SETTINGS = ['JWT_SECRET', 'DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'OIDC_CLIENT_SECRET'] as const;
 
 /** The environment with each <NAME>_FILE read into <NAME>; both given is a mistake, not a choice between them. */
 function withSecretFiles(env: Env): Env {
