@@ -29,7 +29,7 @@ export interface OidcOptions {
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A page that says what happened (contract §17: every failure is a page, not a JSON error nor a 500). */
+/** A page that says what happened (docs/deploy.md, sign-in: every failure is a page, not a JSON error nor a 500). */
 function failurePage(reply: FastifyReply, status: number, message: string) {
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -43,7 +43,7 @@ function failurePage(reply: FastifyReply, status: number, message: string) {
 const safeNext = (next: unknown) => (typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 2048 ? next : '/');
 
 /**
- * Sign-in with OpenID Connect (contract §17): /auth/oidc/login sends the browser to the provider,
+ * Sign-in with OpenID Connect (docs/deploy.md): /auth/oidc/login sends the browser to the provider,
  * /auth/oidc/callback signs the person in (or shows a page saying why not), the dashboard then
  * takes the login token with POST /auth/oidc/session; /auth/oidc/logout ends the provider's session.
  * Registered only when OIDC is configured, except the hand-off.

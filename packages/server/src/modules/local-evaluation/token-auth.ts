@@ -1,5 +1,5 @@
 /**
- * The credential of the local-evaluation surfaces (contract §16): an API token (§9, any role) of
+ * The credential of the local-evaluation surfaces (docs/local-evaluation.md): an API token (any role) of
  * the project, never an SDK key. A ruleset names users in its rules, and an SDK key may sit in a
  * browser; an API token is a server's secret.
  */
