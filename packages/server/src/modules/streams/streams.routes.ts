@@ -103,7 +103,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       keyHash = sdkKeyHash(anySdkCredential(request)!);
     }
     if (!project) throw invalidToken();
-    environmentOf(project, environment); // 404 for an unknown environment
+    const compiled = environmentOf(project, environment); // 404 for an unknown environment
     // Open streams per client address and SDK key (docs/sdk.md: at most STREAMS_PER_CLIENT together).
     const givePlaceBack = config.streamsPerClient > 0 ? await openStreams.take(`${request.ip} ${keyHash}`, config.streamsPerClient) : () => undefined;
     if (!givePlaceBack) throw new RateLimited(STREAM_CAP_RETRY_SECONDS);
@@ -137,7 +137,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     const lastEventId = request.headers['last-event-id'];
     const kind = access ? 'ruleset' : 'evaluation';
     if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) {
-      raw.write(access ? rulesetMessage(project.revision, rulesetAnswer(environmentOf(project, environment), project.revision).etag) : refetchMessage(project.revision));
+      raw.write(access ? rulesetMessage(project.revision, rulesetAnswer(compiled, project.revision).etag) : refetchMessage(project.revision));
     }
 
     stream = {
