@@ -399,5 +399,14 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Flags as code (issue 35, docs/flags-as-code.md): a flag's bucketing key replaces its key in
+    // the rollout and variant hashes (null: the key, as before); each audit event of an import
+    // carries the import's id.
+    '0011_flags_as_code': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('flags').addColumn('bucketing_key', 'text').execute();
+        await db.schema.alterTable('audit_events').addColumn('import_id', uuid).execute();
+      },
+    },
   };
 }

@@ -102,6 +102,8 @@ export interface FlagsTable {
   /** Contract §15: a JSON array of {key, value, weight, description?}; null: no variants. */
   variants: JsonVariants;
   off_variant: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Replaces the key in the rollout and variant hashes; null: the key (docs/flags-as-code.md). */
+  bucketing_key: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -238,6 +240,8 @@ export interface AuditEventsTable {
   actor_token_id: string | null;
   before: JsonObject;
   after: JsonObject;
+  /** The import that made the change (docs/flags-as-code.md); null for any other write. */
+  import_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 

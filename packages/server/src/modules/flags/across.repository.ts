@@ -70,6 +70,7 @@ interface CopySource {
   everyone_else: EveryoneElse;
   variants: Variant[];
   off_variant: string | null;
+  bucketing_key: string | null;
 }
 
 /**
@@ -88,7 +89,7 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
       .orderBy('created_at')
       .orderBy('id')
       .execute();
-    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else, variants: storedVariants(source.variants), off_variant: source.off_variant };
+    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else, variants: storedVariants(source.variants), off_variant: source.off_variant, bucketing_key: source.bucketing_key };
     const existing = await trx.selectFrom('flags').select(FLAG_COLUMNS).where('environment_id', '=', target.id).where('key', '=', source.key).executeTakeFirst();
     if (existing && !overwrite) throw new Conflict(`A flag with key "${source.key}" already exists in the target environment (send overwrite: true to replace it)`);
 
@@ -123,4 +124,4 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
   }
 }
 
-const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'created_at', 'updated_at'] as const;
+const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key', 'created_at', 'updated_at'] as const;

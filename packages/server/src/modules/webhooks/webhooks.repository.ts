@@ -129,6 +129,7 @@ export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhoo
       actor,
       before: null,
       after: null,
+      import_id: null,
       created_at: now,
     };
     await trx
