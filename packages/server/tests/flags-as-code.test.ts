@@ -43,7 +43,7 @@ async function richProject(name: string, description: string): Promise<TestProje
     { attribute: 'country', operator: 'NOT_IN', values: ['fr', 'de'], case_insensitive: true },
     { attribute: 'app_version', operator: 'SEMVER_GTE', values: ['2.4.0'] },
   ];
-  await flag(project.production, { key: 'checkout', description: 'new checkout', enabled: true, rollout_percentage: 30, bucketing_key: 'Checkout.V2' }, [
+  await flag(project.production, { key: 'checkout', description: 'new checkout', enabled: true, rollout_percentage: 30 }, [
     { rule_type: 'user_id', rule_value: 'u-7', priority: 100 },
     { rule_type: 'email_domain', rule_value: 'Corp.COM', priority: 50, serve: false },
     { rule_type: 'conditions', conditions: [{ operator: 'IN_SEGMENT', values: ['beta'] }], priority: 10, rollout_percentage: 50 },
@@ -111,7 +111,7 @@ describe('export', () => {
     assert.deepEqual(Object.keys(checkout.environments), ['dev', 'production', 'staging']);
     assert.equal(checkout.environments.staging.name, 'Checkout (staging)', 'a name that differs is kept in its environment');
     assert.equal(checkout.environments.production.description, 'new checkout');
-    assert.equal(checkout.environments.production.bucketing_key, 'Checkout.V2');
+    assert.equal(checkout.environments.production.bucketing_key, null);
     assert.deepEqual(checkout.environments.production.rules.map((rule: { priority: number }) => rule.priority), [100, 50, 10, 10, 0], 'rules in evaluation order');
     assert.equal(checkout.environments.production.rules[1].rule_value, '@corp.com', 'the stored form');
     assert.deepEqual(checkout.environments.production.prerequisites, []);

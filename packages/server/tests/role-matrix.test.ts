@@ -39,6 +39,8 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'PUT /api/projects/:project_id/segments/:segment_id': () => ({ name: `Beta ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': (params) => ({ target_environment_id: params.staging_env_id, overwrite: true }),
   'POST /api/projects/:project_id/environments/:env_id/explain': () => ({ context: { user_id: `u${next()}` } }),
+  'POST /api/projects/:project_id/import': () => ({ guidon: 1, environments: [{ key: 'qa', name: 'QA' }], flags: [] }),
+  'POST /api/projects/:project_id/import/unleash': () => ({ version: 1, features: [{ name: `unleashed-${next()}`, type: 'release', project: 'default' }], featureStrategies: [], featureEnvironments: [], environments: [] }),
 };
 
 /** A query string that the route needs from a caller allowed to use it. */

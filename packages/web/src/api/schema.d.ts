@@ -57,6 +57,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schemas/guidon-export-1.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JSON Schema (draft-07) of the export document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/methods": {
         parameters: {
             query?: never;
@@ -3342,6 +3395,8 @@ export interface paths {
                         }[];
                         /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                         off_variant?: string | null;
+                        /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                        bucketing_key?: string | null;
                     };
                 };
             };
@@ -3536,6 +3591,8 @@ export interface paths {
                         }[];
                         /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                         off_variant?: string | null;
+                        /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                        bucketing_key?: string | null;
                     };
                 };
             };
@@ -4870,6 +4927,319 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The project as one document (JSON or YAML; the same state gives the same bytes). Its JSON Schema: /schemas/guidon-export-1.json */
+        get: {
+            parameters: {
+                query?: {
+                    format?: "json" | "yaml";
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Body: a document as the export writes it, JSON or YAML (Content-Type: application/yaml). Checked whole first (400 lists every problem with its path); a dry run (the default) answers the plan. */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description merge (default): create and update; replace: also delete the flags and segments the document does not name */
+                    mode?: "merge" | "replace";
+                    /** @description true (default): answer the plan and change nothing */
+                    dry_run?: boolean;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ImportPlan"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/import/unleash": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Body: an Unleash 5–8 export (features-batch/export), several as an array, or {exports, segments} with the answer of Unleash's GET /api/admin/segments. Mapped exactly or listed in skipped; a dry run (the default) answers the plan. */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description true (default): answer the plan and change nothing */
+                    dry_run?: boolean;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UnleashImportAnswer"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -6411,6 +6781,7 @@ export interface components {
                 description?: string;
             }[];
             off_variant: string | null;
+            bucketing_key: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -6573,6 +6944,11 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
+             * Format: uuid
+             * @description the import that made the change (docs/flags-as-code.md); null for any other write
+             */
+            import_id: string | null;
+            /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
              */
@@ -6626,6 +7002,97 @@ export interface components {
                     updated_at: string;
                 };
             };
+        };
+        ImportPlan: {
+            mode: "merge" | "replace";
+            dry_run: boolean;
+            /**
+             * Format: uuid
+             * @description the id every audit event of the applied import carries; null for a dry run
+             */
+            import_id: string | null;
+            create: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            update: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            delete: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            /** @description environments, segments and flags (one per environment) the import leaves as they are */
+            unchanged: number;
+        };
+        UnleashImportAnswer: {
+            mode: "merge" | "replace";
+            dry_run: boolean;
+            /**
+             * Format: uuid
+             * @description the id every audit event of the applied import carries; null for a dry run
+             */
+            import_id: string | null;
+            create: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            update: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            delete: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            /** @description environments, segments and flags (one per environment) the import leaves as they are */
+            unchanged: number;
+            /** @description everything of the Unleash export that could not be mapped exactly, and why: none of it was imported */
+            skipped: {
+                /** @description the Unleash feature's name; null for something not of one feature (a segment) */
+                feature: string | null;
+                environment: string | null;
+                /** @description what was left out, e.g. strategy "userWithId" or segment 3 */
+                what: string;
+                reason: string;
+            }[];
+            /** @description the Guidon document the Unleash export maps to (what was imported, or would be) */
+            document: unknown;
+        };
+        DocumentProblems: {
+            statusCode: number;
+            error: string;
+            message: string;
+            problems?: {
+                /** @description e.g. flags[2].environments.production.rules[0].conditions[1].operator */
+                path: string;
+                message: string;
+            }[];
         };
     };
     responses: never;

@@ -8,6 +8,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import type { Condition, RuleType } from '@guidon/engine';
 import { Invalid, InvalidDocument, type Problem } from '../../errors.js';
 import { ruleTargetProblems, checkedRuleTarget } from '../flags/rules.checks.js';
+import { checkBucketingKey } from '../flags/bucketing.js';
 import { checkOffVariant, checkRuleVariant, checkVariants, type Variant } from '../flags/variants.js';
 import { conditionProblems, storedConditions } from '../segments/segments.repository.js';
 import { documentJsonSchema, type GuidonDocument } from './document.schemas.js';
@@ -60,7 +61,7 @@ function shapeProblems(errors: readonly ErrorObject[]): Problem[] {
 }
 
 /** A message of the API's checks, placed: `variants[1] …` below the entry, anything else after it. */
-const placed = (base: string, message: string) => (/^(variants\[|off_variant |variant |rule_value |conditions )/.test(message) ? `${base}.${message}` : `${base}: ${message}`);
+const placed = (base: string, message: string) => (/^(variants\[|off_variant |variant |rule_value |conditions |bucketing_key:)/.test(message) ? `${base}.${message}` : `${base}: ${message}`);
 
 /** The message of an Invalid that a check throws, else null. */
 function problemOf(check: () => unknown): string | null {
@@ -99,7 +100,11 @@ export function checkDocument(input: unknown, current: ProjectState, mode: 'merg
 function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 'merge' | 'replace', shape: Problem[]) {
   const problems: Problem[] = [];
   const add = (path: string, message: string) => problems.push({ path, message });
-  const shapeWrong = (path: string) => shape.some((problem) => problem.path === path || problem.path.startsWith(`${path}.`) || problem.path.startsWith(`${path}[`) || path.startsWith(`${problem.path}.`) || path.startsWith(`${problem.path}[`));
+  const under = (path: string, parent: string) => path === parent || path.startsWith(`${parent}.`) || path.startsWith(`${parent}[`);
+  /** A shape problem at path, inside it, or at what holds it: the API's checks skip that part. */
+  const shapeWrong = (path: string) => shape.some((problem) => under(problem.path, path) || under(path, problem.path));
+  /** A shape problem at path or at what holds it (the part is not even the right kind of value). */
+  const shapeWrongAbove = (path: string) => shape.some((problem) => under(path, problem.path));
   const list = <T>(value: unknown): T[] => (Array.isArray(value) ? (value as T[]) : []);
 
   const duplicates = <T>(items: T[], keyOf: (item: T) => unknown, base: string, what: string) => {
@@ -148,13 +153,16 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
         add(base, `${base}: environment "${envKey}" is not in the document's environments`);
         continue;
       }
-      if (shapeWrong(base) || shapeWrong(`flags[${f}].description`)) continue;
+      if (shapeWrongAbove(base)) continue;
       const before = problems.length;
-      const variants = checkedOr<Variant[]>(() => checkVariants(entry.variants ?? []), `${base}.variants`);
+      const variantsWrong = shapeWrong(`${base}.variants`) || shapeWrong(`${base}.off_variant`);
+      const variants = variantsWrong ? null : checkedOr<Variant[]>(() => checkVariants(entry.variants ?? []), `${base}.variants`);
       const off_variant = variants && checkedOr(() => checkOffVariant(variants, entry.off_variant ?? null), `${base}.off_variant`);
+      if (!shapeWrong(`${base}.bucketing_key`)) checkedOr(() => checkBucketingKey(entry.bucketing_key), `${base}.bucketing_key`);
       const rules: RuleState[] = [];
-      list<NonNullable<typeof entry.rules>[number]>(entry.rules).forEach((rule, r) => {
+      if (!shapeWrongAbove(`${base}.rules`)) list<NonNullable<typeof entry.rules>[number]>(entry.rules).forEach((rule, r) => {
         const at = `${base}.rules[${r}]`;
+        if (shapeWrong(at)) return;
         const type = rule.rule_type as RuleType;
         const serve = rule.serve ?? true;
         const priority = rule.priority ?? 0;
@@ -177,7 +185,7 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
         // Prerequisites are not in this server yet: refused rather than dropped.
         add(`${base}.prerequisites`, `${base}.prerequisites: this server does not have prerequisites yet; remove them or import into a server that does`);
       }
-      if (problems.length > before || !variants) continue;
+      if (problems.length > before || !variants || shapeWrong(base) || shapeWrong(`flags[${f}].description`)) continue;
       flags.get(envKey)!.set(flag.key, {
         name: entry.name ?? flag.name,
         description: entry.description !== undefined ? entry.description : (flag.description ?? null),

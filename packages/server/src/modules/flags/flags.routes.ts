@@ -11,6 +11,7 @@ import { createFlag, deleteFlag, listFlags, requireFlag, toggleFlag, updateFlag 
 import { CreateFlagBody, FlagParams, UpdateFlagBody } from './flags.schemas.js';
 import { listRules } from './rules.repository.js';
 import { checkOffVariant, checkVariants, type Variant } from './variants.js';
+import { checkBucketingKey } from './bucketing.js';
 
 type FlagRequest = { params: { project_id: string; env_id: string; flag_id: string } };
 export const flagScopeOf = (request: FlagRequest) => ({
@@ -63,7 +64,8 @@ export const flagRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     config: { role: 'editor' },
     schema: { tags, params: EnvironmentParams, body: CreateFlagBody, response: { 201: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
-    const { name, key, description = null, enabled = false, rollout_percentage = 0, everyone_else = 'rollout', bucketing_key = null } = request.body;
+    const { name, key, description = null, enabled = false, rollout_percentage = 0, everyone_else = 'rollout' } = request.body;
+    const bucketing_key = checkBucketingKey(request.body.bucketing_key ?? null);
     const variants = checkVariants(request.body.variants ?? []);
     const off_variant = checkOffVariant(variants, request.body.off_variant ?? null);
     const flag = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
@@ -88,7 +90,8 @@ export const flagRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     config: { role: 'editor' },
     schema: { tags, params: FlagParams, body: UpdateFlagBody, response: { 200: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request) => {
-    const { name, key, description, enabled, rollout_percentage, everyone_else, bucketing_key } = request.body;
+    const { name, key, description, enabled, rollout_percentage, everyone_else } = request.body;
+    const bucketing_key = checkBucketingKey(request.body.bucketing_key);
     const sentVariants = request.body.variants === undefined ? undefined : checkVariants(request.body.variants);
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const before = await requireFlag(trx, flagScopeOf(request));
