@@ -5041,7 +5041,12 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description a document (JSON Schema: /schemas/guidon-export-1.json), as JSON or YAML */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {
@@ -5095,6 +5100,15 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
                     };
                 };
                 /** @description Default Response */
@@ -5154,7 +5168,12 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            /** @description one Unleash export, an array of them, or {exports, segments} */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {
@@ -5208,6 +5227,15 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
                     };
                 };
                 /** @description Default Response */

@@ -8,6 +8,7 @@ import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { holdsUnstorableText } from '../../http/well-formed.js';
 import type { Actor } from '../changes/changes.schemas.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
+import { listEnvironments } from '../environments/environments.repository.js';
 import { checkDocument } from './document.check.js';
 import { documentJsonSchema, DocumentProblems, ExportQuery, ImportPlan, ImportQuery, SCHEMA_PATH, UnleashImportAnswer } from './document.schemas.js';
 import { applyImport, isEmpty, planImport, type ImportMode, type Plan } from './import.js';
@@ -89,6 +90,7 @@ export const flagsAsCodeRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = a
       description: 'Body: a document as the export writes it, JSON or YAML (Content-Type: application/yaml). Checked whole first (400 lists every problem with its path); a dry run (the default) answers the plan.',
       params: ProjectParams,
       querystring: ImportQuery,
+      body: Type.Unknown({ description: `a document (JSON Schema: ${SCHEMA_PATH}), as JSON or YAML` }),
       response: { 200: Type.Ref('ImportPlan'), ...problems },
     },
   }, async (request) => {
@@ -104,10 +106,14 @@ export const flagsAsCodeRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = a
       description: "Body: an Unleash 5–8 export (features-batch/export), several as an array, or {exports, segments} with the answer of Unleash's GET /api/admin/segments. Mapped exactly or listed in skipped; a dry run (the default) answers the plan.",
       params: ProjectParams,
       querystring: Type.Object({ dry_run: ImportQuery.properties.dry_run }),
+      body: Type.Unknown({ description: 'one Unleash export, an array of them, or {exports, segments}' }),
       response: { 200: Type.Ref('UnleashImportAnswer'), ...problems },
     },
   }, async (request) => {
     const { document, skipped } = fromUnleash(documentOf(request.body));
+    // An environment the project has keeps its name: the import adds flags to it, it does not rename it.
+    const names = new Map((await listEnvironments(db, request.params.project_id)).map((env) => [env.key, env.name]));
+    document.environments = document.environments.map((env) => ({ ...env, name: names.get(env.key) ?? env.name }));
     const plan = await runImport(db, writes, request.actor, request.params.project_id, document, 'merge', request.query.dry_run ?? true);
     return { ...plan, skipped, document };
   });
