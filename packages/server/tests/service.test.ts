@@ -15,7 +15,7 @@ import { evaluate, eventually, freePort, newFlag, newProject, newUser, request, 
 const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 
 describe('configuration', () => {
-  test('defaults of contract §7', () => {
+  test('defaults of docs/deploy.md', () => {
     const config = loadConfig({});
     assert.equal(config.port, 8080);
     assert.equal(config.host, '0.0.0.0');

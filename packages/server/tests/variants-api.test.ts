@@ -1,5 +1,5 @@
 /**
- * Contract §15, the management API of variants: a flag's variants and off_variant, a rule's
+ * docs/variants.md, the management API of variants: a flag's variants and off_variant, a rule's
  * variant, every validation error (400, nothing changed), the audit log and webhooks with
  * before/after, copy to another environment and the side-by-side view. Real server, real port,
  * fresh database (SQLite, or PostgreSQL with GUIDON_TEST_DATABASE=postgres).

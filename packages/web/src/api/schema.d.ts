@@ -4124,7 +4124,7 @@ export interface paths {
                         rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: {
                             /** @description absent for IN_SEGMENT */
                             attribute?: string | null;
@@ -4314,7 +4314,7 @@ export interface paths {
                         rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: {
                             /** @description absent for IN_SEGMENT */
                             attribute?: string | null;
@@ -6800,7 +6800,7 @@ export interface components {
             rollout_percentage: number;
             /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
             everyone_else: "rollout" | "off";
-            /** @description contract §15; [] for a flag that serves only on/off */
+            /** @description docs/variants.md; [] for a flag that serves only on/off */
             variants: {
                 key: string;
                 /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */

@@ -10,7 +10,7 @@ const SECRET_FIELDS = new Set(['sdk_key', 'secret', 'token', 'token_hash', 'pass
 
 /**
  * A URL that may carry a secret in its path or query (a webhook's: a Slack URL holds its token)
- * reduced to its origin: scheme, host and port (contract §10).
+ * reduced to its origin: scheme, host and port (docs/api.md).
  */
 export function urlOrigin(value: string): string {
   try {

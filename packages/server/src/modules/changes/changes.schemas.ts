@@ -1,5 +1,5 @@
 /**
- * The change path's vocabulary (contract §10): what a write under a project describes, the event
+ * The change path's vocabulary (docs/api.md): what a write under a project describes, the event
  * it becomes, and the closed lists of actions and resource types. The audit log stores these
  * events, webhooks deliver them, and OpenAPI (so the dashboard's generated types) lists them.
  */

@@ -7,7 +7,7 @@ import { toFlag, type EveryoneElse } from './flags.repository.js';
 import { storedVariants, toVariants, type Variant } from './variants.js';
 
 /**
- * Every flag key of the project with its state in each environment (contract §13): four reads,
+ * Every flag key of the project with its state in each environment (docs/api.md): four reads,
  * no per-flag queries. last_evaluated_at comes from the hourly counts, so it is the start of
  * the latest hour with an evaluation.
  */
@@ -75,7 +75,7 @@ interface CopySource {
 
 /**
  * Copies the flag (its variants and off_variant too) and its rules (same order, new ids, each with its variant) into another environment of its project,
- * inside the caller's transaction (contract §13). With overwrite, a flag with the same key there is replaced
+ * inside the caller's transaction (docs/api.md). With overwrite, a flag with the same key there is replaced
  * in place: its id and history stay, its rules are replaced (`replaced` is it as it was).
  */
 export async function copyFlag(trx: Db, source: CopySource, target: { id: string; project_id: string }, overwrite: boolean) {

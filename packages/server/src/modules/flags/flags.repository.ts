@@ -31,7 +31,7 @@ export interface FlagFields {
   enabled: boolean;
   rollout_percentage: number;
   everyone_else: EveryoneElse;
-  /** Contract §15: [] for none (stored as null). */
+  /** docs/variants.md: [] for none (stored as null). */
   variants: Variant[];
   off_variant: string | null;
   /** Hashed instead of the key (docs/flags-as-code.md); null: the key. */

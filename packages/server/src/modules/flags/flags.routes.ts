@@ -23,7 +23,7 @@ export const flagScopeOf = (request: FlagRequest) => ({
 type Flag = Awaited<ReturnType<typeof requireFlag>>;
 
 /**
- * A PUT's variants and off_variant as they will be (contract §15), or Invalid. Left out,
+ * A PUT's variants and off_variant as they will be (docs/variants.md), or Invalid. Left out,
  * off_variant stays, and clears with the variants ([]); the result must still name every
  * variant the flag's rules name (clearing the variants included: the rules are not changed
  * behind the user's back, docs/variants.md "API").

@@ -4,10 +4,10 @@ import { Conditions } from '../segments/segments.schemas.js';
 
 export const FlagKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'a-z, 0-9, _ and -; starts with a letter; unique per environment' });
 export const RolloutPercentage = Type.Integer({ minimum: 0, maximum: 100 });
-/** Who no rule served (contract §14): the rollout (§2 steps 3–4) or nobody. */
+/** Who no rule served (docs/targeting.md): the rollout (§2 steps 3–4) or nobody. */
 export const EveryoneElse = Type.Union([Type.Literal('rollout'), Type.Literal('off')], { description: 'rollout: §2 steps 3–4 (default); off: a user no rule served gets false' });
 
-/** Contract §15: what a flag serves besides on/off. Type.Unknown: any JSON, checked in variants.ts. */
+/** docs/variants.md: what a flag serves besides on/off. Type.Unknown: any JSON, checked in variants.ts. */
 const VariantValue = Type.Unknown({ description: 'any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array)' });
 const VariantWeight = Type.Integer({ minimum: 0, maximum: 1000, description: 'in 0.1% steps; the weights of a flag sum to exactly 1000' });
 const Variant = Type.Object({ key: Type.String(), value: VariantValue, weight: Type.Integer(), description: Type.Optional(Type.String()) });
@@ -32,7 +32,7 @@ export const Flag = Type.Object(
     enabled: Type.Boolean(),
     rollout_percentage: Type.Integer(),
     everyone_else: EveryoneElse,
-    variants: Type.Array(Variant, { description: 'contract §15; [] for a flag that serves only on/off' }),
+    variants: Type.Array(Variant, { description: 'docs/variants.md; [] for a flag that serves only on/off' }),
     off_variant: Type.Union([Type.String(), Type.Null()]),
     bucketing_key: Type.Union([Type.String(), Type.Null()]),
     created_at: Timestamp,
@@ -69,7 +69,7 @@ export const FlagParams = Type.Object({ project_id: Uuid, env_id: Uuid, flag_id:
 
 export const RuleType = Type.Union([Type.Literal('user_id'), Type.Literal('user_email'), Type.Literal('email_domain'), Type.Literal('conditions')]);
 export const RuleValue = Type.Union([Type.String({ maxLength: 400 }), Type.Null()], { description: 'the seed types\' value; absent or null for conditions' });
-const RuleConditions = Type.Union([Conditions, Type.Null()], { description: 'for rule_type conditions: all must hold (contract §14)' });
+const RuleConditions = Type.Union([Conditions, Type.Null()], { description: 'for rule_type conditions: all must hold (docs/targeting.md)' });
 export const Serve = Type.Boolean({ description: 'what the rule serves to the users it matches (default true)' });
 export const RuleRollout = Type.Integer({ minimum: 0, maximum: 100, description: 'a matched user is served by the rule when their bucket is below it (default 100)' });
 export const Priority = Type.Integer({ minimum: -1_000_000, maximum: 1_000_000, description: 'higher is evaluated first' });

@@ -6,7 +6,7 @@ const MAX_RULE_VALUE_LENGTH = 320;
 
 export type SentConditions = Parameters<typeof conditionProblems>[0];
 
-/** Contract §1: the stored form of a rule value, or Invalid. */
+/** docs/api.md: the stored form of a rule value, or Invalid. */
 export function checkedRuleValue(type: RuleType, raw: string): string {
   const value = raw.trim();
   if (value === '') throw new Invalid('rule_value must not be empty');
@@ -21,7 +21,7 @@ export function checkedRuleValue(type: RuleType, raw: string): string {
 }
 
 /**
- * Every problem of what a rule targets: a seed type's value (contract §1) or a conditions rule's
+ * Every problem of what a rule targets: a seed type's value (docs/api.md) or a conditions rule's
  * conditions (§14, against the project's segment keys). `where` names a condition in a message.
  */
 export function ruleTargetProblems(type: RuleType, value: string | null | undefined, conditions: SentConditions | null | undefined, segmentKeys: ReadonlySet<string>, where?: (i: number) => string): string[] {

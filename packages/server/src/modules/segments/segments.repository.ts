@@ -15,7 +15,7 @@ export function toConditions(value: string | object[] | null): Condition[] | nul
 type SentCondition = Static<typeof ConditionBody> | Condition;
 
 /**
- * Every problem of a condition list (contract §14), each a message that names the condition
+ * Every problem of a condition list (docs/targeting.md), each a message that names the condition
  * (`where(i)`, by default `conditions[i]`) and its operator. IN_SEGMENT's keys are checked against
  * segmentKeys; null: the list is a segment's, where IN_SEGMENT is refused.
  */

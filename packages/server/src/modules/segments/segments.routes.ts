@@ -22,7 +22,7 @@ async function whereUsed(db: Db, segment: Segment): Promise<string> {
   return segment.used_by.map((use) => `flag "${use.flag_key}" in ${environments.get(use.environment_id) ?? use.environment_id}`).join(', ');
 }
 
-/** /api/projects/{project_id}/segments (contract §14): named condition sets shared by the project's flags. */
+/** /api/projects/{project_id}/segments (docs/targeting.md): named condition sets shared by the project's flags. */
 export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['segments'];
   const SegmentRef = Type.Ref('Segment');
