@@ -48,7 +48,8 @@ import { attributeRoutes } from './modules/attributes/attributes.routes.js';
 import { explainRoutes } from './modules/explain/explain.routes.js';
 import { Condition, Segment } from './modules/segments/segments.schemas.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
-import { healthRoutes } from './modules/health/health.routes.js';
+import { downloadRoutes } from './modules/downloads/downloads.routes.js';
+import { healthRoutes, type Readiness } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
 import { localEvaluationRoutes } from './modules/local-evaluation/local-evaluation.routes.js';
@@ -78,6 +79,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every /api route with its declared least role (the role matrix test reads it). */
     apiRoutes: DeclaredRoute[];
+    /** What GET /ready answers: main.ts sets it to `stopping` on SIGTERM. */
+    readiness: Readiness;
   }
 }
 
@@ -86,6 +89,7 @@ interface Services {
   config: Readonly<Config>;
   db: Db;
   ping: () => Promise<void>;
+  readiness: Readiness;
   tokens: LoginTokens;
   limits: RateLimits;
   mailer: Mailer;
@@ -128,7 +132,7 @@ function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyS
   };
 }
 
-/** One place where errors become HTTP answers (the shape docs/api.md gives). */
+/** One place where errors become HTTP answers (the shape in docs/api.md, Errors). */
 function sendError(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
   let status: number;
   let message: string;
@@ -206,6 +210,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     config,
     db,
     ping: database.ping,
+    readiness: { state: 'starting' },
     tokens,
     limits: createRateLimits(config.rateLimits, app.log, counters),
     mailer: createMailer(config.smtpUrl, config.mailFrom, config.publicUrl, app.log),
@@ -265,9 +270,14 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
   await app.register(documentSchemaRoutes);
+  // Ready once it listens: the database is migrated before the app is built, and onReady has run.
+  app.decorate('readiness', services.readiness);
+  app.addHook('onListen', () => {
+    if (services.readiness.state === 'starting') services.readiness.state = 'ready';
+  });
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    // A proven address (docs/api.md) turns the invitations waiting for it into memberships.
+    // A proven address (docs/security.md, Accounts, invitations and sessions) turns the invitations waiting for it into memberships.
     const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
     await auth.register(accountRoutes, { ...services, addressProven });
     await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
@@ -309,6 +319,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     },
     { prefix: '/api' },
   );
+  await app.register(downloadRoutes, services);
   await app.register(dashboardRoutes);
   return app;
 }
