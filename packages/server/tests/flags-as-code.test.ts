@@ -3,14 +3,14 @@
  * through HTTP on a real server and database (SQLite, or PostgreSQL with
  * GUIDON_TEST_DATABASE=postgres). The round trip is proven on a project that uses every kind of
  * rule, condition, segment, variant and bucketing key: same bytes, and the same evaluate answers
- * for 2,000 random contexts.
+ * for 2,000 random contexts. (An import reaching another instance: scale-out.test.ts.)
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { seededRandom } from './seeded-random.js';
 import { evaluate, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 
 let server: TestServer;
 let user: TestUser;
@@ -140,21 +140,9 @@ describe('export', () => {
   });
 });
 
-/** A seeded random source, so that a failure can be replayed. */
-function random(seed: number) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Contexts that reach every rule of the rich project: ids, emails, and each attribute its conditions name. */
 function randomContexts(count: number, seed: number) {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
   const maybe = <T>(value: () => T, p = 0.6) => (next() < p ? value() : undefined);
   return Array.from({ length: count }, (_, i) => {
@@ -419,37 +407,5 @@ describe('merge and replace', () => {
     const asViewer = (method: string, path: string) => request(server, method, path, { token: viewer.token, body: method === 'POST' ? { guidon: 1, environments: [], flags: [] } : undefined });
     assert.equal((await asViewer('GET', `/api/projects/${project.id}/export`)).status, 200);
     assert.equal((await asViewer('POST', `/api/projects/${project.id}/import`)).status, 403);
-  });
-});
-
-describe('two instances on one PostgreSQL', { skip: onPostgres ? false : 'runs in the PostgreSQL pass of npm test' }, () => {
-  let database: TestDatabase;
-  let a: TestServer;
-  let b: TestServer;
-  before(async () => {
-    database = await createTestDatabase();
-    a = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
-    b = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await database?.drop();
-  });
-
-  test("an import applied on one instance reaches the other's evaluate within 1 s", async () => {
-    const owner = await newUser(a, 'scale');
-    const project = await newProject(a, owner, 'Scaled');
-    assert.deepEqual((await evaluate(b, project.sdk_key, 'production')).body.flags, {}, 'B has compiled the project before the import');
-    const document = { guidon: 1, environments: [{ key: 'production', name: 'Production' }], flags: [{ key: 'imported', name: 'Imported', environments: { production: { enabled: true } } }] };
-    const applied = await request(a, 'POST', `/api/projects/${project.id}/import?dry_run=false`, { token: owner.token, body: document });
-    assert.equal(applied.status, 200, applied.text);
-    const deadline = Date.now() + 1000;
-    for (;;) {
-      const flags = (await evaluate(b, project.sdk_key, 'production')).body.flags;
-      if (flags.imported?.enabled === true) break;
-      if (Date.now() > deadline) assert.fail('the import did not reach the other instance within 1 s');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
   });
 });

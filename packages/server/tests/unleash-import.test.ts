@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { BUCKETING_KEY_EVALUATED } from '../src/modules/flags/bucketing.js';
 import { keyOf } from '../src/modules/flags-as-code/unleash.js';
 import { evaluate, freePort, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { seededRandom } from './seeded-random.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -95,18 +96,6 @@ class RealUnleash {
   }
 }
 
-/** A seeded random source, so that a failure can be replayed. */
-function random(seed: number) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface UnleashContext {
   userId: string;
   sessionId: string;
@@ -117,7 +106,7 @@ interface UnleashContext {
 
 /** Contexts with a user id (Unleash buckets those without one at random), and every attribute the flags name. */
 function randomContexts(count: number, seed: number): UnleashContext[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
   return Array.from({ length: count }, (_, i) => {
     const properties: Record<string, string> = {};

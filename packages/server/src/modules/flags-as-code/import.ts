@@ -16,7 +16,7 @@ import { ruleChange } from '../flags/rules.routes.js';
 import { createSegment, deleteSegment, listSegments, updateSegment } from '../segments/segments.repository.js';
 import { segmentChange } from '../segments/segments.routes.js';
 import type { DesiredState } from './document.check.js';
-import { FLAG_FIELDS, sameJson, type FlagField, type FlagState, type ProjectState, type RuleState } from './state.js';
+import { FLAG_FIELDS, pick, sameJson, STORED_FLAG_FIELDS, type FlagField, type FlagState, type ProjectState, type RuleState } from './state.js';
 
 export type ImportMode = 'merge' | 'replace';
 
@@ -82,17 +82,7 @@ export function planImport(current: ProjectState, desired: DesiredState, mode: I
 export const isEmpty = (plan: Plan) => plan.create.length + plan.update.length + plan.delete.length === 0;
 
 const ruleFields = (rule: RuleState): RuleFields => ({ ...rule, rule_value: rule.rule_value ?? '' });
-const flagFields = (key: string, flag: FlagState): FlagFields => ({
-  key,
-  name: flag.name,
-  description: flag.description,
-  enabled: flag.enabled,
-  rollout_percentage: flag.rollout_percentage,
-  everyone_else: flag.everyone_else,
-  bucketing_key: flag.bucketing_key,
-  variants: flag.variants,
-  off_variant: flag.off_variant,
-});
+const flagFields = (key: string, flag: FlagState): FlagFields => ({ key, ...pick(flag, STORED_FLAG_FIELDS) });
 
 type StoredRule = Awaited<ReturnType<typeof listRules>>[number];
 

@@ -3,12 +3,12 @@
  * the database, turned into the document (export), made from a checked document (import), and
  * written as deterministic text: every object's keys sorted, arrays in their meaningful order.
  */
-import type { Condition, RuleType } from '@guidon/engine';
+import type { Condition } from '@guidon/engine';
 import { stringify as yamlStringify } from 'yaml';
 import type { Db } from '../../db/database.js';
 import { listEnvironments } from '../environments/environments.repository.js';
 import { toFlag, type EveryoneElse } from '../flags/flags.repository.js';
-import { toRule } from '../flags/rules.repository.js';
+import { toRule, type RuleFields } from '../flags/rules.repository.js';
 import type { Variant } from '../flags/variants.js';
 import { requireProject } from '../projects/projects.repository.js';
 import { listSegments, type Usage } from '../segments/segments.repository.js';
@@ -20,16 +20,8 @@ export interface Prerequisite {
   variants?: string[];
 }
 
-export interface RuleState {
-  rule_type: RuleType;
-  rule_value: string | null;
-  conditions: Condition[] | null;
-  enabled: boolean;
-  priority: number;
-  rollout_percentage: number;
-  serve: boolean;
-  variant: string | null;
-}
+/** A rule as the document writes it: the API's fields, rule_value null for a conditions rule. */
+export type RuleState = Omit<RuleFields, 'rule_value'> & { rule_value: string | null };
 
 export interface FlagState {
   /** The stored flag's (current state only). */
@@ -46,8 +38,13 @@ export interface FlagState {
   rules: RuleState[];
 }
 
+/** A flag's own columns that the document carries (its key is its identity, its id none of the document's). */
+export const STORED_FLAG_FIELDS = ['name', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'bucketing_key', 'variants', 'off_variant'] as const;
 /** The fields of a flag in one environment that an import compares and sets. */
-export const FLAG_FIELDS = ['name', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'bucketing_key', 'variants', 'off_variant', 'prerequisites', 'rules'] as const;
+export const FLAG_FIELDS = [...STORED_FLAG_FIELDS, 'prerequisites', 'rules'] as const;
+
+/** Those of the fields that the object has. */
+export const pick = <T extends object, K extends keyof T>(value: T, fields: readonly K[]) => Object.fromEntries(fields.map((field) => [field, value[field]])) as Pick<T, K>;
 export type FlagField = (typeof FLAG_FIELDS)[number];
 
 export interface EnvironmentState {
@@ -101,19 +98,7 @@ export async function readProjectState(db: Db, projectId: string): Promise<Proje
   const flagById = new Map<string, FlagState>();
   for (const row of flagRows) {
     const flag = toFlag(row);
-    const state: FlagState = {
-      id: flag.id,
-      name: flag.name,
-      description: flag.description,
-      enabled: flag.enabled,
-      rollout_percentage: flag.rollout_percentage,
-      everyone_else: flag.everyone_else,
-      bucketing_key: flag.bucketing_key,
-      variants: flag.variants,
-      off_variant: flag.off_variant,
-      prerequisites: [],
-      rules: [],
-    };
+    const state: FlagState = { id: flag.id, ...pick(flag, STORED_FLAG_FIELDS), prerequisites: [], rules: [] };
     flags.get(envKeyOf.get(flag.environment_id)!)?.set(flag.key, state);
     flagById.set(flag.id, state);
   }

@@ -101,8 +101,9 @@ function mapConstraint(constraint: UnleashConstraint): Mapped {
   const negate = constraint.inverted === true;
   const constant = (value: boolean) => (negate ? !value : value);
   // DATE_ operators read the current time whatever the field; an unknown operator never holds (even inverted).
-  const attribute = operator.startsWith('DATE_') ? 'current_time' : (ATTRIBUTES[constraint.contextName] ?? constraint.contextName);
-  if (!(constraint.contextName in ATTRIBUTES) && GUIDON_BUILT_IN.has(attribute)) return `the context field "${constraint.contextName}" is a name Guidon fills itself`;
+  const standard = Object.hasOwn(ATTRIBUTES, constraint.contextName);
+  const attribute = operator.startsWith('DATE_') ? 'current_time' : standard ? ATTRIBUTES[constraint.contextName]! : constraint.contextName;
+  if (!standard && GUIDON_BUILT_IN.has(attribute)) return `the context field "${constraint.contextName}" is a name Guidon fills itself`;
   if (attribute.length > 64) return `the context field "${constraint.contextName}" is longer than 64 characters`;
   const condition = (values: string[], extra: Partial<Condition> = {}): Condition => ({ attribute, operator, values, ...(negate ? { negate: true } : {}), ...extra });
   switch (operator) {
