@@ -113,6 +113,34 @@ describe('guidon export and import', () => {
   });
 });
 
+test('import-unleash: a dry run prints the plan and what was skipped (exit 2); applying it is 0', async () => {
+  const production = {
+    features: [{ name: 'new-onboarding', type: 'release' }, { name: 'office-banner', type: 'release' }],
+    featureStrategies: [
+      { name: 'flexibleRollout', featureName: 'new-onboarding', parameters: { rollout: '20', stickiness: 'default', groupId: 'new-onboarding' }, constraints: [], segments: [1] },
+      { name: 'office-hours', featureName: 'office-banner', parameters: {}, constraints: [], segments: [] },
+    ],
+    featureEnvironments: [
+      { featureName: 'new-onboarding', environment: 'production', enabled: true },
+      { featureName: 'office-banner', environment: 'production', enabled: true },
+    ],
+    segments: [{ id: 1, name: 'Beta users' }],
+  };
+  const exportFile = join(dir, 'unleash-production.json');
+  const segmentsFile = join(dir, 'unleash-segments.json');
+  writeFileSync(exportFile, JSON.stringify(production));
+  writeFileSync(segmentsFile, JSON.stringify({ segments: [{ id: 1, name: 'Beta users', constraints: [{ contextName: 'plan', operator: 'IN', values: ['beta'] }] }] }));
+  const dry = await guidon(['import-unleash', exportFile, '--segments', segmentsFile, '--dry-run'], env);
+  assert.equal(dry.code, 2, dry.stderr);
+  assert.match(dry.stdout, /^create\s+segment\s+beta_users$/m);
+  assert.match(dry.stdout, /^create\s+flag\s+production\s+new-onboarding$/m);
+  assert.match(dry.stdout, /^Skipped \(1\): not imported, as it could not be mapped exactly:$/m);
+  assert.match(dry.stdout, /^office-banner\s+production\s+the feature\s+strategy "office-hours"/m);
+  const applied = await guidon(['import-unleash', exportFile, '--segments', segmentsFile], env);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.equal((await guidon(['import-unleash', exportFile, '--segments', segmentsFile, '--dry-run'], env)).code, 0, 'nothing left to do');
+});
+
 describe('guidon tells what is wrong', () => {
   test('a bad token, a URL with nothing there, a URL that is not Guidon, a missing setting, an unknown project or command: exit 1 and a sentence', async () => {
     const cases: [string[], Record<string, string>, RegExp][] = [
