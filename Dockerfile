@@ -18,6 +18,7 @@ COPY packages/engine/package.json packages/engine/
 COPY packages/sdk/package.json packages/sdk/
 COPY packages/openfeature/package.json packages/openfeature/
 COPY packages/server/package.json packages/server/
+COPY packages/cli/package.json packages/cli/
 COPY packages/web/package.json packages/web/
 
 # The server's production dependencies alone: better-sqlite3 is compiled here, once.

@@ -95,8 +95,8 @@ function run(label, paths, env, timeoutMs = 600_000) {
   return result.status ?? 1;
 }
 
-// The SDK's and the providers' tests live beside them and start the real server, so they run on both databases too.
-const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'packages/openfeature/dist/tests'];
+// The SDK's, the providers' and the CLI's tests live beside them and start the real server, so they run on both databases too.
+const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'packages/openfeature/dist/tests', 'packages/cli/dist/tests'];
 const onSqlite = run('engine, server, SDK and provider tests on SQLite', ['packages/engine/dist', ...againstTheServer], {});
 const onPostgres = postgres ? run('server, SDK and provider tests on PostgreSQL', againstTheServer, { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
 let apiClient = 0;

@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { ApiPlugin, App } from './http/plugin.js';
 import type { Db } from './db/database.js';
-import { AppError, RateLimited, Unavailable } from './errors.js';
+import { AppError, InvalidDocument, RateLimited, Unavailable } from './errors.js';
 import { documentCommonErrors, ErrorBody } from './http/schemas.js';
 import { buildSerializer, buildValidator } from './http/compilers.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
@@ -42,6 +42,7 @@ import { flagRoutes } from './modules/flags/flags.routes.js';
 import { acrossRoutes } from './modules/flags/across.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
 import { segmentRoutes } from './modules/segments/segments.routes.js';
+import { documentSchemaRoutes, flagsAsCodeRoutes } from './modules/flags-as-code/flags-as-code.routes.js';
 import { AttributeWriter } from './modules/attributes/attributes.seen.js';
 import { attributeRoutes } from './modules/attributes/attributes.routes.js';
 import { explainRoutes } from './modules/explain/explain.routes.js';
@@ -156,7 +157,8 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
   reply.header('x-content-type-options', 'nosniff'); // also for answers no hook saw (an unreadable URL)
   reply.type('application/json; charset=utf-8');
   if (request.routeOptions.config?.errorShape === 'ofrep') return reply.send(ofrepErrorBody(request, status, message, error));
-  return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
+  const problems = error instanceof InvalidDocument ? { problems: error.problems } : {};
+  return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, ...problems });
 }
 
 /** The composition root: builds every service once and registers the route plugins with them. */
@@ -272,6 +274,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.addHook('onResponse', metrics.observe);
   await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
+  await app.register(documentSchemaRoutes);
   // Ready once it listens: the database is migrated before the app is built, and onReady has run.
   app.decorate('readiness', services.readiness);
   app.addHook('onListen', () => {
@@ -315,7 +318,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

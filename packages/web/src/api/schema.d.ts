@@ -114,6 +114,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schemas/guidon-export-1.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JSON Schema (draft-07) of the export document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/methods": {
         parameters: {
             query?: never;
@@ -3399,6 +3452,8 @@ export interface paths {
                         }[];
                         /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                         off_variant?: string | null;
+                        /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                        bucketing_key?: string | null;
                     };
                 };
             };
@@ -3593,6 +3648,8 @@ export interface paths {
                         }[];
                         /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                         off_variant?: string | null;
+                        /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                        bucketing_key?: string | null;
                     };
                 };
             };
@@ -4124,7 +4181,7 @@ export interface paths {
                         rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: {
                             /** @description absent for IN_SEGMENT */
                             attribute?: string | null;
@@ -4314,7 +4371,7 @@ export interface paths {
                         rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: {
                             /** @description absent for IN_SEGMENT */
                             attribute?: string | null;
@@ -4927,6 +4984,347 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The project as one document (JSON or YAML; the same state gives the same bytes). Its JSON Schema: /schemas/guidon-export-1.json */
+        get: {
+            parameters: {
+                query?: {
+                    format?: "json" | "yaml";
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Body: a document as the export writes it, JSON or YAML (Content-Type: application/yaml). Checked whole first (400 lists every problem with its path); a dry run (the default) answers the plan. */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description merge (default): create and update; replace: also delete the flags and segments the document does not name */
+                    mode?: "merge" | "replace";
+                    /** @description true (default): answer the plan and change nothing */
+                    dry_run?: boolean;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            /** @description a document (JSON Schema: /schemas/guidon-export-1.json), as JSON or YAML */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ImportPlan"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/import/unleash": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Body: an Unleash 5–8 export (features-batch/export), several as an array, or {exports, segments} with the answer of Unleash's GET /api/admin/segments. Mapped exactly or listed in skipped; a dry run (the default) answers the plan. */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description true (default): answer the plan and change nothing */
+                    dry_run?: boolean;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            /** @description one Unleash export, an array of them, or {exports, segments} */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UnleashImportAnswer"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -6565,7 +6963,7 @@ export interface components {
             rollout_percentage: number;
             /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
             everyone_else: "rollout" | "off";
-            /** @description contract §15; [] for a flag that serves only on/off */
+            /** @description docs/variants.md; [] for a flag that serves only on/off */
             variants: {
                 key: string;
                 /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
@@ -6574,6 +6972,7 @@ export interface components {
                 description?: string;
             }[];
             off_variant: string | null;
+            bucketing_key: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -6736,6 +7135,11 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
+             * Format: uuid
+             * @description the import that made the change (docs/flags-as-code.md); null for any other write
+             */
+            import_id: string | null;
+            /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
              */
@@ -6789,6 +7193,97 @@ export interface components {
                     updated_at: string;
                 };
             };
+        };
+        ImportPlan: {
+            mode: "merge" | "replace";
+            dry_run: boolean;
+            /**
+             * Format: uuid
+             * @description the id every audit event of the applied import carries; null for a dry run
+             */
+            import_id: string | null;
+            create: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            update: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            delete: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            /** @description environments, segments and flags (one per environment) the import leaves as they are */
+            unchanged: number;
+        };
+        UnleashImportAnswer: {
+            mode: "merge" | "replace";
+            dry_run: boolean;
+            /**
+             * Format: uuid
+             * @description the id every audit event of the applied import carries; null for a dry run
+             */
+            import_id: string | null;
+            create: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            update: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            delete: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            /** @description environments, segments and flags (one per environment) the import leaves as they are */
+            unchanged: number;
+            /** @description everything of the Unleash export that could not be mapped exactly, and why: none of it was imported */
+            skipped: {
+                /** @description the Unleash feature's name; null for something not of one feature (a segment) */
+                feature: string | null;
+                environment: string | null;
+                /** @description what was left out, e.g. strategy "userWithId" or segment 3 */
+                what: string;
+                reason: string;
+            }[];
+            /** @description the Guidon document the Unleash export maps to (what was imported, or would be) */
+            document: unknown;
+        };
+        DocumentProblems: {
+            statusCode: number;
+            error: string;
+            message: string;
+            problems?: {
+                /** @description e.g. flags[2].environments.production.rules[0].conditions[1].operator */
+                path: string;
+                message: string;
+            }[];
         };
     };
     responses: never;
