@@ -199,9 +199,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.setNotFoundHandler((request, reply) => sendError(new AppError(404, `Route ${request.method} ${request.url.split('?')[0]} not found`), request, reply));
 
   const { db } = database;
-  const redis = config.redisUrl ? createRedis(config.redisUrl, app.log) : null;
+  const redis = config.redisUrl ? await createRedis(config.redisUrl, app.log) : null;
   const counters: CounterStore = redis ? { kind: 'redis', client: redis } : cluster.isWorker ? { kind: 'cluster' } : { kind: 'memory' };
-  const bus = options.changeNotifications === false ? null : changeBusFor(config, db, redis, app.log);
+  const bus = options.changeNotifications === false ? null : await changeBusFor(config, db, redis, app.log);
   const changes = new ChangeFeed(bus, app.log);
   const evaluateCache = new EvaluateCache(db, changes, app.log, options.revisionCheckIntervalMs);
   const webhooks = new WebhookSender(db, database.dialect, config.webhookAllowPrivate, app.log, options.webhooks);
@@ -224,11 +224,16 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await changes.start();
   evaluateCache.start();
   attributeWriter.start();
-  // The history worker's thread starts while the routes below are built and compiled; the app is
-  // ready, and listens, once it has its database connection.
-  app.addHook('onReady', () => services.history.start());
+  // The history worker's thread loads and connects while the routes below are built, and while
+  // the server starts serving: a start does not wait for it (start-up time: docs/performance.md).
+  // What is evaluated meanwhile waits in memory, as between two writes.
+  let historyStarted: Promise<void> = Promise.resolve();
+  app.addHook('onReady', async () => {
+    historyStarted = services.history.start().catch((error: unknown) => app.log.error({ err: error }, 'the history worker did not start: evaluation history is not written'));
+  });
   webhooks.start();
   app.addHook('onClose', async () => {
+    await historyStarted;
     await services.history.close();
     await attributeWriter.close();
     await webhooks.close();
