@@ -1,5 +1,5 @@
 /**
- * Contract §8–§9: the role matrix, generated from the route table the app builds (app.apiRoutes,
+ * docs/api.md ("Who may do what"): the role matrix, generated from the route table the app builds (app.apiRoutes,
  * each /api route with its declared least role). Every route × every kind of caller → the status
  * the declaration implies, and nothing in the database moves when the caller is refused. A route
  * added without a declared role stops the app from starting (declaredRoute), and a route whose
@@ -39,6 +39,8 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'PUT /api/projects/:project_id/segments/:segment_id': () => ({ name: `Beta ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': (params) => ({ target_environment_id: params.staging_env_id, overwrite: true }),
   'POST /api/projects/:project_id/environments/:env_id/explain': () => ({ context: { user_id: `u${next()}` } }),
+  'POST /api/projects/:project_id/import': () => ({ guidon: 1, environments: [{ key: 'qa', name: 'QA' }], flags: [] }),
+  'POST /api/projects/:project_id/import/unleash': () => ({ version: 1, features: [{ name: `unleashed-${next()}`, type: 'release', project: 'default' }], featureStrategies: [], featureEnvironments: [], environments: [] }),
 };
 
 /** A query string that the route needs from a caller allowed to use it. */
@@ -55,7 +57,7 @@ const TARGET_NEEDS: Record<string, DeclaredRole> = {
   'DELETE /api/projects/:project_id/members/:member_id': 'owner',
 };
 
-/** Contract §8–§11: the least role of the routes it names (other routes are held to their own declaration). */
+/** docs/api.md: the least role of the routes it names (other routes are held to their own declaration). */
 const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/me': 'user',
   'POST /api/tokens': 'login',

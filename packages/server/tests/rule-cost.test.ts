@@ -1,7 +1,7 @@
 /**
  * What a flag may cost, bounded at save (docs/targeting.md, "What a flag may cost"; docs/security.md):
  * the review's reproductions are 400 with a message that says why, and change nothing; the
- * limits hold for rules, segments, copies across environments and variant values; a pattern
+ * limits hold for rules, segments, copies across environments, imports and variant values; a pattern
  * stored before the limits matches nobody. No timing is asserted: the engine's worst-case bench
  * measures what these limits allow.
  */
@@ -97,6 +97,25 @@ test('segments: held to the budget alone, and a change that would push a flag th
   // Each segment passes alone; together in the flag they would not.
   await refused('PUT', `${segments()}/${other.body.id}`, { conditions: [costly('b')] }, /^Segment "other_costly" would take flag "segment_user" over its limits: The flag's conditions may cost up to/);
   assert.deepEqual((await api('GET', `${segments()}/${other.body.id}`)).body.conditions[0].operator, 'IN', 'unchanged');
+});
+
+test('an import is held to the same limits: a flag over its cost and a segment over its own are problems with their paths, and nothing changes', async () => {
+  const target = await newProject(server, user, 'Imported');
+  const contains = (i: number) => ({ attribute: `a${i}`, operator: 'STR_CONTAINS', negate: true, values: Array.from({ length: 100 }, (_, k) => `v${k}`) });
+  const costly = (letter: string) => ({ attribute: 'text', operator: 'REGEX', values: [`(?:a|b)*${letter}(?:a|b){60}`] });
+  const document = {
+    guidon: 1,
+    environments: [{ key: 'production', name: 'Production' }],
+    segments: [{ key: 'heavy', name: 'Heavy', conditions: [costly('a'), costly('b')] }],
+    flags: [{ key: 'costly', name: 'Costly', environments: { production: { enabled: true, rules: [{ rule_type: 'conditions', conditions: Array.from({ length: 30 }, (_, i) => contains(i)) }] } } }],
+  };
+  const answer = await api('POST', `/api/projects/${target.id}/import?dry_run=false`, document);
+  assert.equal(answer.status, 400, answer.text);
+  const problems = answer.body.problems as { path: string; message: string }[];
+  assert.ok(problems.some((problem) => problem.path === 'segments[0].conditions' && /^segments\[0\]\.conditions: The segment's conditions may cost up to/.test(problem.message)), JSON.stringify(problems));
+  assert.ok(problems.some((problem) => problem.path === 'flags[0].environments.production.rules' && /The flag's conditions may cost up to/.test(problem.message)), JSON.stringify(problems));
+  assert.deepEqual((await api('GET', `/api/projects/${target.id}/segments`)).body, []);
+  assert.deepEqual((await api('GET', flagsPath(target))).body, []);
 });
 
 test('a pattern stored before the limits matches nobody, and evaluate answers; the others of its condition still match', async () => {

@@ -10,7 +10,6 @@ import { AppError, Forbidden, Invalid, RateLimited, Unauthorized, Unavailable } 
 import { pageHeaders } from '../../http/page-headers.js';
 import { errorResponses } from '../../http/schemas.js';
 import { LoginResult } from './accounts.schemas.js';
-import { OidcClient } from './oidc.client.js';
 import { signInWithProvider } from './oidc.repository.js';
 
 /** The sealed flow (state, nonce, PKCE verifier), sent back only to the callback. */
@@ -30,7 +29,7 @@ export interface OidcOptions {
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A page that says what happened (contract §17: every failure is a page, not a JSON error nor a 500). */
+/** A page that says what happened (docs/deploy.md, sign-in: every failure is a page, not a JSON error nor a 500). */
 function failurePage(reply: FastifyReply, status: number, message: string) {
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -44,7 +43,7 @@ function failurePage(reply: FastifyReply, status: number, message: string) {
 const safeNext = (next: unknown) => (typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 2048 ? next : '/');
 
 /**
- * Sign-in with OpenID Connect (contract §17): /auth/oidc/login sends the browser to the provider,
+ * Sign-in with OpenID Connect (docs/deploy.md): /auth/oidc/login sends the browser to the provider,
  * /auth/oidc/callback signs the person in (or shows a page saying why not), the dashboard then
  * takes the login token with POST /auth/oidc/session; /auth/oidc/logout ends the provider's session.
  * Registered only when OIDC is configured, except the hand-off.
@@ -69,6 +68,8 @@ export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, toke
 
   const settings = config.oidc;
   if (!settings) return;
+  // openid-client is loaded only when a provider is configured (start-up time: docs/performance.md).
+  const { OidcClient } = await import('./oidc.client.js');
   const oidc = new OidcClient(settings, config.publicUrl, tokens.keyFor('oidc sign-in flow'), app.log);
   const secure = config.publicUrl.startsWith('https:');
   const cookieOptions = (path: string, maxAge: number) => ({ path, maxAge, httpOnly: true, sameSite: 'lax' as const, secure });

@@ -16,6 +16,7 @@ export const AuditEvent = Type.Object(
     actor: Type.Object({ user_id: Nullable(Uuid), email: Nullable(Type.String()), token_id: Nullable(Uuid) }),
     before: Nullable(Type.Object({}, { additionalProperties: true })),
     after: Nullable(Type.Object({}, { additionalProperties: true })),
+    import_id: Type.Union([Uuid, Type.Null()], { description: 'the import that made the change (docs/flags-as-code.md); null for any other write' }),
     created_at: Timestamp,
   },
   { $id: 'AuditEvent' },

@@ -1,5 +1,5 @@
 /**
- * The change path's vocabulary (contract §10): what a write under a project describes, the event
+ * The change path's vocabulary (docs/api.md): what a write under a project describes, the event
  * it becomes, and the closed lists of actions and resource types. The audit log stores these
  * events, webhooks deliver them, and OpenAPI (so the dashboard's generated types) lists them.
  */
@@ -47,6 +47,14 @@ export interface Actor {
   token_id: string | null;
 }
 
+/**
+ * What a whole write was part of, carried by each of its events: an import (its id, one per
+ * import, docs/flags-as-code.md). Absent for a plain API call.
+ */
+export interface ChangeOrigin {
+  import_id?: string;
+}
+
 /** One change as a write describes it. before / after are the resource's API objects. */
 export interface Change {
   action: AuditAction;
@@ -70,6 +78,8 @@ export interface ChangeEvent {
   actor: Actor;
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
+  /** The import that made this change, else null. */
+  import_id: string | null;
   created_at: string;
 }
 

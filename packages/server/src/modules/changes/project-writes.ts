@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import type { ChangeFeed } from './change-feed.js';
-import { changesNothing, type Actor, type Change, type ChangeEvent } from './changes.schemas.js';
+import { changesNothing, type Actor, type Change, type ChangeEvent, type ChangeOrigin } from './changes.schemas.js';
 
 /** Collects what a write changed; each call becomes one event (unless it changed nothing). */
 export type RecordChange = (change: Change) => void;
@@ -9,7 +9,7 @@ export type RecordChange = (change: Change) => void;
 /** Who takes part in every write, wired by the composition root (app.ts). */
 export interface ChangeParticipants {
   /** In the write's transaction: stores the change as an event (the audit log) and returns it. */
-  record(trx: Db, projectId: string, actor: Actor, change: Change): Promise<ChangeEvent>;
+  record(trx: Db, projectId: string, actor: Actor, change: Change, origin: ChangeOrigin): Promise<ChangeEvent>;
   /** In the write's transaction, for each event: e.g. the webhook outbox rows. */
   withEvent: ((trx: Db, event: ChangeEvent) => Promise<void>)[];
   /** After the commit, when the write recorded at least one event: e.g. wake the webhook sender. */
@@ -31,7 +31,8 @@ export class ProjectWrites {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>): Promise<T> {
+  /** `origin`: what every event of this write carries besides the actor (an import's id). */
+  async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>, origin: ChangeOrigin = {}): Promise<T> {
     let events: ChangeEvent[] = [];
     const result = await this.db.transaction().execute(async (trx) => {
       // First, so the project row is locked for the whole write (writes to one project queue up).
@@ -41,7 +42,7 @@ export class ProjectWrites {
       events = [];
       for (const change of changes) {
         if (changesNothing(change)) continue;
-        const event = await this.participants.record(trx, projectId, actor, change);
+        const event = await this.participants.record(trx, projectId, actor, change, origin);
         for (const participant of this.participants.withEvent) await participant(trx, event);
         events.push(event);
       }

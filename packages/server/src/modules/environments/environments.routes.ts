@@ -10,7 +10,8 @@ import { createEnvironment, deleteEnvironment, listEnvironments, renameEnvironme
 import { CreateEnvironmentBody, UpdateEnvironmentBody } from './environments.schemas.js';
 
 type Environment = Awaited<ReturnType<typeof requireEnvironment>>;
-const change = (action: AuditAction, before: Environment | null, after: Environment | null) => {
+/** The audit record of a change to it. */
+export const environmentChange = (action: AuditAction, before: Environment | null, after: Environment | null) => {
   const environment = (after ?? before)!;
   return { action, resource_type: 'environment' as const, resource_id: environment.id, resource_key: environment.key, environment_id: environment.id, before, after };
 };
@@ -28,7 +29,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
   }, async (request, reply) => {
     const environment = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const created = await createEnvironment(trx, request.params.project_id, request.body);
-      record(change('environment.created', null, created));
+      record(environmentChange('environment.created', null, created));
       return created;
     });
     return reply.code(201).send(environment);
@@ -54,7 +55,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
       if (key !== undefined && key !== before.key) throw new Invalid('The key of an environment cannot be changed');
       if (name === undefined) return before;
       const after = await renameEnvironment(trx, before.id, name);
-      record(change('environment.updated', before, after));
+      record(environmentChange('environment.updated', before, after));
       return after;
     });
   });
@@ -68,7 +69,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
     await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const current = await requireEnvironment(trx, scopeOf(request));
       await deleteEnvironment(trx, current.id);
-      record(change('environment.deleted', current, null));
+      record(environmentChange('environment.deleted', current, null));
     });
     return reply.code(204).send(null);
   });

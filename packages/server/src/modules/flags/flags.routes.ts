@@ -11,6 +11,7 @@ import { createFlag, deleteFlag, listFlags, requireFlag, toggleFlag, updateFlag 
 import { CreateFlagBody, FlagParams, UpdateFlagBody } from './flags.schemas.js';
 import { listRules } from './rules.repository.js';
 import { checkOffVariant, checkVariants, type Variant } from './variants.js';
+import { checkBucketingKey } from './bucketing.js';
 
 type FlagRequest = { params: { project_id: string; env_id: string; flag_id: string } };
 export const flagScopeOf = (request: FlagRequest) => ({
@@ -22,7 +23,7 @@ export const flagScopeOf = (request: FlagRequest) => ({
 type Flag = Awaited<ReturnType<typeof requireFlag>>;
 
 /**
- * A PUT's variants and off_variant as they will be (contract §15), or Invalid. Left out,
+ * A PUT's variants and off_variant as they will be (docs/variants.md), or Invalid. Left out,
  * off_variant stays, and clears with the variants ([]); the result must still name every
  * variant the flag's rules name (clearing the variants included: the rules are not changed
  * behind the user's back, docs/variants.md "API").
@@ -64,10 +65,11 @@ export const flagRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     schema: { tags, params: EnvironmentParams, body: CreateFlagBody, response: { 201: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
     const { name, key, description = null, enabled = false, rollout_percentage = 0, everyone_else = 'rollout' } = request.body;
+    const bucketing_key = checkBucketingKey(request.body.bucketing_key ?? null);
     const variants = checkVariants(request.body.variants ?? []);
     const off_variant = checkOffVariant(variants, request.body.off_variant ?? null);
     const flag = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
-      const created = await createFlag(trx, await environmentOf(trx, request), { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant });
+      const created = await createFlag(trx, await environmentOf(trx, request), { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant, bucketing_key });
       record(flagChange('flag.created', null, created));
       return created;
     });
@@ -89,15 +91,16 @@ export const flagRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
     schema: { tags, params: FlagParams, body: UpdateFlagBody, response: { 200: FlagRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request) => {
     const { name, key, description, enabled, rollout_percentage, everyone_else } = request.body;
+    const bucketing_key = checkBucketingKey(request.body.bucketing_key);
     const sentVariants = request.body.variants === undefined ? undefined : checkVariants(request.body.variants);
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const before = await requireFlag(trx, flagScopeOf(request));
       const variantFields = sentVariants === undefined && request.body.off_variant === undefined ? {} : await checkedVariantChange(trx, before, sentVariants, request.body.off_variant);
-      const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else, ...variantFields }));
+      const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else, bucketing_key, ...variantFields }));
       // Switching it on or off is a toggle however it is sent (the dashboard's switch sets the
       // state with PUT): a webhook for flag.toggled hears every flip.
       const sameVariants = JSON.stringify([before.variants, before.off_variant]) === JSON.stringify([after.variants, after.off_variant]);
-      const onlySwitched = before.enabled !== after.enabled && sameVariants && [name, key, description, rollout_percentage, everyone_else].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage, before.everyone_else][i]);
+      const onlySwitched = before.enabled !== after.enabled && sameVariants && [name, key, description, rollout_percentage, everyone_else, bucketing_key].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage, before.everyone_else, before.bucketing_key][i]);
       record(flagChange(onlySwitched ? 'flag.toggled' : 'flag.updated', before, after));
       return after;
     });

@@ -1,53 +1,27 @@
 import { Type } from 'typebox';
-import { looksLikeEmail, normalizeEmailDomain, type RuleType } from '@guidon/engine';
+import type { RuleType } from '@guidon/engine';
 import type { AuditAction } from '../changes/changes.schemas.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { onlyProvided } from '../../db/values.js';
-import { Invalid } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { checkConditions, checkFlagRules, segmentKeys } from '../segments/segments.repository.js';
+import { checkFlagRules, segmentKeys } from '../segments/segments.repository.js';
+import { checkedRuleTarget, type SentConditions } from './rules.checks.js';
 import { requireFlag } from './flags.repository.js';
 import { flagScopeOf } from './flags.routes.js';
 import { checkRuleVariant } from './variants.js';
 import { createRule, deleteRule, listRules, requireRule, updateRule } from './rules.repository.js';
 import { CreateRuleBody, FlagParams, RuleParams, UpdateRuleBody } from './flags.schemas.js';
 
-const MAX_RULE_VALUE_LENGTH = 320;
-
-/**
- * What a rule targets, as stored: a seed type's value or a conditions rule's conditions (with
- * the project's segment keys; docs/targeting.md), or Invalid.
- */
-async function checkedTarget(db: Db, projectId: string, type: RuleType, value: string | null | undefined, conditions: Parameters<typeof checkConditions>[0] | null | undefined) {
-  if (type === 'conditions') {
-    if (value !== undefined && value !== null) throw new Invalid('rule_value must be absent or null for a conditions rule');
-    if (!conditions) throw new Invalid('conditions are required for a conditions rule');
-    return { rule_value: '', conditions: checkConditions(conditions, await segmentKeys(db, projectId)) };
-  }
-  if (conditions) throw new Invalid(`conditions apply only to rule_type conditions, not ${type}`);
-  if (value === undefined || value === null) throw new Invalid(`rule_value is required for a ${type} rule`);
-  return { rule_value: checkedRuleValue(type, value), conditions: null };
-}
-
-/** The stored form of a seed rule's value (docs/api.md), or Invalid. */
-export function checkedRuleValue(type: RuleType, raw: string): string {
-  const value = raw.trim();
-  if (value === '') throw new Invalid('rule_value must not be empty');
-  if ([...value].length > MAX_RULE_VALUE_LENGTH) throw new Invalid(`rule_value must be at most ${MAX_RULE_VALUE_LENGTH} characters`);
-  if (type === 'user_email' && !looksLikeEmail(value)) throw new Invalid('rule_value must be an email address for a user_email rule');
-  if (type === 'email_domain') {
-    const domain = normalizeEmailDomain(value);
-    if (domain === null) throw new Invalid('rule_value must be a domain such as example.com or @example.com for an email_domain rule');
-    return domain;
-  }
-  return value;
+/** What a rule targets, as stored, with the project's segment keys read only for a conditions rule. */
+async function checkedTarget(db: Db, projectId: string, type: RuleType, value: string | null | undefined, conditions: SentConditions | null | undefined) {
+  return checkedRuleTarget(type, value, conditions, type === 'conditions' && conditions ? await segmentKeys(db, projectId) : new Set());
 }
 
 type Rule = Awaited<ReturnType<typeof requireRule>>;
 /** A rule's events carry its flag's key and environment. */
-const change = (action: AuditAction, flag: { key: string; environment_id: string }, before: Rule | null, after: Rule | null) => ({
+export const ruleChange = (action: AuditAction, flag: { key: string; environment_id: string }, before: Rule | null, after: Rule | null) => ({
   action,
   resource_type: 'rule' as const,
   resource_id: (after ?? before)!.id,
@@ -74,7 +48,7 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
       const variant = checkRuleVariant(flag, request.body.variant ?? null, serve);
       const created = await createRule(trx, flag.id, { rule_type, ...target, enabled, priority, rollout_percentage, serve, variant });
       await checkFlagRules(trx, flag.project_id, [flag]); // at most 100 rules, and what they may cost together
-      record(change('rule.created', flag, null, created));
+      record(ruleChange('rule.created', flag, null, created));
       return created;
     });
     return reply.code(201).send(rule);
@@ -109,7 +83,7 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
       if (variant !== undefined || serve !== undefined) checkRuleVariant(flag, variant !== undefined ? variant : before.variant, serve ?? before.serve);
       const after = await updateRule(trx, before.id, onlyProvided({ rule_type, ...target, enabled, priority, rollout_percentage, serve, variant }));
       if ('conditions' in target) await checkFlagRules(trx, flag.project_id, [flag]);
-      record(change('rule.updated', flag, before, after));
+      record(ruleChange('rule.updated', flag, before, after));
       return after;
     });
   });
@@ -122,7 +96,7 @@ export const ruleRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (a
       const flag = await requireFlag(trx, flagScopeOf(request));
       const rule = await requireRule(trx, flag.id, request.params.rule_id);
       await deleteRule(trx, rule.id);
-      record(change('rule.deleted', flag, rule, null));
+      record(ruleChange('rule.deleted', flag, rule, null));
     });
     return reply.code(204).send(null);
   });

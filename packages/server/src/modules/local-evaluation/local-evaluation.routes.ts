@@ -1,4 +1,4 @@
-/** Local evaluation (contract §16): the ruleset an SDK evaluates from, and the usage it reports back. */
+/** Local evaluation (docs/local-evaluation.md): the ruleset an SDK evaluates from, and the usage it reports back. */
 import { Invalid, NotFound } from '../../errors.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import type { Db } from '../../db/database.js';
@@ -9,7 +9,7 @@ import { environmentOf, type EvaluateCache } from '../evaluate/evaluate.cache.js
 import { notModified } from '../evaluate/evaluation.js';
 import { NotModified } from '../evaluate/evaluate.schemas.js';
 import { Ruleset, RulesetQuery, UsageAccepted, UsageBody } from './local-evaluation.schemas.js';
-import { gzippedBody, rulesetAnswer } from './ruleset.document.js';
+import { encodedBody, rulesetAnswer } from './ruleset.document.js';
 import { tokenAccessHook } from './token-auth.js';
 import { addUsage, hourStartOf } from './usage.repository.js';
 
@@ -33,10 +33,14 @@ export const localEvaluationRoutes: ApiPlugin<{ db: Db; limits: RateLimits; eval
     const environment = environmentOf(project, request.query.environment);
     const answer = rulesetAnswer(environment, project.revision);
     reply.header('etag', answer.etag).header('cache-control', 'no-cache').header('vary', 'accept-encoding');
-    if (notModified(request.headers, answer.etag)) reply.code(304).send(undefined as never);
-    // Rules compress well (repeated keys and operators): gzip when the client takes it, compressed once per change.
-    else if (/\bgzip\b/i.test(String(request.headers['accept-encoding'] ?? ''))) reply.type('application/json; charset=utf-8').header('content-encoding', 'gzip').send(gzippedBody(answer) as never);
-    else reply.type('application/json; charset=utf-8').send(answer.body as never);
+    if (notModified(request.headers, answer.etag)) {
+      reply.code(304).send(undefined as never);
+      return;
+    }
+    // Rules compress well (repeated keys and operators): br or gzip when the client takes it, compressed once per change.
+    const { body, encoding } = encodedBody(answer, request.headers['accept-encoding']);
+    if (encoding) reply.header('content-encoding', encoding);
+    reply.type('application/json; charset=utf-8').send(body as never);
   });
 
   app.post('/sdk/v1/usage', {

@@ -13,7 +13,7 @@ export const Ruleset = Type.Object(
     flags: Type.Array(Type.Unknown(), { description: 'flag definitions as the engine compiles them, in evaluation order' }),
     segments: Type.Record(Type.String(), Type.Array(Type.Unknown()), { description: 'the conditions of each segment the flags name' }),
   },
-  { description: 'Everything local evaluation needs (contract §16; docs/local-evaluation.md)' },
+  { description: 'Everything local evaluation needs (docs/local-evaluation.md)' },
 );
 
 /** Counts of one report: non-negative integers, far below what the bigint columns hold. */

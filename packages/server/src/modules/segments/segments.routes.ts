@@ -10,7 +10,8 @@ import { listEnvironments } from '../environments/environments.repository.js';
 import { checkFlagRules, checkSegmentConditions, createSegment, deleteSegment, listSegments, requireSegment, updateSegment, type Segment } from './segments.repository.js';
 import { CreateSegmentBody, SegmentParams, UpdateSegmentBody } from './segments.schemas.js';
 
-const change = (action: AuditAction, before: Segment | null, after: Segment | null) => {
+/** The audit record of a change to it. */
+export const segmentChange = (action: AuditAction, before: Segment | null, after: Segment | null) => {
   const segment = (after ?? before)!;
   return { action, resource_type: 'segment' as const, resource_id: segment.id, resource_key: segment.key, before, after };
 };
@@ -34,7 +35,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
     const { key, name, description = null, conditions } = request.body;
     const segment = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const created = await createSegment(trx, request.params.project_id, { key, name, description, conditions: checkSegmentConditions(conditions) });
-      record(change('segment.created', null, created));
+      record(segmentChange('segment.created', null, created));
       return created;
     });
     return reply.code(201).send(segment);
@@ -67,7 +68,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
         const users = before.used_by.map((use) => ({ id: use.flag_id, key: use.flag_key }));
         await checkFlagRules(trx, request.params.project_id, users, (flagKey) => `Segment "${before.key}" would take flag "${flagKey}" over its limits`);
       }
-      record(change('segment.updated', before, after));
+      record(segmentChange('segment.updated', before, after));
       return after;
     });
   });
@@ -80,7 +81,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
       const segment = await requireSegment(trx, request.params.project_id, request.params.segment_id);
       if (segment.used_by.length > 0) throw new Conflict(`Segment "${segment.key}" is used by ${await whereUsed(trx, segment)}: remove it from those rules first`);
       await deleteSegment(trx, segment.id);
-      record(change('segment.deleted', segment, null));
+      record(segmentChange('segment.deleted', segment, null));
     });
     return reply.code(204).send(null);
   });
