@@ -9,14 +9,18 @@ export class Memo<T> {
   private lastText: string | undefined;
   private last: T | undefined;
 
-  constructor(private readonly compute: (text: string) => T) {}
+  constructor(protected readonly compute: (text: string) => T) {}
 
   get(text: string): T {
     if (text !== this.lastText) {
-      this.last = this.compute(text);
+      this.last = this.miss(text);
       this.lastText = text;
     }
     return this.last as T;
+  }
+
+  protected miss(text: string): T {
+    return this.compute(text);
   }
 }
 
@@ -32,23 +36,11 @@ const NOTHING: unique symbol = Symbol('nothing');
  * parse costs tens of times a map read. Bounded: at most REMEMBERED texts of at most
  * REMEMBERED_LENGTH characters.
  */
-export class Remembering<T> {
-  private lastText: string | undefined;
-  private last: T | undefined;
+export class Remembering<T> extends Memo<T> {
   // An undefined result is remembered as NOTHING: a miss then costs one map read, not two.
   private readonly seen = new Map<string, T | typeof NOTHING>();
 
-  constructor(private readonly compute: (text: string) => T) {}
-
-  get(text: string): T {
-    if (text !== this.lastText) {
-      this.last = this.recall(text);
-      this.lastText = text;
-    }
-    return this.last as T;
-  }
-
-  private recall(text: string): T {
+  protected override miss(text: string): T {
     const known = this.seen.get(text);
     if (known !== undefined) return known === NOTHING ? (undefined as T) : known;
     const result = this.compute(text);

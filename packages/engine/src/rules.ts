@@ -47,9 +47,7 @@ export interface CompiledRule {
   readonly conditions: Int32Array | null;
   /** 1–100: served when the context's bucket is below it. */
   readonly rollout: number;
-  /** The outcome code it serves. */
-  readonly code: number;
-  /** Its answer as the pipeline packs it (evaluate.ts): its code and its rank. */
+  /** What it answers, as the pipeline packs an answer: the outcome code it serves, and its rank. */
   readonly answer: number;
 }
 
@@ -67,7 +65,7 @@ export function compileRule(rule: RuleDefinition, rank: number, table: Condition
   if (rule.enabled !== true || !(rollout > 0)) return null;
   const code = matchCode(rule.type, rule.serve !== false);
   // One object literal, every field in it (V8 keeps them in the object: read on every evaluation).
-  const compiled = (seed: Seed | null, key: string, conditions: Int32Array | null): CompiledRule => ({ rank, seed, key, conditions, rollout: Math.min(rollout, 100), code, answer: packAnswer(code, rank) });
+  const compiled = (seed: Seed | null, key: string, conditions: Int32Array | null): CompiledRule => ({ rank, seed, key, conditions, rollout: Math.min(rollout, 100), answer: packAnswer(code, rank) });
   const value = typeof rule.value === 'string' ? rule.value : '';
   switch (rule.type) {
     case 'user_id':
