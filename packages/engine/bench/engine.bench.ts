@@ -208,7 +208,7 @@ const envCase: Case = {
 };
 
 // ---------------------------------------------------------------------------
-// Conditions (issue 20, contract §14): one flag with one condition per operator, over 1,024
+// Conditions (docs/targeting.md): one flag with one condition per operator, over 1,024
 // contexts whose attribute values vary (about half of them match), so that the engine's
 // one-entry parse memos miss as they do from one request to the next.
 // ---------------------------------------------------------------------------
