@@ -63,7 +63,8 @@ import { auditRoutes } from './modules/audit/audit.routes.js';
 import { authorize, declaredRoute, type DeclaredRoute } from './modules/members/access.js';
 import { Member } from './modules/members/members.schemas.js';
 import { memberRoutes } from './modules/members/members.routes.js';
-import { joinInvitedProjects } from './modules/members/invitations.js';
+import { answerInvitation } from './modules/members/invitations.js';
+import { invitationRoutes } from './modules/members/invitations.routes.js';
 import { enqueueDeliveries } from './modules/webhooks/webhooks.repository.js';
 import { Webhook } from './modules/webhooks/webhooks.schemas.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
@@ -264,10 +265,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await app.register(healthRoutes, services);
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    // A proven address (contract §18) turns the invitations waiting for it into memberships.
-    const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
-    await auth.register(accountRoutes, { ...services, addressProven });
-    await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
+    // Signing up through an invitation's emailed link accepts that invitation (docs/api.md, Members).
+    const invitationLinkUsed = async (user: { id: string; email: string }, memberId: string | null) => {
+      if (memberId) await answerInvitation(services.writes, db, { ...user, actor: { user_id: user.id, email: user.email, token_id: null } }, memberId, true);
+    };
+    await auth.register(accountRoutes, { ...services, invitationLinkUsed });
+    await auth.register(oidcRoutes, services); // OpenID sign-in, when configured
   });
   // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
   await app.register(async (sdk) => {
@@ -300,7 +303,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

@@ -8,7 +8,7 @@
  * in this test: after the last restart, every audit event stored (so every one of an acknowledged
  * write) reaches it at least once, deliveries pending or in flight at a kill included.
  *
- * Interrupted webhook attempts (issue 29): a send cut short by a stop or a kill is logged as
+ * Interrupted webhook attempts (docs/api.md, Webhooks): a send cut short by a stop or a kill is logged as
  * `interrupted` when its delivery is picked up again, and counts as one of the tries.
  *
  * Graceful stop: SIGTERM under evaluate load with streams open. Every request gets an answer (a

@@ -165,6 +165,18 @@ export async function newProject(server: { url: string }, user: TestUser, name =
   return { id: created.body.id, sdk_key: created.body.sdk_key, production: idOf('production'), staging: idOf('staging') };
 }
 
+/**
+ * Makes `member` a member of the project with `role`, as people do (docs/api.md, Members): the
+ * owner invites the address, the member accepts. Returns the membership.
+ */
+export async function addMember(server: { url: string }, owner: TestUser, projectId: string, member: TestUser, role: 'viewer' | 'editor' | 'owner') {
+  const invited = await request(server, 'POST', `/api/projects/${projectId}/members`, { token: owner.token, body: { email: member.email, role } });
+  if (invited.status !== 201) throw new Error(`invite failed: ${invited.status} ${invited.text}`);
+  const accepted = await request(server, 'POST', `/api/invitations/${invited.body.id}/accept`, { token: member.token });
+  if (accepted.status !== 200) throw new Error(`accept failed: ${accepted.status} ${accepted.text}`);
+  return accepted.body as { id: string; user_id: string; email: string; role: string; status: 'active'; created_at: string };
+}
+
 export const flagsPath = (project: TestProject, envId = project.production) => `/api/projects/${project.id}/environments/${envId}/flags`;
 
 export async function newFlag(server: { url: string }, user: TestUser, project: TestProject, fields: Record<string, unknown>, envId = project.production) {

@@ -66,7 +66,7 @@ describe('OpenID sign-in', () => {
     assert.deepEqual(methods.body, { password: true, oidc: { name: 'Acme SSO', login_url: '/auth/oidc/login' } });
   });
 
-  test('the first sign-in of a verified email creates the account and accepts its invitations; a later one finds it by sub', async () => {
+  test('the first sign-in of a verified email creates the account, whose invitations wait for its answer; a later one finds it by sub', async () => {
     const owner = await newUser(server, 'owner');
     const project = await newProject(server, owner, 'Invited to');
     const invited = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email: 'alice@corp.test', role: 'editor' } });
@@ -80,8 +80,12 @@ describe('OpenID sign-in', () => {
     assert.equal(me.body.email, 'alice@corp.test');
     assert.equal(me.body.email_verified, true);
     assert.deepEqual((await request(server, 'GET', '/api/me/sign-in-methods', { token: first.token })).body, { methods: ['oidc'] });
+    assert.deepEqual((await request(server, 'GET', '/api/projects', { token: first.token })).body, [], 'nobody joins without accepting');
+    const waiting = await request(server, 'GET', '/api/invitations', { token: first.token });
+    assert.deepEqual(waiting.body.map((i: { id: string; role: string }) => [i.id, i.role]), [[invited.body.id, 'editor']]);
+    assert.equal((await request(server, 'POST', `/api/invitations/${invited.body.id}/accept`, { token: first.token })).status, 200);
     const projects = await request(server, 'GET', '/api/projects', { token: first.token });
-    assert.deepEqual(projects.body.map((p: { id: string; role: string }) => [p.id, p.role]), [[project.id, 'editor']], 'the invitation became a membership');
+    assert.deepEqual(projects.body.map((p: { id: string; role: string }) => [p.id, p.role]), [[project.id, 'editor']], 'accepted, the invitation is a membership');
 
     // The provider's email changes; the sub still names the same Guidon account.
     provider.accounts.set('alice-sub', { email: 'alice.renamed@corp.test', email_verified: true });

@@ -5,7 +5,7 @@
  * its first attempt start within 5 s, the contract's bound. Before the fix, one global queue sent
  * 20 at a time and waited for the slowest: the other project waited for every hanging send.
  * Also the caps: 20 webhooks a project (409 beyond), 10 test sends and resends a webhook a minute
- * (429; resends were not counted before issue 29, finding 5).
+ * (429; resends counted too, docs/security.md).
  * Then many projects at once (the review after issue 18): 21 projects whose receivers all hang
  * filled the 200 slots, and a quiet project's first attempt waited for their 10 s timeouts
  * (46 s in the review's run); now a project with nothing in flight has a reserve beyond them.
@@ -63,8 +63,8 @@ describe('webhook deliveries are fair between projects', () => {
     assert.equal((await request(server, 'POST', `/api/projects/${project.id}/webhooks/${hooks[1]}/test`, { token: noisyOwner.token })).status, 202, 'the budget is per webhook');
     await eventually(() => prompt.of('webhook.test').length === 11, 'the accepted test sends');
 
-    // Issue 29, finding 5: resending a logged delivery counts with the test sends (it did not: 41
-    // resends reached one receiver in 9 s). hooks[1] has had 1 test send: 9 resends more, then 429.
+    // Resending a logged delivery counts with the test sends (uncounted, 41 resends once reached
+    // one receiver in 9 s). hooks[1] has had 1 test send: 9 resends more, then 429.
     const logged = `/api/projects/${project.id}/webhooks/${hooks[1]}/deliveries`;
     let attemptId = '';
     await eventually(async () => Boolean((attemptId = (await request(server, 'GET', logged, { token: noisyOwner.token })).body.items[0]?.id ?? '')), 'the logged test send');

@@ -399,7 +399,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
-    // The security review of issue 29 (docs/security.md): invitations that need consent, by-hand
+    // A security review (docs/security.md): invitations that need consent, by-hand
     // sends counted together, project tokens that keep their creator's role.
     '0010_security_review': {
       async up(db: Kysely<any>) {

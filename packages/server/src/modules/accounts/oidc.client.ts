@@ -9,7 +9,7 @@ import type { ProviderAccount } from './oidc.repository.js';
 const FLOW_LIFETIME_SECONDS = 10 * 60;
 const SCOPE = 'openid email profile';
 
-/** What the browser carries between /auth/oidc/login and the callback, sealed (contract §17). */
+/** What the browser carries between /auth/oidc/login and the callback, sealed (docs/api.md, Account). */
 export interface SignInFlow {
   state: string;
   nonce: string;

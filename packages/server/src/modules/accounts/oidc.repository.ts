@@ -23,7 +23,7 @@ export interface SignedInUser {
 export type OidcSignIn = SignedInUser | { refused: 'unverified' | 'domain' };
 
 /**
- * The user this provider account signs in as (contract §17): the one linked to its `sub`; else the
+ * The user this provider account signs in as (docs/api.md, Account): the one linked to its `sub`; else the
  * account with its verified email, linked now; else a new account for the verified email, when
  * `mayCreate` allows its domain. All in one transaction: a refusal writes nothing.
  */

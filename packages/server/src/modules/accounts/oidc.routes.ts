@@ -5,7 +5,6 @@ import type { Db } from '../../db/database.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import type { LoginTokens } from './tokens.js';
-import type { NewUser } from './accounts.repository.js';
 import { AppError, Forbidden, Invalid, RateLimited, Unauthorized, Unavailable } from '../../errors.js';
 import { pageHeaders } from '../../http/page-headers.js';
 import { errorResponses } from '../../http/schemas.js';
@@ -25,12 +24,11 @@ export interface OidcOptions {
   limits: RateLimits;
   tokens: LoginTokens;
   config: Readonly<Config>;
-  addressProven: (user: NewUser) => Promise<void>;
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A page that says what happened (contract §17: every failure is a page, not a JSON error nor a 500). */
+/** A page that says what happened (docs/api.md, Account: every failure is a page, not a JSON error nor a 500). */
 function failurePage(reply: FastifyReply, status: number, message: string) {
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -44,12 +42,12 @@ function failurePage(reply: FastifyReply, status: number, message: string) {
 const safeNext = (next: unknown) => (typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 2048 ? next : '/');
 
 /**
- * Sign-in with OpenID Connect (contract §17): /auth/oidc/login sends the browser to the provider,
+ * Sign-in with OpenID Connect (docs/api.md, Account): /auth/oidc/login sends the browser to the provider,
  * /auth/oidc/callback signs the person in (or shows a page saying why not), the dashboard then
  * takes the login token with POST /auth/oidc/session; /auth/oidc/logout ends the provider's session.
  * Registered only when OIDC is configured, except the hand-off.
  */
-export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, tokens, config, addressProven }) => {
+export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, tokens, config }) => {
   const tags = ['account'];
   await app.register(cookie);
 
@@ -101,7 +99,6 @@ export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, toke
             : `Accounts can be created here only for email addresses at ${settings.allowedDomains.join(', ')}. Ask the person who runs Guidon if you should have access.`,
         );
       }
-      if (user.addressProven) await addressProven(user); // its waiting invitations become memberships
       reply.setCookie(SESSION_COOKIE, await tokens.issue({ userId: user.id, tokenVersion: user.token_version }), cookieOptions('/auth/oidc/session', 5 * 60));
       // A browser drops a cookie over 4 KB (an ID token full of groups): log out then names the client only.
       if (idToken && idToken.length < 3800) reply.setCookie(ID_TOKEN_COOKIE, idToken, cookieOptions('/auth/oidc/logout', 24 * 60 * 60));

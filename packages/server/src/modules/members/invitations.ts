@@ -1,21 +1,37 @@
 import type { Db } from '../../db/database.js';
+import type { Actor } from '../changes/changes.schemas.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { dropInvitationToken } from '../accounts/invitation-tokens.js';
-import { acceptInvitation, pendingInvitations } from './members.repository.js';
+import { acceptInvitation, findPendingInvitation, hasPendingInvitation, removeMember, type Member } from './members.repository.js';
+
+/** Who answers an invitation: a verified account whose address is the invited one (the caller checks the verification). */
+export interface Invitee {
+  id: string;
+  email: string;
+  actor: Actor;
+}
 
 /**
- * The address is proven (registration with the invitation's secret, a verification link, a
- * password reset; accounts/ says so through app.ts): every invitation for it becomes the user's
- * membership, one audit event (`member.joined`) in each project. Never called for an address
- * that is not proven.
+ * The invitee answers an invitation (docs/api.md, Members: nobody joins a project without
+ * accepting): accepting makes it their membership (`member.joined`), declining removes it
+ * (`member.removed`), each recorded in the project as done by them. Undefined when no such
+ * invitation waits for their address. Once none waits, the address's emailed link stops working.
  */
-export async function joinInvitedProjects(writes: ProjectWrites, db: Db, user: { id: string; email: string }): Promise<void> {
-  for (const invitation of await pendingInvitations(db, user.email)) {
-    await writes.apply({ user_id: user.id, email: user.email, token_id: null }, invitation.project_id, async (trx, record) => {
-      const { project_id: _project, ...before } = invitation;
-      const after = await acceptInvitation(trx, invitation.id, user.id);
-      if (after) record({ action: 'member.joined', resource_type: 'member', resource_id: after.id, before, after });
-    });
-  }
-  await dropInvitationToken(db, user.email); // nothing waits for its link any more
+export async function answerInvitation(writes: ProjectWrites, db: Db, invitee: Invitee, memberId: string, accept: boolean): Promise<Member | undefined> {
+  const invitation = await findPendingInvitation(db, memberId, invitee.email);
+  if (!invitation) return undefined;
+  const { project_id: projectId, ...before } = invitation;
+  return writes.apply(invitee.actor, projectId, async (trx, record) => {
+    let after: Member | undefined;
+    if (accept) {
+      after = await acceptInvitation(trx, memberId, invitee.id);
+      if (after) record({ action: 'member.joined', resource_type: 'member', resource_id: memberId, before, after });
+    } else if (await findPendingInvitation(trx, memberId, invitee.email)) {
+      await removeMember(trx, projectId, before);
+      record({ action: 'member.removed', resource_type: 'member', resource_id: memberId, before, after: null });
+      after = before;
+    }
+    if (!(await hasPendingInvitation(trx, invitee.email))) await dropInvitationToken(trx, invitee.email);
+    return after;
+  });
 }
