@@ -21,6 +21,7 @@ import { createRateLimits, type CounterStore, type RateLimits } from './rate-lim
 import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
 import { oidcRoutes } from './modules/accounts/oidc.routes.js';
+import { removeAccount } from './modules/account-removal/account-removal.js';
 import { requireUser } from './modules/api-tokens/bearer.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
@@ -270,7 +271,11 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       if (memberId) await answerInvitation(services.writes, db, { ...user, actor: { user_id: user.id, email: user.email, token_id: null } }, memberId, true);
     };
     await auth.register(accountRoutes, { ...services, invitationLinkUsed });
-    await auth.register(oidcRoutes, services); // OpenID sign-in, when configured
+    // OpenID sign-in, when configured. An account that never proved the address it holds is replaced, not taken over.
+    const replaceUnprovenAccount = async (user: { id: string; email: string }) => {
+      await removeAccount(services, user, { withdrawInvitations: false, onlyUnverified: true });
+    };
+    await auth.register(oidcRoutes, { ...services, replaceUnprovenAccount });
   });
   // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
   await app.register(async (sdk) => {
