@@ -303,13 +303,21 @@ describe('API tokens', () => {
     assert.deepEqual((await request(b, 'GET', '/api/projects', { token: readOnly })).body.map((p: any) => [p.id, p.role]), [[project.id, 'viewer']]);
     assert.equal((await request(b, 'POST', '/api/projects', { token: readOnly, body: { name: 'x' } })).status, 403);
 
-    const uncapped = (await create(editor, { name: 'all', project_id: project.id })).body.token;
+    // Created without a role, a project token keeps its creator's role there, shown.
+    const unnamed = await create(editor, { name: 'all', project_id: project.id });
+    assert.equal(unnamed.body.role, 'editor');
+    assert.equal((await request(a, 'GET', '/api/tokens', { token: editor.token })).body.find((t: any) => t.id === unnamed.body.id).role, 'editor');
+    const uncapped = unnamed.body.token;
     assert.equal((await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: uncapped })).status, 200);
     assert.equal((await request(b, 'PUT', `/api/projects/${project.id}`, { token: uncapped, body: { name: 'x' } })).status, 403, 'an editor’s token stays an editor');
 
-    // The cap follows the membership: a token outlives a demotion but not its rights.
+    // At most the lower of its role and its user's current one: a promotion does not widen it (it
+    // did before: the token had no role), a demotion narrows it.
     const members = (await request(a, 'GET', `/api/projects/${project.id}/members`, { token: owner.token })).body;
     const editorMember = members.find((m: any) => m.email === editor.email);
+    await request(a, 'PUT', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token, body: { role: 'owner' } });
+    assert.equal((await request(b, 'PUT', `/api/projects/${project.id}`, { token: uncapped, body: { name: 'x' } })).status, 403, 'still an editor’s token');
+    assert.equal((await request(b, 'GET', `/api/projects/${project.id}`, { token: uncapped })).body.role, 'editor');
     await request(a, 'PUT', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token, body: { role: 'viewer' } });
     assert.equal((await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: uncapped })).status, 403);
     await request(a, 'DELETE', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token });
