@@ -22,6 +22,7 @@ import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
 import { oidcRoutes } from './modules/accounts/oidc.routes.js';
 import { removeAccount } from './modules/account-removal/account-removal.js';
+import { accountRemovalRoutes } from './modules/account-removal/account-removal.routes.js';
 import { requireUser } from './modules/api-tokens/bearer.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
@@ -308,7 +309,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

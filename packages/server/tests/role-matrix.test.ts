@@ -35,6 +35,7 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'POST /api/projects/:project_id/webhooks': () => ({ url: receiverUrl }),
   'PUT /api/projects/:project_id/webhooks/:webhook_id': () => ({ description: `d${next()}` }),
   'POST /api/tokens': () => ({ name: `t${next()}` }),
+  'DELETE /api/me': () => ({ password: 'not the password' }),
   'POST /api/projects/:project_id/segments': () => ({ key: `segment-${next()}`, name: 'Beta', conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }] }),
   'PUT /api/projects/:project_id/segments/:segment_id': () => ({ name: `Beta ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': (params) => ({ target_environment_id: params.staging_env_id, overwrite: true }),
@@ -56,11 +57,13 @@ const TARGET_NEEDS: Record<string, DeclaredRole> = {
 };
 
 /**
- * Routes that act on the caller's own things only: a caller the declaration lets through still gets
- * this status here, and nothing changes, since the fixture's target is not theirs (an invitation
- * only its invitee answers: teams.test.ts).
+ * Routes whose handler checks more than the declaration: a caller it lets through still gets this
+ * status from what this file sends, and nothing changes. An invitation only its invitee answers,
+ * and the fixture's is nobody's here (teams.test.ts); deleting one's account needs one's password,
+ * and this file sends a wrong one (accounts.test.ts deletes accounts).
  */
-const NOT_THEIRS: Record<string, number> = {
+const HANDLER_REFUSES: Record<string, number> = {
+  'DELETE /api/me': 403,
   'POST /api/invitations/:invitation_id/accept': 404,
   'POST /api/invitations/:invitation_id/decline': 404,
 };
@@ -68,6 +71,7 @@ const NOT_THEIRS: Record<string, number> = {
 /** Contract §8–§11: the least role of the routes it names (other routes are held to their own declaration). */
 const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/me': 'user',
+  'DELETE /api/me': 'session',
   'GET /api/invitations': 'user',
   'POST /api/invitations/:invitation_id/accept': 'user',
   'POST /api/invitations/:invitation_id/decline': 'user',
@@ -213,7 +217,7 @@ describe('role matrix: every /api route × every caller', () => {
   function expected(method: string, role: DeclaredRole, caller: Caller): 'allowed' | 401 | 403 | 404 {
     if (caller === 'token:revoked') return 401;
     const isToken = caller.startsWith('token:');
-    if (role === 'login') return isToken ? 403 : 'allowed';
+    if (role === 'login' || role === 'session') return isToken ? 403 : 'allowed';
     if (role === 'user') return isToken && method !== 'GET' ? 403 : 'allowed';
     if (caller === 'non-member' || caller === 'token:other-project') return 404;
     const has = RANK[caller.replace('token:', '') as keyof typeof RANK];
@@ -292,7 +296,7 @@ describe('role matrix: every /api route × every caller', () => {
       const least = TARGET_NEEDS[key] ?? route.role;
       for (const caller of CALLERS) {
         const declared = expected(route.method, least, caller);
-        const want = declared === 'allowed' && NOT_THEIRS[key] ? NOT_THEIRS[key]! : declared;
+        const want = declared === 'allowed' && HANDLER_REFUSES[key] ? HANDLER_REFUSES[key]! : declared;
         // An allowed DELETE gets a fixture of its own: it must find what it deletes.
         const fx = want === 'allowed' && route.method === 'DELETE' && route.url.includes(':project_id') ? await fixture() : base;
         const before = want === 'allowed' ? '' : await snapshot(fx.params.project_id!);

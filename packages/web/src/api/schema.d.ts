@@ -1673,7 +1673,104 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /** Deletes your account: its tokens, sessions and memberships end, projects only you belong to are deleted */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the account's password; an account without one (OpenID) needs a login less than 10 minutes old instead */
+                        password?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -1821,6 +1918,7 @@ export interface paths {
                         name: string;
                         /** Format: uuid */
                         project_id?: string | null;
+                        /** @description with project_id: at most your role there; left out, your role there now */
                         role?: ("viewer" | "editor" | "owner") | (never | null);
                         expires_in_days?: number | null;
                     };
@@ -1842,7 +1940,7 @@ export interface paths {
                              * @description null: every project of the user, with the user’s roles
                              */
                             project_id: string | null;
-                            /** @description the most this token may do in its project */
+                            /** @description the most this token may do in its project (its creator’s role there when created without one); null for a token of every project */
                             role: ("viewer" | "editor" | "owner") | (never | null);
                             /**
                              * Format: date-time
@@ -6779,7 +6877,7 @@ export interface components {
              * @description null: every project of the user, with the user’s roles
              */
             project_id: string | null;
-            /** @description the most this token may do in its project */
+            /** @description the most this token may do in its project (its creator’s role there when created without one); null for a token of every project */
             role: ("viewer" | "editor" | "owner") | (never | null);
             /**
              * Format: date-time
