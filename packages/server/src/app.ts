@@ -20,6 +20,7 @@ import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
+import { ReturnPath } from './modules/accounts/accounts.schemas.js';
 import { oidcRoutes } from './modules/accounts/oidc.routes.js';
 import { removeAccount } from './modules/account-removal/account-removal.js';
 import { accountRemovalRoutes } from './modules/account-removal/account-removal.routes.js';
@@ -234,7 +235,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },

@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from './client';
-import { keys, teamKeys } from './queries';
+import { teamKeys } from './queries';
 import { session } from './session';
 
 type Credentials = { email: string; password: string };
@@ -43,17 +43,32 @@ export const useResetPassword = () =>
     onSuccess: () => session.signOut(),
   });
 
-/** The address is proven: the account reads again, and invitations waiting for it are now memberships. */
+/** The address is proven: the account reads again, and so do the invitations waiting for its answer. */
 export function useVerifyEmail() {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (token: string) => unwrap(api.POST('/auth/verify-email', { body: { token } })),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: teamKeys.me });
-      await client.invalidateQueries({ queryKey: keys.projects });
+      await client.invalidateQueries({ queryKey: teamKeys.invitations });
     },
   });
 }
 
 /** A new verification link (the server sends at most 5 an hour). */
 export const useResendVerification = () => useMutation({ mutationFn: () => unwrap(api.POST('/auth/resend-verification')) });
+
+/**
+ * Deletes the signed-in account (the server ends its tokens and sessions, its memberships, and the
+ * projects only it belongs to); then this browser forgets the session and every answer read with it.
+ */
+export function useDeleteAccount() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (password: string | null) => unwrap(api.DELETE('/api/me', { body: password === null ? {} : { password } })),
+    onSuccess: () => {
+      session.signOut();
+      client.clear();
+    },
+  });
+}

@@ -6707,6 +6707,8 @@ export interface components {
             error: string;
             message: string;
         };
+        /** @description a path of this site to return to after signing in ("/" then neither "/" nor a backslash); anything else means "/" */
+        ReturnPath: string;
         Project: {
             /** Format: uuid */
             id: string;

@@ -8,7 +8,7 @@ import type { LoginTokens } from './tokens.js';
 import { AppError, Forbidden, Invalid, RateLimited, Unauthorized, Unavailable } from '../../errors.js';
 import { pageHeaders } from '../../http/page-headers.js';
 import { errorResponses } from '../../http/schemas.js';
-import { LoginResult } from './accounts.schemas.js';
+import { LoginResult, RETURN_PATH } from './accounts.schemas.js';
 import { OidcClient } from './oidc.client.js';
 import { signInWithProvider } from './oidc.repository.js';
 
@@ -60,8 +60,9 @@ function failurePage(reply: FastifyReply, status: number, message: string) {
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html);
 }
 
-/** Only a path on this origin (never //host or a scheme), so the return address cannot send the browser elsewhere. */
-const safeNext = (next: unknown) => (typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) && next.length <= 2048 ? next : '/');
+/** Only a path on this origin (ReturnPath: never //host, /\\host or a scheme), so the return address cannot send the browser elsewhere. */
+const returnPath = new RegExp(RETURN_PATH.pattern);
+const safeNext = (next: unknown) => (typeof next === 'string' && next.length <= RETURN_PATH.maxLength && returnPath.test(next) ? next : '/');
 
 /**
  * Sign-in with OpenID Connect (docs/api.md, Account): /auth/oidc/login sends the browser to the provider,
