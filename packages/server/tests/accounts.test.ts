@@ -1,6 +1,6 @@
 /**
  * Accounts, black box over real HTTP: register, login, /api/me, password reset through a real
- * SMTP server, the rate limits of contract §4 and what the logs may (not) hold.
+ * SMTP server, the rate limits of docs/security.md (Client addresses and rate limits) and what the logs may (not) hold.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ let emailCounter = 0;
 /** A fresh, already normalised address. */
 const freshEmail = (prefix = 'acct') => `${prefix}-${++emailCounter}-${process.pid}@example.com`;
 
-/** Contract §3: `{statusCode, error, message}`, JSON, a message for people. */
+/** docs/api.md, Errors: `{statusCode, error, message}`, JSON, a message for people. */
 function assertError(answer: Answer, status: number): void {
   assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
   assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
@@ -62,7 +62,7 @@ async function account(server: TestServer, email = freshEmail(), password = PASS
 
 const RESET_LINK = /http:\/\/guidon\.test\/reset-password\?token=[^\s"'<>]+/;
 
-/** The reset token carried by the link in the email (contract §5: `<PUBLIC_URL>/reset-password?token=<token>`). */
+/** The reset token carried by the link in the email (docs/api.md, Account: `<PUBLIC_URL>/reset-password?token=<token>`). */
 function tokenFromMail(mail: Mail): string {
   const link = RESET_LINK.exec(mail.text)?.[0];
   assert.ok(link, `the email carries a reset link:\n${mail.text}`);
@@ -190,7 +190,7 @@ describe('rate limits of /auth/register and /auth/login (RATE_LIMIT_AUTH=3)', ()
   });
 
   test('login has its own budget: 3 logins pass, the 4th is 429 even with the right password; another IP still logs in', async () => {
-    // The register budget of 127.0.0.1 is spent; login counts separately (contract §4: "each").
+    // The register budget of 127.0.0.1 is spent; login counts separately (docs/security.md: each has its own).
     for (let i = 0; i < 3; i++) {
       const answer = await login(server, { email: loginEmail, password: PASSWORD });
       assert.equal(answer.status, 200, answer.text);
@@ -427,7 +427,7 @@ describe('password reset by email (SMTP_URL)', () => {
     assert.ok(token.length >= 43, 'a random token of at least 32 bytes');
     assert.ok(!mail.raw.includes(user.password), 'the email does not carry the password');
 
-    // Stored only as a hash (contract §5).
+    // Stored only as a hash (docs/api.md, Account).
     const rows = await server.database.db.selectFrom('password_resets').selectAll().execute();
     assert.ok(rows.length > 0);
     assert.ok(!JSON.stringify(rows).includes(token), 'the reset token is not stored in clear');
@@ -444,7 +444,7 @@ describe('password reset by email (SMTP_URL)', () => {
 
     // A reset revokes every login token issued before it; the new one works.
     assertError(await me(server, `Bearer ${user.token}`), 401);
-    // The emailed link proved the address (contract §18).
+    // The emailed link proved the address (docs/api.md, Account).
     assert.deepEqual((await me(server, `Bearer ${fresh.body.token}`)).body, { user_id: user.id, email: user.email, email_verified: true });
 
     // Single use: the same token a second time is 400 and changes nothing.

@@ -1,5 +1,5 @@
 /**
- * Contract §10: every change under a project is one audit event, written with the change, with its
+ * docs/api.md, Audit log: every change under a project is one audit event, written with the change, with its
  * actor and the resource's API object before and after; credentials never appear; an update that
  * changes nothing and a write that fails leave none. Read with filters and cursor paging.
  */

@@ -1,5 +1,5 @@
 /**
- * Sign-in with OpenID Connect (contract §17) through HTTP, against a real OpenID provider started
+ * Sign-in with OpenID Connect (docs/api.md, Account) through HTTP, against a real OpenID provider started
  * here (oidc-provider): JIT accounts, invitations, linking, every refusal a page that creates
  * nothing, log out at the provider, PASSWORD_LOGIN=false, and two instances behind one address.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 18, findings 1, 7 and 8 and log out (contract §8, §9, §18): nobody takes over a project by
+ * Issue 18, findings 1, 7 and 8 and log out (docs/api.md: Account, Members, API tokens): nobody takes over a project by
  * registering an address. Verified addresses (an emailed single-use link), invitations with a
  * secret single-use link, memberships only for proven addresses, API tokens only for verified
  * accounts, closed sign-up without an oracle, invitation limits and a fixed email, leaving with a
@@ -58,7 +58,7 @@ async function resetThroughEmail(server: TestServer, email: string, newPassword:
 const invite = (server: TestServer, owner: TestUser, projectId: string, email: string, role = 'editor') =>
   request(server, 'POST', `/api/projects/${projectId}/members`, { token: owner.token, body: { email, role } });
 
-describe('verified addresses (contract §18)', () => {
+describe('verified addresses (docs/api.md, Account)', () => {
   let server: TestServer;
   before(async () => {
     server = await startServer({ PUBLIC_URL: 'http://guidon.test' });
@@ -441,7 +441,7 @@ describe('finding 8: leaving a project needs a login or an owner token', () => {
   });
 });
 
-describe('log out (contract §18): that login token ends on every instance at once', () => {
+describe('log out (docs/api.md, Account): that login token ends on every instance at once', () => {
   let database: TestDatabase;
   let a: TestServer;
   let b: TestServer;

@@ -1,5 +1,5 @@
 /**
- * Contract §8–§9: the role matrix, generated from the route table the app builds (app.apiRoutes,
+ * docs/api.md, Who may do what: the role matrix, generated from the route table the app builds (app.apiRoutes,
  * each /api route with its declared least role). Every route × every kind of caller → the status
  * the declaration implies, and nothing in the database moves when the caller is refused. A route
  * added without a declared role stops the app from starting (declaredRoute), and a route whose
@@ -68,7 +68,7 @@ const HANDLER_REFUSES: Record<string, number> = {
   'POST /api/invitations/:invitation_id/decline': 404,
 };
 
-/** Contract §8–§11: the least role of the routes it names (other routes are held to their own declaration). */
+/** docs/api.md (Members, API tokens, Webhooks, Account): the least role of the routes it names (other routes are held to their own declaration). */
 const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/me': 'user',
   'DELETE /api/me': 'session',
@@ -277,10 +277,10 @@ describe('role matrix: every /api route × every caller', () => {
     assert.deepEqual([...new Set(declared)].sort(), [...new Set(documented)].sort());
   });
 
-  test('routes the contract names declare the role it gives them', () => {
+  test('routes docs/api.md names declare the role it gives them', () => {
     const wrong = server.app.apiRoutes
       .filter((route) => CONTRACT[`${route.method} ${route.url}`] && CONTRACT[`${route.method} ${route.url}`] !== route.role)
-      .map((route) => `${route.method} ${route.url}: declares ${route.role}, contract says ${CONTRACT[`${route.method} ${route.url}`]}`);
+      .map((route) => `${route.method} ${route.url}: declares ${route.role}, docs/api.md says ${CONTRACT[`${route.method} ${route.url}`]}`);
     assert.deepEqual(wrong, []);
     const missing = Object.keys(CONTRACT).filter((key) => !server.app.apiRoutes.some((route) => `${route.method} ${route.url}` === key));
     assert.deepEqual(missing, []);

@@ -1,8 +1,8 @@
 /**
- * Issue 18, finding 5 (contract §11): one project cannot delay another's deliveries. Here with the
+ * Issue 18, finding 5 (docs/api.md, Webhooks): one project cannot delay another's deliveries. Here with the
  * production schedule (a 10 s timeout): a project whose 20 webhooks all point at a receiver that
  * never answers, flooded with test sends and changes, while another project's change must see
- * its first attempt start within 5 s, the contract's bound. Before the fix, one global queue sent
+ * its first attempt start within 5 s, the promised bound. Before the fix, one global queue sent
  * 20 at a time and waited for the slowest: the other project waited for every hanging send.
  * Also the caps: 20 webhooks a project (409 beyond), 10 test sends and resends a webhook a minute
  * (429; resends counted too, docs/security.md).
@@ -94,7 +94,7 @@ describe('webhook deliveries are fair between projects', () => {
     await eventually(() => hanging.requests.length >= 10, 'sends hanging at the noisy project\'s receiver');
 
     const startedAfterMs = await quietChange(server, quietOwner, prompt);
-    // Contract §11's bound (the behaviour promised, not a speed target).
+    // docs/api.md's bound (the behaviour promised, not a speed target).
     assert.ok(startedAfterMs < 5000, `the first attempt started ${startedAfterMs} ms after the change`);
   });
 });
@@ -146,7 +146,7 @@ describe('webhook deliveries are fair between many projects', () => {
       for (let p = 0; p < 21; p++) await noisyProject(server, noisyOwner, `N${p}`, hanging.url, 5, 10);
       await eventually(() => hanging.requests.length >= 200, 'the 200 slots taken by hanging sends', 30_000);
       const startedAfterMs = await quietChange(server, quietOwner, prompt);
-      // Contract §11's bound (the behaviour promised, not a speed target).
+      // docs/api.md's bound (the behaviour promised, not a speed target).
       assert.ok(startedAfterMs < 5000, `the first attempt started ${startedAfterMs} ms after the change`);
     } finally {
       await server.close();

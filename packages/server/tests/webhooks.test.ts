@@ -1,5 +1,5 @@
 /**
- * Contract §11: webhooks, with real receivers on 127.0.0.1 (so WEBHOOK_ALLOW_PRIVATE=true, except
+ * docs/api.md, Webhooks: with real receivers on 127.0.0.1 (so WEBHOOK_ALLOW_PRIVATE=true, except
  * where the refusal itself is tested). Signed, at least once from the outbox, retried on the
  * schedule (shortened here through the harness' build option), delivered after a crash, and
  * delivered once with two instances on PostgreSQL.

@@ -1,5 +1,5 @@
 /**
- * Sign-in with the OpenID provider walked in Debian's Chromium (contract §17), against a real
+ * Sign-in with the OpenID provider walked in Debian's Chromium (docs/api.md, Account), against a real
  * provider started here (oidc-provider), with PASSWORD_LOGIN=false: the login page shows only the
  * "Sign in with …" button; signing in there creates the account, whose projects page offers the
  * invitation waiting for it (accepted there: nobody joins without accepting); the

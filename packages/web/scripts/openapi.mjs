@@ -38,7 +38,7 @@ function fieldRules(doc) {
     password: pick(body('/auth/register', 'post').password),
     // Where the login page may send a person back to: the server's own check (its ReturnPath schema).
     returnPath: pick(doc.components.schemas.ReturnPath),
-    // The closed vocabularies of the audit log (contract §10): the webhook form lists them.
+    // The closed vocabularies of the audit log (docs/api.md, Audit log): the webhook form lists them.
     auditActions: doc.components.schemas.AuditAction.enum,
     resourceTypes: doc.components.schemas.ResourceType.enum,
   };

@@ -9,7 +9,7 @@ const logIn = async (body: Credentials) => session.signIn((await unwrap(api.POST
 /** Logs in and keeps the login token. */
 export const useLogIn = () => useMutation({ mutationFn: logIn });
 
-/** Back from the OpenID provider: takes the login token the server left for this browser, once (contract §17). */
+/** Back from the OpenID provider: takes the login token the server left for this browser, once (docs/api.md, Account). */
 export const useFinishSignIn = () => useMutation({ mutationFn: async () => session.signIn((await unwrap(api.POST('/auth/oidc/session'))).token, 'oidc') });
 
 /** Creates the account (an invitation's secret proves its address), then logs in. */
@@ -21,7 +21,7 @@ export const useSignUp = () =>
     },
   });
 
-/** The server ends this login token everywhere (contract §18); this browser forgets it, and every answer read with it, either way. */
+/** The server ends this login token everywhere (docs/api.md, Account); this browser forgets it, and every answer read with it, either way. */
 export function useLogOut() {
   const client = useQueryClient();
   return useMutation({

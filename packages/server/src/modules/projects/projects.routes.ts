@@ -72,7 +72,7 @@ export const projectRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; history: 
     return { ...project, role: request.projectRole };
   });
 
-  // No event: the project's audit log goes with it (contract §10).
+  // No event: the project's audit log goes with it (docs/api.md, Audit log).
   app.delete('/projects/:project_id', {
     config: { role: 'owner' },
     schema: { tags, params: ProjectParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
