@@ -270,7 +270,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     auth.addHook('preValidation', refuseUnstorableText);
     // Signing up through an invitation's emailed link accepts that invitation (docs/api.md, Members).
     const invitationLinkUsed = async (user: { id: string; email: string }, memberId: string | null) => {
-      if (memberId) await answerInvitation(services.writes, db, { ...user, actor: { user_id: user.id, email: user.email, token_id: null } }, memberId, true);
+      if (memberId) await answerInvitation(services.writes, db, { user_id: user.id, email: user.email, token_id: null }, memberId, true);
     };
     await auth.register(accountRoutes, { ...services, invitationLinkUsed });
     // OpenID sign-in, when configured. An account that never proved the address it holds is replaced, not taken over.

@@ -3,7 +3,8 @@ import type { Actor } from '../changes/changes.schemas.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import { dropInvitationToken } from '../accounts/invitation-tokens.js';
-import { removeMember, requireMember, toMember } from '../members/members.repository.js';
+import { withdrawInvitation } from '../members/invitations.js';
+import { removeMember, requireMember } from '../members/members.repository.js';
 import { deleteProject } from '../projects/projects.repository.js';
 
 export interface AccountRemoval {
@@ -94,14 +95,8 @@ export async function removeAccount(deps: AccountRemoval, user: { id: string; em
     });
   }
   if (options.withdrawInvitations) {
-    const invitations = await db.selectFrom('project_members').select(['id', 'project_id', 'user_id', 'email', 'role', 'created_at']).where('email', '=', user.email).where('user_id', 'is', null).execute();
-    for (const row of invitations) {
-      const invitation = toMember(row);
-      await writes.apply(actor, row.project_id, async (trx, record) => {
-        const deleted = await trx.deleteFrom('project_members').where('id', '=', invitation.id).where('user_id', 'is', null).executeTakeFirst();
-        if (deleted.numDeletedRows > 0n) record({ action: 'member.removed', resource_type: 'member', resource_id: invitation.id, before: invitation, after: null });
-      });
-    }
+    const waiting = await db.selectFrom('project_members').select(['id', 'project_id']).where('email', '=', user.email).where('user_id', 'is', null).execute();
+    for (const invitation of waiting) await writes.apply(actor, invitation.project_id, (trx, record) => withdrawInvitation(trx, record, invitation.id, user.email));
     await dropInvitationToken(db, user.email);
   }
   await db.deleteFrom('users').where('id', '=', user.id).execute();

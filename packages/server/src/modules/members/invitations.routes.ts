@@ -24,7 +24,7 @@ export const invitationRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = as
   }, async (request) => (seesInvitations(request) ? invitationsTo(db, request.actor.email!) : []));
 
   async function answer(request: FastifyRequest, invitationId: string, accept: boolean) {
-    const invitee = { id: request.userId, email: request.actor.email!, actor: request.actor };
+    const invitee = { ...request.actor, user_id: request.userId, email: request.actor.email! };
     const answered = seesInvitations(request) ? await answerInvitation(writes, db, invitee, invitationId, accept) : undefined;
     if (!answered) throw new NotFound('Invitation not found');
     return answered;
