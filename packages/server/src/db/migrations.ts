@@ -399,6 +399,54 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // A security review (docs/security.md): invitations that need consent, by-hand
+    // sends counted together, project tokens that keep their creator's role.
+    '0010_security_review': {
+      async up(db: Kysely<any>) {
+        // A test send or a resend (the owner's, by hand): 10 a webhook a minute, counted together.
+        await db.schema.alterTable('webhook_deliveries').addColumn('by_hand', bool, (c) => c.notNull().defaultTo(falseValue)).execute();
+        await db.updateTable('webhook_deliveries').set({ by_hand: trueValue }).where('action', '=', 'webhook.test').execute();
+
+        // Who sent an invitation (its invitee reads it before accepting); null for a membership.
+        await db.schema.alterTable('project_members').addColumn('invited_by', 'text').execute();
+        const invitedBy = (eb: any) =>
+          eb
+            .selectFrom('audit_events')
+            .select('actor_email')
+            .where('action', '=', 'member.added')
+            .whereRef('audit_events.resource_id', '=', 'project_members.id')
+            .orderBy('created_at', 'desc')
+            .limit(1);
+        const creator = (eb: any) => eb.selectFrom('projects').innerJoin('users', 'users.id', 'projects.owner_id').select('users.email').whereRef('projects.id', '=', 'project_members.project_id');
+        await db
+          .updateTable('project_members')
+          .set((eb: any) => ({ invited_by: eb.fn.coalesce(invitedBy(eb), creator(eb)) }))
+          .where('user_id', 'is', null)
+          .execute();
+
+        // The invitation the newest emailed link was sent for: signing up with it accepts that one.
+        await db.schema.alterTable('invitation_tokens').addColumn('member_id', uuid).execute();
+        const newest = (eb: any) =>
+          eb
+            .selectFrom('project_members')
+            .select('project_members.id')
+            .whereRef('project_members.email', '=', 'invitation_tokens.email')
+            .where('project_members.user_id', 'is', null)
+            .orderBy('project_members.created_at', 'desc')
+            .limit(1);
+        await db.updateTable('invitation_tokens').set((eb: any) => ({ member_id: newest(eb) })).execute();
+
+        // A project token without a role did what its user may; now it keeps the role its user had.
+        const role = (eb: any) =>
+          eb.selectFrom('project_members').select('role').whereRef('project_members.project_id', '=', 'api_tokens.project_id').whereRef('project_members.user_id', '=', 'api_tokens.user_id');
+        await db
+          .updateTable('api_tokens')
+          .set((eb: any) => ({ role: role(eb) }))
+          .where('project_id', 'is not', null)
+          .where('role', 'is', null)
+          .execute();
+      },
+    },
     // Flags as code (issue 35, docs/flags-as-code.md): a flag's bucketing key replaces its key in
     // the rollout and variant hashes (null: the key, as before); each audit event of an import
     // carries the import's id.

@@ -45,6 +45,8 @@ export interface EmailVerificationsTable {
 export interface InvitationTokensTable {
   email: string;
   token_hash: string;
+  /** The invitation whose email carried the link: signing up with it accepts that one (docs/decisions.md). */
+  member_id: ColumnType<string | null, string | null | undefined, string | null>;
   expires_at: Timestamp;
   created_at: Timestamp;
 }
@@ -208,6 +210,8 @@ export interface ProjectMembersTable {
   user_id: string | null;
   email: string;
   role: Role;
+  /** An invitation's inviter (their email), shown to the invitee; null for a membership made otherwise. */
+  invited_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 
@@ -266,6 +270,8 @@ export interface WebhookDeliveriesTable {
   payload: string;
   status: 'pending' | 'succeeded' | 'failed';
   attempts: Generated<number>;
+  /** A test send or a resend: counted against the webhook's 10 a minute. */
+  by_hand: ColumnType<boolean | number, boolean | undefined, boolean>;
   next_attempt_at: Timestamp;
   created_at: Timestamp;
 }
