@@ -1489,7 +1489,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Everything local evaluation needs (contract §16; docs/local-evaluation.md) */
+                /** @description Everything local evaluation needs (docs/local-evaluation.md) */
                 200: {
                     headers: {
                         [name: string]: unknown;
