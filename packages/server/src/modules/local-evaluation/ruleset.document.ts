@@ -1,24 +1,16 @@
 /**
- * The ruleset document of contract §16: what an SDK in local mode needs to answer exactly what
+ * The ruleset document (docs/local-evaluation.md): what an SDK in local mode needs to answer exactly what
  * POST /sdk/v1/evaluate answers, and nothing else (no ids, names, descriptions, timestamps,
  * disabled rules). Its `flags` are FlagDefinitions as the engine's compileFlagSet takes them, in
  * evaluation order; `segments` holds the conditions of the segments those flags name.
  */
 import { hash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import type { Condition, FlagDefinition, RuleDefinition } from '@guidon/engine';
+import type { Condition, FlagDefinition, RuleDefinition, RulesetDocument } from '@guidon/engine';
 import type { CompiledEnvironment } from '../evaluate/evaluate.cache.js';
 
 /** The document's format: an SDK refuses a format it does not know (and keeps its previous ruleset). */
-export const RULESET_FORMAT = 1;
-
-export interface RulesetDocument {
-  format: typeof RULESET_FORMAT;
-  environment: string;
-  revision: number;
-  flags: FlagDefinition[];
-  segments: Record<string, Condition[]>;
-}
+export const RULESET_FORMAT: RulesetDocument['format'] = 1;
 
 export interface RulesetAnswer {
   readonly body: Buffer;
