@@ -1,10 +1,10 @@
 /**
- * @guidon/sdk in local mode (contract §16) against the real server: equivalence with
+ * @guidon/sdk in local mode (docs/local-evaluation.md) against the real server: equivalence with
  * POST /sdk/v1/evaluate on random environments (every rule type, operator, segments, variants,
  * rollouts) and contexts (≥ 10,000 contexts a run, every
  * flag of the environment each), freshness over the stream (≤ 1 s), the last ruleset kept while
- * the server is away and caught up after a restart, a ruleset of an unknown format refused, the
- * file bootstrap, and usage reports feeding the metrics.
+ * the server is away and caught up after a restart or a cut, a ruleset of an unknown format
+ * refused, the file bootstrap, and usage reports feeding the metrics.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +17,7 @@ import { createClient, type GuidonError, type JsonValue, type LocalClient, type 
 import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
 import { startChildServer, type ChildServer } from '@guidon/server/dist/tests/child-server.js';
+import { startCuttingProxy } from '@guidon/server/dist/tests/cutting-proxy.js';
 
 async function within(ms: number, what: string, check: () => boolean): Promise<void> {
   const deadline = Date.now() + ms;
@@ -327,6 +328,18 @@ describe('local mode against a running Guidon', () => {
     assert.deepEqual(await metrics('beta'), { enabled: before.beta.enabled + 25, disabled: before.beta.disabled + 75 });
     const checkout = await metrics('checkout');
     assert.equal(checkout.enabled + checkout.disabled, before.checkout.enabled + before.checkout.disabled + 10);
+  });
+
+  test('a stream cut: stale, then ready again once the ruleset is caught up', async (t) => {
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    const c = local(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
+    const events: string[] = [];
+    for (const event of ['ready', 'stale'] as const) c.on(event, () => events.push(event));
+    assert.equal(await c.ready(), true);
+    await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    proxy.cutStreams();
+    await eventually(() => events.join() === 'ready,stale,ready', `ready again: ${events}`);
   });
 
   test('usage is also sent every interval', async () => {
