@@ -3,18 +3,7 @@
  * evaluation, the typed getters over the core, and the events. They differ in how they read a
  * flag: the remote one from the SDK's per-context cache, the local one by evaluating in-process.
  */
-import {
-  FlagNotFoundError,
-  GeneralError,
-  OpenFeatureEventEmitter,
-  ProviderEvents,
-  StandardResolutionReasons,
-  TypeMismatchError,
-  type EvaluationContext,
-  type JsonValue,
-  type Provider,
-  type ResolutionDetails,
-} from '@openfeature/server-sdk';
+import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails } from '@openfeature/server-sdk';
 import type { FlagState, GuidonContext } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
 import { ProviderCore, type FlagType, type ProviderClient } from './core.js';

@@ -3,18 +3,7 @@
  * context), answered synchronously from the SDK's remote client, which streams changes and keeps
  * the last answer in localStorage.
  */
-import {
-  FlagNotFoundError,
-  GeneralError,
-  OpenFeatureEventEmitter,
-  ProviderEvents,
-  StandardResolutionReasons,
-  TypeMismatchError,
-  type EvaluationContext,
-  type JsonValue,
-  type Provider,
-  type ResolutionDetails,
-} from '@openfeature/web-sdk';
+import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails } from '@openfeature/web-sdk';
 import { createClient, type ClientOptions, type GuidonClient } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
 import { ProviderCore } from './core.js';

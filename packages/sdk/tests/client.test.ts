@@ -260,19 +260,25 @@ describe('@guidon/sdk against a running Guidon', () => {
     assert.equal(counting.evaluations()[0]?.status, 304);
   });
 
-  test('a stream cut: stale, then ready again once the client caught up, and changes follow again', async (t) => {
+  test('a stream cut: the remote and the local client say stale, then ready again once caught up, and changes follow again', async (t) => {
     const proxy = await startCuttingProxy(server.url);
     t.after(() => proxy.close());
-    const c = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
-    const events: string[] = [];
-    for (const event of ['ready', 'stale'] as const) c.on(event, () => events.push(event));
-    assert.equal(await c.ready(), true);
-    await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    const token = (await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', project_id: project.id } })).body.token as string;
+    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
+    const local = createClient({ baseUrl: proxy.url, apiToken: token, environment: 'production', mode: 'local', pollIntervalMs: 60_000, sendUsage: false });
+    t.after(() => local.close());
+    const events = { remote: [] as string[], local: [] as string[] };
+    for (const event of ['ready', 'stale'] as const) {
+      remote.on(event, () => events.remote.push(event));
+      local.on(event, () => events.local.push(event));
+    }
+    assert.deepEqual([await remote.ready(), await local.ready()], [true, true]);
+    await eventually(() => proxy.forwarded.filter((path) => path === '/sdk/v1/stream').length === 2, 'both streams open');
     proxy.cutStreams();
-    await eventually(() => events.join() === 'ready,stale,ready', `ready again: ${events}`);
-    const before = c.isEnabled('checkout');
+    await eventually(() => events.remote.join() === 'ready,stale,ready' && events.local.join() === 'ready,stale,ready', 'both ready again');
+    const before = remote.isEnabled('checkout');
     await toggle();
-    await eventually(() => c.isEnabled('checkout') !== before, 'a change over the stream opened again');
+    await eventually(() => remote.isEnabled('checkout') !== before && local.evaluate().isEnabled('checkout') !== before, 'a change over the streams opened again');
   });
 
   test('a process that never calls close() still ends: no timer of the SDK holds it', async (t) => {
