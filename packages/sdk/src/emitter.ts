@@ -1,5 +1,4 @@
 /** Listeners by event, for both clients: a listener's error stays the application's, and a closed client is silent. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Listener = (...args: any[]) => void;
 
 export class Emitter<Events extends { [E in keyof Events]: Listener }> {

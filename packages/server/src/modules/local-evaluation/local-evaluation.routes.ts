@@ -52,13 +52,11 @@ export const localEvaluationRoutes: ApiPlugin<{ db: Db; limits: RateLimits; eval
     const started = Date.parse(started_at);
     const ended = Date.parse(ended_at);
     if (!(started <= ended)) throw new Invalid('started_at must not be after ended_at');
-    const now = Date.now();
-    if (ended < now - OLDEST_REPORT_MS) throw new Invalid('ended_at is more than 7 days ago');
+    if (ended < Date.now() - OLDEST_REPORT_MS) throw new Invalid('ended_at is more than 7 days ago');
     const environment = environmentOf(project, request.body.environment);
-    // A clock ahead of ours must not write into hours that have not begun.
     let accepted: number;
     try {
-      accepted = await addUsage(db, environment, report_id, Math.min(ended, now), flags);
+      accepted = await addUsage(db, environment, report_id, ended, flags);
     } catch (error) {
       if (isForeignKeyViolation(error)) throw new NotFound(`Environment "${environment.key}" not found in this project`); // deleted meanwhile
       throw error;

@@ -14,7 +14,7 @@ const HOUR_MS = 3_600_000;
 export const OLDEST_REPORT_MS = 7 * 24 * HOUR_MS;
 
 /** The start of the hour of an instant, as the hourly counts store it. */
-export const hourStartOf = (time: number): string => new Date(Math.floor(time / HOUR_MS) * HOUR_MS).toISOString();
+const hourStartOf = (time: number): string => new Date(Math.floor(time / HOUR_MS) * HOUR_MS).toISOString();
 
 /**
  * Adds a usage report to the hourly counts of the hour of `endedAt` (what the per-flag metrics
@@ -24,7 +24,8 @@ export const hourStartOf = (time: number): string => new Date(Math.floor(time / 
  * are variants the flag does not have. Resolves how many flags were counted.
  */
 export async function addUsage(db: Db, environment: CompiledEnvironment, reportId: string, endedAt: number, flags: Readonly<Record<string, FlagUsage>>): Promise<number> {
-  const hourStart = hourStartOf(endedAt);
+  // A clock ahead of ours must not write into hours that have not begun.
+  const hourStart = hourStartOf(Math.min(endedAt, Date.now()));
   const counts: { flag_id: string; hour_start: string; environment_id: string; flag_key: string; enabled_count: number; disabled_count: number }[] = [];
   const variantCounts: { flag_id: string; hour_start: string; variant: string; environment_id: string; flag_key: string; count: number }[] = [];
   for (const [key, usage] of Object.entries(flags)) {
@@ -44,6 +45,7 @@ export async function addUsage(db: Db, environment: CompiledEnvironment, reportI
     // A report sent again waits here for the first one's transaction, then finds its id.
     const recorded = await trx
       .insertInto('usage_reports')
+      // Its own ended_at: the id is kept as long as the report itself could be taken again.
       .values({ ...report, accepted: counts.length, ended_at: new Date(endedAt).toISOString() })
       .onConflict((conflict) => conflict.columns(['environment_id', 'report_id']).doNothing())
       .returning('accepted')
