@@ -113,7 +113,7 @@ function documentProblem(document: unknown): string | null {
 function definitions(document: RulesetDocument): Map<string, string> {
   const texts = new Map<string, string>();
   for (const flag of document.flags) {
-    const segments = flag.rules.flatMap((rule) => (rule.conditions ?? []).flatMap((condition) => (condition.operator === 'IN_SEGMENT' ? (condition.values ?? []) : [])));
+    const segments = (flag.rules ?? []).flatMap((rule) => (rule.conditions ?? []).flatMap((condition) => (condition.operator === 'IN_SEGMENT' ? (condition.values ?? []) : [])));
     texts.set(flag.key, JSON.stringify([flag, segments.map((key) => document.segments[key] ?? null)]));
   }
   return texts;

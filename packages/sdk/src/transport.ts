@@ -223,7 +223,8 @@ export class Follower {
   }
 
   private async fetch(): Promise<boolean> {
-    const error = await this.options.fetchOnce();
+    // Whatever the client does with an answer, nothing it throws reaches the application.
+    const error = await this.options.fetchOnce().catch((caught: unknown) => new GuidonError(`Could not use Guidon's answer: ${messageOf(caught)}`, 'http'));
     if (this.closed) return false;
     if (error) {
       this.failures++;
