@@ -83,7 +83,7 @@ export class Usage {
   }
 
   private send(final: boolean): Promise<void> {
-    this.sending = this.sending.then(() => this.sendOnce(final));
+    this.sending = this.sending.then(() => this.sendOnce(final)).catch((error: unknown) => this.options.onError(new GuidonError(`Usage report not sent: ${(error as Error)?.message ?? error}`, 'network')));
     return this.sending;
   }
 
