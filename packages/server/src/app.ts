@@ -47,7 +47,8 @@ import { attributeRoutes } from './modules/attributes/attributes.routes.js';
 import { explainRoutes } from './modules/explain/explain.routes.js';
 import { Condition, Segment } from './modules/segments/segments.schemas.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
-import { healthRoutes } from './modules/health/health.routes.js';
+import { downloadRoutes } from './modules/downloads/downloads.routes.js';
+import { healthRoutes, type Readiness } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
 import { localEvaluationRoutes } from './modules/local-evaluation/local-evaluation.routes.js';
@@ -77,6 +78,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every /api route with its declared least role (the role matrix test reads it). */
     apiRoutes: DeclaredRoute[];
+    /** What GET /ready answers: main.ts sets it to `stopping` on SIGTERM. */
+    readiness: Readiness;
   }
 }
 
@@ -85,6 +88,7 @@ interface Services {
   config: Readonly<Config>;
   db: Db;
   ping: () => Promise<void>;
+  readiness: Readiness;
   tokens: LoginTokens;
   limits: RateLimits;
   mailer: Mailer;
@@ -127,7 +131,7 @@ function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyS
   };
 }
 
-/** One place where errors become HTTP answers (contract §3 shape). */
+/** One place where errors become HTTP answers (the shape in docs/api.md, Errors). */
 function sendError(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
   let status: number;
   let message: string;
@@ -204,6 +208,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     config,
     db,
     ping: database.ping,
+    readiness: { state: 'starting' },
     tokens,
     limits: createRateLimits(config.rateLimits, app.log, counters),
     mailer: createMailer(config.smtpUrl, config.mailFrom, config.publicUrl, app.log),
@@ -262,9 +267,14 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.addHook('onResponse', metrics.observe);
   await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
+  // Ready once it listens: the database is migrated before the app is built, and onReady has run.
+  app.decorate('readiness', services.readiness);
+  app.addHook('onListen', () => {
+    if (services.readiness.state === 'starting') services.readiness.state = 'ready';
+  });
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    // A proven address (contract §18) turns the invitations waiting for it into memberships.
+    // A proven address (docs/security.md, Accounts, invitations and sessions) turns the invitations waiting for it into memberships.
     const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
     await auth.register(accountRoutes, { ...services, addressProven });
     await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
@@ -282,7 +292,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     sdk.addHook('onClose', async () => openStreams.close());
     await sdk.register(streamRoutes, { ...services, streamTokens, openStreams });
     await sdk.register(ofrepRoutes, { ...services, streamTokens });
-    await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (contract §16)
+    await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (docs/local-evaluation.md)
   });
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(
@@ -306,6 +316,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     },
     { prefix: '/api' },
   );
+  await app.register(downloadRoutes, services);
   await app.register(dashboardRoutes);
   return app;
 }

@@ -27,6 +27,9 @@ export const useFlag = (pid: string, envId: string, flagId: string) =>
 export const useRules = (pid: string, envId: string, flagId: string) =>
   useQuery({ queryKey: keys.rules(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', f(pid, envId, flagId))) });
 
+/** The client packages this server serves as npm tarballs (GET /downloads/): they never change while it runs. */
+export const useDownloads = () => useQuery({ queryKey: ['downloads'], queryFn: () => unwrap(api.GET('/downloads/')), staleTime: Infinity });
+
 export const useSegments = (pid: string) =>
   useQuery({ queryKey: keys.segments(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/segments', p(pid))) });
 
