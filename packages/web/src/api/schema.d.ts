@@ -1599,7 +1599,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description What a local evaluator counted: added to the hourly metrics and last_evaluated_at (not to the per-user history). Unknown flag keys are ignored. */
+        /** @description What a local evaluator counted: added to the hourly metrics and last_evaluated_at (not to the per-user history). Unknown flag keys are ignored. A report whose report_id was counted before is answered as then and not counted again. */
         post: {
             parameters: {
                 query?: never;
@@ -1610,6 +1610,11 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description the report's id, chosen by the SDK: a report sent again with it is counted once
+                         */
+                        report_id: string;
                         environment: string;
                         /** Format: date-time */
                         started_at: string;
@@ -1636,7 +1641,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description flags of the report that were counted (unknown keys are ignored) */
+                            /** @description flags of the report that were counted (unknown keys are ignored); for a report sent again, the answer it had */
                             accepted: number;
                         };
                     };
