@@ -20,7 +20,10 @@ import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
+import { ReturnPath } from './modules/accounts/accounts.schemas.js';
 import { oidcRoutes } from './modules/accounts/oidc.routes.js';
+import { removeAccount } from './modules/account-removal/account-removal.js';
+import { accountRemovalRoutes } from './modules/account-removal/account-removal.routes.js';
 import { requireUser } from './modules/api-tokens/bearer.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
@@ -65,7 +68,8 @@ import { auditRoutes } from './modules/audit/audit.routes.js';
 import { authorize, declaredRoute, type DeclaredRoute } from './modules/members/access.js';
 import { Member } from './modules/members/members.schemas.js';
 import { memberRoutes } from './modules/members/members.routes.js';
-import { joinInvitedProjects } from './modules/members/invitations.js';
+import { answerInvitation } from './modules/members/invitations.js';
+import { invitationRoutes } from './modules/members/invitations.routes.js';
 import { enqueueDeliveries } from './modules/webhooks/webhooks.repository.js';
 import { Webhook } from './modules/webhooks/webhooks.schemas.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
@@ -243,7 +247,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -282,10 +286,16 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   });
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    // A proven address (docs/security.md, Accounts, invitations and sessions) turns the invitations waiting for it into memberships.
-    const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
-    await auth.register(accountRoutes, { ...services, addressProven });
-    await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
+    // Signing up through an invitation's emailed link accepts that invitation (docs/api.md, Members).
+    const invitationLinkUsed = async (user: { id: string; email: string }, memberId: string | null) => {
+      if (memberId) await answerInvitation(services.writes, db, { user_id: user.id, email: user.email, token_id: null }, memberId, true);
+    };
+    await auth.register(accountRoutes, { ...services, invitationLinkUsed });
+    // OpenID sign-in, when configured. An account that never proved the address it holds is replaced, not taken over.
+    const replaceUnprovenAccount = async (user: { id: string; email: string }) => {
+      await removeAccount(services, user, { withdrawInvitations: false, onlyUnverified: true });
+    };
+    await auth.register(oidcRoutes, { ...services, replaceUnprovenAccount });
   });
   // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
   await app.register(async (sdk) => {
@@ -318,7 +328,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

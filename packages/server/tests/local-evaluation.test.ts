@@ -1,12 +1,13 @@
 /**
- * Local evaluation's server side (docs/local-evaluation.md) over HTTP, on the database of the pass: the
- * ruleset document (credential, shape, ETag/304), the stream with an API token
+ * Local evaluation's server side (docs/local-evaluation.md) over HTTP, on the database of the
+ * pass: the ruleset document (credential, shape, ETag/304), the stream with an API token
  * (refetchRuleset after each change; the benchmarks time it), and usage reports (validated, counted once into the hourly
- * metrics and last_evaluated_at). Equivalence with /sdk/v1/evaluate is proven at scale in the
+ * metrics and last_evaluated_at, however often a report is sent). Equivalence with /sdk/v1/evaluate is proven at scale in the
  * SDK's local-mode tests; here a compiled ruleset is checked on a handful of contexts.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { compileFlagSet, OUTCOMES, type FlagDefinition } from '@guidon/engine';
@@ -322,7 +323,7 @@ describe('POST /sdk/v1/usage', () => {
 
   const report = (body: unknown, headers: Record<string, string> = bearer(token)) => request(server, 'POST', '/sdk/v1/usage', { headers, body });
   const now = () => new Date().toISOString();
-  const usage = (flags: unknown, extra: Record<string, unknown> = {}) => ({ environment: 'production', started_at: new Date(Date.now() - 10_000).toISOString(), ended_at: now(), flags, ...extra });
+  const usage = (flags: unknown, extra: Record<string, unknown> = {}) => ({ report_id: randomUUID(), environment: 'production', started_at: new Date(Date.now() - 10_000).toISOString(), ended_at: now(), flags, ...extra });
   const totals = async (key: string) => (await request(server, 'GET', `${flagsPath(project)}/${ids[key]}/metrics?hours=2`, { token: owner.token })).body.totals as { enabled: number; disabled: number };
   const lastEvaluated = async (key: string) => {
     const across = (await request(server, 'GET', `/api/projects/${project.id}/flags`, { token: owner.token })).body as { key: string; environments: Record<string, { last_evaluated_at: string | null }> }[];
@@ -356,6 +357,20 @@ describe('POST /sdk/v1/usage', () => {
     assert.equal(variantRows.length, 0, 'a variant the flag does not have is not counted');
   });
 
+  test('a report sent again with its report_id gets the same answer and is counted once, also when both arrive together', async () => {
+    const before = { alpha: await totals('alpha'), beta: await totals('beta') };
+    const once = usage({ alpha: { enabled: 4, disabled: 1 }, beta: { enabled: 2, disabled: 0 }, ghost: { enabled: 1, disabled: 0 } });
+    const answers = [await report(once), await report(once), ...(await Promise.all([report(once), report(once)]))];
+    assert.deepEqual(answers.map((answer) => [answer.status, answer.body]), Array(4).fill([202, { accepted: 2 }]));
+    assert.deepEqual(await totals('alpha'), { enabled: before.alpha.enabled + 4, disabled: before.alpha.disabled + 1 });
+    assert.deepEqual(await totals('beta'), { enabled: before.beta.enabled + 2, disabled: before.beta.disabled });
+    const pair = usage({ alpha: { enabled: 1, disabled: 0 } });
+    assert.deepEqual((await Promise.all([report(pair), report(pair)])).map((answer) => answer.status), [202, 202]);
+    const another = await report(usage({ alpha: { enabled: 1, disabled: 0 } }));
+    assert.equal(another.status, 202);
+    assert.deepEqual(await totals('alpha'), { enabled: before.alpha.enabled + 6, disabled: before.alpha.disabled + 1 }, 'a new report_id counts again');
+  });
+
   test('per-variant counts go to the variant metrics; a variant the flag does not have is ignored', async () => {
     const created = await request(server, 'POST', flagsPath(project), {
       token: owner.token,
@@ -380,7 +395,9 @@ describe('POST /sdk/v1/usage', () => {
       ['string count', usage({ alpha: { enabled: '5', disabled: 0 } })],
       ['missing disabled', usage({ alpha: { enabled: 5 } })],
       ['negative variant', usage({ alpha: { enabled: 1, disabled: 0, variants: { a: -2 } } })],
-      ['no flags', { environment: 'production', started_at: now(), ended_at: now() }],
+      ['no flags', { report_id: randomUUID(), environment: 'production', started_at: now(), ended_at: now() }],
+      ['no report_id', { environment: 'production', started_at: now(), ended_at: now(), flags: { alpha: { enabled: 1, disabled: 0 } } }],
+      ['report_id not a UUID', usage({ alpha: { enabled: 1, disabled: 0 } }, { report_id: 'report-1' })],
       ['flags not an object', usage([1, 2])],
       ['not a date', usage({ alpha: { enabled: 1, disabled: 0 } }, { ended_at: 'yesterday' })],
       ['ends before it starts', usage({ alpha: { enabled: 1, disabled: 0 } }, { started_at: now(), ended_at: new Date(Date.now() - 60_000).toISOString() })],

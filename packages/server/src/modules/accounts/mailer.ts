@@ -3,9 +3,9 @@ import type { Transporter } from 'nodemailer';
 
 export interface Mailer {
   sendPasswordReset(to: string, link: string): Promise<void>;
-  /** Contract §18: the single-use link that proves the address. */
+  /** The single-use link that proves the address (docs/api.md, Account). */
   sendVerification(to: string, link: string): Promise<void>;
-  /** Contract §8: the link (with the invitation's secret) opens the dashboard's sign-up. */
+  /** The link (with the invitation's secret) opens the dashboard's sign-up (docs/api.md, Members). */
   sendInvitation(to: string, link: string, projectName: string): Promise<void>;
   close(): void;
 }
@@ -77,7 +77,7 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
         from,
         to,
         subject: 'You are invited to a project on Guidon',
-        text: `You are invited to join a project on Guidon, the feature-flag service at this address:\n${publicUrl}\n\nThe project's name, as its owner wrote it: "${nameForEmail(projectName)}"\n\nTo accept, open this link within 7 days and create your account with this email address:\n${link}\n\nIf you already have an account, sign in and verify your email address instead: the invitation waits for you.\nIf you did not expect this invitation, ignore this email: nothing happens unless you open the link.\n`,
+        text: `You are invited to join a project on Guidon, the feature-flag service at this address:\n${publicUrl}\n\nThe project's name, as its owner wrote it: "${nameForEmail(projectName)}"\n\nTo accept, open this link within 7 days and create your account with this email address:\n${link}\n\nIf you already have an account, sign in instead: the invitation waits on your projects page, where you accept or decline it.\nIf you did not expect this invitation, ignore this email: nothing happens unless you accept it.\n`,
       });
     },
     close: () => void made?.then((transporter) => transporter.close()),

@@ -20,6 +20,7 @@ export const Ruleset = Type.Object(
 const Count = Type.Integer({ minimum: 0, maximum: 1_000_000_000_000 });
 
 export const UsageBody = Type.Object({
+  report_id: Type.String({ format: 'uuid', description: "the report's id, chosen by the SDK: a report sent again with it is counted once" }),
   environment: Type.String({ minLength: 1, maxLength: 64 }),
   started_at: Type.String({ format: 'date-time' }),
   ended_at: Type.String({ format: 'date-time' }),
@@ -34,4 +35,4 @@ export const UsageBody = Type.Object({
   ),
 });
 
-export const UsageAccepted = Type.Object({ accepted: Type.Integer({ description: 'flags of the report that were counted (unknown keys are ignored)' }) });
+export const UsageAccepted = Type.Object({ accepted: Type.Integer({ description: 'flags of the report that were counted (unknown keys are ignored); for a report sent again, the answer it had' }) });

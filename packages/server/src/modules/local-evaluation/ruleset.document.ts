@@ -7,19 +7,11 @@
 import { hash } from 'node:crypto';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { Negotiator } from '@fastify/accept-negotiator';
-import type { Condition, FlagDefinition, RuleDefinition } from '@guidon/engine';
+import type { Condition, FlagDefinition, RuleDefinition, RulesetDocument } from '@guidon/engine';
 import type { CompiledEnvironment } from '../evaluate/evaluate.cache.js';
 
 /** The document's format: an SDK refuses a format it does not know (and keeps its previous ruleset). */
-export const RULESET_FORMAT = 1;
-
-export interface RulesetDocument {
-  format: typeof RULESET_FORMAT;
-  environment: string;
-  revision: number;
-  flags: FlagDefinition[];
-  segments: Record<string, Condition[]>;
-}
+export const RULESET_FORMAT: RulesetDocument['format'] = 1;
 
 export interface RulesetAnswer {
   readonly body: Buffer;
