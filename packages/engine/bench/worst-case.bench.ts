@@ -11,13 +11,13 @@
  * BENCH_EVALUATIONS: evaluations per case (default 200).
  */
 import { RE2JS } from 're2js';
-import { COSTS, FLAG_LIMITS, compileFlagSet, conditionProblem, flagProblem } from '../src/index.js';
+import { CONDITION_LIMITS, COSTS, FLAG_LIMITS, compileFlagSet, conditionProblem, flagProblem } from '../src/index.js';
 import type { Condition, EvaluationContext, FlagDefinition, RuleDefinition } from '../src/index.js';
-import { ATTRIBUTE_LENGTH, MAX_PROGRAM, searchCost } from '../src/operators.js';
+import { MAX_PROGRAM, searchCost } from '../src/operators.js';
 import { CompiledPattern } from '../src/patterns.js';
 
 const EVALUATIONS = Number(process.env['BENCH_EVALUATIONS'] ?? 200);
-const L = ATTRIBUTE_LENGTH;
+const L = CONDITION_LIMITS.customAttributeLength;
 
 /** CPU µs (user + system) of one call. */
 function cpu(run: () => void): number {

@@ -1,11 +1,11 @@
-export { RULE_TYPES, BUILT_IN_ATTRIBUTES, NO_VARIANT, isRuleType } from './model.js';
+export { RULE_TYPES, BUILT_IN_ATTRIBUTES, CONDITION_LIMITS, NO_VARIANT, isRuleType } from './model.js';
 export type { Answer, AttributeValue, CompiledFlagSet, CompileOptions, Condition, EvaluationContext, FlagDefinition, Operator, Outcome, ReasonKind, RuleDefinition, RuleType, VariantDefinition } from './model.js';
 export { compileFlagSet, evaluateFlag, evaluateVariant, codeOf, variantOf, enabledOf, bucketOf } from './evaluate.js';
 export { rolloutIdentifier } from './scratch.js';
 export { normalizeEmailDomain, looksLikeEmail } from './rules.js';
-export { OPERATORS, OPERATOR_TABLE, ATTRIBUTE_LENGTH, COSTS } from './operators.js';
+export { OPERATORS, OPERATOR_TABLE, COSTS } from './operators.js';
 export type { OperatorSpec } from './operators.js';
-export { CONDITION_LIMITS, FLAG_LIMITS, conditionProblem, flagProblem, segmentProblem } from './limits.js';
+export { FLAG_LIMITS, conditionProblem, flagProblem, segmentProblem } from './limits.js';
 export type { CheckOptions, RuleConditions } from './limits.js';
 export { Patterns, PATTERN_LIMITS } from './patterns.js';
 export { VARIANT_LIMITS } from './variants.js';

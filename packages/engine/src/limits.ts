@@ -5,21 +5,9 @@
  * flag may cost"; docs/security.md). The server calls these at every save; the engine compiles
  * whatever it is given.
  */
-import type { Condition, RuleDefinition } from './model.js';
+import { CONDITION_LIMITS, type Condition, type RuleDefinition } from './model.js';
 import { COSTS, conditionCost, conditionSignature, isOperator, OPERATOR_TABLE, OPERATORS, readValues } from './operators.js';
-import { PATTERN_LIMITS, Patterns } from './patterns.js';
-
-/** The limits of a condition and of the context it reads (docs/targeting.md). */
-export const CONDITION_LIMITS = Object.freeze({
-  conditionsPerRule: 30,
-  /** The most any operator takes (IN, NOT_IN, IN_CIDR, IN_SEGMENT); STR_ operators take 100, REGEX 10 (OPERATOR_TABLE's maxValues). */
-  valuesPerCondition: 10_000,
-  valueLength: 1024,
-  attributeNameLength: 64,
-  patternLength: PATTERN_LIMITS.length,
-  customAttributes: 100,
-  customAttributeLength: 1024,
-});
+import { Patterns } from './patterns.js';
 
 /** The limits of a flag's rules taken together, and of a segment's conditions. */
 export const FLAG_LIMITS = Object.freeze({

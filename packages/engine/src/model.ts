@@ -35,6 +35,20 @@ export interface Condition {
   case_insensitive?: boolean | undefined;
 }
 
+/** The limits of a condition and of the context it reads (docs/targeting.md). */
+export const CONDITION_LIMITS = Object.freeze({
+  conditionsPerRule: 30,
+  /** The most values a condition takes (IN, NOT_IN, IN_CIDR, IN_SEGMENT); STR_ operators take 100, REGEX 10 (operators.ts). */
+  valuesPerCondition: 10_000,
+  valueLength: 1024,
+  attributeNameLength: 64,
+  /** Characters of a REGEX pattern. */
+  patternLength: 1000,
+  customAttributes: 100,
+  /** Characters of an attribute's text: what the costs of operators.ts are measured for. */
+  customAttributeLength: 1024,
+});
+
 /** Attributes Guidon fills itself; a custom attribute of one of these names is ignored (but current_time, which it may override). */
 export const BUILT_IN_ATTRIBUTES = Object.freeze(['user_id', 'user_email', 'email_domain', 'environment', 'current_time'] as const);
 

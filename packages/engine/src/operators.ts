@@ -5,7 +5,7 @@
  * its name in model.ts's `Operator`, which makes this `Record` incomplete until the entry exists).
  * What each means: docs/targeting.md; costs: docs/performance.md ("What a flag may cost").
  */
-import type { Condition, EvaluationContext, Operator } from './model.js';
+import { CONDITION_LIMITS, type Condition, type EvaluationContext, type Operator } from './model.js';
 import type { CompiledPattern, Patterns } from './patterns.js';
 import type { Scratch } from './scratch.js';
 import { compareVersions, inRanges, parseCidr, parseDate, parseNumber, parseVersion, splitRanges } from './values.js';
@@ -52,9 +52,6 @@ export interface OperatorSpec<Parsed = unknown> {
   /** The test of a present attribute (none for `indexed` operators). */
   test?(values: readonly Parsed[], caseInsensitive: boolean, build: Build): Test;
 }
-
-/** The longest attribute text a context may send (docs/targeting.md). */
-export const ATTRIBUTE_LENGTH = 1024;
 
 /**
  * Costs, in ns, of the parts of a test at their worst (a 1,024-character attribute the set has
@@ -246,7 +243,7 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
 
 /** What a REGEX search of the costliest attribute may cost. */
 export function searchCost(pattern: CompiledPattern): number {
-  return ATTRIBUTE_LENGTH * (COSTS.searchPerCharacter + (pattern.dfa ? COSTS.searchPerStep : COSTS.nfaSearchPerStep) * pattern.size);
+  return CONDITION_LIMITS.customAttributeLength * (COSTS.searchPerCharacter + (pattern.dfa ? COSTS.searchPerStep : COSTS.nfaSearchPerStep) * pattern.size);
 }
 
 /** Instructions a REGEX pattern may compile to: the largest whose search alone fits a flag's budget (limits.ts checks that it does). */

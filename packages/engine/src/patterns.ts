@@ -5,10 +5,11 @@
  */
 import { RE2JS } from 're2js';
 import { Remembering } from './memo.js';
+import { CONDITION_LIMITS } from './model.js';
 
 export const PATTERN_LIMITS = Object.freeze({
   /** Characters of a pattern. */
-  length: 1000,
+  length: CONDITION_LIMITS.patternLength,
   /**
    * Bytes of re2js's lazy DFA cache per pattern (its default is 8 MiB): what a pattern of at
    * most 80 instructions over few classes needs to keep its states (a counted class `[a-z]{78}`
