@@ -8,7 +8,8 @@ import { requireProject } from '../projects/projects.repository.js';
 import { copyFlag, listProjectFlags } from './across.repository.js';
 import { CopyFlagBody, ProjectFlag } from './across.schemas.js';
 import { requireFlag } from './flags.repository.js';
-import { flagChange, flagScopeOf } from './flags.routes.js';
+import { flagChange } from './flag-writes.js';
+import { flagScopeOf } from './flags.routes.js';
 import { FlagParams } from './flags.schemas.js';
 
 /** Flags across the environments of a project (contract §13): the side-by-side view and copying. */
