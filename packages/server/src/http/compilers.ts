@@ -50,7 +50,8 @@ const ajvs = new Map<number, { strict: Ajv; coercing: Ajv }>();
 function validatorCompiler(shared: readonly object[]) {
   const context = contextOf(shared);
   const { strict, coercing } = kept(ajvs, context, () => {
-    const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false } as const;
+    // discriminator: a oneOf chosen by a tag (a change request's `op`) reports the chosen branch's errors only.
+    const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false, discriminator: true } as const;
     return {
       strict: addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: false })),
       coercing: addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: 'array' })),

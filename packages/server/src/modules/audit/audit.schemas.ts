@@ -17,6 +17,9 @@ export const AuditEvent = Type.Object(
     before: Nullable(Type.Object({}, { additionalProperties: true })),
     after: Nullable(Type.Object({}, { additionalProperties: true })),
     created_at: Timestamp,
+    schedule_id: Type.Optional(Type.String({ format: 'uuid', description: 'the scheduled change this change applied (docs/change-management.md)' })),
+    change_request_id: Type.Optional(Type.String({ format: 'uuid', description: 'the change request this change applied or concerns' })),
+    approvers: Type.Optional(Type.Array(Type.Object({ user_id: Uuid, email: Type.String() }), { description: "with change_request_id: who approved the request's content" })),
   },
   { $id: 'AuditEvent' },
 );

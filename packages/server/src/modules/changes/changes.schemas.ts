@@ -1,11 +1,11 @@
 /**
- * The change path's vocabulary (contract §10): what a write under a project describes, the event
- * it becomes, and the closed lists of actions and resource types. The audit log stores these
+ * The change path's vocabulary (docs/api.md, "Audit log"): what a write under a project describes,
+ * the event it becomes, and the closed lists of actions and resource types. The audit log stores these
  * events, webhooks deliver them, and OpenAPI (so the dashboard's generated types) lists them.
  */
 import { Type } from 'typebox';
 
-export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook'] as const;
+export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook', 'schedule', 'change_request'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 /** Every audit action: `<resource>.<verb>`. `webhook.test` is sent to one webhook, never stored. */
@@ -34,6 +34,17 @@ export const AUDIT_ACTIONS = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.test',
+  'schedule.created',
+  'schedule.cancelled',
+  'schedule.failed',
+  'change_request.created',
+  'change_request.updated',
+  'change_request.reviewed',
+  'change_request.applied',
+  'change_request.rejected',
+  'change_request.cancelled',
+  'change_request.outdated',
+  'change_request.failed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -45,6 +56,23 @@ export interface Actor {
   user_id: string | null;
   email: string | null;
   token_id: string | null;
+}
+
+/** Someone who approved a change request (docs/change-management.md). */
+export interface Approver {
+  user_id: string;
+  email: string;
+}
+
+/**
+ * What a write was done on behalf of, when not a person's direct request: a scheduled change or
+ * an approved change request (docs/change-management.md). Every event the write records carries it.
+ */
+export interface WriteOrigin {
+  schedule_id?: string;
+  change_request_id?: string;
+  /** With change_request_id: who approved the request's content. */
+  approvers?: Approver[];
 }
 
 /** One change as a write describes it. before / after are the resource's API objects. */
@@ -71,6 +99,9 @@ export interface ChangeEvent {
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
   created_at: string;
+  schedule_id?: string;
+  change_request_id?: string;
+  approvers?: Approver[];
 }
 
 /** An update that changes nothing but its timestamp is not an event. */
