@@ -107,11 +107,33 @@ export function createMetrics({ history, evaluateCache }: { history: HistoryReco
     },
   });
 
+  // Scheduled changes and scheduled change requests (modules/scheduler), counted as they apply.
+  const schedulesApplied = new Counter({ name: 'guidon_schedules_applied_total', help: 'Scheduled changes applied, by kind (schedule, change_request)', labelNames: ['kind'], registers: [registry] });
+  const schedulesFailed = new Counter({ name: 'guidon_schedules_failed_total', help: 'Scheduled changes that failed when due (no longer valid, missed, not approved), by kind', labelNames: ['kind'], registers: [registry] });
+  const scheduleLag = new Histogram({
+    name: 'guidon_schedule_lag_seconds',
+    help: 'Seconds from a scheduled change\'s time to its application (the contract bound is 5 s; more after downtime)',
+    labelNames: ['kind'],
+    buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 600, 3600, 86_400],
+    registers: [registry],
+  });
+  const scheduled = {
+    applied(kind: string, lagSeconds: number): void {
+      schedulesApplied.inc({ kind });
+      scheduleLag.observe({ kind }, Math.max(0, lagSeconds));
+    },
+    failed(kind: string): void {
+      schedulesFailed.inc({ kind });
+    },
+  };
+
   /** One answered request (route: the route pattern). */
   const count = (method: string, route: string, statusCode: number, seconds: number): void => requests.count(method, route, statusCode, seconds);
 
   return {
     registry,
+    /** For the scheduler (modules/scheduler): each scheduled change applied or failed. */
+    scheduled,
     /** For answers sent without Fastify (evaluate's direct path, evaluate.direct.ts). */
     count,
     /** onResponse hook for the whole app. */
