@@ -258,7 +258,7 @@ export interface SchedulesTable {
   /** A PUT body of the flag, as JSON. */
   change: ColumnType<string | Record<string, unknown>, string, string>;
   note: string | null;
-  status: 'pending' | 'applying' | 'applied' | 'failed' | 'cancelled';
+  status: 'pending' | 'applied' | 'failed' | 'cancelled';
   created_by_user_id: string;
   created_by_email: string;
   created_by_token_id: string | null;

@@ -21,17 +21,18 @@ export const needsApprovalMessage = (environmentKey: string) => `Changes to ${en
 
 /**
  * Whether this write applies an approved change request of the environment, or a schedule one
- * created: its row is `applying`, a status only the applying transaction itself ever sees (a
- * replayed or invented origin finds it applied, pending or absent).
+ * created. Such a write names its origin; only change-requests.writes.ts (applyRequest, after it
+ * counted the approvals of the exact content in the same transaction and moved the request to
+ * applied) and the scheduler (for a schedule) name one, and no route takes one from a caller.
  */
 async function appliesApproved(trx: Db, environmentId: string, origin: WriteOrigin | null): Promise<boolean> {
   if (origin?.change_request_id) {
     const request = await trx.selectFrom('change_requests').select('status').where('id', '=', origin.change_request_id).where('environment_id', '=', environmentId).executeTakeFirst();
-    return request?.status === 'applying';
+    return request?.status === 'applied';
   }
   if (origin?.schedule_id) {
-    const schedule = await trx.selectFrom('schedules').select(['status', 'change_request_id']).where('id', '=', origin.schedule_id).where('environment_id', '=', environmentId).executeTakeFirst();
-    return schedule?.status === 'applying' && schedule.change_request_id !== null;
+    const schedule = await trx.selectFrom('schedules').select('change_request_id').where('id', '=', origin.schedule_id).where('environment_id', '=', environmentId).executeTakeFirst();
+    return schedule !== undefined && schedule.change_request_id !== null;
   }
   return false;
 }
@@ -68,7 +69,7 @@ export async function requestConsequences(trx: Db, changes: readonly Change[], _
   const consequences: Change[] = [];
   if (flagIds.length > 0) {
     await trx.updateTable('flags').set((eb) => ({ revision: eb('revision', '+', 1) })).where('id', 'in', flagIds).execute();
-    // The request being applied is `applying`, not pending: only the others are outdated.
+    // The request being applied is no longer pending: only the others are outdated.
     const touched = await trx
       .selectFrom('change_requests')
       .selectAll()

@@ -236,8 +236,8 @@ export async function applyRequest(writes: ProjectWrites, db: Db, scope: Scope, 
   const context: OpContext = { env: { projectId: row.project_id, envId: row.environment_id }, author: authorOf(row), changeRequestId: row.id };
   try {
     return await writes.apply(actor, row.project_id, async (trx, record) => {
-      // From `from` to applying, once: no other transaction ever sees `applying` (the approval check reads it).
-      const taken = await trx.updateTable('change_requests').set({ status: 'applying' }).where('id', '=', row.id).where('status', '=', from).where('version', '=', row.version).returningAll().executeTakeFirst();
+      // From `from` to applied, once (a refusal below rolls it back): what the approval check reads.
+      const taken = await trx.updateTable('change_requests').set({ status: 'applied' }).where('id', '=', row.id).where('status', '=', from).where('version', '=', row.version).returningAll().executeTakeFirst();
       if (!taken) throw new AlreadySettled();
       const reviews = (await reviewsOf(trx, [row.id])).get(row.id)!;
       const current = currentReviews(taken, reviews);
@@ -255,7 +255,7 @@ export async function applyRequest(writes: ProjectWrites, db: Db, scope: Scope, 
       const diff = await runAll(trx, record, context, toChangeRequest(taken, reviews, required).changes);
       const applied = await trx
         .updateTable('change_requests')
-        .set({ status: 'applied', applied_at: nowIso(), updated_at: nowIso(), diff: JSON.stringify(diff), claimed_until: null })
+        .set({ applied_at: nowIso(), updated_at: nowIso(), diff: JSON.stringify(diff), claimed_until: null })
         .where('id', '=', row.id)
         .returningAll()
         .executeTakeFirstOrThrow();

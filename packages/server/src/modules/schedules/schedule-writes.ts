@@ -100,20 +100,19 @@ export async function cancelSchedulesOfDeletedFlags(trx: Db, changes: readonly C
 export class AlreadySettled extends Error {}
 
 /**
- * In the write's transaction (origin: this schedule): takes the schedule from pending (else
- * AlreadySettled: once, whatever the number of instances; a row lock on PostgreSQL, one writer on
- * SQLite), applies its change as its creator's PUT, and marks it applied. While it applies, its
- * status is `applying`, which no other transaction ever sees: the approval check reads it.
+ * In the write's transaction (origin: this schedule): takes the schedule from pending to applied
+ * (else AlreadySettled: once, whatever the number of instances; a row lock on PostgreSQL, one
+ * writer on SQLite), and applies its change as its creator's PUT. A refusal rolls both back.
  */
 export async function applyScheduleWrite(trx: Db, record: RecordChange, schedule: ScheduleRow): Promise<Schedule> {
-  const taken = await trx.updateTable('schedules').set({ status: 'applying' }).where('id', '=', schedule.id).where('status', '=', 'pending').returningAll().executeTakeFirst();
+  const taken = await trx.updateTable('schedules').set({ status: 'applied', applied_at: nowIso(), claimed_until: null }).where('id', '=', schedule.id).where('status', '=', 'pending').returningAll().executeTakeFirst();
   if (!taken) throw new AlreadySettled();
   // It acts for its creator: not once they may no longer change flags here.
   const role = await findMemberRole(trx, taken.project_id, taken.created_by_user_id);
   if (!role || !atLeast(role, 'editor')) throw new Conflict(`its creator (${taken.created_by_email}) is no longer an editor of the project`);
-  await updateFlagWrite(trx, record, { projectId: taken.project_id, envId: taken.environment_id, flagId: taken.flag_id }, toSchedule(taken).change);
-  const applied = await trx.updateTable('schedules').set({ status: 'applied', applied_at: nowIso(), claimed_until: null }).where('id', '=', schedule.id).returningAll().executeTakeFirstOrThrow();
-  return toSchedule(applied);
+  const applied = toSchedule(taken);
+  await updateFlagWrite(trx, record, { projectId: taken.project_id, envId: taken.environment_id, flagId: taken.flag_id }, applied.change);
+  return applied;
 }
 
 /** In the write's transaction: a pending schedule failed, with why; nothing when it was settled meanwhile. */

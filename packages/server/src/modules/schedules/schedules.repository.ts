@@ -22,7 +22,6 @@ export function toSchedule(row: ScheduleRow) {
     at: toIso(row.at),
     change: parsed(row.change) as FlagPut,
     note: row.note,
-    // 'applying' lives only inside the transaction that applies it.
     status: row.status as ScheduleStatus,
     created_by: creatorOf(row),
     change_request_id: row.change_request_id,
