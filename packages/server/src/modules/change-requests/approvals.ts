@@ -56,8 +56,9 @@ export async function reviewedEnvironmentKey(db: Db, environmentId: string): Pro
   return environment && environment.approvals_required > 0 ? environment.key : null;
 }
 
-/** The flag a change is to: a flag's own, a rule's flag. */
+/** The flag whose state a change moves: a flag's own, a rule's flag (a new flag has no request built on it yet). */
 function flagIdOf(change: Change): string | null {
+  if (change.action === 'flag.created') return null;
   if (change.resource_type === 'flag') return change.resource_id;
   if (change.resource_type === 'rule') return ((change.after ?? change.before) as { flag_id: string }).flag_id;
   return null;
