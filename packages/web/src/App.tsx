@@ -27,6 +27,8 @@ import { AuditPage } from './pages/audit/AuditPage';
 import { WebhooksPage } from './pages/webhooks/WebhooksPage';
 import { TokensPage } from './pages/tokens/TokensPage';
 import { SegmentsPage } from './pages/targeting/SegmentsPage';
+import { ChangeRequestsPage } from './pages/changes/ChangeRequestsPage';
+import { ChangeRequestPage } from './pages/changes/ChangeRequestPage';
 
 // The history page carries the chart library: loaded when first opened, not on first load.
 const UsagePage = lazy(() => import('./pages/usage/UsagePage'));
@@ -74,6 +76,8 @@ const router = createBrowserRouter([
               { path: 'flags/:envId/:flagId', element: <FlagPage /> },
               { path: 'segments', element: <SegmentsPage /> },
               { path: 'environments', element: <EnvironmentsPage /> },
+              { path: 'change-requests', element: <ChangeRequestsPage /> },
+              { path: 'change-requests/:crId', element: <ChangeRequestPage /> },
               { path: 'try', element: <TryItPage /> },
               {
                 path: 'usage',

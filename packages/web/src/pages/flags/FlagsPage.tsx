@@ -61,6 +61,11 @@ export function FlagsPage() {
         </button>
       </div>
       {!canEdit && <RoleNote need="editor" what="switch, create or change flags" />}
+      {canEdit && envs.some((env) => env.approvals_required > 0) && (
+        <p className="notice" id="reviewed-note">
+          {envs.filter((env) => env.approvals_required > 0).map((env) => env.name).join(', ')} take changes through approved change requests only: open a flag there to request a change.
+        </p>
+      )}
       {envs.length === 0 ? (
         <Empty title="No environments">
           <p>
@@ -168,8 +173,8 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
                 flagKey={row.key}
                 environment={env.name}
                 checked={state.enabled}
-                disabled={readOnly}
-                reasonId="role-note-editor"
+                disabled={readOnly || env.approvals_required > 0}
+                reasonId={readOnly ? 'role-note-editor' : 'reviewed-note'}
                 onChange={(enabled) => toggle({ envId: env.id, envKey: env.key, flagId: state.flag_id, enabled })}
               />
               <span className="rollout" title="Rollout">

@@ -27,6 +27,8 @@ const GROUP_LABELS: Record<ResourceType, string> = {
   project: 'Project',
   member: 'Members',
   webhook: 'Webhooks',
+  schedule: 'Scheduled changes',
+  change_request: 'Change requests',
 };
 /** Actions no webhook hears: the project exists before any webhook, and a test send goes to one webhook whatever it listens to. */
 const UNHEARD: readonly AuditAction[] = ['project.created', 'webhook.test'];
