@@ -136,7 +136,7 @@ function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyS
   };
 }
 
-/** One place where errors become HTTP answers (contract §3 shape). */
+/** One place where errors become HTTP answers (the shape docs/api.md, "Errors" gives). */
 function sendError(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
   let status: number;
   let message: string;
@@ -284,7 +284,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await app.register(healthRoutes, services);
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    // A proven address (contract §18) turns the invitations waiting for it into memberships.
+    // A proven address (docs/api.md, "Verified addresses") turns the invitations waiting for it into memberships.
     const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
     await auth.register(accountRoutes, { ...services, addressProven });
     await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
@@ -302,7 +302,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     sdk.addHook('onClose', async () => openStreams.close());
     await sdk.register(streamRoutes, { ...services, streamTokens, openStreams });
     await sdk.register(ofrepRoutes, { ...services, streamTokens });
-    await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (contract §16)
+    await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (docs/local-evaluation.md)
   });
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(

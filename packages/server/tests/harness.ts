@@ -113,7 +113,7 @@ export interface TestUser {
 
 /**
  * Registers a new user and logs in; then, unless told otherwise, verifies the address as a person
- * would (contract §18): opens the link of the verification email the server sent to its mailbox.
+ * would (docs/api.md, "Verified addresses"): opens the link of the verification email the server sent to its mailbox.
  */
 export async function newUser(server: { url: string; mailbox?: Mailbox | null }, prefix = 'user', { verified = true } = {}): Promise<TestUser> {
   const email = `${prefix}${++userCounter}-${process.pid}@example.com`;
@@ -137,7 +137,7 @@ export async function verifyEmail(server: { url: string; mailbox?: Mailbox | nul
   if (verified.status !== 200) throw new Error(`verify-email failed: ${verified.status} ${verified.text}`);
 }
 
-/** One item of evaluation history as the API answers it (contract §6). */
+/** One item of evaluation history as the API answers it (docs/api.md, "Evaluation history"). */
 export interface HistoryItem {
   id: string;
   environment_id: string;

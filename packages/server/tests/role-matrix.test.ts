@@ -1,5 +1,5 @@
 /**
- * Contract §8–§9: the role matrix, generated from the route table the app builds (app.apiRoutes,
+ * Who may do what (docs/api.md, "Who may do what", "API tokens"): the role matrix, generated from the route table the app builds (app.apiRoutes,
  * each /api route with its declared least role). Every route × every kind of caller → the status
  * the declaration implies, and nothing in the database moves when the caller is refused. A route
  * added without a declared role stops the app from starting (declaredRoute), and a route whose

@@ -53,11 +53,11 @@ const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
   // With PASSWORD_LOGIN=false these send the person to the OpenID provider instead.
   { path: '/signup', element: <PasswordOnly><SignupPage /></PasswordOnly> },
-  // The invitation email links here (contract §8: <PUBLIC_URL>/register?invitation=<secret>).
+  // The invitation email links here (docs/api.md, "Members": <PUBLIC_URL>/register?invitation=<secret>).
   { path: '/register', element: <PasswordOnly><SignupPage /></PasswordOnly> },
   { path: '/forgot-password', element: <PasswordOnly><ForgotPasswordPage /></PasswordOnly> },
   { path: '/reset-password', element: <PasswordOnly><ResetPasswordPage /></PasswordOnly> },
-  // The verification email links here (contract §18: <PUBLIC_URL>/verify-email?token=…).
+  // The verification email links here (docs/api.md, "Verified addresses": <PUBLIC_URL>/verify-email?token=…).
   { path: '/verify-email', element: <VerifyEmailPage /> },
   {
     element: <RequireSession />,

@@ -259,7 +259,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('webhook_deliveries_webhook_time_idx').on('webhook_deliveries').columns(['webhook_id', 'created_at']).execute();
       },
     },
-    // Proven addresses, invitation secrets, log out (contract §8, §18; issue 18).
+    // Proven addresses, invitation secrets, log out (docs/api.md, "Members"; docs/api.md, "Verified addresses"; issue 18).
     '0005_proven_addresses': {
       async up(db: Kysely<any>) {
         await db.schema.alterTable('users').addColumn('email_verified_at', timestamp).execute();
@@ -323,7 +323,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
-    // Targeting on any attribute, and segments (contract §14, issue 20). Rules of the seed's types
+    // Targeting on any attribute, and segments (docs/targeting.md, issue 20). Rules of the seed's types
     // keep their columns; a conditions rule stores '' as its rule_value (the API shows null).
     '0006_targeting': {
       async up(db: Kysely<any>) {
@@ -346,7 +346,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
-    // Sign-in with OpenID Connect (contract §17; issue 23): which provider account is which user.
+    // Sign-in with OpenID Connect (docs/api.md, "Sign-in with OpenID Connect"; issue 23): which provider account is which user.
     '0007_oidc_identities': {
       async up(db: Kysely<any>) {
         await db.schema
@@ -362,7 +362,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('oidc_identities_user_idx').on('oidc_identities').column('user_id').execute();
       },
     },
-    // Variants: flags that serve values (contract §15, issue 21). A flag without variants keeps
+    // Variants: flags that serve values (docs/variants.md, issue 21). A flag without variants keeps
     // variants null and answers as before. History: a snapshot of a flag list with variants keeps
     // each flag's variant keys (null for a flag without), and its rows carry one more byte per flag
     // after the outcome codes: the variant's index in those keys (255: none).

@@ -14,12 +14,12 @@ export interface UsersTable {
   /** Bumped by a password reset; login tokens carry it, so older tokens stop working. */
   token_version: Generated<number>;
   created_at: Timestamp;
-  /** When the address was proven (contract §18); null: unverified. */
+  /** When the address was proven (docs/api.md, "Verified addresses"); null: unverified. */
   email_verified_at: Timestamp | null;
 }
 
 /**
- * An account at the OpenID provider (issuer + its `sub`) that signs in as this user (contract §17).
+ * An account at the OpenID provider (issuer + its `sub`) that signs in as this user (docs/api.md, "Sign-in with OpenID Connect").
  * A user made by a first OpenID sign-in has no password: its password_hash is '' (matches nothing).
  */
 export interface OidcIdentitiesTable {
@@ -32,7 +32,7 @@ export interface OidcIdentitiesTable {
   last_sign_in_at: Timestamp;
 }
 
-/** A single-use emailed link that proves the address (contract §18); only the token's hash is kept. */
+/** A single-use emailed link that proves the address (docs/api.md, "Verified addresses"); only the token's hash is kept. */
 export interface EmailVerificationsTable {
   token_hash: string;
   user_id: string;
@@ -41,7 +41,7 @@ export interface EmailVerificationsTable {
   created_at: Timestamp;
 }
 
-/** The secret of an address's invitations (contract §8): one per address, replaced by each new invitation. */
+/** The secret of an address's invitations (docs/api.md, "Members"): one per address, replaced by each new invitation. */
 export interface InvitationTokensTable {
   email: string;
   token_hash: string;
@@ -118,11 +118,11 @@ export interface RulesTable {
   rule_value: string;
   enabled: Bool;
   priority: number;
-  /** A conditions rule's conditions (contract §14), else null. */
+  /** A conditions rule's conditions (docs/targeting.md), else null. */
   conditions: JsonConditions;
   rollout_percentage: ColumnType<number, number | undefined, number>;
   serve: ColumnType<boolean | number, boolean | undefined, boolean>;
-  /** The flag variant's key the rule serves (contract §15), else null. */
+  /** The flag variant's key the rule serves (docs/variants.md), else null. */
   variant: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -183,7 +183,7 @@ export interface EvaluationCountsTable {
   disabled_count: ColumnType<number | string, number, number>;
 }
 
-/** Per flag, hour and variant: how often the variant was served (contract §15). */
+/** Per flag, hour and variant: how often the variant was served (docs/variants.md). */
 export interface EvaluationVariantCountsTable {
   flag_id: string;
   hour_start: Timestamp;

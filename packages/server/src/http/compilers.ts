@@ -43,7 +43,7 @@ const validators = new Map<string, ValidateFunction>();
 const ajvs = new Map<number, { strict: Ajv; coercing: Ajv }>();
 
 /**
- * Bodies are validated without type coercion ("50" is not an integer, contract §3); query strings
+ * Bodies are validated without type coercion ("50" is not an integer, docs/api.md, "Errors"); query strings
  * and path parameters are text by nature, so they are coerced. `shared`: the schemas that request
  * schemas may reference by $id.
  */

@@ -5,7 +5,7 @@ import { session } from './session';
 export type Project = components['schemas']['Project'];
 export type Environment = components['schemas']['Environment'];
 export type Flag = components['schemas']['Flag'];
-/** One of a flag's variants (contract §15). */
+/** One of a flag's variants (docs/variants.md). */
 export type Variant = Flag['variants'][number];
 export type Rule = components['schemas']['Rule'];
 export type Evaluation = components['schemas']['Evaluation'];
@@ -29,7 +29,7 @@ export type RequestedChange = paths['/api/projects/{project_id}/environments/{en
 /** A PUT body of a flag: what a flag.update or a schedule changes. */
 export type FlagChange = paths['/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}']['put']['requestBody']['content']['application/json'];
 
-/** An answer other than 2xx, with the server's message (contract §3). */
+/** An answer other than 2xx, with the server's message (docs/api.md, "Errors"). */
 export class ApiError extends Error {
   constructor(
     readonly status: number,

@@ -32,7 +32,7 @@ export function useUpdateFlag(pid: string, envId: string, flagId: string) {
 }
 
 /**
- * A flag's variants and off variant, written together in one PUT (contract §15: the server checks
+ * A flag's variants and off variant, written together in one PUT (docs/variants.md: the server checks
  * them as a whole). Rules may name variants, so they are fetched again too.
  */
 export function useSaveVariants(pid: string, envId: string, flagId: string) {

@@ -12,7 +12,7 @@ import { flagChange } from './flag-writes.js';
 import { flagScopeOf } from './flags.routes.js';
 import { FlagParams } from './flags.schemas.js';
 
-/** Flags across the environments of a project (contract §13): the side-by-side view and copying. */
+/** Flags across the environments of a project (docs/api.md, "Flags across environments"): the side-by-side view and copying. */
 export const acrossRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['flags'];
   app.addSchema(ProjectFlag);

@@ -112,7 +112,7 @@ export function createMetrics({ history, evaluateCache }: { history: HistoryReco
   const schedulesFailed = new Counter({ name: 'guidon_schedules_failed_total', help: 'Scheduled changes that failed when due (no longer valid, missed, not approved), by kind', labelNames: ['kind'], registers: [registry] });
   const scheduleLag = new Histogram({
     name: 'guidon_schedule_lag_seconds',
-    help: 'Seconds from a scheduled change\'s time to its application (the contract bound is 5 s; more after downtime)',
+    help: 'Seconds from a scheduled change\'s time to its application (applied within 5 s of it; more after downtime, docs/change-management.md)',
     labelNames: ['kind'],
     buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 600, 3600, 86_400],
     registers: [registry],

@@ -215,7 +215,7 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
 
 const EVERYONE_ELSE = { rollout: 'served by the rollout', off: 'off' } as const;
 
-/** What a user no rule served gets (contract §14, everyone_else). */
+/** What a user no rule served gets (docs/targeting.md, everyone_else). */
 function EveryoneElse({ flag, readOnly, save }: { flag: Flag; readOnly: boolean; save: (changes: Pick<Flag, 'everyone_else'>) => Promise<void> }) {
   const [error, setError] = useState<string | null>(null);
   const choose = async (everyone_else: Flag['everyone_else']) => {

@@ -196,7 +196,7 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
 /** At most this many variants are spelled out in a cell; the rest are counted. */
 const SHOWN_VARIANTS = 3;
 
-/** "buy 50 %, get 12.5 %, order 37.5 %": the weights of a flag's variants in its order (contract §15). */
+/** "buy 50 %, get 12.5 %, order 37.5 %": the weights of a flag's variants in its order (docs/variants.md). */
 function distribution(variants: readonly { key: string; weight: number }[]): string {
   const shown = variants.slice(0, SHOWN_VARIANTS).map((variant) => `${variant.key} ${variant.weight / 10} %`);
   return variants.length > SHOWN_VARIANTS ? `${shown.join(', ')} and ${variants.length - SHOWN_VARIANTS} more` : shown.join(', ');
