@@ -67,7 +67,7 @@ const TARGET_NEEDS: Record<string, DeclaredRole | 'author'> = {
 /** Allowed once per change request: each allowed call gets a fixture of its own, as an allowed DELETE does. */
 const ONCE = new Set(['POST /api/projects/:project_id/change-requests/:cr_id/apply', 'POST /api/projects/:project_id/change-requests/:cr_id/cancel']);
 
-/** Contract §8–§11: the least role of the routes it names (other routes are held to their own declaration). */
+/** The least role docs/api.md (and docs/change-management.md) gives the routes it names (other routes are held to their own declaration). */
 const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/me': 'user',
   'POST /api/tokens': 'login',
