@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.js';
 import type { AuditEventsTable } from '../../db/schema.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
 import type { Selectable } from 'kysely';
-import { decodeCursor, encodeCursor } from '../../db/cursors.js';
+import { afterCursor, encodeCursor } from '../../db/cursors.js';
 import type { Actor, AuditAction, Change, ChangeEvent, ResourceType, WriteOrigin } from '../changes/changes.schemas.js';
 
 /** Fields that are credentials: never stored in an event (nor sent to a webhook). */
@@ -89,10 +89,7 @@ export async function listAuditEvents(db: Db, projectId: string, query: AuditQue
   if (query.resource_id) select = select.where('resource_id', '=', query.resource_id);
   if (query.environment_id) select = select.where('environment_id', '=', query.environment_id);
   if (query.actor_id) select = select.where('actor_user_id', '=', query.actor_id);
-  if (query.cursor) {
-    const [createdAt, id] = decodeCursor(query.cursor);
-    select = select.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
-  }
+  if (query.cursor) select = select.where(afterCursor(query.cursor));
   const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
   const items = rows.slice(0, query.limit).map(toEvent);
   const last = items.at(-1);

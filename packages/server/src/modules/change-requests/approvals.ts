@@ -17,7 +17,7 @@ import { outdate, PENDING, settle } from './change-requests.writes.js';
 const REVIEWED_ACTIONS = new Set<AuditAction>(['flag.created', 'flag.updated', 'flag.toggled', 'flag.deleted', 'rule.created', 'rule.updated', 'rule.deleted', 'schedule.created', 'schedule.cancelled']);
 
 /** The message of every refused direct write. */
-export const needsApprovalMessage = (environmentKey: string) => `Changes to ${environmentKey} need an approved change request`;
+const needsApprovalMessage = (environmentKey: string) => `Changes to ${environmentKey} need an approved change request`;
 
 /**
  * Whether this write applies an approved change request of the environment, or a schedule one

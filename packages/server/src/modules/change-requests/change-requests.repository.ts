@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
-import { decodeCursor, encodeCursor } from '../../db/cursors.js';
+import { afterCursor, encodeCursor } from '../../db/cursors.js';
 import type { ChangeRequestReviewsTable, ChangeRequestsTable } from '../../db/schema.js';
 import { toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
@@ -106,10 +106,7 @@ export async function listChangeRequests(db: Db, projectId: string, query: { sta
   let select = db.selectFrom('change_requests').selectAll().where('project_id', '=', projectId);
   if (query.status) select = select.where('status', '=', query.status);
   if (query.environment_id) select = select.where('environment_id', '=', query.environment_id);
-  if (query.cursor) {
-    const [createdAt, id] = decodeCursor(query.cursor);
-    select = select.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
-  }
+  if (query.cursor) select = select.where(afterCursor(query.cursor));
   const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
   const page = rows.slice(0, query.limit);
   const reviews = await reviewsOf(db, page.map((row) => row.id));
@@ -120,16 +117,3 @@ export async function listChangeRequests(db: Db, projectId: string, query: { sta
   return { items, next_cursor: rows.length > query.limit && last ? encodeCursor(last.created_at, last.id) : null };
 }
 
-/** Like claimDueSchedules (schedules.repository.ts): the scheduled requests due at `now`, leased to this instance. */
-export async function claimDueRequests(db: Db, dialect: 'sqlite' | 'postgres', now: string, leaseUntil: string, limit: number): Promise<RequestRow[]> {
-  let due = db
-    .selectFrom('change_requests')
-    .select('id')
-    .where('status', '=', 'scheduled')
-    .where('apply_at', '<=', now)
-    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-    .orderBy('apply_at')
-    .limit(limit);
-  if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-  return db.updateTable('change_requests').set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', 'scheduled').returningAll().execute();
-}

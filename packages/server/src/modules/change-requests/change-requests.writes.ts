@@ -38,7 +38,7 @@ type Scope = { projectId: string; requestId: string };
 export const PENDING: ChangeRequestStatus[] = ['open', 'approved', 'scheduled', 'rejected'];
 
 /** The audit record of a change to a request: the request without its diff (its changes' own events describe them). */
-export function requestChange(action: Change['action'], before: ChangeRequest | null, after: ChangeRequest | null): Change {
+function requestChange(action: Change['action'], before: ChangeRequest | null, after: ChangeRequest | null): Change {
   const request = (after ?? before)!;
   return { action, resource_type: 'change_request', resource_id: request.id, resource_key: null, environment_id: request.environment_id, before, after };
 }

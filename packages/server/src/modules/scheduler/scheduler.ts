@@ -7,15 +7,16 @@
  * item found more than 24 hours late (no instance ran meanwhile) fails as missed.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { toIso } from '../../db/values.js';
 import { AppError, Unavailable } from '../../errors.js';
 import { LogThrottle } from '../../log-throttle.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
-import { authorOf, claimDueRequests, type RequestRow } from '../change-requests/change-requests.repository.js';
+import { authorOf, type RequestRow } from '../change-requests/change-requests.repository.js';
 import { AlreadySettled as RequestSettled, applyRequest, failMissedRequest } from '../change-requests/change-requests.writes.js';
 import { AlreadySettled, applyScheduleWrite, failScheduleWrite, MISSED_AFTER_MS } from '../schedules/schedule-writes.js';
-import { claimDueSchedules, creatorOf, type ScheduleRow } from '../schedules/schedules.repository.js';
+import { creatorOf, type ScheduleRow } from '../schedules/schedules.repository.js';
 
 /** For tests (passed through buildApp, not a setting). */
 export interface SchedulerOptions {
@@ -70,8 +71,31 @@ export class Scheduler {
   private async applyDue(): Promise<void> {
     const now = Date.now();
     const [at, leaseUntil] = [new Date(now).toISOString(), new Date(now + LEASE_MS).toISOString()];
-    for (const schedule of await claimDueSchedules(this.db, this.dialect, at, leaseUntil, BATCH)) await this.each(() => this.applySchedule(schedule, now));
-    for (const request of await claimDueRequests(this.db, this.dialect, at, leaseUntil, BATCH)) await this.each(() => this.applyRequest(request, now));
+    const schedules = (await this.leaseDue('schedules', 'pending', 'at', at, leaseUntil)) as ScheduleRow[];
+    for (const schedule of schedules) await this.each(() => this.applySchedule(schedule, now));
+    const requests = (await this.leaseDue('change_requests', 'scheduled', 'apply_at', at, leaseUntil)) as RequestRow[];
+    for (const request of requests) await this.each(() => this.applyRequest(request, now));
+  }
+
+  /**
+   * Leases to this instance up to a batch of the rows due at `now` (with `status`, their time
+   * passed, no live lease) until `leaseUntil`, in one statement: no other instance takes them
+   * meanwhile (PostgreSQL skips the rows another is leasing; the one statement is atomic on
+   * SQLite), and one that dies leaves them to be taken when the lease ends. Whether one is applied
+   * is decided again in the transaction that applies it: a status that moves once.
+   */
+  private leaseDue(table: 'schedules' | 'change_requests', status: string, dueColumn: 'at' | 'apply_at', now: string, leaseUntil: string): Promise<unknown[]> {
+    const db = this.db as unknown as Kysely<Record<typeof table, { id: string; status: string; claimed_until: string | null } & Record<typeof dueColumn, string>>>;
+    let due = db
+      .selectFrom(table)
+      .select('id')
+      .where('status', '=', status)
+      .where(dueColumn, '<=', now)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .orderBy(dueColumn)
+      .limit(BATCH);
+    if (this.dialect === 'postgres') due = due.forUpdate().skipLocked();
+    return db.updateTable(table).set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', status).returningAll().execute();
   }
 
   /** One item: a failure that is not its own (the database away) leaves it to be tried again when its lease ends, and the batch goes on. */

@@ -54,21 +54,3 @@ export async function listSchedules(db: Db, filter: { projectId: string; flagId?
   return rows.map(toSchedule);
 }
 
-/**
- * Claims up to `limit` pending schedules due at `now` for this instance until `leaseUntil`: no
- * other instance takes them meanwhile, and one that dies leaves them to be taken when the lease
- * ends. Whether one is applied is decided again in the transaction that applies it (a status
- * that moves from pending once), so a lease that ran out early cannot apply it twice.
- */
-export async function claimDueSchedules(db: Db, dialect: 'sqlite' | 'postgres', now: string, leaseUntil: string, limit: number): Promise<ScheduleRow[]> {
-  let due = db
-    .selectFrom('schedules')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('at', '<=', now)
-    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-    .orderBy('at')
-    .limit(limit);
-  if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-  return db.updateTable('schedules').set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', 'pending').returningAll().execute();
-}
