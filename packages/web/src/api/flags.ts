@@ -93,9 +93,9 @@ export function useSetEnabled(pid: string) {
       return before;
     },
     onError: (_error, { flagId }, before) => {
-      if (!before) return;
-      client.setQueryData(keys.projectFlags(pid), before?.list);
-      client.setQueryData(keys.flag(flagId), before?.flag);
+      if (!before) return; // drafted: nothing was shown early
+      client.setQueryData(keys.projectFlags(pid), before.list);
+      client.setQueryData(keys.flag(flagId), before.flag);
     },
     onSettled: (_data, _error, { flagId }) => {
       void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
