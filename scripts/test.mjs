@@ -1,4 +1,5 @@
-// npm test, after the build: every test on SQLite, then the server's tests again on PostgreSQL.
+// npm test, after the build: every test on SQLite, then the server's tests again on PostgreSQL, then
+// the dashboard's walk, then (once per run) the container image.
 // PostgreSQL is used when it answers; the multi-instance tests start Redis servers of their own,
 // so they need the redis-server program. With GUIDON_REQUIRE_SERVICES=1 (CI) a missing one is a
 // failure instead of a skip.
@@ -71,7 +72,7 @@ function testFiles(path, underTest = false) {
 // PostgreSQL connections, and PostgreSQL allows 100.
 const concurrency = Number(process.env.GUIDON_TEST_CONCURRENCY ?? 2);
 
-function run(label, paths, env) {
+function run(label, paths, env, timeoutMs = 600_000) {
   const inside = (path, folder) => path === folder || path.startsWith(`${folder}/`);
   const folders = paths.filter((folder) => only.length === 0 || only.some((path) => inside(path, folder) || inside(folder, path)));
   const missing = folders.filter((folder) => !existsSync(folder));
@@ -87,15 +88,15 @@ function run(label, paths, env) {
   }
   console.log(`\n=== ${label} (Node ${process.version}) ===`);
   // A test that hangs fails after 10 minutes instead of holding the run (tests that need longer say so).
-  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', '--test-timeout=600000', `--test-concurrency=${concurrency}`, ...files], {
+  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', `--test-timeout=${timeoutMs}`, `--test-concurrency=${concurrency}`, ...files], {
     stdio: 'inherit',
     env: { ...process.env, ...env },
   });
   return result.status ?? 1;
 }
 
-// The SDK's and the providers' tests live beside them and start the real server, so they run on both databases too.
-const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'packages/openfeature/dist/tests'];
+// The SDK's, the providers' and the CLI's tests live beside them and start the real server, so they run on both databases too.
+const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'packages/openfeature/dist/tests', 'packages/cli/dist/tests'];
 const onSqlite = run('engine, server, SDK and provider tests on SQLite', ['packages/engine/dist', ...againstTheServer], {});
 const onPostgres = postgres ? run('server, SDK and provider tests on PostgreSQL', againstTheServer, { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
 let apiClient = 0;
@@ -104,7 +105,11 @@ if (only.length === 0) {
   apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
 }
 const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;
-process.exit(onSqlite || onPostgres || apiClient || dashboard);
+// The container image is built and run once per `npm test`, not on every Node line: runLines sets
+// GUIDON_TEST_IMAGE=0 for the lines after the first (scripts/container/image.test.mjs).
+// Building the image from nothing (its base included) takes several minutes: it gets 40.
+const image = process.env.GUIDON_TEST_IMAGE === '0' ? 0 : run('container image, built and run with Podman (once per run)', ['scripts/container'], {}, 40 * 60_000);
+process.exit(onSqlite || onPostgres || apiClient || dashboard || image);
 
 /** Runs the whole suite once per line, each under its Node with its build of better-sqlite3. */
 async function runLines(names) {
@@ -131,7 +136,7 @@ async function runLines(names) {
       console.log(`\n##### Node ${line.version} (${line.name}) #####`);
       use(line);
       // A line's own directory first on PATH, for anything that runs `node` by name.
-      const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}` };
+      const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}`, ...(results.length > 0 ? { GUIDON_TEST_IMAGE: '0' } : {}) };
       child = spawn(line.node, [fileURLToPath(import.meta.url), '--node=current', ...only], { stdio: 'inherit', env });
       const status = await new Promise((resolve) => {
         child.once('error', (error) => (console.error(`Node ${line.version} did not start: ${error.message}`), resolve(1)));

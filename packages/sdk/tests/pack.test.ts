@@ -1,22 +1,33 @@
 /**
- * Distribution (issue 22): `npm pack` of @guidon/engine, @guidon/sdk and @guidon/openfeature gives
- * tarballs that a fresh application in a temporary directory outside the workspace installs
- * (from the tarballs, the rest from the registry or npm's cache) and runs, as ESM, as CommonJS
- * and type-checked with TypeScript; each tarball holds its README, LICENSE, types, and no dev files.
+ * Distribution: `npm pack` of every published package (the workspaces not marked private:
+ * the libraries @guidon/engine, @guidon/sdk, @guidon/openfeature, and the program @guidon/cli) gives tarballs that the field's own tools find
+ * sound (publint, and arethetypeswrong for the types under node10, node16 ESM and CommonJS, and
+ * bundlers), each with its README, the root's LICENSE and its publishing fields. The server serves
+ * those same tarballs at /downloads/ (scripts/pack-clients.mjs made them at build time), and a
+ * fresh application outside the workspace installs them from the server's addresses, as the
+ * Connect page says (the rest from the registry or npm's cache), and runs them, as ESM, as
+ * CommonJS and type-checked with TypeScript.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { onPostgres } from '@guidon/server/dist/tests/test-database.js';
 
 const run = promisify(execFile);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
-const PACKAGES = ['engine', 'sdk', 'openfeature'] as const;
+const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+/** The published packages: every workspace not marked private (scripts/pack-clients.mjs packs the same). */
+const PACKAGES = (readJson(join(root, 'package.json')).workspaces as string[]).filter((dir) => !readJson(join(root, dir, 'package.json')).private).map((dir) => dir.replace('packages/', ''));
+const bin = (name: string) => join(root, 'node_modules', '.bin', name);
+/** A program (a `bin`, no `exports`: @guidon/cli) has no types or CommonJS to check; its own test runs it installed (packages/cli/tests). */
+const isLibrary = (name: string) => readJson(join(root, 'packages', name, 'package.json')).exports !== undefined;
 
 /** npm without the workspace's settings leaking in (npm_config_* of an `npm run` around this test). */
 function npmEnv(): NodeJS.ProcessEnv {
@@ -30,6 +41,7 @@ describe('npm pack tarballs install and run outside the workspace', { timeout: 3
   let app: string;
   const tarballs: Record<string, string> = {};
   const contents: Record<string, string[]> = {};
+  const integrity: Record<string, string> = {};
   let server: TestServer;
   let user: TestUser;
   let project: TestProject;
@@ -39,17 +51,21 @@ describe('npm pack tarballs install and run outside the workspace', { timeout: 3
     dir = mkdtempSync(join(tmpdir(), 'guidon-pack-'));
     for (const name of PACKAGES) {
       const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: join(root, 'packages', name), env: npmEnv() });
-      const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
+      const [packed] = JSON.parse(stdout) as { filename: string; integrity: string; files: { path: string }[] }[];
       tarballs[name] = join(dir, packed!.filename);
       contents[name] = packed!.files.map((file) => file.path);
+      integrity[name] = packed!.integrity;
     }
+    server = await startServer();
     app = join(dir, 'app');
     mkdirSync(app);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'guidon-pack-check', version: '1.0.0', private: true }));
     const versionOf = (name: string) => JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version as string;
-    await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', tarballs.engine!, tarballs.sdk!, tarballs.openfeature!, `@openfeature/server-sdk@${versionOf('@openfeature/server-sdk')}`, `@types/node@${versionOf('@types/node')}`], { cwd: app, env: npmEnv() });
+    // What the Connect page says: the tarballs from this server's /downloads/ (on no registry yet).
+    const served = (await request(server, 'GET', '/downloads/')).body.packages as { url: string }[];
+    const urls = served.map((entry) => entry.url.replace(server.config.publicUrl, server.url));
+    await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', ...urls, `@openfeature/server-sdk@${versionOf('@openfeature/server-sdk')}`, `@types/node@${versionOf('@types/node')}`], { cwd: app, env: npmEnv() });
 
-    server = await startServer();
     user = await newUser(server);
     project = await newProject(server, user);
     const flag = await newFlag(server, user, project, { key: 'checkout', enabled: true, rollout_percentage: 40 });
@@ -66,11 +82,51 @@ describe('npm pack tarballs install and run outside the workspace', { timeout: 3
     for (const name of PACKAGES) {
       const files = contents[name]!;
       for (const needed of ['package.json', 'README.md', 'LICENSE']) assert.ok(files.includes(needed), `${name}: ${needed}`);
-      assert.ok(files.some((file) => /^dist\/[^/]+\/.*\.d\.ts$/.test(file)), `${name}: types`);
-      assert.ok(files.some((file) => file.startsWith('dist/cjs/')), `${name}: CommonJS`);
+      if (isLibrary(name)) {
+        assert.ok(files.some((file) => /^dist\/[^/]+\/.*\.d\.ts$/.test(file)), `${name}: types`);
+        assert.ok(files.some((file) => file.startsWith('dist/cjs/')), `${name}: CommonJS`);
+      } else {
+        for (const program of Object.values(readJson(join(root, 'packages', name, 'package.json')).bin as Record<string, string>)) assert.ok(files.includes(program.replace(/^\.\//, '')), `${name}: ${program}`);
+      }
       const dev = files.filter((file) => /\.test\.|\.map$|tsbuildinfo|^src\/|^tests?\/|bench/.test(file));
       assert.deepEqual(dev, [], `${name}: dev files`);
     }
+  });
+
+  test('each package.json: MIT, its repository, engines, files; the LICENSE it carries is the root one', () => {
+    const license = readFileSync(join(root, 'LICENSE'), 'utf8');
+    for (const name of PACKAGES) {
+      const manifest = readJson(join(root, 'packages', name, 'package.json'));
+      assert.equal(manifest.license, 'MIT', name);
+      assert.deepEqual(manifest.repository, { type: 'git', url: readJson(join(root, 'packages', 'engine', 'package.json')).repository.url, directory: `packages/${name}` }, name);
+      assert.ok(manifest.engines?.node && manifest.files?.length > 0 && (manifest.exports || manifest.bin), `${name}: engines, files, exports or bin`);
+      assert.equal(readFileSync(join(root, 'packages', name, 'LICENSE'), 'utf8'), license, `${name}: LICENSE`);
+    }
+  });
+
+  test('publint and arethetypeswrong find nothing wrong in any tarball', { skip: onPostgres ? 'the tarballs do not depend on the database: checked on the SQLite pass' : false }, async () => {
+    for (const name of PACKAGES) {
+      await run(bin('publint'), ['run', '--strict', tarballs[name]!]).catch((error: { stdout?: string; stderr?: string }) => assert.fail(`publint ${name}:\n${error.stdout}${error.stderr}`));
+      if (isLibrary(name)) await run(bin('attw'), [tarballs[name]!, '--format', 'ascii']).catch((error: { stdout?: string; stderr?: string }) => assert.fail(`attw ${name}:\n${error.stdout}${error.stderr}`));
+    }
+  });
+
+  test("GET /downloads/ lists every package at this server's version, and serves npm pack's tarball of each", async () => {
+    const listing = (await request(server, 'GET', '/downloads/')).body.packages as { name: string; version: string; file: string; url: string; integrity: string; needs: string[] }[];
+    assert.deepEqual(listing.map((entry) => entry.name), PACKAGES.map((name) => `@guidon/${name}`));
+    const version = readJson(join(root, 'packages', 'server', 'package.json')).version;
+    for (const [i, entry] of listing.entries()) {
+      assert.equal(entry.version, version);
+      assert.equal(entry.url, `${server.config.publicUrl}/downloads/${entry.file}`);
+      assert.equal(entry.integrity, integrity[PACKAGES[i]!], `${entry.file} is what npm pack makes of the build`);
+      const file = await fetch(`${server.url}/downloads/${entry.file}`);
+      assert.equal(file.status, 200);
+      assert.equal(file.headers.get('content-type'), 'application/gzip');
+      assert.equal(`sha512-${createHash('sha512').update(Buffer.from(await file.arrayBuffer())).digest('base64')}`, entry.integrity);
+    }
+    assert.deepEqual(listing.find((entry) => entry.name === '@guidon/sdk')?.needs, ['@guidon/engine'], 'the SDK installs with the engine');
+    const unknown = await request(server, 'GET', '/downloads/..%2Fpackage.json');
+    assert.equal(unknown.status, 404);
   });
 
   const contexts = [{}, { user_id: 'u-1' }, { user_id: 'u-2', custom_attributes: { plan: 'pro' } }, { user_email: 'a@example.com' }];

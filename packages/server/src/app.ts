@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { ApiPlugin, App } from './http/plugin.js';
 import type { Db } from './db/database.js';
-import { AppError, RateLimited, Unavailable } from './errors.js';
+import { AppError, InvalidDocument, RateLimited, Unavailable } from './errors.js';
 import { documentCommonErrors, ErrorBody } from './http/schemas.js';
 import { buildSerializer, buildValidator } from './http/compilers.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
@@ -42,12 +42,14 @@ import { flagRoutes } from './modules/flags/flags.routes.js';
 import { acrossRoutes } from './modules/flags/across.routes.js';
 import { ruleRoutes } from './modules/flags/rules.routes.js';
 import { segmentRoutes } from './modules/segments/segments.routes.js';
+import { documentSchemaRoutes, flagsAsCodeRoutes } from './modules/flags-as-code/flags-as-code.routes.js';
 import { AttributeWriter } from './modules/attributes/attributes.seen.js';
 import { attributeRoutes } from './modules/attributes/attributes.routes.js';
 import { explainRoutes } from './modules/explain/explain.routes.js';
 import { Condition, Segment } from './modules/segments/segments.schemas.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
-import { healthRoutes } from './modules/health/health.routes.js';
+import { downloadRoutes } from './modules/downloads/downloads.routes.js';
+import { healthRoutes, type Readiness } from './modules/health/health.routes.js';
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
 import { localEvaluationRoutes } from './modules/local-evaluation/local-evaluation.routes.js';
@@ -84,6 +86,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every /api route with its declared least role (the role matrix test reads it). */
     apiRoutes: DeclaredRoute[];
+    /** What GET /ready answers: main.ts sets it to `stopping` on SIGTERM. */
+    readiness: Readiness;
   }
 }
 
@@ -92,6 +96,7 @@ interface Services {
   config: Readonly<Config>;
   db: Db;
   ping: () => Promise<void>;
+  readiness: Readiness;
   tokens: LoginTokens;
   limits: RateLimits;
   mailer: Mailer;
@@ -136,7 +141,7 @@ function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyS
   };
 }
 
-/** One place where errors become HTTP answers (the shape docs/api.md, "Errors" gives). */
+/** One place where errors become HTTP answers (the shape in docs/api.md, Errors). */
 function sendError(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
   let status: number;
   let message: string;
@@ -161,7 +166,8 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
   reply.header('x-content-type-options', 'nosniff'); // also for answers no hook saw (an unreadable URL)
   reply.type('application/json; charset=utf-8');
   if (request.routeOptions.config?.errorShape === 'ofrep') return reply.send(ofrepErrorBody(request, status, message, error));
-  return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
+  const problems = error instanceof InvalidDocument ? { problems: error.problems } : {};
+  return reply.send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, ...problems });
 }
 
 /** The composition root: builds every service once and registers the route plugins with them. */
@@ -213,6 +219,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     config,
     db,
     ping: database.ping,
+    readiness: { state: 'starting' },
     tokens,
     limits: createRateLimits(config.rateLimits, app.log, counters),
     mailer: createMailer(config.smtpUrl, config.mailFrom, config.publicUrl, app.log),
@@ -282,9 +289,15 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.addHook('onClose', () => scheduler.close());
   await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
+  await app.register(documentSchemaRoutes);
+  // Ready once it listens: the database is migrated before the app is built, and onReady has run.
+  app.decorate('readiness', services.readiness);
+  app.addHook('onListen', () => {
+    if (services.readiness.state === 'starting') services.readiness.state = 'ready';
+  });
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    // A proven address (docs/api.md, "Verified addresses") turns the invitations waiting for it into memberships.
+    // A proven address (docs/security.md, Accounts, invitations and sessions) turns the invitations waiting for it into memberships.
     const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
     await auth.register(accountRoutes, { ...services, addressProven });
     await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
@@ -320,12 +333,13 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },
     { prefix: '/api' },
   );
+  await app.register(downloadRoutes, services);
   await app.register(dashboardRoutes);
   return app;
 }

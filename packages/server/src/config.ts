@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 /** Every setting of the service, read from the environment once (the README's Configuration table). */
@@ -26,13 +27,13 @@ export interface Config {
   allowRegistration: boolean;
   /** true: webhooks may target loopback, link-local and private addresses. */
   webhookAllowPrivate: boolean;
-  /** Open streams at most per client address and SDK key together (contract §12); 0: no cap. */
+  /** Open streams at most per client address and SDK key together (docs/security.md, Change streams); 0: no cap. */
   streamsPerClient: number;
   /** Bearer token that GET /metrics (Prometheus) requires; null: /metrics answers 404. */
   metricsToken: string | null;
   /** At shutdown, how long the last history flush may take before its rows are given up. */
   historyFlushTimeoutSeconds: number;
-  /** Sign-in with OpenID Connect (contract §17); null when OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are not all set. */
+  /** Sign-in with OpenID Connect (docs/security.md, docs/deploy.md); null when OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are not all set. */
   oidc: OidcConfig | null;
   /** false (with OIDC configured): password login, registration and reset answer 403. Always true without OIDC. */
   passwordLogin: boolean;
@@ -52,7 +53,7 @@ export class ConfigError extends Error {}
 
 /**
  * proxy-addr's name for 127/8 and ::1. Private ranges are not trusted by default: any client
- * inside them could name its own address in X-Forwarded-For and dodge the per-IP limits (§4).
+ * inside them could name its own address in X-Forwarded-For and dodge the per-IP limits (docs/security.md, Client addresses and rate limits).
  */
 const DEFAULT_TRUSTED_PROXIES = ['loopback'];
 
@@ -60,6 +61,31 @@ const DEFAULT_TRUSTED_PROXIES = ['loopback'];
 const MIN_JWT_SECRET_BYTES = 32;
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * The settings that hold secrets. Each may be given instead as <NAME>_FILE, a path whose content
+ * (trimmed) is the value: how Docker and Kubernetes mount secrets (docs/deploy.md).
+ */
+const SECRET_SETTINGS = ['JWT_SECRET', 'DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'OIDC_CLIENT_SECRET'] as const;
+
+/** The environment with each <NAME>_FILE read into <NAME>; both given is a mistake, not a choice between them. */
+function withSecretFiles(env: Env): Env {
+  const resolved = { ...env };
+  for (const name of SECRET_SETTINGS) {
+    const path = env[`${name}_FILE`];
+    if (!path) continue;
+    if (env[name]) throw new ConfigError(`${name} and ${name}_FILE are both set: give one of them`);
+    let content: string;
+    try {
+      content = readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new ConfigError(`${name}_FILE: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+    resolved[name] = content.trim();
+    if (!resolved[name]) throw new ConfigError(`${name}_FILE: ${path} is empty`);
+  }
+  return resolved;
+}
 
 function intSetting(env: Env, name: string, fallback: number, min = 0): number {
   const raw = env[name]?.trim();
@@ -137,7 +163,8 @@ function oidcSetting(env: Env): OidcConfig | null {
   return { issuer, clientId, clientSecret, name: env.OIDC_NAME?.trim() || 'SSO', allowedDomains };
 }
 
-export function loadConfig(env: Env = process.env): Readonly<Config> {
+export function loadConfig(given: Env = process.env): Readonly<Config> {
+  const env = withSecretFiles(given);
   const port = intSetting(env, 'PORT', 8080);
   if (port > 65535) throw new ConfigError('PORT must be at most 65535');
   const publicUrl = publicUrlSetting(env, port);
@@ -167,7 +194,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     metricsToken: env.METRICS_TOKEN?.trim() || null,
     historyFlushTimeoutSeconds: intSetting(env, 'HISTORY_FLUSH_TIMEOUT_SECONDS', 10, 1),
     oidc,
-    // Turning passwords off without another way in would lock everyone out: it needs OIDC (contract §17).
+    // Turning passwords off without another way in would lock everyone out: it needs OIDC (docs/security.md).
     passwordLogin: boolSetting(env, 'PASSWORD_LOGIN', true) || oidc === null,
   });
 }

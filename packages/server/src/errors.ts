@@ -18,6 +18,19 @@ export class Invalid extends AppError {
   }
 }
 
+/** Where a document is wrong and how: `path` as `flags[2].environments.production.rules[0]`. */
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+/** A document with problems (an import, docs/flags-as-code.md): the 400 lists every one. */
+export class InvalidDocument extends Invalid {
+  constructor(readonly problems: Problem[]) {
+    super(`The document has ${problems.length === 1 ? 'a problem' : `${problems.length} problems`}: ${problems.slice(0, 3).map((problem) => problem.message).join('; ')}${problems.length > 3 ? '; …' : ''}`);
+  }
+}
+
 export class Unauthorized extends AppError {
   constructor(message = 'Unauthorized') {
     super(401, message);

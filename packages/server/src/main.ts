@@ -36,6 +36,7 @@ async function serve(config: Readonly<Config>): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    app.readiness.state = 'stopping'; // GET /ready answers 503 from now on, while requests are still served
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     // The history flush gives up after its own timeout; this is the backstop for anything else that hangs.
     setTimeout(() => {

@@ -11,7 +11,8 @@
  * Graceful stop: SIGTERM under evaluate load with streams open. Every request gets an answer (a
  * connection refused once the listener closed is the only other outcome: those were never
  * received), every stream is ended by the server with an SSE `retry:` hint, the process exits 0,
- * and every evaluate answered 200 is in the history.
+ * and every evaluate answered 200 is in the history. A readiness probe polling throughout sees
+ * 200 `ready`, then 503 `stopping` while the server still accepts, then a failed connection.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -312,6 +313,21 @@ function evaluateOnce(url: string, sdkKey: string, userId: string): Promise<numb
   });
 }
 
+/** GET /ready on a connection of its own: "<status> <body.status>", or the connection error's code. */
+function readyOnce(url: string): Promise<string> {
+  return new Promise((resolve) => {
+    const req = httpRequest(`${url}/ready`, { agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve(`${res.statusCode} ${(JSON.parse(body) as { status: string }).status}`));
+      res.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    req.end();
+  });
+}
+
 describe(`graceful stop: SIGTERM under evaluate load (${onPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   let database: TestDatabase;
   let server: ChildServer | undefined;
@@ -348,15 +364,27 @@ describe(`graceful stop: SIGTERM under evaluate load (${onPostgres ? 'PostgreSQL
       }
     };
     const clients = Array.from({ length: 16 }, client);
+    // What a load balancer's readiness probe sees, in order, until its connection fails.
+    const probes: string[] = [];
+    const probing = (async () => {
+      for (;;) {
+        const probe = await readyOnce(server!.url);
+        if (probes.at(-1) !== probe) probes.push(probe);
+        if (!/^\d/.test(probe)) return; // refused, or reset: accepted as the listener closed, and cut with the idle ones
+      }
+    })();
     // Stopped once enough were answered, however slow the machine is today.
     await eventually(() => (outcomes.get(200) ?? 0) > 100, 'evaluate under load', 30_000);
     stopping = true;
     const exit = server.kill('SIGTERM');
     await Promise.all(clients);
     const { code, signal } = await exit;
-    console.log(`graceful stop: outcomes ${JSON.stringify(Object.fromEntries(outcomes))}; exit code ${code}`);
+    await probing;
+    console.log(`graceful stop: outcomes ${JSON.stringify(Object.fromEntries(outcomes))}; /ready ${probes.join(' → ')}; exit code ${code}`);
     assert.equal(code, 0, `exit code (signal ${signal}):\n${server.output.join('')}`);
     assert.deepEqual([...outcomes.keys()], [200], 'every request in flight was answered 200');
+    assert.deepEqual(probes.slice(0, -1), ['200 ready', '503 stopping'], '/ready says 503 stopping from SIGTERM on, before the listener closes');
+    assert.match(probes.at(-1)!, /^ECONN(REFUSED|RESET)$/);
     // Each stream was ended by the server, its last field a retry hint (a killed process sends none).
     await Promise.all(streams.map((stream) => stream.ended));
     for (let i = 0; i < 50 && !streams.every((stream) => /retry: \d+\n\n$/.test(stream.raw)); i++) await sleep(20); // the raw copy may trail the parser

@@ -1,6 +1,6 @@
 /**
  * Database away (issue 11; issue 7's timeouts): evaluate keeps serving the compiled view, writes
- * answer 503 in the contract §3 shape and change nothing, /health says 503 within 2 s, and all of
+ * answer 503 in the shape of docs/api.md (Errors) and change nothing, /health and /ready say 503 within 2 s, and all of
  * it recovers without a restart when the database returns. PostgreSQL: a private cluster that the
  * test stops, replaces by a port that accepts and never answers, and starts again. SQLite: the
  * file's write lock held by another process's transaction (as root, with the file already open,
@@ -30,6 +30,9 @@ async function timedHealth(server: TestServer): Promise<{ status: number; ms: nu
   const answer = await request(server, 'GET', '/health');
   const ms = Date.now() - started;
   console.log(`/health answered ${answer.status} in ${ms} ms`);
+  // The readiness probe agrees: a load balancer stops sending while the database is away.
+  const ready = await request(server, 'GET', '/ready');
+  assert.deepEqual({ status: ready.status, body: ready.body }, answer.status === 200 ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: 'unavailable' } });
   return { status: answer.status, ms };
 }
 
@@ -75,6 +78,7 @@ let returns = 0;
 
 async function assertRecovered(server: TestServer, user: TestUser, project: TestProject): Promise<void> {
   await eventually(async () => (await request(server, 'GET', '/health')).status === 200, '/health back to 200', 20_000);
+  assert.deepEqual((await request(server, 'GET', '/ready')).body, { status: 'ready' });
   const created = await request(server, 'POST', flagsPath(project), { token: user.token, body: { key: `after-return-${++returns}`, name: 'x', enabled: true, rollout_percentage: 100 } });
   assert.equal(created.status, 201, created.text);
   const keys = (await request(server, 'GET', flagsPath(project), { token: user.token })).body.map((flag: { key: string }) => flag.key).sort();

@@ -1,5 +1,5 @@
 /**
- * Who may do what (docs/api.md, "Who may do what", "API tokens"): the role matrix, generated from the route table the app builds (app.apiRoutes,
+ * docs/api.md ("Who may do what"): the role matrix, generated from the route table the app builds (app.apiRoutes,
  * each /api route with its declared least role). Every route × every kind of caller → the status
  * the declaration implies, and nothing in the database moves when the caller is refused. A route
  * added without a declared role stops the app from starting (declaredRoute), and a route whose
@@ -43,6 +43,8 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'POST /api/projects/:project_id/environments/:env_id/change-requests': () => ({ title: 'Matrix', changes: [{ op: 'flag.create', flag: { name: 'F', key: `requested-${next()}` } }] }),
   'PUT /api/projects/:project_id/change-requests/:cr_id': () => ({ title: `Retitled ${next()}` }),
   'POST /api/projects/:project_id/change-requests/:cr_id/reviews': () => ({ decision: 'approve' }),
+  'POST /api/projects/:project_id/import': () => ({ guidon: 1, environments: [{ key: 'qa', name: 'QA' }], flags: [] }),
+  'POST /api/projects/:project_id/import/unleash': () => ({ version: 1, features: [{ name: `unleashed-${next()}`, type: 'release', project: 'default' }], featureStrategies: [], featureEnvironments: [], environments: [] }),
 };
 
 const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();

@@ -261,6 +261,16 @@ describe('two instances on PostgreSQL without Redis', { skip: onPostgres ? false
     await database?.drop();
   });
 
+  test("an import applied on A reaches B's evaluate within 1 s (docs/flags-as-code.md)", async () => {
+    const owner = await newUser(a, 'importer');
+    const project = await newProject(a, owner, 'Imported');
+    assert.deepEqual((await evaluate(b, project.sdk_key, 'production')).body.flags, {}, 'B has compiled the project before the import');
+    const document = { guidon: 1, environments: [{ key: 'production', name: 'Production' }], flags: [{ key: 'imported', name: 'Imported', environments: { production: { enabled: true } } }] };
+    const applied = await request(a, 'POST', `/api/projects/${project.id}/import?dry_run=false`, { token: owner.token, body: document });
+    assert.equal(applied.status, 200, applied.text);
+    await within(1000, 'the imported flag on B', async () => (await evaluate(b, project.sdk_key, 'production')).body.flags?.imported?.enabled === true);
+  });
+
   test('LISTEN/NOTIFY carries a toggle and a key rotation from A to B within 1 s', async () => {
     const user = await newUser(a);
     const project = await newProject(a, user);

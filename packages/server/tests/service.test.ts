@@ -1,11 +1,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createConnection } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PassThrough } from 'node:stream';
+import { buildApp } from '../src/app.js';
 import { loadConfig, ConfigError } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { sql } from 'kysely';
@@ -15,7 +18,7 @@ import { evaluate, eventually, freePort, newFlag, newProject, newUser, request, 
 const mainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 
 describe('configuration', () => {
-  test('defaults of contract §7', () => {
+  test('defaults (the README, Configuration)', () => {
     const config = loadConfig({});
     assert.equal(config.port, 8080);
     assert.equal(config.host, '0.0.0.0');
@@ -24,7 +27,7 @@ describe('configuration', () => {
     assert.deepEqual(config.rateLimits, { evaluatePerMinute: 200, authPerMinute: 60 });
     assert.equal(config.evaluationRetentionDays, 30);
     assert.equal(config.jwtSecret, null);
-    assert.deepEqual(config.trustProxy, ['loopback'], 'private ranges must be named (§4)');
+    assert.deepEqual(config.trustProxy, ['loopback'], 'private ranges must be named (docs/security.md)');
     assert.equal(config.smtpUrl, null);
     assert.equal(config.redisUrl, null);
     assert.deepEqual(config.corsOrigins, []);
@@ -81,6 +84,39 @@ describe('configuration', () => {
     for (const url of ['flags.example.com', 'ftp://flags.example.com', '/reset']) assert.throws(() => loadConfig({ PUBLIC_URL: url }), /PUBLIC_URL/, url);
     assert.equal(loadConfig({ PUBLIC_URL: 'https://flags.example.com/guidon/' }).publicUrl, 'https://flags.example.com/guidon');
   });
+
+  test('secrets from files: each secret setting as <NAME>_FILE, its content trimmed; both given is an error naming both', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'guidon-secrets-'));
+    try {
+      const file = (name: string, content: string) => {
+        writeFileSync(join(dir, name), content);
+        return join(dir, name);
+      };
+      const config = loadConfig({
+        JWT_SECRET_FILE: file('jwt', 'from-a-file-from-a-file-from-a-file\n'),
+        DATABASE_URL_FILE: file('db', '  postgres://guidon:pw@db:5432/guidon\n'),
+        REDIS_URL_FILE: file('redis', 'redis://redis:6379\n'),
+        SMTP_URL_FILE: file('smtp', 'smtp://user:pw@mail:587'),
+        OIDC_ISSUER: 'https://sso.example.com',
+        OIDC_CLIENT_ID: 'guidon',
+        OIDC_CLIENT_SECRET_FILE: file('oidc', 'client-secret\r\n'),
+      });
+      assert.equal(config.jwtSecret, 'from-a-file-from-a-file-from-a-file');
+      assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://guidon:pw@db:5432/guidon' });
+      assert.equal(config.redisUrl, 'redis://redis:6379');
+      assert.equal(config.smtpUrl, 'smtp://user:pw@mail:587');
+      assert.equal(config.oidc?.clientSecret, 'client-secret');
+      // A value read from a file is checked like one given directly.
+      assert.throws(() => loadConfig({ JWT_SECRET_FILE: file('short', 'short') }), /JWT_SECRET must be at least 32 bytes/);
+      for (const name of ['JWT_SECRET', 'DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'OIDC_CLIENT_SECRET']) {
+        assert.throws(() => loadConfig({ [name]: 'x', [`${name}_FILE`]: file('any', 'y') }), (error: Error) => error instanceof ConfigError && error.message === `${name} and ${name}_FILE are both set: give one of them`, name);
+      }
+      assert.throws(() => loadConfig({ SMTP_URL_FILE: join(dir, 'missing') }), (error: Error) => error instanceof ConfigError && /SMTP_URL_FILE: cannot read .*missing \(ENOENT\)/.test(error.message));
+      assert.throws(() => loadConfig({ REDIS_URL_FILE: file('empty', ' \n') }), /REDIS_URL_FILE: .* is empty/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('storage and secrets', () => {
@@ -128,6 +164,18 @@ describe('service endpoints', () => {
     assert.equal(answer.text, '{"status":"ok"}');
   });
 
+  test('GET /ready: 503 "starting" until the server listens, then 200 "ready" while the database answers', async () => {
+    assert.deepEqual(await request(server, 'GET', '/ready').then(({ status, body }) => ({ status, body })), { status: 200, body: { status: 'ready' } });
+    // Built but not listening yet (what a process is before its first connection): starting.
+    const app = await buildApp(server.config, server.database, { logStream: new PassThrough(), changeNotifications: false });
+    try {
+      const early = await app.inject({ method: 'GET', url: '/ready' });
+      assert.deepEqual({ status: early.statusCode, body: early.json() }, { status: 503, body: { status: 'starting' } });
+    } finally {
+      await app.close();
+    }
+  });
+
   test('the OpenAPI document lists every endpoint, generated from the route schemas', async () => {
     const answer = await request(server, 'GET', '/docs/json');
     assert.equal(answer.status, 200);
@@ -149,7 +197,7 @@ describe('service endpoints', () => {
     ];
     for (const [method, path] of expected) assert.ok(paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`);
     const flagSchema = answer.body.components.schemas.Flag;
-    assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['created_at', 'description', 'enabled', 'environment_id', 'everyone_else', 'id', 'key', 'name', 'off_variant', 'project_id', 'rollout_percentage', 'updated_at', 'variants']);
+    assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['bucketing_key', 'created_at', 'description', 'enabled', 'environment_id', 'everyone_else', 'id', 'key', 'name', 'off_variant', 'project_id', 'rollout_percentage', 'updated_at', 'variants']);
     // The errors any route can give are on every documented route, in the route's own error shape (documentCommonErrors).
     const errorSchema = (path: string, method: string, status: number) => (paths[path]?.[method] as any)?.responses?.[status]?.content?.['application/json']?.schema;
     for (const status of [413, 500, 503]) assert.equal(errorSchema('/api/projects', 'post', status)?.$ref, '#/components/schemas/Error', `POST /api/projects documents ${status}`);
@@ -282,6 +330,33 @@ describe('stopping', () => {
 });
 
 describe('the process (npm start)', () => {
+  // compose.postgres.yaml starts two replicas at once on a fresh database: migrations must run once.
+  test('two processes started together on one fresh database migrate it once, and both serve', { timeout: 120_000 }, async () => {
+    const testDatabase = await createTestDatabase();
+    const servers: Awaited<ReturnType<typeof startProcess>>[] = [];
+    try {
+      const starting = [startProcess({ DATABASE_URL: testDatabase.url }), startProcess({ DATABASE_URL: testDatabase.url })];
+      for (const started of await Promise.allSettled(starting)) if (started.status === 'fulfilled') servers.push(started.value);
+      for (const started of await Promise.allSettled(starting)) if (started.status === 'rejected') throw started.reason;
+      for (const server of servers) assert.deepEqual((await request(server, 'GET', '/ready')).body, { status: 'ready' }, server.output());
+      const database = await openDatabase(testDatabase.config, { migrate: false });
+      const applied = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(database.db);
+      await database.close();
+      const names = applied.rows.map((row) => row.name);
+      assert.ok(names.length > 0);
+      assert.deepEqual(names, [...new Set(names)], 'each migration recorded once');
+    } finally {
+      for (const server of servers) server.child.kill('SIGKILL');
+      await testDatabase.drop();
+    }
+  });
+
+  test('a secret given both directly and as a file stops the start with an error naming both', () => {
+    const started = spawnSync(process.execPath, [mainJs], { env: { PATH: process.env.PATH ?? '', JWT_SECRET: 'x'.repeat(40), JWT_SECRET_FILE: '/dev/null', PORT: '0' }, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(started.status, 1, started.stdout + started.stderr);
+    assert.match(started.stderr, /^Configuration error: JWT_SECRET and JWT_SECRET_FILE are both set: give one of them$/m);
+  });
+
   test('honours PORT, HOST and DATABASE_URL, and on SIGTERM finishes requests and flushes history before exiting', async () => {
     const testDatabase = await createTestDatabase();
     // On SQLite, a folder that does not exist yet is created.

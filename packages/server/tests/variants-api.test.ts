@@ -1,5 +1,5 @@
 /**
- * Contract §15, the management API of variants: a flag's variants and off_variant, a rule's
+ * docs/variants.md, the management API of variants: a flag's variants and off_variant, a rule's
  * variant, every validation error (400, nothing changed), the audit log and webhooks with
  * before/after, copy to another environment and the side-by-side view. Real server, real port,
  * fresh database (SQLite, or PostgreSQL with GUIDON_TEST_DATABASE=postgres).
@@ -55,7 +55,7 @@ describe('flag variants', () => {
   test('a flag without variants answers as before plus variants [] and off_variant null', async () => {
     const project = await newProject(server, user);
     const flag = await newFlag(server, user, project, { key: 'plain', enabled: true, rollout_percentage: 20 });
-    const expectedKeys = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'created_at', 'updated_at'];
+    const expectedKeys = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key', 'created_at', 'updated_at'];
     for (const answer of [flag, (await api('GET', `${flagsPath(project)}/${flag.id}`)).body, (await api('GET', flagsPath(project))).body[0]]) {
       assert.deepEqual(Object.keys(answer), expectedKeys);
       assert.deepEqual(answer.variants, []);

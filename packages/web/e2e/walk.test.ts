@@ -279,6 +279,13 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   assert.ok(!(localSnippet ?? '').includes(newKey), 'the local-mode snippet does not carry the SDK key');
   const ofrepSnippet = (await page.getByLabel('OpenFeature in Go, Java, Python or .NET (OFREP) snippet', { exact: true }).textContent()) ?? '';
   for (const part of ['providers/ofrep', 'dev.openfeature.contrib.providers:ofrep', 'openfeature-provider-ofrep', 'OpenFeature.Providers.Ofrep', newKey]) assert.ok(ofrepSnippet.includes(part), part);
+  // Installing the SDK today: from this server's /downloads/ (the engine with it), beside the registry's line for later.
+  await page.getByText(/downloads\/guidon-sdk-/).first().waitFor();
+  const sdkSnippet = (await page.getByLabel('TypeScript SDK (@guidon/sdk) snippet', { exact: true }).textContent()) ?? '';
+  const installUrls = /npm install (http\S+\/downloads\/guidon-engine-[\d.]+\.tgz) (http\S+\/downloads\/guidon-sdk-[\d.]+\.tgz)\n/.exec(sdkSnippet);
+  assert.ok(installUrls, sdkSnippet);
+  assert.match(sdkSnippet, /from the npm registry: npm install @guidon\/sdk/);
+  for (const url of installUrls.slice(1)) assert.equal((await fetch(url)).status, 200, url);
   await page.getByRole('button', { name: 'Copy the Local evaluation on a server (@guidon/sdk) snippet' }).waitFor();
   await checkA11y(page, 'connect an app');
 

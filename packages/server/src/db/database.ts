@@ -178,10 +178,23 @@ function openPostgres(url: string, options: OpenOptions): Database {
   };
 }
 
+/**
+ * Processes that start together (replicas) migrate once. On PostgreSQL Kysely holds an advisory
+ * lock for the run. On SQLite it holds none and runs the DDL outside any transaction, so two
+ * processes on a fresh file both created the same tables: the run is one IMMEDIATE transaction
+ * instead, and a second process waits for the write lock (the busy timeout), then finds nothing to do.
+ */
 async function migrate(db: Db, dialect: Dialect): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error;
+  if (dialect === 'sqlite') await sql`begin immediate`.execute(db);
+  try {
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+    if (dialect === 'sqlite') await sql`commit`.execute(db);
+  } catch (error) {
+    if (dialect === 'sqlite') await sql`rollback`.execute(db);
+    throw error;
+  }
 }
 
 export async function openDatabase(config: Config['database'], options: OpenOptions = {}): Promise<Database> {

@@ -259,7 +259,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('webhook_deliveries_webhook_time_idx').on('webhook_deliveries').columns(['webhook_id', 'created_at']).execute();
       },
     },
-    // Proven addresses, invitation secrets, log out (docs/api.md, "Members"; docs/api.md, "Verified addresses"; issue 18).
+    // Proven addresses, invitation secrets, log out (docs/api.md; issue 18).
     '0005_proven_addresses': {
       async up(db: Kysely<any>) {
         await db.schema.alterTable('users').addColumn('email_verified_at', timestamp).execute();
@@ -346,7 +346,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
-    // Sign-in with OpenID Connect (docs/api.md, "Sign-in with OpenID Connect"; issue 23): which provider account is which user.
+    // Sign-in with OpenID Connect (docs/api.md; issue 23): which provider account is which user.
     '0007_oidc_identities': {
       async up(db: Kysely<any>) {
         await db.schema
@@ -399,16 +399,27 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Flags as code (issue 35, docs/flags-as-code.md): a flag's bucketing key replaces its key in
+    // the rollout and variant hashes (null: the key, as before); each audit event of an import
+    // carries the import's id.
+    '0011_flags_as_code': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('flags').addColumn('bucketing_key', 'text').execute();
+        await db.schema.alterTable('audit_events').addColumn('import_id', uuid).execute();
+      },
+    },
     // Scheduled changes and change requests (issue 34, docs/change-management.md). A flag's
     // revision counts its changes (its rules' included): a change request records the revision of
-    // each flag it touches, and is outdated when one moves. An event's origin names the schedule
-    // or change request it applied. A schedule keeps its flag's id without a foreign key: deleting
-    // the flag cancels it, and the schedule stays to say so.
-    '0010_change_management': {
+    // each flag it touches, and is outdated when one moves. An event names the schedule or change
+    // request it applied (and a request's approvers). A schedule keeps its flag's id without a
+    // foreign key: deleting the flag cancels it, and the schedule stays to say so.
+    '0012_change_management': {
       async up(db: Kysely<any>) {
         await db.schema.alterTable('environments').addColumn('approvals_required', 'integer', (c) => c.notNull().defaultTo(0)).execute();
         await db.schema.alterTable('flags').addColumn('revision', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-        await db.schema.alterTable('audit_events').addColumn('origin', json).execute();
+        await db.schema.alterTable('audit_events').addColumn('schedule_id', uuid).execute();
+        await db.schema.alterTable('audit_events').addColumn('change_request_id', uuid).execute();
+        await db.schema.alterTable('audit_events').addColumn('approvers', json).execute();
 
         await db.schema
           .createTable('change_requests')

@@ -14,12 +14,12 @@ export interface UsersTable {
   /** Bumped by a password reset; login tokens carry it, so older tokens stop working. */
   token_version: Generated<number>;
   created_at: Timestamp;
-  /** When the address was proven (docs/api.md, "Verified addresses"); null: unverified. */
+  /** When the address was proven (docs/api.md); null: unverified. */
   email_verified_at: Timestamp | null;
 }
 
 /**
- * An account at the OpenID provider (issuer + its `sub`) that signs in as this user (docs/api.md, "Sign-in with OpenID Connect").
+ * An account at the OpenID provider (issuer + its `sub`) that signs in as this user (docs/api.md).
  * A user made by a first OpenID sign-in has no password: its password_hash is '' (matches nothing).
  */
 export interface OidcIdentitiesTable {
@@ -32,7 +32,7 @@ export interface OidcIdentitiesTable {
   last_sign_in_at: Timestamp;
 }
 
-/** A single-use emailed link that proves the address (docs/api.md, "Verified addresses"); only the token's hash is kept. */
+/** A single-use emailed link that proves the address (docs/api.md); only the token's hash is kept. */
 export interface EmailVerificationsTable {
   token_hash: string;
   user_id: string;
@@ -41,7 +41,7 @@ export interface EmailVerificationsTable {
   created_at: Timestamp;
 }
 
-/** The secret of an address's invitations (docs/api.md, "Members"): one per address, replaced by each new invitation. */
+/** The secret of an address's invitations (docs/api.md): one per address, replaced by each new invitation. */
 export interface InvitationTokensTable {
   email: string;
   token_hash: string;
@@ -101,11 +101,13 @@ export interface FlagsTable {
   enabled: Bool;
   rollout_percentage: number;
   everyone_else: ColumnType<string, string | undefined, string>;
-  /** Contract §15: a JSON array of {key, value, weight, description?}; null: no variants. */
+  /** docs/variants.md: a JSON array of {key, value, weight, description?}; null: no variants. */
   variants: JsonVariants;
   off_variant: ColumnType<string | null, string | null | undefined, string | null>;
   /** Counts the flag's changes, its rules' included (a change request records it, docs/change-management.md). */
   revision: ColumnType<number, number | undefined, number>;
+  /** Replaces the key in the rollout and variant hashes; null: the key (docs/flags-as-code.md). */
+  bucketing_key: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -242,8 +244,14 @@ export interface AuditEventsTable {
   actor_token_id: string | null;
   before: JsonObject;
   after: JsonObject;
-  /** The schedule or change request the change applied (changes.schemas.ts WriteOrigin), else null. */
-  origin: ColumnType<string | Record<string, unknown> | null, string | null | undefined, string | null>;
+  /** The import that made the change (docs/flags-as-code.md); null for any other write. */
+  import_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The scheduled change the change applied (docs/change-management.md), else null. */
+  schedule_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The change request the write applied (or found failing), else null. */
+  change_request_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** With change_request_id, when it applied the request: who approved it, as JSON; else null. */
+  approvers: ColumnType<string | object[] | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 

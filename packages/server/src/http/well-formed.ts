@@ -14,7 +14,7 @@ export const isStorable = (text: string): boolean => !UNSTORABLE.test(text);
 export const toStorable = (text: string): string => text.replace(new RegExp(UNSTORABLE, 'g'), '\uFFFD');
 
 /** Walks with a queue, not recursion: a body may nest deeper than the stack. */
-function holdsUnstorableText(input: unknown): boolean {
+export function holdsUnstorableText(input: unknown): boolean {
   const queue: unknown[] = [input];
   while (queue.length > 0) {
     const value = queue.pop();

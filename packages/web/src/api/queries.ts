@@ -42,6 +42,8 @@ export const useChangeRequests = (pid: string, status?: ChangeRequestStatus) =>
   });
 export const useChangeRequest = (pid: string, crId: string) =>
   useQuery({ queryKey: keys.changeRequest(crId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/change-requests/{cr_id}', { params: { path: { project_id: pid, cr_id: crId } } })) });
+/** The client packages this server serves as npm tarballs (GET /downloads/): they never change while it runs. */
+export const useDownloads = () => useQuery({ queryKey: ['downloads'], queryFn: () => unwrap(api.GET('/downloads/')), staleTime: Infinity });
 
 export const useSegments = (pid: string) =>
   useQuery({ queryKey: keys.segments(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/segments', p(pid))) });

@@ -57,6 +57,116 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: "ready" | "starting" | "stopping" | "unavailable";
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: "ready" | "starting" | "stopping" | "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schemas/guidon-export-1.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JSON Schema (draft-07) of the export document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/methods": {
         parameters: {
             query?: never;
@@ -3353,6 +3463,8 @@ export interface paths {
                         }[];
                         /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                         off_variant?: string | null;
+                        /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                        bucketing_key?: string | null;
                     };
                 };
             };
@@ -3547,6 +3659,8 @@ export interface paths {
                         }[];
                         /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                         off_variant?: string | null;
+                        /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                        bucketing_key?: string | null;
                     };
                 };
             };
@@ -4096,7 +4210,7 @@ export interface paths {
                         rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: components["schemas"]["Condition"][] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
@@ -4286,7 +4400,7 @@ export interface paths {
                         rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
-                        /** @description for rule_type conditions: all must hold (contract §14) */
+                        /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                         conditions?: components["schemas"]["Condition"][] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
@@ -4575,6 +4689,8 @@ export interface paths {
                             }[];
                             /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                             off_variant?: string | null;
+                            /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                            bucketing_key?: string | null;
                         };
                         note?: string | null;
                     };
@@ -4895,6 +5011,8 @@ export interface paths {
                                 }[];
                                 /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                                 off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
                             };
                         } | {
                             /** @enum {string} */
@@ -4922,6 +5040,8 @@ export interface paths {
                                 }[];
                                 /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                                 off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
                             };
                         } | {
                             /** @enum {string} */
@@ -4942,7 +5062,7 @@ export interface paths {
                                 rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
-                                /** @description for rule_type conditions: all must hold (contract §14) */
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                                 conditions?: components["schemas"]["Condition"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
@@ -4965,7 +5085,7 @@ export interface paths {
                                 rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
-                                /** @description for rule_type conditions: all must hold (contract §14) */
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                                 conditions?: components["schemas"]["Condition"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
@@ -5015,6 +5135,8 @@ export interface paths {
                                 }[];
                                 /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                                 off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
                             };
                             note?: string | null;
                         } | {
@@ -5307,6 +5429,8 @@ export interface paths {
                                 }[];
                                 /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                                 off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
                             };
                         } | {
                             /** @enum {string} */
@@ -5334,6 +5458,8 @@ export interface paths {
                                 }[];
                                 /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                                 off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
                             };
                         } | {
                             /** @enum {string} */
@@ -5354,7 +5480,7 @@ export interface paths {
                                 rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
-                                /** @description for rule_type conditions: all must hold (contract §14) */
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                                 conditions?: components["schemas"]["Condition"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
@@ -5377,7 +5503,7 @@ export interface paths {
                                 rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
-                                /** @description for rule_type conditions: all must hold (contract §14) */
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
                                 conditions?: components["schemas"]["Condition"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
@@ -5427,6 +5553,8 @@ export interface paths {
                                 }[];
                                 /** @description the variant served when the flag answers enabled: false; required with variants, null without */
                                 off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
                             };
                             note?: string | null;
                         } | {
@@ -6258,6 +6386,347 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The project as one document (JSON or YAML; the same state gives the same bytes). Its JSON Schema: /schemas/guidon-export-1.json */
+        get: {
+            parameters: {
+                query?: {
+                    format?: "json" | "yaml";
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Body: a document as the export writes it, JSON or YAML (Content-Type: application/yaml). Checked whole first (400 lists every problem with its path); a dry run (the default) answers the plan. */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description merge (default): create and update; replace: also delete the flags and segments the document does not name */
+                    mode?: "merge" | "replace";
+                    /** @description true (default): answer the plan and change nothing */
+                    dry_run?: boolean;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            /** @description a document (JSON Schema: /schemas/guidon-export-1.json), as JSON or YAML */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ImportPlan"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/import/unleash": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Body: an Unleash 5–8 export (features-batch/export), several as an array, or {exports, segments} with the answer of Unleash's GET /api/admin/segments. Mapped exactly or listed in skipped; a dry run (the default) answers the plan. */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description true (default): answer the plan and change nothing */
+                    dry_run?: boolean;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            /** @description one Unleash export, an array of them, or {exports, segments} */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UnleashImportAnswer"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DocumentProblems"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -7734,6 +8203,112 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/downloads/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The client packages this server serves (npm tarballs) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            packages: {
+                                /** @description The npm package, e.g. @guidon/sdk */
+                                name: string;
+                                version: string;
+                                /** @description The tarball, served at /downloads/<file> */
+                                file: string;
+                                /** @description Its address under PUBLIC_URL */
+                                url: string;
+                                /** @description Bytes */
+                                size: number;
+                                /** @description Subresource integrity of the tarball (sha512), as npm records it */
+                                integrity: string;
+                                /** @description The other packages of this list to install with it, in the same npm install */
+                                needs: string[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/downloads/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One client package tarball, for npm install <url> */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    file: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -7792,7 +8367,7 @@ export interface components {
             rollout_percentage: number;
             /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
             everyone_else: "rollout" | "off";
-            /** @description contract §15; [] for a flag that serves only on/off */
+            /** @description docs/variants.md; [] for a flag that serves only on/off */
             variants: {
                 key: string;
                 /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
@@ -7801,6 +8376,7 @@ export interface components {
                 description?: string;
             }[];
             off_variant: string | null;
+            bucketing_key: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -7963,26 +8539,31 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
+             * Format: uuid
+             * @description the import that made the change (docs/flags-as-code.md); null for any other write
+             */
+            import_id: string | null;
+            /**
+             * Format: uuid
+             * @description the scheduled change this change applied (docs/change-management.md); else null
+             */
+            schedule_id: string | null;
+            /**
+             * Format: uuid
+             * @description the change request the write applied, or found failing (docs/change-management.md); else null
+             */
+            change_request_id: string | null;
+            /** @description with change_request_id, when it applied the request: who approved the request's content; else null */
+            approvers: {
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+            }[] | null;
+            /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
              */
             created_at: string;
-            /**
-             * Format: uuid
-             * @description the scheduled change this change applied (docs/change-management.md)
-             */
-            schedule_id?: string;
-            /**
-             * Format: uuid
-             * @description the change request this change applied or concerns
-             */
-            change_request_id?: string;
-            /** @description with change_request_id: who approved the request's content */
-            approvers?: {
-                /** Format: uuid */
-                user_id: string;
-                email: string;
-            }[];
         };
         Webhook: {
             /** Format: uuid */
@@ -8241,6 +8822,97 @@ export interface components {
                     updated_at: string;
                 };
             };
+        };
+        ImportPlan: {
+            mode: "merge" | "replace";
+            dry_run: boolean;
+            /**
+             * Format: uuid
+             * @description the id every audit event of the applied import carries; null for a dry run
+             */
+            import_id: string | null;
+            create: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            update: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            delete: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            /** @description environments, segments and flags (one per environment) the import leaves as they are */
+            unchanged: number;
+        };
+        UnleashImportAnswer: {
+            mode: "merge" | "replace";
+            dry_run: boolean;
+            /**
+             * Format: uuid
+             * @description the id every audit event of the applied import carries; null for a dry run
+             */
+            import_id: string | null;
+            create: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            update: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            delete: {
+                resource: "environment" | "segment" | "flag";
+                key: string;
+                /** @description the environment's key, for a flag */
+                environment: string | null;
+                /** @description for an update: the fields that change (rules: any of its rules) */
+                fields: string[];
+            }[];
+            /** @description environments, segments and flags (one per environment) the import leaves as they are */
+            unchanged: number;
+            /** @description everything of the Unleash export that could not be mapped exactly, and why: none of it was imported */
+            skipped: {
+                /** @description the Unleash feature's name; null for something not of one feature (a segment) */
+                feature: string | null;
+                environment: string | null;
+                /** @description what was left out, e.g. strategy "userWithId" or segment 3 */
+                what: string;
+                reason: string;
+            }[];
+            /** @description the Guidon document the Unleash export maps to (what was imported, or would be) */
+            document: unknown;
+        };
+        DocumentProblems: {
+            statusCode: number;
+            error: string;
+            message: string;
+            problems?: {
+                /** @description e.g. flags[2].environments.production.rules[0].conditions[1].operator */
+                path: string;
+                message: string;
+            }[];
         };
     };
     responses: never;

@@ -3,14 +3,14 @@ import type { AuditEventsTable } from '../../db/schema.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
 import type { Selectable } from 'kysely';
 import { afterCursor, encodeCursor } from '../../db/cursors.js';
-import type { Actor, AuditAction, Change, ChangeEvent, ResourceType, WriteOrigin } from '../changes/changes.schemas.js';
+import type { Actor, Approver, AuditAction, Change, ChangeEvent, ChangeOrigin, ResourceType } from '../changes/changes.schemas.js';
 
 /** Fields that are credentials: never stored in an event (nor sent to a webhook). */
 const SECRET_FIELDS = new Set(['sdk_key', 'secret', 'token', 'token_hash', 'password', 'password_hash']);
 
 /**
  * A URL that may carry a secret in its path or query (a webhook's: a Slack URL holds its token)
- * reduced to its origin: scheme, host and port (docs/api.md, "Audit log").
+ * reduced to its origin: scheme, host and port (docs/api.md).
  */
 export function urlOrigin(value: string): string {
   try {
@@ -45,13 +45,16 @@ function toEvent(row: Selectable<AuditEventsTable>): ChangeEvent {
     // Redacted again: events written before URLs were reduced (issue 18) hold a webhook's full URL.
     before: redacted(parsed(row.before)),
     after: redacted(parsed(row.after)),
+    import_id: row.import_id ?? null,
+    schedule_id: row.schedule_id ?? null,
+    change_request_id: row.change_request_id ?? null,
+    approvers: row.approvers === null ? null : ((typeof row.approvers === 'string' ? JSON.parse(row.approvers) : row.approvers) as Approver[]),
     created_at: toIso(row.created_at),
-    ...(parsed(row.origin) as WriteOrigin | null),
   };
 }
 
 /** The change path's recorder (changes/project-writes.ts): writes the event inside the change's transaction and returns it as the API shows it. */
-export async function insertAuditEvent(trx: Db, projectId: string, actor: Actor, change: Change, origin: WriteOrigin | null): Promise<ChangeEvent> {
+export async function insertAuditEvent(trx: Db, projectId: string, actor: Actor, change: Change, origin: ChangeOrigin = {}): Promise<ChangeEvent> {
   const before = redacted(change.before);
   const after = redacted(change.after);
   const row = {
@@ -67,7 +70,10 @@ export async function insertAuditEvent(trx: Db, projectId: string, actor: Actor,
     actor_token_id: actor.token_id,
     before: before && JSON.stringify(before),
     after: after && JSON.stringify(after),
-    origin: origin && JSON.stringify(origin),
+    import_id: origin.import_id ?? null,
+    schedule_id: origin.schedule_id ?? null,
+    change_request_id: origin.change_request_id ?? null,
+    approvers: origin.approvers ? JSON.stringify(origin.approvers) : null,
     created_at: nowIso(),
   };
   await trx.insertInto('audit_events').values(row).execute();

@@ -9,7 +9,7 @@
  */
 import type { Db } from '../../db/database.js';
 import { Conflict } from '../../errors.js';
-import type { AuditAction, Change, WriteOrigin } from '../changes/changes.schemas.js';
+import type { AuditAction, Change, ChangeOrigin } from '../changes/changes.schemas.js';
 import type { WriteContext } from '../changes/project-writes.js';
 import { outdate, PENDING, settle } from './change-requests.writes.js';
 
@@ -25,7 +25,7 @@ const needsApprovalMessage = (environmentKey: string) => `Changes to ${environme
  * counted the approvals of the exact content in the same transaction and moved the request to
  * applied) and the scheduler (for a schedule) name one, and no route takes one from a caller.
  */
-async function appliesApproved(trx: Db, environmentId: string, origin: WriteOrigin | null): Promise<boolean> {
+async function appliesApproved(trx: Db, environmentId: string, origin: ChangeOrigin): Promise<boolean> {
   if (origin?.change_request_id) {
     const request = await trx.selectFrom('change_requests').select('status').where('id', '=', origin.change_request_id).where('environment_id', '=', environmentId).executeTakeFirst();
     return request?.status === 'applied';

@@ -10,7 +10,7 @@ import type { Db } from '../../db/database.js';
 import { rolledBack } from '../../db/dry-run.js';
 import { newId, nowIso, onlyProvided } from '../../db/values.js';
 import { AppError, Conflict, Forbidden, Invalid, Unavailable } from '../../errors.js';
-import type { Actor, Approver, Change, WriteOrigin } from '../changes/changes.schemas.js';
+import type { Actor, Approver, Change, ChangeOrigin } from '../changes/changes.schemas.js';
 import type { ProjectWrites, RecordChange } from '../changes/project-writes.js';
 import { requireEnvironment, type EnvironmentScope } from '../environments/environments.repository.js';
 import type { Role } from '../../db/schema.js';
@@ -232,7 +232,7 @@ class Outdated extends Error {}
 export async function applyRequest(writes: ProjectWrites, db: Db, scope: Scope, actor: Actor, from: 'approved' | 'scheduled'): Promise<ChangeRequest & { diff: DiffItem[] }> {
   const row = await requireRequestRow(db, scope);
   // The approvers are read in the transaction (below) before any event is recorded.
-  const origin: WriteOrigin & { approvers: Approver[] } = { change_request_id: row.id, approvers: [] };
+  const origin: ChangeOrigin & { approvers: Approver[] } = { change_request_id: row.id, approvers: [] };
   const context: OpContext = { env: { projectId: row.project_id, envId: row.environment_id }, author: authorOf(row), changeRequestId: row.id };
   try {
     return await writes.apply(actor, row.project_id, async (trx, record) => {

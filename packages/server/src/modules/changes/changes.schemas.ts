@@ -1,6 +1,6 @@
 /**
- * The change path's vocabulary (docs/api.md, "Audit log"): what a write under a project describes,
- * the event it becomes, and the closed lists of actions and resource types. The audit log stores these
+ * The change path's vocabulary (docs/api.md): what a write under a project describes, the event
+ * it becomes, and the closed lists of actions and resource types. The audit log stores these
  * events, webhooks deliver them, and OpenAPI (so the dashboard's generated types) lists them.
  */
 import { Type } from 'typebox';
@@ -65,10 +65,12 @@ export interface Approver {
 }
 
 /**
- * What a write was done on behalf of, when not a person's direct request: a scheduled change or
- * an approved change request (docs/change-management.md). Every event the write records carries it.
+ * What a whole write was part of, carried by each of its events: an import (its id, one per
+ * import, docs/flags-as-code.md), a scheduled change it applies, or an approved change request it
+ * applies with who approved it (docs/change-management.md). Empty for a plain API call.
  */
-export interface WriteOrigin {
+export interface ChangeOrigin {
+  import_id?: string;
   schedule_id?: string;
   change_request_id?: string;
   /** With change_request_id: who approved the request's content. */
@@ -98,10 +100,15 @@ export interface ChangeEvent {
   actor: Actor;
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
+  /** The import that made this change, else null. */
+  import_id: string | null;
+  /** The scheduled change it applied, else null. */
+  schedule_id: string | null;
+  /** The change request the write applied (or found failing), else null. */
+  change_request_id: string | null;
+  /** With change_request_id, when it applied the request: who approved it; else null. */
+  approvers: Approver[] | null;
   created_at: string;
-  schedule_id?: string;
-  change_request_id?: string;
-  approvers?: Approver[];
 }
 
 /** An update that changes nothing but its timestamp is not an event. */

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import type { ChangeFeed } from './change-feed.js';
-import { changesNothing, type Actor, type Change, type ChangeEvent, type WriteOrigin } from './changes.schemas.js';
+import { changesNothing, type Actor, type Change, type ChangeEvent, type ChangeOrigin } from './changes.schemas.js';
 
 /** Collects what a write changed; each call becomes one event (unless it changed nothing). */
 export type RecordChange = (change: Change) => void;
@@ -10,13 +10,13 @@ export type RecordChange = (change: Change) => void;
 export interface WriteContext {
   projectId: string;
   actor: Actor;
-  origin: WriteOrigin | null;
+  origin: ChangeOrigin;
 }
 
 /** Who takes part in every write, wired by the composition root (app.ts). */
 export interface ChangeParticipants {
   /** In the write's transaction: stores the change as an event (the audit log) and returns it. */
-  record(trx: Db, projectId: string, actor: Actor, change: Change, origin: WriteOrigin | null): Promise<ChangeEvent>;
+  record(trx: Db, projectId: string, actor: Actor, change: Change, origin: ChangeOrigin): Promise<ChangeEvent>;
   /**
    * In the write's transaction, once the write has run, with every change it described (those
    * that changed nothing included): may refuse the whole write by throwing, e.g. a direct write
@@ -50,8 +50,8 @@ export class ProjectWrites {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  /** origin: the schedule or change request the write applies, which its events name. */
-  async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>, origin: WriteOrigin | null = null): Promise<T> {
+  /** `origin`: what every event of this write carries besides the actor (an import's id, the schedule or change request it applies). */
+  async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>, origin: ChangeOrigin = {}): Promise<T> {
     let events: ChangeEvent[] = [];
     const context: WriteContext = { projectId, actor, origin };
     const result = await this.db.transaction().execute(async (trx) => {

@@ -9,7 +9,7 @@ import { pageHeaders } from '../../http/page-headers.js';
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../../../../web/dist/', import.meta.url));
 
 /** Paths that belong to the API: an unknown one stays a JSON 404, never the dashboard. */
-const API_PREFIXES = ['/api', '/auth', '/sdk', '/docs', '/health', '/ofrep'];
+const API_PREFIXES = ['/api', '/auth', '/sdk', '/docs', '/health', '/ready', '/ofrep', '/downloads'];
 const isApiPath = (path: string) => API_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 
 /**

@@ -11,7 +11,8 @@ import { createEnvironment, deleteEnvironment, listEnvironments, requireEnvironm
 import { CreateEnvironmentBody, UpdateEnvironmentBody } from './environments.schemas.js';
 
 type Environment = Awaited<ReturnType<typeof requireEnvironment>>;
-const change = (action: AuditAction, before: Environment | null, after: Environment | null) => {
+/** The audit record of a change to it. */
+export const environmentChange = (action: AuditAction, before: Environment | null, after: Environment | null) => {
   const environment = (after ?? before)!;
   return { action, resource_type: 'environment' as const, resource_id: environment.id, resource_key: environment.key, environment_id: environment.id, before, after };
 };
@@ -34,7 +35,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
   }, async (request, reply) => {
     const environment = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const created = await createEnvironment(trx, request.params.project_id, request.body);
-      record(change('environment.created', null, created));
+      record(environmentChange('environment.created', null, created));
       return created;
     });
     return reply.code(201).send(environment);
@@ -64,7 +65,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
       }
       if (name === undefined && approvals_required === undefined) return before;
       const after = await updateEnvironment(trx, before.id, onlyProvided({ name, approvals_required }));
-      record(change('environment.updated', before, after));
+      record(environmentChange('environment.updated', before, after));
       return after;
     });
   });
@@ -80,7 +81,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
       const current = await requireEnvironment(trx, scopeOf(request));
       refuseDeletingReviewed(current);
       await deleteEnvironment(trx, current.id);
-      record(change('environment.deleted', current, null));
+      record(environmentChange('environment.deleted', current, null));
     });
     return reply.code(204).send(null);
   });

@@ -7,7 +7,7 @@ import { toFlag, type EveryoneElse } from './flags.repository.js';
 import { storedVariants, toVariants, type Variant } from './variants.js';
 
 /**
- * Every flag key of the project with its state in each environment (contract §13): four reads,
+ * Every flag key of the project with its state in each environment (docs/api.md): four reads,
  * no per-flag queries. last_evaluated_at comes from the hourly counts, so it is the start of
  * the latest hour with an evaluation.
  */
@@ -70,11 +70,12 @@ interface CopySource {
   everyone_else: EveryoneElse;
   variants: Variant[];
   off_variant: string | null;
+  bucketing_key: string | null;
 }
 
 /**
  * Copies the flag (its variants and off_variant too) and its rules (same order, new ids, each with its variant) into another environment of its project,
- * inside the caller's transaction (contract §13). With overwrite, a flag with the same key there is replaced
+ * inside the caller's transaction (docs/api.md). With overwrite, a flag with the same key there is replaced
  * in place: its id and history stay, its rules are replaced (`replaced` is it as it was).
  */
 export async function copyFlag(trx: Db, source: CopySource, target: { id: string; project_id: string }, overwrite: boolean) {
@@ -88,7 +89,7 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
       .orderBy('created_at')
       .orderBy('id')
       .execute();
-    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else, variants: storedVariants(source.variants), off_variant: source.off_variant };
+    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else, variants: storedVariants(source.variants), off_variant: source.off_variant, bucketing_key: source.bucketing_key };
     const existing = await trx.selectFrom('flags').select(FLAG_COLUMNS).where('environment_id', '=', target.id).where('key', '=', source.key).executeTakeFirst();
     if (existing && !overwrite) throw new Conflict(`A flag with key "${source.key}" already exists in the target environment (send overwrite: true to replace it)`);
 
@@ -123,4 +124,4 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
   }
 }
 
-const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'created_at', 'updated_at'] as const;
+const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key', 'created_at', 'updated_at'] as const;

@@ -14,6 +14,7 @@ import { createFlag, deleteFlag, requireFlag, toggleFlag, updateFlag, type FlagS
 import type { CreateFlagBody, UpdateFlagBody } from './flags.schemas.js';
 import { listRules } from './rules.repository.js';
 import { checkOffVariant, checkVariants, type Variant } from './variants.js';
+import { checkBucketingKey } from './bucketing.js';
 
 export type Flag = Awaited<ReturnType<typeof requireFlag>>;
 export type FlagCreate = Static<typeof CreateFlagBody>;
@@ -51,9 +52,10 @@ async function checkedVariantChange(trx: Db, before: Flag, sentVariants: Variant
 
 export async function createFlagWrite(trx: Db, record: RecordChange, scope: EnvironmentScope, body: FlagCreate) {
   const { name, key, description = null, enabled = false, rollout_percentage = 0, everyone_else = 'rollout' } = body;
+  const bucketing_key = checkBucketingKey(body.bucketing_key ?? null);
   const variants = checkVariants(body.variants ?? []);
   const off_variant = checkOffVariant(variants, body.off_variant ?? null);
-  const created = await createFlag(trx, await requireEnvironment(trx, scope), { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant });
+  const created = await createFlag(trx, await requireEnvironment(trx, scope), { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant, bucketing_key });
   record(flagChange('flag.created', null, created));
   return created;
 }
@@ -61,14 +63,15 @@ export async function createFlagWrite(trx: Db, record: RecordChange, scope: Envi
 /** A PUT of the flag: only the fields sent change. */
 export async function updateFlagWrite(trx: Db, record: RecordChange, scope: FlagScope, body: FlagPut) {
   const { name, key, description, enabled, rollout_percentage, everyone_else } = body;
+  const bucketing_key = checkBucketingKey(body.bucketing_key);
   const sentVariants = body.variants === undefined ? undefined : checkVariants(body.variants);
   const before = await requireFlag(trx, scope);
   const variantFields = sentVariants === undefined && body.off_variant === undefined ? {} : await checkedVariantChange(trx, before, sentVariants, body.off_variant);
-  const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else, ...variantFields }));
+  const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else, bucketing_key, ...variantFields }));
   // Switching it on or off is a toggle however it is sent (the dashboard's switch sets the
   // state with PUT): a webhook for flag.toggled hears every flip.
   const sameVariants = JSON.stringify([before.variants, before.off_variant]) === JSON.stringify([after.variants, after.off_variant]);
-  const onlySwitched = before.enabled !== after.enabled && sameVariants && [name, key, description, rollout_percentage, everyone_else].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage, before.everyone_else][i]);
+  const onlySwitched = before.enabled !== after.enabled && sameVariants && [name, key, description, rollout_percentage, everyone_else, bucketing_key].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage, before.everyone_else, before.bucketing_key][i]);
   record(flagChange(onlySwitched ? 'flag.toggled' : 'flag.updated', before, after));
   return after;
 }

@@ -19,6 +19,7 @@ const COLUMNS = [
   'flags.everyone_else',
   'flags.variants',
   'flags.off_variant',
+  'flags.bucketing_key',
   'flags.created_at',
   'flags.updated_at',
 ] as const;
@@ -30,9 +31,11 @@ export interface FlagFields {
   enabled: boolean;
   rollout_percentage: number;
   everyone_else: EveryoneElse;
-  /** Contract §15: [] for none (stored as null). */
+  /** docs/variants.md: [] for none (stored as null). */
   variants: Variant[];
   off_variant: string | null;
+  /** Hashed instead of the key (docs/flags-as-code.md); null: the key. */
+  bucketing_key: string | null;
 }
 
 export type EveryoneElse = 'rollout' | 'off';
@@ -54,6 +57,7 @@ export function toFlag(row: Omit<Selectable<FlagsTable>, 'revision'>) {
     everyone_else: row.everyone_else as EveryoneElse,
     variants: toVariants(row.variants),
     off_variant: row.off_variant,
+    bucketing_key: row.bucketing_key,
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
   };

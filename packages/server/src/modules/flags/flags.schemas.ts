@@ -2,20 +2,24 @@ import { Type } from 'typebox';
 import { Description, Name, Timestamp, Uuid } from '../../http/schemas.js';
 import { Conditions } from '../segments/segments.schemas.js';
 
-const FlagKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'a-z, 0-9, _ and -; starts with a letter; unique per environment' });
-const RolloutPercentage = Type.Integer({ minimum: 0, maximum: 100 });
-/** Who no rule served (contract §14): the rollout (§2 steps 3–4) or nobody. */
-const EveryoneElse = Type.Union([Type.Literal('rollout'), Type.Literal('off')], { description: 'rollout: §2 steps 3–4 (default); off: a user no rule served gets false' });
+export const FlagKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'a-z, 0-9, _ and -; starts with a letter; unique per environment' });
+export const RolloutPercentage = Type.Integer({ minimum: 0, maximum: 100 });
+/** Who no rule served (docs/targeting.md): the rollout (§2 steps 3–4) or nobody. */
+export const EveryoneElse = Type.Union([Type.Literal('rollout'), Type.Literal('off')], { description: 'rollout: §2 steps 3–4 (default); off: a user no rule served gets false' });
 
-/** Contract §15: what a flag serves besides on/off. Type.Unknown: any JSON, checked in variants.ts. */
+/** docs/variants.md: what a flag serves besides on/off. Type.Unknown: any JSON, checked in variants.ts. */
 const VariantValue = Type.Unknown({ description: 'any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array)' });
 const VariantWeight = Type.Integer({ minimum: 0, maximum: 1000, description: 'in 0.1% steps; the weights of a flag sum to exactly 1000' });
 const Variant = Type.Object({ key: Type.String(), value: VariantValue, weight: Type.Integer(), description: Type.Optional(Type.String()) });
 const VariantKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag' });
-const VariantBody = Type.Object({ key: VariantKey, value: VariantValue, weight: VariantWeight, description: Type.Optional(Description) });
-const Variants = Type.Array(VariantBody, { description: '0–50 variants; [] for none', maxItems: 50 });
-const OffVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: 'the variant served when the flag answers enabled: false; required with variants, null without' });
-const RuleVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: "a key of the flag's variants: the users the rule serves get it; null: the weights choose" });
+export const VariantBody = Type.Object({ key: VariantKey, value: VariantValue, weight: VariantWeight, description: Type.Optional(Description) });
+export const Variants = Type.Array(VariantBody, { description: '0–50 variants; [] for none', maxItems: 50 });
+export const OffVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: 'the variant served when the flag answers enabled: false; required with variants, null without' });
+/** docs/flags-as-code.md: what the rollout and variant hashes use instead of the flag's key. */
+export const BucketingKey = Type.Union([Type.String({ pattern: '^[A-Za-z0-9._~:-]{1,100}$', minLength: 1, maxLength: 100 }), Type.Null()], {
+  description: "hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system",
+});
+export const RuleVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: "a key of the flag's variants: the users the rule serves get it; null: the weights choose" });
 
 export const Flag = Type.Object(
   {
@@ -28,8 +32,9 @@ export const Flag = Type.Object(
     enabled: Type.Boolean(),
     rollout_percentage: Type.Integer(),
     everyone_else: EveryoneElse,
-    variants: Type.Array(Variant, { description: 'contract §15; [] for a flag that serves only on/off' }),
+    variants: Type.Array(Variant, { description: 'docs/variants.md; [] for a flag that serves only on/off' }),
     off_variant: Type.Union([Type.String(), Type.Null()]),
+    bucketing_key: Type.Union([Type.String(), Type.Null()]),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -45,6 +50,7 @@ export const CreateFlagBody = Type.Object({
   everyone_else: Type.Optional(EveryoneElse),
   variants: Type.Optional(Variants),
   off_variant: Type.Optional(OffVariant),
+  bucketing_key: Type.Optional(BucketingKey),
 });
 
 export const UpdateFlagBody = Type.Object({
@@ -56,16 +62,17 @@ export const UpdateFlagBody = Type.Object({
   everyone_else: Type.Optional(EveryoneElse),
   variants: Type.Optional(Variants),
   off_variant: Type.Optional(OffVariant),
+  bucketing_key: Type.Optional(BucketingKey),
 });
 
 export const FlagParams = Type.Object({ project_id: Uuid, env_id: Uuid, flag_id: Uuid });
 
-const RuleType = Type.Union([Type.Literal('user_id'), Type.Literal('user_email'), Type.Literal('email_domain'), Type.Literal('conditions')]);
-const RuleValue = Type.Union([Type.String({ maxLength: 400 }), Type.Null()], { description: 'the seed types\' value; absent or null for conditions' });
-const RuleConditions = Type.Union([Conditions, Type.Null()], { description: 'for rule_type conditions: all must hold (contract §14)' });
-const Serve = Type.Boolean({ description: 'what the rule serves to the users it matches (default true)' });
-const RuleRollout = Type.Integer({ minimum: 0, maximum: 100, description: 'a matched user is served by the rule when their bucket is below it (default 100)' });
-const Priority = Type.Integer({ minimum: -1_000_000, maximum: 1_000_000, description: 'higher is evaluated first' });
+export const RuleType = Type.Union([Type.Literal('user_id'), Type.Literal('user_email'), Type.Literal('email_domain'), Type.Literal('conditions')]);
+export const RuleValue = Type.Union([Type.String({ maxLength: 400 }), Type.Null()], { description: 'the seed types\' value; absent or null for conditions' });
+const RuleConditions = Type.Union([Conditions, Type.Null()], { description: 'for rule_type conditions: all must hold (docs/targeting.md)' });
+export const Serve = Type.Boolean({ description: 'what the rule serves to the users it matches (default true)' });
+export const RuleRollout = Type.Integer({ minimum: 0, maximum: 100, description: 'a matched user is served by the rule when their bucket is below it (default 100)' });
+export const Priority = Type.Integer({ minimum: -1_000_000, maximum: 1_000_000, description: 'higher is evaluated first' });
 
 export const Rule = Type.Object(
   {

@@ -3,13 +3,13 @@
  * as the routes, scheduled changes and change requests run them inside ProjectWrites.apply.
  */
 import type { Static } from 'typebox';
-import { looksLikeEmail, normalizeEmailDomain, type RuleType } from '@guidon/engine';
+import type { RuleType } from '@guidon/engine';
 import type { AuditAction } from '../changes/changes.schemas.js';
 import type { RecordChange } from '../changes/project-writes.js';
 import type { Db } from '../../db/database.js';
 import { onlyProvided } from '../../db/values.js';
-import { Invalid } from '../../errors.js';
-import { checkConditions, segmentKeys } from '../segments/segments.repository.js';
+import { segmentKeys } from '../segments/segments.repository.js';
+import { checkedRuleTarget, type SentConditions } from './rules.checks.js';
 import { requireFlag, type FlagScope } from './flags.repository.js';
 import { checkRuleVariant } from './variants.js';
 import { createRule, deleteRule, requireRule, updateRule } from './rules.repository.js';
@@ -21,40 +21,14 @@ export interface RuleScope extends FlagScope {
   ruleId: string;
 }
 
-const MAX_RULE_VALUE_LENGTH = 320;
-
-/**
- * What a rule targets, as stored: a seed type's value (docs/api.md) or a conditions rule's
- * conditions (docs/targeting.md, with the project's segment keys), or Invalid.
- */
-async function checkedTarget(db: Db, projectId: string, type: RuleType, value: string | null | undefined, conditions: Parameters<typeof checkConditions>[0] | null | undefined) {
-  if (type === 'conditions') {
-    if (value !== undefined && value !== null) throw new Invalid('rule_value must be absent or null for a conditions rule');
-    if (!conditions) throw new Invalid('conditions are required for a conditions rule');
-    return { rule_value: '', conditions: checkConditions(conditions, await segmentKeys(db, projectId)) };
-  }
-  if (conditions) throw new Invalid(`conditions apply only to rule_type conditions, not ${type}`);
-  if (value === undefined || value === null) throw new Invalid(`rule_value is required for a ${type} rule`);
-  return { rule_value: checkedRuleValue(type, value), conditions: null };
-}
-
-/** The stored form of a rule value (docs/api.md, rule object), or Invalid. */
-function checkedRuleValue(type: RuleType, raw: string): string {
-  const value = raw.trim();
-  if (value === '') throw new Invalid('rule_value must not be empty');
-  if ([...value].length > MAX_RULE_VALUE_LENGTH) throw new Invalid(`rule_value must be at most ${MAX_RULE_VALUE_LENGTH} characters`);
-  if (type === 'user_email' && !looksLikeEmail(value)) throw new Invalid('rule_value must be an email address for a user_email rule');
-  if (type === 'email_domain') {
-    const domain = normalizeEmailDomain(value);
-    if (domain === null) throw new Invalid('rule_value must be a domain such as example.com or @example.com for an email_domain rule');
-    return domain;
-  }
-  return value;
+/** What a rule targets, as stored, with the project's segment keys read only for a conditions rule. */
+async function checkedTarget(db: Db, projectId: string, type: RuleType, value: string | null | undefined, conditions: SentConditions | null | undefined) {
+  return checkedRuleTarget(type, value, conditions, type === 'conditions' && conditions ? await segmentKeys(db, projectId) : new Set());
 }
 
 type Rule = Awaited<ReturnType<typeof requireRule>>;
 /** A rule's events carry its flag's key and environment. */
-const change = (action: AuditAction, flag: { key: string; environment_id: string }, before: Rule | null, after: Rule | null) => ({
+export const ruleChange = (action: AuditAction, flag: { key: string; environment_id: string }, before: Rule | null, after: Rule | null) => ({
   action,
   resource_type: 'rule' as const,
   resource_id: (after ?? before)!.id,
@@ -70,7 +44,7 @@ export async function createRuleWrite(trx: Db, record: RecordChange, scope: Flag
   const target = await checkedTarget(trx, flag.project_id, rule_type, rule_value, conditions);
   const variant = checkRuleVariant(flag, body.variant ?? null, serve);
   const created = await createRule(trx, flag.id, { rule_type, ...target, enabled, priority, rollout_percentage, serve, variant });
-  record(change('rule.created', flag, null, created));
+  record(ruleChange('rule.created', flag, null, created));
   return created;
 }
 
@@ -89,7 +63,7 @@ export async function updateRuleWrite(trx: Db, record: RecordChange, scope: Rule
   // The variant as it will be is checked whenever it or serve is sent.
   if (variant !== undefined || serve !== undefined) checkRuleVariant(flag, variant !== undefined ? variant : before.variant, serve ?? before.serve);
   const after = await updateRule(trx, before.id, onlyProvided({ rule_type, ...target, enabled, priority, rollout_percentage, serve, variant }));
-  record(change('rule.updated', flag, before, after));
+  record(ruleChange('rule.updated', flag, before, after));
   return after;
 }
 
@@ -97,5 +71,5 @@ export async function deleteRuleWrite(trx: Db, record: RecordChange, scope: Rule
   const flag = await requireFlag(trx, scope);
   const rule = await requireRule(trx, flag.id, scope.ruleId);
   await deleteRule(trx, rule.id);
-  record(change('rule.deleted', flag, rule, null));
+  record(ruleChange('rule.deleted', flag, rule, null));
 }

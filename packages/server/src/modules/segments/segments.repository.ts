@@ -12,18 +12,31 @@ export function toConditions(value: string | object[] | null): Condition[] | nul
   return (typeof value === 'string' ? JSON.parse(value) : value) as Condition[];
 }
 
-/** Where a condition list is wrong (contract §14), as a 400; segment keys are checked against the project's. */
-export function checkConditions(conditions: readonly (Static<typeof ConditionBody> | Condition)[], segmentKeys: ReadonlySet<string> | null): Condition[] {
-  return conditions.map((sent, i) => {
+type SentCondition = Static<typeof ConditionBody> | Condition;
+
+/**
+ * Every problem of a condition list (docs/targeting.md), each a message that names the condition
+ * (`where(i)`, by default `conditions[i]`) and its operator. IN_SEGMENT's keys are checked against
+ * segmentKeys; null: the list is a segment's, where IN_SEGMENT is refused.
+ */
+export function conditionProblems(conditions: readonly SentCondition[], segmentKeys: ReadonlySet<string> | null, where = (i: number) => `conditions[${i}]`): string[] {
+  const problems: string[] = [];
+  conditions.forEach((sent, i) => {
     const condition = sent as Condition; // its operator is checked first
-    const where = `conditions[${i}]`;
-    const problem = conditionProblem(condition, where, { inSegment: segmentKeys === null });
-    if (problem !== null) throw new Invalid(problem);
-    if (condition.operator === 'IN_SEGMENT') {
+    const problem = conditionProblem(condition, where(i), { inSegment: segmentKeys === null });
+    if (problem !== null) problems.push(problem);
+    else if (condition.operator === 'IN_SEGMENT') {
       const unknown = (condition.values ?? []).find((key) => !segmentKeys!.has(key));
-      if (unknown !== undefined) throw new Invalid(`${where} (IN_SEGMENT): no segment "${unknown}" in this project`);
+      if (unknown !== undefined) problems.push(`${where(i)} (IN_SEGMENT): no segment "${unknown}" in this project`);
     }
-    // Stored as the API shows it: every field present.
+  });
+  return problems;
+}
+
+/** Conditions as stored and as the API shows them: every field present. */
+export function storedConditions(conditions: readonly SentCondition[]): Condition[] {
+  return conditions.map((sent) => {
+    const condition = sent as Condition;
     return {
       attribute: condition.operator === 'IN_SEGMENT' ? null : condition.attribute!,
       operator: condition.operator,
@@ -32,6 +45,13 @@ export function checkConditions(conditions: readonly (Static<typeof ConditionBod
       case_insensitive: condition.case_insensitive === true,
     };
   });
+}
+
+/** The conditions as stored, or a 400 naming the first problem. */
+export function checkConditions(conditions: readonly SentCondition[], segmentKeys: ReadonlySet<string> | null): Condition[] {
+  const [problem] = conditionProblems(conditions, segmentKeys);
+  if (problem !== undefined) throw new Invalid(problem);
+  return storedConditions(conditions);
 }
 
 export interface Usage {

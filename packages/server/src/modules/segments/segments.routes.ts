@@ -10,7 +10,8 @@ import { listEnvironments } from '../environments/environments.repository.js';
 import { checkConditions, createSegment, deleteSegment, listSegments, requireSegment, updateSegment, type Segment } from './segments.repository.js';
 import { CreateSegmentBody, SegmentParams, UpdateSegmentBody } from './segments.schemas.js';
 
-const change = (action: AuditAction, before: Segment | null, after: Segment | null) => {
+/** The audit record of a change to it. */
+export const segmentChange = (action: AuditAction, before: Segment | null, after: Segment | null) => {
   const segment = (after ?? before)!;
   return { action, resource_type: 'segment' as const, resource_id: segment.id, resource_key: segment.key, before, after };
 };
@@ -21,7 +22,7 @@ async function whereUsed(db: Db, segment: Segment): Promise<string> {
   return segment.used_by.map((use) => `flag "${use.flag_key}" in ${environments.get(use.environment_id) ?? use.environment_id}`).join(', ');
 }
 
-/** /api/projects/{project_id}/segments (contract §14): named condition sets shared by the project's flags. */
+/** /api/projects/{project_id}/segments (docs/targeting.md): named condition sets shared by the project's flags. */
 export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['segments'];
   const SegmentRef = Type.Ref('Segment');
@@ -34,7 +35,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
     const { key, name, description = null, conditions } = request.body;
     const segment = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const created = await createSegment(trx, request.params.project_id, { key, name, description, conditions: checkConditions(conditions, null) });
-      record(change('segment.created', null, created));
+      record(segmentChange('segment.created', null, created));
       return created;
     });
     return reply.code(201).send(segment);
@@ -62,7 +63,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
       }
       const checked = conditions === undefined ? undefined : checkConditions(conditions, null);
       const after = await updateSegment(trx, before.id, onlyProvided({ key, name, description, conditions: checked }), before.used_by);
-      record(change('segment.updated', before, after));
+      record(segmentChange('segment.updated', before, after));
       return after;
     });
   });
@@ -75,7 +76,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
       const segment = await requireSegment(trx, request.params.project_id, request.params.segment_id);
       if (segment.used_by.length > 0) throw new Conflict(`Segment "${segment.key}" is used by ${await whereUsed(trx, segment)}: remove it from those rules first`);
       await deleteSegment(trx, segment.id);
-      record(change('segment.deleted', segment, null));
+      record(segmentChange('segment.deleted', segment, null));
     });
     return reply.code(204).send(null);
   });

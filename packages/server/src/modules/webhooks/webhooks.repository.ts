@@ -33,7 +33,7 @@ export function toWebhook(row: Omit<Selectable<WebhooksTable>, 'secret'>) {
   };
 }
 
-/** Contract §11: at most this many webhooks a project… */
+/** docs/api.md: at most this many webhooks a project… */
 export const WEBHOOKS_PER_PROJECT = 20;
 /** …and this many test sends a webhook a minute. */
 export const TEST_SENDS_PER_MINUTE = 10;
@@ -80,7 +80,7 @@ export async function deleteWebhook(trx: Db, webhookId: string): Promise<void> {
 
 const matches = (events: string[], action: string) => events.includes('*') || events.includes(action);
 
-/** In the change's transaction: one outbox row per enabled webhook whose events match (contract §11). */
+/** In the change's transaction: one outbox row per enabled webhook whose events match (docs/api.md). */
 export async function enqueueDeliveries(trx: Db, event: ChangeEvent): Promise<void> {
   const hooks = await trx.selectFrom('webhooks').select(['id', 'events', 'enabled']).where('project_id', '=', event.project_id).execute();
   const targets = hooks.filter((hook) => toBool(hook.enabled) && matches(toArray(hook.events), event.action));
@@ -129,6 +129,10 @@ export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhoo
       actor,
       before: null,
       after: null,
+      import_id: null,
+      schedule_id: null,
+      change_request_id: null,
+      approvers: null,
       created_at: now,
     };
     await trx

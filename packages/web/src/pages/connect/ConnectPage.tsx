@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { useParams } from 'react-router';
-import { useEnvironments, useProject } from '../../api/queries';
+import { useDownloads, useEnvironments, useProject } from '../../api/queries';
 import { CopyButton } from '../../components/CopyButton';
 import { ErrorState, Loading } from '../../components/States';
 
@@ -9,16 +9,26 @@ export function ConnectPage() {
   const { projectId = '' } = useParams();
   const project = useProject(projectId);
   const environments = useEnvironments(projectId);
+  const downloads = useDownloads();
   const [environment, setEnvironment] = useState('');
   if (project.isPending || environments.isPending) return <Loading what="the project" />;
   if (project.error || environments.error || !project.data) return <ErrorState error={project.error ?? environments.error} />;
   const envKey = environment || environments.data?.[0]?.key || 'production';
   const base = window.location.origin;
   const key = project.data.sdk_key;
+  // Until the packages are on a registry, npm installs them from this server, with the @guidon
+  // packages they need (docs/sdk.md); the registry's line is the one for later.
+  const install = (name: string, requirement: string) => {
+    const served = downloads.data?.packages ?? [];
+    const entry = served.find((candidate) => candidate.name === name);
+    const files = entry ? [...entry.needs, name].map((needed) => served.find((candidate) => candidate.name === needed)?.file) : [];
+    if (files.length === 0 || !files.every(Boolean)) return `// npm install ${name}   (${requirement})`;
+    return `// Install (${requirement}) from this server:\n//   npm install ${files.map((file) => `${base}/downloads/${file}`).join(' ')}\n// or, once it is published, from the npm registry: npm install ${name}`;
+  };
   const snippets = [
     {
       name: 'TypeScript SDK (@guidon/sdk)',
-      code: `// npm install @guidon/sdk   (Node 20+ and browsers; docs/sdk.md)
+      code: `${install('@guidon/sdk', 'Node 20+ and browsers; docs/sdk.md')}
 import { createClient } from '@guidon/sdk';
 
 const guidon = createClient({ baseUrl: '${base}', sdkKey: '${key}', environment: '${envKey}' });
@@ -33,7 +43,7 @@ guidon.on('change', ({ keys }) => console.log('changed:', keys)); // streamed up
     },
     {
       name: 'Local evaluation on a server (@guidon/sdk)',
-      code: `// npm install @guidon/sdk   (Node 20+; docs/local-evaluation.md)
+      code: `${install('@guidon/sdk', 'Node 20+; docs/local-evaluation.md')}
 // Evaluates in your process, in microseconds, from the environment's rules (kept fresh by a stream).
 // It needs an API token of this project (Account → API tokens, any role), not the SDK key:
 // the rules name users, so keep the token on your servers.

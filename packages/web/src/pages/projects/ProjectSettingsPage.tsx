@@ -10,6 +10,7 @@ import { QueryState } from '../../components/States';
 import { reasonFor } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
 import { FormError } from '../../components/FormError';
+import { FlagsAsCode } from './FlagsAsCode';
 
 export function ProjectSettingsPage() {
   const { projectId = '' } = useParams();
@@ -86,6 +87,8 @@ function Settings({ project }: { project: Project }) {
           </button>
         )}
       </section>
+
+      <FlagsAsCode project={project} />
 
       {isOwner && (
         <section className="panel danger-zone">

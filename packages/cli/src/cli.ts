@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+/** The `guidon` program: the command line of commands.ts on this process's arguments and streams. */
+import { readFileSync } from 'node:fs';
+import { EXIT, run, type Io } from './commands.js';
+
+const io: Io = {
+  env: process.env,
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  stdin: () => readFileSync(0, 'utf8'),
+};
+run(process.argv.slice(2), io).then(
+  (code) => (process.exitCode = code),
+  (error: unknown) => {
+    process.stderr.write(`guidon: ${(error as Error).stack ?? String(error)}\n`);
+    process.exitCode = EXIT.failed;
+  },
+);

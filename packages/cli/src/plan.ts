@@ -1,0 +1,46 @@
+/** An import's answer as the server gives it, and as a table a person reads. */
+export interface PlanItem {
+  resource: 'environment' | 'segment' | 'flag';
+  key: string;
+  environment: string | null;
+  fields: string[];
+}
+
+export interface ImportAnswer {
+  mode: 'merge' | 'replace';
+  dry_run: boolean;
+  import_id: string | null;
+  create: PlanItem[];
+  update: PlanItem[];
+  delete: PlanItem[];
+  unchanged: number;
+  /** Unleash imports: what was left out, and why. */
+  skipped?: { feature: string | null; environment: string | null; what: string; reason: string }[];
+}
+
+/** Rows padded into columns (the last one not padded). */
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ').trimEnd()).join('\n');
+}
+
+export function planText(answer: ImportAnswer): string {
+  const lines: string[] = [];
+  const rows = [['ACTION', 'RESOURCE', 'ENVIRONMENT', 'KEY', 'CHANGES']];
+  for (const action of ['create', 'update', 'delete'] as const) {
+    for (const item of answer[action]) rows.push([action, item.resource, item.environment ?? '', item.key, item.fields.join(', ')]);
+  }
+  const changes = rows.length - 1;
+  if (changes > 0) lines.push(table(rows), '');
+  const counts = `${answer.create.length} to create, ${answer.update.length} to update, ${answer.delete.length} to delete, ${answer.unchanged} unchanged`;
+  if (changes === 0) lines.push(`Nothing to do: ${answer.unchanged} unchanged.`);
+  else if (answer.dry_run) lines.push(`Dry run, nothing changed: ${counts}.`);
+  else lines.push(`Applied (import ${answer.import_id}): ${counts.replace(/to (create|update|delete)/g, (_, verb: string) => `${verb}d`)}.`);
+  if (answer.skipped && answer.skipped.length > 0) {
+    lines.push('', `Skipped (${answer.skipped.length}): not imported, as it could not be mapped exactly:`);
+    const skipped = [['FEATURE', 'ENVIRONMENT', 'WHAT', 'WHY']];
+    for (const entry of answer.skipped) skipped.push([entry.feature ?? '', entry.environment ?? '', entry.what, entry.reason]);
+    lines.push(table(skipped));
+  }
+  return `${lines.join('\n')}\n`;
+}
