@@ -94,6 +94,8 @@ describe('change requests', () => {
       ['POST', `${flagsPath(project, project.staging)}/${staging.id}/copy`, { target_environment_id: project.production, overwrite: true }],
       ['POST', `${base}/${flag.id}/schedules`, { at: new Date(Date.now() + 3_600_000).toISOString(), change: { enabled: true } }],
       ['DELETE', `${base}/${flag.id}/schedules/${scheduleId}`],
+      // The import (docs/flags-as-code.md) writes through the same path, and is refused the same way.
+      ['POST', `${p()}/import?dry_run=false`, { guidon: 1, environments: [{ key: 'production', name: 'Production', approvals_required: 1 }], flags: [{ key: 'imported', name: 'Imported', environments: { production: { enabled: true } } }] }],
     ];
     const db = server.database.db;
     const snapshot = async () =>
