@@ -15,7 +15,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { eventually, flagsPath, newFlag, newProject, newUser, request, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { eventually, flagsPath, newFlag, newProject, newUser, request, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { addMember } from '@guidon/server/dist/tests/team.js';
 import { checkA11y, failureReport, forEachScreenshotView, selectByKeyboard, serverAndBrowser, signIn, tabTo, watchConsole } from './browser.js';
 
 let server: TestServer;
@@ -27,20 +28,12 @@ serverAndBrowser({ PUBLIC_URL: 'http://guidon.test' }, (started, chromium) => {
 
 const shots = process.env.GUIDON_SCREENSHOTS;
 
-async function addMember(owner: TestUser, projectId: string, user: TestUser, role: string): Promise<void> {
-  const added = await request(server, 'POST', `/api/projects/${projectId}/members`, { token: owner.token, body: { email: user.email, role } });
-  assert.equal(added.status, 201, added.text);
-  if (added.body.status !== 'invited') return;
-  const invitation = (await request(server, 'GET', '/api/invitations', { token: user.token })).body.find((item: any) => item.project.id === projectId);
-  assert.equal((await request(server, 'POST', `/api/invitations/${invitation.id}/accept`, { token: user.token })).status < 300, true);
-}
-
 // A generous limit: axe runs at four views in every state reached, on a machine that may be shared.
 test('a person schedules changes and a ramp; in production their edits become a change request that another member approves and applies', { timeout: 300_000 }, async () => {
   const owner = await newUser(server, 'launcher');
   const reviewer = await newUser(server, 'reviewer');
   const project = await newProject(server, owner, 'Launch shop');
-  await addMember(owner, project.id, reviewer, 'editor');
+  await addMember(server, owner, project.id, reviewer, 'editor');
   const production = await newFlag(server, owner, project, { key: 'new_checkout', name: 'New checkout' });
   const staging = await newFlag(server, owner, project, { key: 'new_checkout', name: 'New checkout' }, project.staging);
   const stored = async (id = production.id, envId = project.production) => (await request(server, 'GET', `${flagsPath(project, envId)}/${id}`, { token: owner.token })).body;
