@@ -1,33 +1,28 @@
-import {
-  FlagNotFoundError,
-  GeneralError,
-  OpenFeatureEventEmitter,
-  ProviderEvents,
-  StandardResolutionReasons,
-  TypeMismatchError,
-  type EvaluationContext,
-  type JsonValue,
-  type Provider,
-  type ResolutionDetails,
-} from '@openfeature/web-sdk';
-import { flagState, GuidonProviderBase, toGuidonContext, type GuidonProviderOptions } from './shared.js';
-
-export type GuidonWebProviderOptions = GuidonProviderOptions;
-
 /**
- * Guidon for @openfeature/web-sdk: one user at a time (the static context), answered
- * synchronously from the SDK client, which streams changes and keeps the last answer in
- * localStorage. A flag with variants serves its variant's value (contract §15); a flag without is
- * boolean, and other types answer TYPE_MISMATCH.
+ * @guidon/openfeature/web: Guidon for @openfeature/web-sdk, one user at a time (the static
+ * context), answered synchronously from the SDK's remote client, which streams changes and keeps
+ * the last answer in localStorage.
  */
-export class GuidonWebProvider extends GuidonProviderBase implements Provider {
+import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails } from '@openfeature/web-sdk';
+import { createClient, type ClientOptions, type GuidonClient } from '@guidon/sdk';
+import { toGuidonContext } from './context.js';
+import { ProviderCore } from './core.js';
+
+export interface GuidonWebProviderOptions extends Omit<ClientOptions, 'context'> {
+  /** A client of your own to build on (then the other options are not used). */
+  client?: GuidonClient;
+}
+
+export class GuidonWebProvider implements Provider {
   readonly runsOn = 'client' as const;
-  readonly events: OpenFeatureEventEmitter;
+  readonly metadata = { name: 'Guidon' } as const;
+  readonly events = new OpenFeatureEventEmitter();
+  readonly client: GuidonClient;
+  private readonly core: ProviderCore;
 
   constructor(options: GuidonWebProviderOptions) {
-    const events = new OpenFeatureEventEmitter();
-    super(options, { ProviderEvents, StandardResolutionReasons, FlagNotFoundError, GeneralError, TypeMismatchError }, events);
-    this.events = events;
+    this.client = options.client ?? createClient(options);
+    this.core = new ProviderCore(this.client, { ProviderEvents, StandardResolutionReasons, FlagNotFoundError, GeneralError, TypeMismatchError }, this.events);
   }
 
   async initialize(context?: EvaluationContext): Promise<void> {
@@ -38,19 +33,23 @@ export class GuidonWebProvider extends GuidonProviderBase implements Provider {
     await this.core.ensureReady(this.client.identify(toGuidonContext(context)));
   }
 
+  async onClose(): Promise<void> {
+    this.client.close();
+  }
+
   resolveBooleanEvaluation(flagKey: string, defaultValue: boolean): ResolutionDetails<boolean> {
-    return this.core.resolve(flagKey, 'boolean', flagState(this.client, flagKey), defaultValue);
+    return this.core.resolve(flagKey, 'boolean', this.client.flag(flagKey), defaultValue);
   }
 
   resolveStringEvaluation(flagKey: string, defaultValue: string): ResolutionDetails<string> {
-    return this.core.resolve(flagKey, 'string', flagState(this.client, flagKey), defaultValue);
+    return this.core.resolve(flagKey, 'string', this.client.flag(flagKey), defaultValue);
   }
 
   resolveNumberEvaluation(flagKey: string, defaultValue: number): ResolutionDetails<number> {
-    return this.core.resolve(flagKey, 'number', flagState(this.client, flagKey), defaultValue);
+    return this.core.resolve(flagKey, 'number', this.client.flag(flagKey), defaultValue);
   }
 
   resolveObjectEvaluation<T extends JsonValue>(flagKey: string, defaultValue: T): ResolutionDetails<T> {
-    return this.core.resolve(flagKey, 'object', flagState(this.client, flagKey), defaultValue);
+    return this.core.resolve(flagKey, 'object', this.client.flag(flagKey), defaultValue);
   }
 }

@@ -13,6 +13,7 @@ import { OFREPProvider } from '@openfeature/ofrep-provider';
 import { GuidonServerProvider } from '@guidon/openfeature/server';
 import { GuidonWebProvider } from '@guidon/openfeature/web';
 import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { startCuttingProxy } from '@guidon/server/dist/tests/cutting-proxy.js';
 
 describe('OpenFeature against Guidon', () => {
   let server: TestServer;
@@ -39,7 +40,7 @@ describe('OpenFeature against Guidon', () => {
   const toggleCheckout = () => request(server, 'POST', `${flagsPath(project)}/${checkoutId}/toggle`, { token: user.token });
   const checkoutIsOn = async () => (await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'production' } })).body.flags.checkout.enabled as boolean;
 
-  test('GuidonServerProvider: values, reasons mapped as contract §12, TYPE_MISMATCH, FLAG_NOT_FOUND, CONFIGURATION_CHANGED with keys', async () => {
+  test('GuidonServerProvider: values, reasons mapped as docs/sdk.md says, TYPE_MISMATCH, FLAG_NOT_FOUND, CONFIGURATION_CHANGED with keys', async () => {
     const provider = new GuidonServerProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production' });
     await OpenFeature.setProviderAndWait('guidon', provider);
     const client: Client = OpenFeature.getClient('guidon');
@@ -71,7 +72,7 @@ describe('OpenFeature against Guidon', () => {
     await eventually(async () => (await client.getBooleanValue('checkout', false, { targetingKey: 'u' })) === (await checkoutIsOn()), 'the new value');
   });
 
-  test('GuidonServerProvider: every other context field is a custom attribute (contract §14); one the server would refuse is left out', async () => {
+  test('GuidonServerProvider: every other context field is a custom attribute (docs/targeting.md); one the server would refuse is left out', async () => {
     const beta = await newFlag(server, user, project, { key: 'beta_plan', enabled: true, everyone_else: 'off' });
     const rule = await request(server, 'POST', `${flagsPath(project)}/${beta.id}/rules`, {
       token: user.token,
@@ -84,6 +85,19 @@ describe('OpenFeature against Guidon', () => {
     assert.deepEqual([on.value, on.reason], [true, 'TARGETING_MATCH']);
     const off = await client.getBooleanDetails('beta_plan', true, { targetingKey: 'u1', plan: 'pro' });
     assert.deepEqual([off.value, off.reason], [false, 'DEFAULT']);
+  });
+
+  test('GuidonServerProvider: a stream cut makes its answers STALE until the client caught up, then its own reasons again', async (t) => {
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    await OpenFeature.setProviderAndWait('cut', new GuidonServerProvider({ baseUrl: proxy.url, sdkKey: project.sdk_key, environment: 'production', pollIntervalMs: 60_000 }));
+    const client = OpenFeature.getClient('cut');
+    const reason = async () => (await client.getBooleanDetails('everyone', false, { targetingKey: 'u' })).reason;
+    assert.equal(await reason(), 'STATIC');
+    await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    proxy.cutStreams();
+    await eventually(async () => (await reason()) === 'STALE', 'STALE while the stream is away');
+    await eventually(async () => (await reason()) === 'STATIC', 'STATIC again once it is back');
   });
 
   test('GuidonServerProvider: ERROR when Guidon cannot be reached, and the default value', async () => {

@@ -1,5 +1,5 @@
 /**
- * Flags that serve values (contract §15) through OpenFeature, against the real server with
+ * Flags that serve values (docs/variants.md) through OpenFeature, against the real server with
  * variant flags created through the API: Guidon's providers (server and web) and the stock OFREP
  * providers, unmodified (@openfeature/ofrep-provider here, @openfeature/ofrep-web-provider in a
  * child process), answer the same value, variant and reason for every case of docs/variants.md
@@ -28,9 +28,10 @@ interface Case {
   fallback: unknown;
   expect: Outcome | ((served: { enabled: boolean; variant: string; value: unknown }) => Outcome);
   /**
-   * Where Guidon's own providers differ from OFREP: the reason they give. They read the evaluate
-   * answer, whose reason ("Flag enabled globally") does not say whether the weights split the flag;
-   * OFREP, on the server, knows and answers SPLIT (docs/variants.md).
+   * Where Guidon's remote providers differ from OFREP (and from the local provider): the reason
+   * they give. They read the evaluate answer, whose reason ("Flag enabled globally") does not say
+   * whether the weights split the flag; OFREP, on the server, knows and answers SPLIT, and so does
+   * the local provider, which holds the weights (docs/variants.md).
    */
   guidonReason?: string;
 }

@@ -1,28 +1,16 @@
+/**
+ * The remote client (docs/sdk.md): Guidon evaluates, the client keeps the answer for its user
+ * (and a bounded cache of answers for other contexts), the bootstrap values until then and when
+ * Guidon is away, and the last answer across page loads. Requests and the change stream are the
+ * transport's (transport.ts).
+ */
+import { Emitter } from './emitter.js';
+import { GuidonError } from './errors.js';
 import { Lru } from './lru.js';
-import { coalesced } from './coalesce.js';
-import { readSse } from './sse.js';
-import { createLocalClient, type LocalClient, type LocalClientOptions } from './local.js';
-import { sameVariant, valueOr, variantOf, type JsonValue, type ValueOf } from './values.js';
-
-/** Who a flag is evaluated for (Guidon's evaluate context). */
-export interface GuidonContext {
-  user_id?: string | null;
-  user_email?: string | null;
-  /** Attributes that conditions can name (contract §14): at most 100, names 1–64 characters, values up to 1,024 characters. */
-  custom_attributes?: Record<string, string | number | boolean | null> | null;
-}
-
-export interface FlagState {
-  enabled: boolean;
-  /** Guidon's reason, e.g. "Matched user_id targeting rule"; one of the REASON_* constants for a value Guidon did not give. */
-  reason: string;
-  /** Only for a flag with variants (contract §15): the key of the variant served. */
-  variant?: string;
-  /** Only for a flag with variants: the variant's value (any JSON). */
-  value?: JsonValue;
-}
-
-export type Flags = Record<string, FlagState>;
+import type { FlagState, Flags, GuidonContext, JsonValue, ValueOf } from './model.js';
+import { REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND } from './reasons.js';
+import { Follower, Transport } from './transport.js';
+import { sameVariant, valueOr, variantOf } from './values.js';
 
 export interface ClientOptions {
   /** Where Guidon runs, e.g. https://flags.example.com */
@@ -51,26 +39,6 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-/** Why a flag has its value when Guidon did not give it. */
-export const REASON_BOOTSTRAP = 'Bootstrap value';
-export const REASON_FALLBACK = 'Fallback: no answer from Guidon';
-export const REASON_NOT_FOUND = 'Flag not returned by Guidon';
-
-/** What went wrong talking to Guidon; handed to 'error' listeners, never thrown. */
-export class GuidonError extends Error {
-  constructor(
-    message: string,
-    readonly kind: 'http' | 'network' | 'timeout' | 'stream' | 'ruleset',
-    /** The HTTP status, for kind 'http' (and a stream refused with one). */
-    readonly status?: number,
-    /** From a 429's Retry-After. */
-    readonly retryAfterMs?: number,
-  ) {
-    super(message);
-    this.name = 'GuidonError';
-  }
-}
-
 /** Flags for one context, as forContext answers them. */
 export interface FlagSet {
   isEnabled(key: string): boolean;
@@ -79,30 +47,25 @@ export interface FlagSet {
   getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T>;
   /** The key of the variant the flag serves; undefined for a flag without variants or without an answer. */
   getVariant(key: string): string | undefined;
+  /** One flag as isEnabled, reason, getVariant read it, with the variant's value as Guidon gave it. */
+  flag(key: string): FlagState;
   allFlags(): Flags;
 }
 
 export interface ClientEvents {
-  /** The client has flags from Guidon: the first time, and again after recovering from an error. */
+  /** The client has current flags from Guidon: the first time, and again after it was stale or failed. */
   ready: () => void;
   /** Flags whose value or reason changed. */
   change: (change: { keys: string[] }) => void;
   /** A request or the stream failed; flags read as the fallbacks say (or the last known set). */
   error: (error: GuidonError) => void;
-  /** Flags are kept but may be out of date (the stream is down, or an error with keepLastKnownOnError). */
+  /** Flags are kept but may be out of date (the stream broke, or an error with keepLastKnownOnError). */
   stale: () => void;
 }
 
-export interface GuidonClient {
+export interface GuidonClient extends FlagSet {
   /** Resolves once the first answer (or failure) is in: true when the client has flags from Guidon. Never rejects. */
   ready(): Promise<boolean>;
-  isEnabled(key: string): boolean;
-  reason(key: string): string;
-  /** The value the flag serves when it has variants and the value is of the default's JSON type; else the default. Never throws. */
-  getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T>;
-  /** The key of the variant the flag serves; undefined for a flag without variants or without an answer. */
-  getVariant(key: string): string | undefined;
-  allFlags(): Flags;
   /** Evaluates for another user; resolves like ready(). */
   identify(context: GuidonContext): Promise<boolean>;
   /** Flags for a per-request context, from a bounded cache that changes invalidate (server-side use). */
@@ -112,26 +75,7 @@ export interface GuidonClient {
   close(): void;
 }
 
-type Answer = { kind: 'flags'; flags: Flags; etag: string | undefined } | { kind: 'not-modified' } | { kind: 'failed'; error: GuidonError };
-
-const BACKOFF_BASE_MS = 1000;
-const BACKOFF_MAX_MS = 30_000;
-/** Three missed heartbeats (15 s each): the connection is dead even if no error says so. */
-const STREAM_SILENCE_MS = 45_000;
-
-/** Exponential backoff with jitter: between half and all of min(max, base·2^attempt). */
-export function backoffMs(attempt: number): number {
-  const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 16));
-  return ceiling / 2 + Math.random() * (ceiling / 2);
-}
-
-function retryAfterMs(header: string | null): number | undefined {
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
+type Evaluation = { kind: 'flags'; flags: Flags; etag: string | undefined } | { kind: 'not-modified' } | { kind: 'failed'; error: GuidonError };
 
 const contextKey = (context: GuidonContext) =>
   JSON.stringify([context.user_id ?? null, context.user_email ?? null, context.custom_attributes ? Object.entries(context.custom_attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : null]);
@@ -151,50 +95,52 @@ function defaultStorage(): Pick<Storage, 'getItem' | 'setItem'> | undefined {
   }
 }
 
-class Client implements GuidonClient {
-  private readonly baseUrl: string;
-  private readonly fetchImpl: typeof fetch;
-  private readonly timeoutMs: number;
-  private readonly pollIntervalMs: number;
+class RemoteClient implements GuidonClient {
+  private readonly transport: Transport;
+  private readonly follower: Follower;
+  private readonly events = new Emitter<ClientEvents>();
   private readonly fallback: Flags = {};
   private readonly storage: Pick<Storage, 'getItem' | 'setItem'> | undefined;
-  private readonly listeners: { [E in keyof ClientEvents]: Set<ClientEvents[E]> } = { ready: new Set(), change: new Set(), error: new Set(), stale: new Set() };
-
+  private readonly storagePrefix: string;
   private context: GuidonContext;
   private flags: Flags;
   /** Where `flags` came from: only a set from Guidon (or kept from it) is sent back with If-None-Match. */
   private source: 'fallback' | 'storage' | 'server' = 'fallback';
   private etag: string | undefined;
-  private healthy = false;
   private closed = false;
-  private failures = 0;
-  /** Set by a 429: no request before then. */
-  private notBefore = 0;
-  private firstAnswer: Promise<boolean>;
-  /** Fetches the client's own flags (coalescing overlapping calls); resolves whether it has flags from Guidon. */
-  private readonly refresh = coalesced(() => this.refreshOnce(), () => Boolean(this.closed));
-  private pollTimer: ReturnType<typeof setTimeout> | undefined;
-  private streamAbort: AbortController | undefined;
-  private lastEventId: string | undefined;
-  private readonly inFlight = new Set<AbortController>();
+  private readonly firstAnswer: Promise<boolean>;
   private readonly contexts: Lru<string, { flags: Flags | undefined; etag: string | undefined; freshUntil: number; pending?: Promise<FlagSet> }>;
   private readonly contextTtlMs: number;
 
   constructor(private readonly options: ClientOptions) {
-    this.baseUrl = String(options.baseUrl ?? '').replace(/\/+$/, '');
-    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.timeoutMs = options.timeoutMs ?? 5000;
-    this.pollIntervalMs = options.pollIntervalMs ?? 30_000;
+    this.transport = new Transport({ baseUrl: options.baseUrl, headers: { 'x-sdk-key': options.sdkKey }, timeoutMs: options.timeoutMs, fetch: options.fetch });
+    const pollIntervalMs = options.pollIntervalMs ?? 30_000;
+    this.follower = new Follower(this.transport, {
+      streamPath: `/sdk/v1/stream?environment=${encodeURIComponent(options.environment)}`,
+      refetch: 'refetchEvaluation',
+      stream: options.stream !== false,
+      pollIntervalMs,
+      fetchOnce: () => this.fetchOwn(),
+      holds: () => this.source !== 'fallback',
+      emit: (event, ...args) => this.events.emit(event, ...args),
+      onChange: () => {
+        for (const entry of this.contexts.values()) entry.freshUntil = 0;
+      },
+      // Until the stream is back changes may be missed: cached contexts are trusted no longer than a poll.
+      onOutage: () => {
+        for (const entry of this.contexts.values()) entry.freshUntil = Math.min(entry.freshUntil, Date.now() + pollIntervalMs);
+      },
+    });
     for (const [key, enabled] of Object.entries(options.bootstrap ?? {})) this.fallback[key] = { enabled: enabled === true, reason: REASON_BOOTSTRAP };
     this.storage = options.storage === false ? undefined : (options.storage ?? defaultStorage());
+    this.storagePrefix = `guidon:${String(options.baseUrl ?? '').replace(/\/+$/, '')}:${options.environment}:`;
     this.contexts = new Lru(options.contextCache?.max ?? 1000);
     this.contextTtlMs = options.contextCache?.ttlMs ?? 60_000;
     this.context = { ...options.context };
     this.flags = { ...this.fallback };
     this.restoreStored();
-    this.firstAnswer = this.refresh();
-    if (options.stream !== false) void this.streamLoop();
-    else this.schedulePoll();
+    this.firstAnswer = this.follower.refresh();
+    this.follower.start();
   }
 
   ready(): Promise<boolean> {
@@ -202,11 +148,11 @@ class Client implements GuidonClient {
   }
 
   isEnabled(key: string): boolean {
-    return this.flagState(this.flags, key, this.source !== 'fallback').enabled;
+    return this.flag(key).enabled;
   }
 
   reason(key: string): string {
-    return this.flagState(this.flags, key, this.source !== 'fallback').reason;
+    return this.flag(key).reason;
   }
 
   getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T> {
@@ -215,6 +161,10 @@ class Client implements GuidonClient {
 
   getVariant(key: string): string | undefined {
     return variantOf(this.ownFlag(key));
+  }
+
+  flag(key: string): FlagState {
+    return this.flagState(this.flags, key, this.source !== 'fallback');
   }
 
   allFlags(): Flags {
@@ -226,21 +176,18 @@ class Client implements GuidonClient {
     this.context = { ...context };
     this.etag = undefined;
     this.restoreStored();
-    return this.refresh();
+    return this.follower.refresh();
   }
 
   on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): () => void {
-    const listeners = this.listeners[event] as Set<ClientEvents[E]> | undefined;
-    listeners?.add(listener);
-    return () => listeners?.delete(listener);
+    return this.events.on(event, listener);
   }
 
   close(): void {
     this.closed = true;
-    clearTimeout(this.pollTimer);
-    this.streamAbort?.abort();
-    for (const controller of this.inFlight) controller.abort();
-    this.inFlight.clear();
+    this.events.silence();
+    this.follower.close();
+    this.transport.close();
     this.contexts.clear();
   }
 
@@ -256,7 +203,7 @@ class Client implements GuidonClient {
       if (answer.kind === 'flags') Object.assign(cached, { flags: answer.flags, etag: answer.etag, freshUntil: Date.now() + this.contextTtlMs });
       else if (answer.kind === 'not-modified') cached.freshUntil = Date.now() + this.contextTtlMs;
       else {
-        this.emit('error', answer.error);
+        this.events.emit('error', answer.error);
         if (!this.options.keepLastKnownOnError) cached.flags = undefined;
         return cached.flags ? this.flagSet(cached.flags, true) : this.flagSet(this.fallback, false);
       }
@@ -269,7 +216,7 @@ class Client implements GuidonClient {
 
   /** A flag of a set Guidon answered, else (no answer) its bootstrap value, else false. */
   private flagState(flags: Flags, key: string, fromGuidon: boolean): FlagState {
-    const state = flags[key];
+    const state = Object.hasOwn(flags, key) ? flags[key] : undefined;
     if (state) return state;
     if (fromGuidon) return { enabled: false, reason: REASON_NOT_FOUND };
     return this.fallback[key] ?? { enabled: false, reason: REASON_FALLBACK };
@@ -277,11 +224,13 @@ class Client implements GuidonClient {
 
   private flagSet(flags: Flags, fromGuidon: boolean): FlagSet {
     const own = (key: string) => (fromGuidon && Object.hasOwn(flags, key) ? flags[key] : undefined);
+    const flag = (key: string) => this.flagState(flags, key, fromGuidon);
     return {
-      isEnabled: (key) => this.flagState(flags, key, fromGuidon).enabled,
-      reason: (key) => this.flagState(flags, key, fromGuidon).reason,
+      isEnabled: (key) => flag(key).enabled,
+      reason: (key) => flag(key).reason,
       getValue: (key, defaultValue) => valueOr(own(key), defaultValue),
       getVariant: (key) => variantOf(own(key)),
+      flag,
       allFlags: () => ({ ...flags }),
     };
   }
@@ -291,188 +240,52 @@ class Client implements GuidonClient {
     return this.source !== 'fallback' && Object.hasOwn(this.flags, key) ? this.flags[key] : undefined;
   }
 
-  private emit<E extends keyof ClientEvents>(event: E, ...args: Parameters<ClientEvents[E]>): void {
-    if (this.closed) return;
-    for (const listener of [...this.listeners[event]]) {
-      try {
-        (listener as (...a: Parameters<ClientEvents[E]>) => void)(...args);
-      } catch {
-        // A listener's error is the application's own; it must not stop the client.
-      }
-    }
-  }
-
-  private setFlags(flags: Flags, source: Client['source'], etag: string | undefined): void {
+  private setFlags(flags: Flags, source: RemoteClient['source'], etag: string | undefined): void {
     const keys = changedKeys(this.flags, flags);
     this.flags = flags;
     this.source = source;
     this.etag = etag;
-    if (keys.length > 0) this.emit('change', { keys });
+    if (keys.length > 0) this.events.emit('change', { keys });
   }
 
-  // ---- one evaluate request --------------------------------------------------------------
+  // ---- fetching -----------------------------------------------------------------------------
 
-  /** POST /sdk/v1/evaluate with a timeout; never throws. */
-  private async evaluate(context: GuidonContext, etag: string | undefined): Promise<Answer> {
-    const wait = this.notBefore - Date.now();
-    if (wait > 0) return { kind: 'failed', error: new GuidonError('Rate limited by Guidon; waiting for Retry-After', 'http', 429, wait) };
-    const controller = new AbortController();
-    this.inFlight.add(controller);
-    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
-    try {
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-sdk-key': this.options.sdkKey };
-      if (etag) headers['if-none-match'] = etag;
-      const response = await this.fetchImpl(`${this.baseUrl}/sdk/v1/evaluate`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ environment: this.options.environment, context: { user_id: context.user_id ?? null, user_email: context.user_email ?? null, ...(context.custom_attributes ? { custom_attributes: context.custom_attributes } : {}) } }),
-        signal: controller.signal,
-      });
-      if (response.status === 304) return { kind: 'not-modified' };
-      if (response.status !== 200) {
-        const retryAfter = response.status === 429 ? retryAfterMs(response.headers.get('retry-after')) : undefined;
-        if (retryAfter !== undefined) this.notBefore = Date.now() + retryAfter;
-        const text = await response.text().catch(() => '');
-        let message = `Guidon answered ${response.status}`;
-        try {
-          message += `: ${JSON.parse(text).message}`;
-        } catch {
-          // not JSON: the status says enough
-        }
-        return { kind: 'failed', error: new GuidonError(message, 'http', response.status, retryAfter) };
-      }
-      const body = (await response.json()) as { flags?: Flags };
-      if (!body || typeof body.flags !== 'object' || body.flags === null) return { kind: 'failed', error: new GuidonError('Guidon answered 200 without flags', 'http', 200) };
-      return { kind: 'flags', flags: body.flags, etag: response.headers.get('etag') ?? undefined };
-    } catch (error) {
-      if (controller.signal.aborted && !this.closed) return { kind: 'failed', error: new GuidonError(`No answer from Guidon within ${this.timeoutMs} ms`, 'timeout') };
-      return { kind: 'failed', error: new GuidonError(`Could not reach Guidon: ${(error as Error)?.message ?? error}`, 'network') };
-    } finally {
-      clearTimeout(timer);
-      this.inFlight.delete(controller);
-    }
+  /** POST /sdk/v1/evaluate; never throws. */
+  private async evaluate(context: GuidonContext, etag: string | undefined): Promise<Evaluation> {
+    const answer = await this.transport.request('/sdk/v1/evaluate', {
+      method: 'POST',
+      etag,
+      json: { environment: this.options.environment, context: { user_id: context.user_id ?? null, user_email: context.user_email ?? null, ...(context.custom_attributes ? { custom_attributes: context.custom_attributes } : {}) } },
+    });
+    if (answer.kind !== 'ok') return answer;
+    const flags = (answer.body as { flags?: unknown } | undefined)?.flags;
+    if (typeof flags !== 'object' || flags === null) return { kind: 'failed', error: new GuidonError(`Guidon answered ${answer.status} without flags`, 'http', answer.status) };
+    return { kind: 'flags', flags: flags as Flags, etag: answer.etag };
   }
 
-  private async refreshOnce(): Promise<boolean> {
+  /** The client's own flags, for the follower; resolves the failure, or undefined. */
+  private async fetchOwn(): Promise<GuidonError | undefined> {
     const context = this.context;
     const answer = await this.evaluate(context, this.source === 'fallback' ? undefined : this.etag);
-    if (this.closed) return false;
-    if (context !== this.context) return this.refreshOnce(); // identify() was called meanwhile
+    if (this.closed) return undefined;
+    if (context !== this.context) return this.fetchOwn(); // identify() was called meanwhile
     if (answer.kind === 'failed') {
-      this.failures++;
-      const keep = this.options.keepLastKnownOnError && this.source !== 'fallback';
-      if (!keep) this.setFlags({ ...this.fallback }, 'fallback', undefined);
-      const wasHealthy = this.healthy;
-      this.healthy = false;
-      this.emit('error', answer.error);
-      if (keep && wasHealthy) this.emit('stale');
-      return false;
+      if (!(this.options.keepLastKnownOnError && this.source !== 'fallback')) this.setFlags({ ...this.fallback }, 'fallback', undefined);
+      return answer.error;
     }
-    this.failures = 0;
     if (answer.kind === 'flags') {
       this.setFlags(answer.flags, 'server', answer.etag);
       this.store(answer.flags, answer.etag);
     } else {
       this.source = 'server';
     }
-    if (!this.healthy) {
-      this.healthy = true;
-      this.emit('ready');
-    }
-    return true;
-  }
-
-  // ---- keeping up with changes -------------------------------------------------------------
-
-  private schedulePoll(): void {
-    if (this.closed || this.pollTimer !== undefined) return;
-    const delay = Math.max(this.notBefore - Date.now(), this.failures > 0 ? Math.min(backoffMs(this.failures), this.pollIntervalMs) : this.pollIntervalMs);
-    this.pollTimer = setTimeout(() => {
-      this.pollTimer = undefined;
-      void this.refresh().finally(() => {
-        if (this.options.stream === false || !this.streamOpen) this.schedulePoll();
-      });
-    }, delay);
-  }
-
-  private streamOpen = false;
-
-  /** Follows GET /sdk/v1/stream; while it is down, polls, and reconnects with backoff. */
-  private async streamLoop(): Promise<void> {
-    let attempt = 0;
-    let wasDown = false;
-    while (!this.closed) {
-      const controller = new AbortController();
-      this.streamAbort = controller;
-      let silence = setTimeout(() => controller.abort(), this.timeoutMs);
-      let error: GuidonError | undefined;
-      try {
-        const headers: Record<string, string> = { accept: 'text/event-stream', 'x-sdk-key': this.options.sdkKey };
-        if (this.lastEventId !== undefined) headers['last-event-id'] = this.lastEventId;
-        const url = `${this.baseUrl}/sdk/v1/stream?environment=${encodeURIComponent(this.options.environment)}`;
-        const response = await this.fetchImpl(url, { headers, signal: controller.signal });
-        if (response.status !== 200 || !response.body) {
-          const retryAfter = response.status === 429 ? retryAfterMs(response.headers.get('retry-after')) : undefined;
-          if (retryAfter !== undefined) this.notBefore = Date.now() + retryAfter;
-          await response.body?.cancel().catch(() => undefined);
-          throw new GuidonError(`Guidon refused the stream: ${response.status}`, 'stream', response.status, retryAfter);
-        }
-        attempt = 0;
-        this.streamOpen = true;
-        clearTimeout(this.pollTimer);
-        this.pollTimer = undefined;
-        // Changes made while the stream was down: one conditional request catches up.
-        if (wasDown) {
-          for (const entry of this.contexts.values()) entry.freshUntil = 0;
-          void this.refresh();
-        }
-        wasDown = false;
-        const rearm = () => {
-          clearTimeout(silence);
-          silence = setTimeout(() => controller.abort(), STREAM_SILENCE_MS);
-        };
-        rearm();
-        await readSse(
-          response.body,
-          (message) => {
-            if (message.id !== undefined) this.lastEventId = message.id;
-            if (message.event !== 'message' || !message.data.includes('refetchEvaluation')) return;
-            for (const entry of this.contexts.values()) entry.freshUntil = 0;
-            void this.refresh();
-          },
-          rearm,
-        );
-        error = new GuidonError('The stream ended', 'stream');
-      } catch (caught) {
-        if (this.closed) break;
-        error = caught instanceof GuidonError ? caught : new GuidonError(`The stream failed: ${(caught as Error)?.message ?? caught}`, 'stream');
-      } finally {
-        clearTimeout(silence);
-        this.streamOpen = false;
-      }
-      if (this.closed) break;
-      // Until it is back: changes may be missed, so poll, and say so.
-      for (const entry of this.contexts.values()) entry.freshUntil = Math.min(entry.freshUntil, Date.now() + this.pollIntervalMs);
-      if (!wasDown) {
-        wasDown = true;
-        this.emit('error', error);
-        if (this.healthy) this.emit('stale');
-      }
-      this.schedulePoll();
-      const delay = Math.max(backoffMs(attempt++), this.notBefore - Date.now());
-      await new Promise<void>((resolve) => {
-        const wake = new AbortController(); // close() ends the wait through streamAbort
-        this.streamAbort = wake;
-        const timer = setTimeout(resolve, delay);
-        wake.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-      });
-    }
+    return undefined;
   }
 
   // ---- across page loads (browsers) --------------------------------------------------------
 
   private storageKey(): string {
-    return `guidon:${this.baseUrl}:${this.options.environment}:${contextKey(this.context)}`;
+    return this.storagePrefix + contextKey(this.context);
   }
 
   private restoreStored(): void {
@@ -494,10 +307,7 @@ class Client implements GuidonClient {
   }
 }
 
-/** A Guidon client: call ready() before the first read if you can wait; reads never throw. With `mode: 'local'`, a server-side client that evaluates in-process (local.ts). */
-export function createClient(options: LocalClientOptions): LocalClient;
-export function createClient(options: ClientOptions): GuidonClient;
-export function createClient(options: ClientOptions | LocalClientOptions): GuidonClient | LocalClient {
-  if ((options as Partial<LocalClientOptions>).mode === 'local') return createLocalClient(options as LocalClientOptions);
-  return new Client(options as ClientOptions);
+/** A remote client: call ready() before the first read if you can wait; reads never throw. */
+export function createRemoteClient(options: ClientOptions): GuidonClient {
+  return new RemoteClient(options);
 }

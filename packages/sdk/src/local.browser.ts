@@ -3,35 +3,32 @@
  * hold the rules (they name users) nor an API token, so bundlers leave the engine out and a
  * local client only says why it cannot run. Use remote evaluation (`sdkKey`) in browsers.
  */
-import { GuidonError } from './client.js';
+import type { RulesetDocument } from '@guidon/engine';
+import { Emitter } from './emitter.js';
+import { GuidonError } from './errors.js';
+import { REASON_NO_RULESET } from './reasons.js';
 import { valueOr } from './values.js';
 import type { LocalClient, LocalClientEvents, LocalClientOptions, LocalFlagSet } from './local.js';
 
-export const RULESET_FORMAT = 1;
-export const REASON_NO_RULESET = 'Fallback: no ruleset from Guidon';
-export const REASON_UNKNOWN_FLAG = 'Flag not in the ruleset';
+export const RULESET_FORMAT: RulesetDocument['format'] = 1;
 
 const NO_FLAGS: LocalFlagSet = {
   isEnabled: () => false,
   reason: () => REASON_NO_RULESET,
   variant: () => undefined,
   value: (_key, fallback) => valueOr(undefined, fallback),
+  flag: () => ({ enabled: false, reason: REASON_NO_RULESET }),
   allFlags: () => ({}),
 };
 
 export function createLocalClient(_options: LocalClientOptions): LocalClient {
-  const errors = new Set<LocalClientEvents['error']>();
-  const error = new GuidonError('Local evaluation is for servers: in a browser, use remote evaluation with an SDK key', 'ruleset');
-  queueMicrotask(() => errors.forEach((listener) => listener(error)));
+  const events = new Emitter<LocalClientEvents>();
+  queueMicrotask(() => events.emit('error', new GuidonError('Local evaluation is for servers: in a browser, use remote evaluation with an SDK key', 'ruleset')));
   return {
     ready: async () => false,
     evaluate: () => NO_FLAGS,
     ruleset: () => undefined,
-    on: (event, listener) => {
-      if (event !== 'error') return () => undefined;
-      errors.add(listener as LocalClientEvents['error']);
-      return () => errors.delete(listener as LocalClientEvents['error']);
-    },
-    close: async () => undefined,
+    on: (event, listener) => events.on(event, listener),
+    close: async () => events.silence(),
   };
 }

@@ -1,28 +1,22 @@
 /**
- * Local mode (contract §16; docs/local-evaluation.md): the SDK holds the environment's ruleset
- * and evaluates it in-process with the engine the server runs, synchronously, without a network
- * call per evaluation. For servers only: the ruleset names users, and its credential is an API
- * token. The ruleset is kept fresh by the stream (refetchRuleset), by polling with ETag while the
- * stream is away, and kept as it is while Guidon is away. Usage is counted per flag and variant
- * and reported every 10 s and on close().
+ * The local client (docs/local-evaluation.md): it holds the environment's ruleset and evaluates
+ * it in-process with the engine the server runs, synchronously, without a network call per
+ * evaluation. For servers only: the ruleset names users, and its credential is an API token.
+ * The transport keeps the ruleset fresh (transport.ts: the stream's refetchRuleset, polls with
+ * ETag while it is away) and it stays as it is while Guidon is away; usage.ts reports what was
+ * counted.
  */
-import { codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type Condition, type EvaluationContext, type FlagDefinition } from '@guidon/engine';
-import { coalesced } from './coalesce.js';
-import { backoffMs, GuidonError, type GuidonContext } from './client.js';
-import { readSse } from './sse.js';
-import { valueOr, type JsonValue, type ValueOf } from './values.js';
+import { codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type RulesetDocument } from '@guidon/engine';
+import { Emitter } from './emitter.js';
+import { GuidonError } from './errors.js';
+import type { FlagState, GuidonContext, JsonValue, ValueOf } from './model.js';
+import { REASON_NO_RULESET, REASON_UNKNOWN_FLAG } from './reasons.js';
+import { Follower, Transport } from './transport.js';
+import { Usage, type UsageCounter } from './usage.js';
+import { valueOr } from './values.js';
 
 /** The ruleset format this SDK reads; a document of another format is refused (the previous ruleset is kept). */
-export const RULESET_FORMAT = 1;
-
-/** GET /sdk/v1/ruleset's document. */
-export interface RulesetDocument {
-  format: number;
-  environment: string;
-  revision: number;
-  flags: FlagDefinition[];
-  segments: Record<string, Condition[]>;
-}
+export const RULESET_FORMAT: RulesetDocument['format'] = 1;
 
 export interface LocalClientOptions {
   /** Where Guidon runs, e.g. https://flags.example.com */
@@ -52,13 +46,7 @@ export interface LocalClientOptions {
 }
 
 /** A flag's answer, as the `flags` member of POST /sdk/v1/evaluate gives it. */
-export interface LocalFlagState {
-  enabled: boolean;
-  reason: string;
-  /** For a flag with variants (contract §15): the variant's key and value. */
-  variant?: string;
-  value?: unknown;
-}
+export type LocalFlagState = FlagState;
 
 /** Every flag for one context; reads never throw. */
 export interface LocalFlagSet {
@@ -71,15 +59,17 @@ export interface LocalFlagSet {
    * (a flag without variants, an unknown flag, no ruleset, a value of another type).
    */
   value<T extends JsonValue | object>(key: string, fallback: T): ValueOf<T>;
+  /** One flag as isEnabled, reason and variant read it, with the variant's value as the ruleset has it. */
+  flag(key: string): LocalFlagState;
   /** What POST /sdk/v1/evaluate's `flags` would hold for this context. */
   allFlags(): Record<string, LocalFlagState>;
 }
 
 export interface LocalClientEvents {
-  /** A ruleset is held: the first time, and again after recovering from an error. */
+  /** The ruleset held is current: the first time, and again after it was stale or failed. */
   ready: () => void;
-  /** A new ruleset replaced the one held. */
-  change: (change: { revision: number }) => void;
+  /** A new ruleset changed these flags' definitions (or the segments they name). */
+  change: (change: { revision: number; keys: string[] }) => void;
   /** A request, the stream or a ruleset failed (an unknown format…); the ruleset held is kept. */
   error: (error: GuidonError) => void;
   /** The ruleset is kept but may be out of date (the stream or Guidon is away). */
@@ -98,38 +88,16 @@ export interface LocalClient {
   close(): Promise<void>;
 }
 
-/** Reasons for answers Guidon's ruleset did not give. */
-export const REASON_NO_RULESET = 'Fallback: no ruleset from Guidon';
-export const REASON_UNKNOWN_FLAG = 'Flag not in the ruleset';
-
-/** Three missed heartbeats (15 s each): the connection is dead even if no error says so. */
-const STREAM_SILENCE_MS = 45_000;
 /** Flags read one by one from a set before the rest are evaluated in one pass. */
 const READS_BEFORE_ALL = 4;
-/** Flags per usage report (the server takes at most 1,000). */
-const FLAGS_PER_REPORT = 1000;
 
 /** A ruleset compiled for evaluation, with what a flag set reads. */
 interface Compiled {
   readonly document: RulesetDocument;
   readonly set: CompiledFlagSet;
   readonly indexes: ReadonlyMap<string, number>;
-  /** Per flag: its usage counter (shared with the usage map by key). */
+  /** Per flag: its usage counter (shared with the usage reports by key). */
   readonly counters: readonly UsageCounter[];
-}
-
-interface UsageCounter {
-  enabled: number;
-  disabled: number;
-  /** By variant key; null until one is counted. */
-  variants: Map<string, number> | null;
-}
-
-/** One flag's counts in a usage report. */
-interface FlagUsage {
-  enabled: number;
-  disabled: number;
-  variants?: Record<string, number>;
 }
 
 /** Why a document cannot be used, or null. */
@@ -139,6 +107,27 @@ function documentProblem(document: unknown): string | null {
   if (doc.format !== RULESET_FORMAT) return `ruleset format ${JSON.stringify(doc.format)} is not one this SDK reads (${RULESET_FORMAT}): update @guidon/sdk`;
   if (!Array.isArray(doc.flags) || typeof doc.segments !== 'object' || doc.segments === null || typeof doc.environment !== 'string') return 'the ruleset lacks flags, segments or environment';
   return null;
+}
+
+/** Per flag key, its definition with the segments it names, as text: two rulesets' texts differ where a flag's answers may. */
+function definitions(document: RulesetDocument): Map<string, string> {
+  const texts = new Map<string, string>();
+  for (const flag of document.flags) {
+    const segments = (flag.rules ?? []).flatMap((rule) => (rule.conditions ?? []).flatMap((condition) => (condition.operator === 'IN_SEGMENT' ? (condition.values ?? []) : [])));
+    texts.set(flag.key, JSON.stringify([flag, segments.map((key) => document.segments[key] ?? null)]));
+  }
+  return texts;
+}
+
+/** The keys of the flags added, removed or defined otherwise from one ruleset to the next. */
+function changedFlags(before: RulesetDocument, after: RulesetDocument): string[] {
+  const was = definitions(before);
+  const keys: string[] = [];
+  for (const [key, text] of definitions(after)) {
+    if (was.get(key) !== text) keys.push(key);
+    was.delete(key);
+  }
+  return keys.concat([...was.keys()]);
 }
 
 /** Attributes as the engine takes them: null and other types read as absent, as the server's checks would refuse or drop them. */
@@ -247,6 +236,12 @@ class LocalFlags implements LocalFlagSet {
     return valueOr(packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed), fallback);
   }
 
+  flag(key: string): LocalFlagState {
+    const packed = this.read(key);
+    if (packed < 0) return { enabled: false, reason: this.compiled ? REASON_UNKNOWN_FLAG : REASON_NO_RULESET };
+    return this.state(this.compiled!.indexes.get(key)!, packed);
+  }
+
   allFlags(): Record<string, LocalFlagState> {
     const flags: Record<string, LocalFlagState> = {};
     const compiled = this.compiled;
@@ -256,11 +251,15 @@ class LocalFlags implements LocalFlagSet {
     for (let i = 0; i < set.size; i++) {
       const packed = this.packed(i);
       if (this.counting) this.count(i, packed);
-      const outcome = OUTCOMES[codeOf(packed)]!;
-      const chosen = this.chosen(i, packed);
-      flags[set.keys[i]!] = chosen === undefined ? { enabled: outcome.enabled, reason: outcome.reason } : { enabled: outcome.enabled, reason: outcome.reason, variant: chosen.key, value: chosen.value };
+      flags[set.keys[i]!] = this.state(i, packed);
     }
     return flags;
+  }
+
+  private state(index: number, packed: number): LocalFlagState {
+    const outcome = OUTCOMES[codeOf(packed)]!;
+    const chosen = this.chosen(index, packed);
+    return chosen === undefined ? { enabled: outcome.enabled, reason: outcome.reason } : { enabled: outcome.enabled, reason: outcome.reason, variant: chosen.key, value: chosen.value as JsonValue };
   }
 }
 
@@ -274,46 +273,46 @@ function readFileSync(path: string): string {
   return fs.readFileSync(path, 'utf8');
 }
 
-class Local implements LocalClient {
-  private readonly baseUrl: string;
-  private readonly fetchImpl: typeof fetch;
-  private readonly timeoutMs: number;
-  private readonly pollIntervalMs: number;
-  private readonly listeners: { [E in keyof LocalClientEvents]: Set<LocalClientEvents[E]> } = { ready: new Set(), change: new Set(), error: new Set(), stale: new Set() };
+class LocalModeClient implements LocalClient {
+  private readonly transport: Transport;
+  private readonly follower: Follower;
+  private readonly events = new Emitter<LocalClientEvents>();
+  /** Counts what flag sets read, for the usage reports; undefined with `sendUsage: false`. */
+  private readonly usage: Usage | undefined;
+  /** Whether flag sets count their reads: a boolean of its own, as the evaluation path reads it (derived from `usage` there, it cost 2 of 33 ns: docs/performance.md). */
+  private readonly counting: boolean;
   private compiled: Compiled | undefined;
   private etag: string | undefined;
-  private healthy = false;
   private closed: Promise<void> | undefined;
-  private failures = 0;
-  private firstFetch: Promise<boolean>;
-  /** Fetches the ruleset (coalescing overlapping calls); resolves whether it is current. */
-  private readonly refresh = coalesced(() => this.fetchOnce(), () => Boolean(this.closed));
-  private pollTimer: ReturnType<typeof setTimeout> | undefined;
-  private usageTimer: ReturnType<typeof setInterval> | undefined;
-  private streamAbort: AbortController | undefined;
-  private streamOpen = false;
-  private lastEventId: string | undefined;
-  private readonly inFlight = new Set<AbortController>();
-  /** Usage since the last report, by flag key: one entry per flag of the rulesets held, so bounded whatever the traffic. */
-  private usage = new Map<string, UsageCounter>();
-  private usageSince = Date.now();
-  /** Whether flag sets count their reads for usage reports. */
-  private readonly counting: boolean;
+  private readonly firstFetch: Promise<boolean>;
 
   constructor(private readonly options: LocalClientOptions) {
-    this.baseUrl = String(options.baseUrl ?? '').replace(/\/+$/, '');
-    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.timeoutMs = options.timeoutMs ?? 5000;
-    this.pollIntervalMs = options.pollIntervalMs ?? 30_000;
+    this.transport = new Transport({ baseUrl: options.baseUrl, headers: { authorization: `Bearer ${options.apiToken}` }, timeoutMs: options.timeoutMs, fetch: options.fetch });
+    const project = options.project ? `project=${encodeURIComponent(options.project)}` : '';
+    const query = `environment=${encodeURIComponent(options.environment)}${project && `&${project}`}`;
+    this.follower = new Follower(this.transport, {
+      streamPath: `/sdk/v1/stream?${query}`,
+      refetch: 'refetchRuleset',
+      stream: options.stream !== false,
+      pollIntervalMs: options.pollIntervalMs ?? 30_000,
+      fetchOnce: () => this.fetchRuleset(`/sdk/v1/ruleset?${query}`),
+      holds: () => this.compiled !== undefined,
+      emit: (event, ...args) => this.events.emit(event, ...args),
+    });
     this.counting = options.sendUsage !== false;
-    this.bootstrap();
-    this.firstFetch = this.refresh().then(() => this.compiled !== undefined);
-    if (options.stream !== false) void this.streamLoop();
-    else this.schedulePoll();
     if (this.counting) {
-      this.usageTimer = setInterval(() => void this.sendUsage(), options.usageIntervalMs ?? 10_000);
-      (this.usageTimer as { unref?: () => void }).unref?.();
+      this.usage = new Usage(this.transport, {
+        path: `/sdk/v1/usage${project && `?${project}`}`,
+        environment: options.environment,
+        intervalMs: options.usageIntervalMs ?? 10_000,
+        holds: (key) => this.compiled?.indexes.has(key) === true,
+        onError: (error) => this.events.emit('error', error),
+      });
     }
+    this.bootstrap();
+    this.firstFetch = this.follower.refresh().then(() => this.compiled !== undefined);
+    this.follower.start();
+    this.usage?.start();
   }
 
   ready(): Promise<boolean> {
@@ -331,35 +330,20 @@ class Local implements LocalClient {
   }
 
   on<E extends keyof LocalClientEvents>(event: E, listener: LocalClientEvents[E]): () => void {
-    const listeners = this.listeners[event] as Set<LocalClientEvents[E]> | undefined;
-    listeners?.add(listener);
-    return () => listeners?.delete(listener);
+    return this.events.on(event, listener);
   }
 
   close(): Promise<void> {
     this.closed ??= (async () => {
-      clearTimeout(this.pollTimer);
-      clearInterval(this.usageTimer);
-      this.streamAbort?.abort();
-      for (const controller of this.inFlight) controller.abort();
-      this.inFlight.clear();
-      if (this.counting) await this.sendUsage(true);
+      this.events.silence();
+      this.follower.close();
+      this.transport.close();
+      await this.usage?.close();
     })();
     return this.closed;
   }
 
   // ---- the ruleset -------------------------------------------------------------------------
-
-  private emit<E extends keyof LocalClientEvents>(event: E, ...args: Parameters<LocalClientEvents[E]>): void {
-    if (this.closed) return;
-    for (const listener of [...this.listeners[event]]) {
-      try {
-        (listener as (...a: Parameters<LocalClientEvents[E]>) => void)(...args);
-      } catch {
-        // A listener's error is the application's own; it must not stop the client.
-      }
-    }
-  }
 
   private bootstrap(): void {
     const { bootstrap, bootstrapFile } = this.options;
@@ -377,7 +361,15 @@ class Local implements LocalClient {
 
   /** Errors found in the constructor are emitted once listeners had a chance to subscribe. */
   private emitLater(error: GuidonError): void {
-    queueMicrotask(() => this.emit('error', error));
+    queueMicrotask(() => this.events.emit('error', error));
+  }
+
+  /** GET /sdk/v1/ruleset with the ETag of the ruleset held, for the follower; resolves the failure, or undefined. */
+  private async fetchRuleset(path: string): Promise<GuidonError | undefined> {
+    const answer = await this.transport.request(path, { etag: this.compiled ? this.etag : undefined });
+    if (answer.kind === 'failed') return answer.error;
+    const problem = answer.kind === 'ok' ? this.hold(answer.body, answer.etag) : null;
+    return problem === null ? undefined : new GuidonError(`Ruleset refused: ${problem}`, 'ruleset');
   }
 
   /** Compiles and holds a document; returns why it was refused (the previous one is kept), or null. */
@@ -391,224 +383,19 @@ class Local implements LocalClient {
     } catch (error) {
       return `the ruleset does not compile: ${(error as Error)?.message ?? error}`;
     }
-    const counters = set.keys.map((key) => this.counterFor(key));
+    const usage = this.usage;
+    const counters = usage ? set.keys.map((key) => usage.counterFor(key)) : [];
     const previous = this.compiled;
     this.compiled = { document: doc, set, indexes: new Map(set.keys.map((key, i) => [key, i])), counters };
     this.etag = etag;
-    if (previous && previous.document.revision !== doc.revision) this.emit('change', { revision: doc.revision });
+    if (previous) {
+      const keys = changedFlags(previous.document, doc);
+      if (keys.length > 0) this.events.emit('change', { revision: doc.revision, keys });
+    }
     return null;
-  }
-
-  /** The usage counter of a flag key (one per key: a new ruleset goes on counting where the last left off). */
-  private counterFor(key: string): UsageCounter {
-    let counter = this.usage.get(key);
-    if (!counter) this.usage.set(key, (counter = { enabled: 0, disabled: 0, variants: null }));
-    return counter;
-  }
-
-  private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { authorization: `Bearer ${this.options.apiToken}`, ...extra };
-  }
-
-  private query(): string {
-    const project = this.options.project ? `&project=${encodeURIComponent(this.options.project)}` : '';
-    return `environment=${encodeURIComponent(this.options.environment)}${project}`;
-  }
-
-  private async fetchOnce(): Promise<boolean> {
-    const controller = new AbortController();
-    this.inFlight.add(controller);
-    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
-    let error: GuidonError | undefined;
-    try {
-      const response = await this.fetchImpl(`${this.baseUrl}/sdk/v1/ruleset?${this.query()}`, {
-        headers: this.headers(this.etag && this.compiled ? { 'if-none-match': this.etag } : {}),
-        signal: controller.signal,
-      });
-      if (response.status === 200) {
-        const problem = this.hold(await response.json(), response.headers.get('etag') ?? undefined);
-        if (problem) error = new GuidonError(`Ruleset refused: ${problem}`, 'ruleset');
-      } else if (response.status !== 304) {
-        const text = await response.text().catch(() => '');
-        let message = `Guidon answered ${response.status}`;
-        try {
-          message += `: ${JSON.parse(text).message}`;
-        } catch {
-          // not JSON: the status says enough
-        }
-        error = new GuidonError(message, 'http', response.status);
-      }
-    } catch (caught) {
-      if (this.closed) return false;
-      error = controller.signal.aborted
-        ? new GuidonError(`No answer from Guidon within ${this.timeoutMs} ms`, 'timeout')
-        : new GuidonError(`Could not reach Guidon: ${(caught as Error)?.message ?? caught}`, 'network');
-    } finally {
-      clearTimeout(timer);
-      this.inFlight.delete(controller);
-    }
-    if (this.closed) return false;
-    if (error) {
-      this.failures++;
-      const wasHealthy = this.healthy;
-      this.healthy = false;
-      this.emit('error', error);
-      if (wasHealthy) this.emit('stale');
-      return false;
-    }
-    this.failures = 0;
-    if (!this.healthy) {
-      this.healthy = true;
-      this.emit('ready');
-    }
-    return true;
-  }
-
-  // ---- keeping up with changes -------------------------------------------------------------
-
-  private schedulePoll(): void {
-    if (this.closed || this.pollTimer !== undefined) return;
-    const delay = this.failures > 0 ? Math.min(backoffMs(this.failures), this.pollIntervalMs) : this.pollIntervalMs;
-    this.pollTimer = setTimeout(() => {
-      this.pollTimer = undefined;
-      void this.refresh().finally(() => {
-        if (this.options.stream === false || !this.streamOpen) this.schedulePoll();
-      });
-    }, delay);
-    (this.pollTimer as { unref?: () => void }).unref?.();
-  }
-
-  /** Follows GET /sdk/v1/stream with the token; while it is down, polls, and reconnects with backoff. */
-  private async streamLoop(): Promise<void> {
-    let attempt = 0;
-    let wasDown = false;
-    while (!this.closed) {
-      const controller = new AbortController();
-      this.streamAbort = controller;
-      let silence = setTimeout(() => controller.abort(), this.timeoutMs);
-      let error: GuidonError | undefined;
-      try {
-        const headers = this.headers({ accept: 'text/event-stream' });
-        if (this.lastEventId !== undefined) headers['last-event-id'] = this.lastEventId;
-        const response = await this.fetchImpl(`${this.baseUrl}/sdk/v1/stream?${this.query()}`, { headers, signal: controller.signal });
-        if (response.status !== 200 || !response.body) {
-          await response.body?.cancel().catch(() => undefined);
-          throw new GuidonError(`Guidon refused the stream: ${response.status}`, 'stream', response.status);
-        }
-        attempt = 0;
-        this.streamOpen = true;
-        clearTimeout(this.pollTimer);
-        this.pollTimer = undefined;
-        // Changes made while the stream was down: one conditional request catches up.
-        if (wasDown) void this.refresh();
-        wasDown = false;
-        const rearm = () => {
-          clearTimeout(silence);
-          silence = setTimeout(() => controller.abort(), STREAM_SILENCE_MS);
-        };
-        rearm();
-        await readSse(
-          response.body,
-          (message) => {
-            if (message.id !== undefined) this.lastEventId = message.id;
-            if (message.event === 'message' && message.data.includes('refetchRuleset')) void this.refresh();
-          },
-          rearm,
-        );
-        error = new GuidonError('The stream ended', 'stream');
-      } catch (caught) {
-        if (this.closed) break;
-        error = caught instanceof GuidonError ? caught : new GuidonError(`The stream failed: ${(caught as Error)?.message ?? caught}`, 'stream');
-      } finally {
-        clearTimeout(silence);
-        this.streamOpen = false;
-      }
-      if (this.closed) break;
-      if (!wasDown) {
-        wasDown = true;
-        this.emit('error', error);
-        if (this.healthy) this.emit('stale');
-      }
-      this.schedulePoll();
-      await new Promise<void>((resolve) => {
-        const wake = new AbortController(); // close() ends the wait through streamAbort
-        this.streamAbort = wake;
-        const timer = setTimeout(resolve, backoffMs(attempt++));
-        wake.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-      });
-    }
-  }
-
-  // ---- usage -------------------------------------------------------------------------------
-
-  /** Takes the counts since the last report, leaving the counters at zero (and dropping those of flags no longer held). */
-  private takeUsage(): Record<string, FlagUsage> {
-    const held = this.compiled?.indexes;
-    const flags: Record<string, FlagUsage> = {};
-    for (const [key, counter] of this.usage) {
-      if (counter.enabled > 0 || counter.disabled > 0 || (counter.variants?.size ?? 0) > 0) {
-        const report: FlagUsage = { enabled: counter.enabled, disabled: counter.disabled };
-        if (counter.variants && counter.variants.size > 0) report.variants = Object.fromEntries(counter.variants);
-        flags[key] = report;
-        counter.enabled = 0;
-        counter.disabled = 0;
-        counter.variants = null;
-      }
-      if (!held?.has(key)) this.usage.delete(key);
-    }
-    return flags;
-  }
-
-  /** POST /sdk/v1/usage, at most 1,000 flags a report. Never throws; a report Guidon could not have counted (refused, 429, 5xx, no connection) is added back to the next one. */
-  private async sendUsage(final = false): Promise<void> {
-    const startedAt = new Date(this.usageSince).toISOString();
-    this.usageSince = Date.now();
-    const flags = this.takeUsage();
-    const keys = Object.keys(flags);
-    if (keys.length === 0) return;
-    const endedAt = new Date().toISOString();
-    for (let start = 0; start < keys.length; start += FLAGS_PER_REPORT) {
-      const part = Object.fromEntries(keys.slice(start, start + FLAGS_PER_REPORT).map((key) => [key, flags[key]!]));
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), this.timeoutMs);
-      if (!final) this.inFlight.add(controller);
-      let sent = false;
-      try {
-        const response = await this.fetchImpl(`${this.baseUrl}/sdk/v1/usage${this.options.project ? `?project=${encodeURIComponent(this.options.project)}` : ''}`, {
-          method: 'POST',
-          headers: this.headers({ 'content-type': 'application/json' }),
-          body: JSON.stringify({ environment: this.options.environment, started_at: startedAt, ended_at: endedAt, flags: part }),
-          signal: controller.signal,
-        });
-        await response.body?.cancel().catch(() => undefined);
-        sent = response.status === 202 || (response.status >= 400 && response.status < 500 && response.status !== 429);
-        if (response.status !== 202) this.emit('error', new GuidonError(`Guidon refused a usage report: ${response.status}`, 'http', response.status));
-      } catch (error) {
-        // A timeout may have been counted: not sent again. A connection that failed was not.
-        sent = controller.signal.aborted;
-        this.emit('error', new GuidonError(`Could not send usage: ${(error as Error)?.message ?? error}`, 'network'));
-      } finally {
-        clearTimeout(timer);
-        this.inFlight.delete(controller);
-      }
-      if (!sent && !final) this.addBack(part);
-    }
-  }
-
-  private addBack(flags: Record<string, FlagUsage>): void {
-    for (const [key, counts] of Object.entries(flags)) {
-      const counter = this.usage.get(key);
-      if (!counter) continue; // no longer held: dropped, as the server would ignore it
-      counter.enabled += counts.enabled;
-      counter.disabled += counts.disabled;
-      for (const [variant, n] of Object.entries(counts.variants ?? {})) {
-        const variants = (counter.variants ??= new Map());
-        variants.set(variant, (variants.get(variant) ?? 0) + n);
-      }
-    }
   }
 }
 
 export function createLocalClient(options: LocalClientOptions): LocalClient {
-  return new Local(options);
+  return new LocalModeClient(options);
 }

@@ -1,16 +1,8 @@
 /**
- * Values served by flags with variants (contract §15): what getValue and getVariant read from a
- * flag's answer. Kept apart from the client so that any flag set (remote or local) reads alike.
+ * Values served by flags with variants (docs/variants.md): what getValue and getVariant read from
+ * a flag's answer, alike for every flag set (remote or local).
  */
-
-/** Any JSON value, as a variant may serve. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-
-/**
- * What getValue answers for a default of type T: the default's JSON type, widened
- * (a default of 'blue' gives string, of 3 a number, of false a boolean, of an object that object's type).
- */
-export type ValueOf<T> = T extends string ? string : T extends number ? number : T extends boolean ? boolean : T;
+import type { JsonValue, ValueOf } from './model.js';
 
 /** The JSON type of a value: string, number, boolean, object, array or null. */
 function jsonType(value: unknown): string {

@@ -1,16 +1,19 @@
 /**
  * @guidon/sdk against the real server: answers, fallbacks (server down, 401, 404, 429, 500,
  * timeout), bootstrap, stored answers, changes over the stream, the stream resuming after a
- * restart, forContext's cache, and two instances on PostgreSQL.
+ * restart or a cut, forContext's cache, a process that ends without close(), and two instances
+ * on PostgreSQL.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { createClient, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type ClientOptions, type GuidonClient, type GuidonError } from '@guidon/sdk';
 import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
+import { startCuttingProxy } from '@guidon/server/dist/tests/cutting-proxy.js';
 
 async function within(ms: number, what: string, check: () => boolean): Promise<void> {
   const deadline = Date.now() + ms;
@@ -255,6 +258,39 @@ describe('@guidon/sdk against a running Guidon', () => {
     assert.equal(second.isEnabled('beta'), true, 'before any answer');
     assert.equal(await second.ready(), true);
     assert.equal(counting.evaluations()[0]?.status, 304);
+  });
+
+  test('a stream cut: the remote and the local client say stale, then ready again once caught up, and changes follow again', async (t) => {
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    const token = (await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', project_id: project.id } })).body.token as string;
+    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
+    const local = createClient({ baseUrl: proxy.url, apiToken: token, environment: 'production', mode: 'local', pollIntervalMs: 60_000, sendUsage: false });
+    t.after(() => local.close());
+    const events = { remote: [] as string[], local: [] as string[] };
+    for (const event of ['ready', 'stale'] as const) {
+      remote.on(event, () => events.remote.push(event));
+      local.on(event, () => events.local.push(event));
+    }
+    assert.deepEqual([await remote.ready(), await local.ready()], [true, true]);
+    await eventually(() => proxy.forwarded.filter((path) => path === '/sdk/v1/stream').length === 2, 'both streams open');
+    proxy.cutStreams();
+    await eventually(() => events.remote.join() === 'ready,stale,ready' && events.local.join() === 'ready,stale,ready', 'both ready again');
+    const before = remote.isEnabled('checkout');
+    await toggle();
+    await eventually(() => remote.isEnabled('checkout') !== before && local.evaluate().isEnabled('checkout') !== before, 'a change over the streams opened again');
+  });
+
+  test('a process that never calls close() still ends: no timer of the SDK holds it', async (t) => {
+    const child = spawn(process.execPath, [new URL('./exit-child.js', import.meta.url).pathname, server.url, project.sdk_key], { stdio: ['ignore', 'pipe', 'inherit'] });
+    t.after(() => child.kill());
+    let out = '';
+    child.stdout!.on('data', (chunk) => (out += chunk));
+    let code: number | null | undefined;
+    child.once('exit', (exited) => (code = exited));
+    await eventually(() => code !== undefined, 'the child process to end by itself', 20_000);
+    assert.equal(code, 0);
+    assert.equal(out.trim(), '[true,false]');
   });
 
   test('CommonJS: require() gets the same API', () => {

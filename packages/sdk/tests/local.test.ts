@@ -1,13 +1,14 @@
 /**
- * @guidon/sdk in local mode (contract §16) against the real server: equivalence with
+ * @guidon/sdk in local mode (docs/local-evaluation.md) against the real server: equivalence with
  * POST /sdk/v1/evaluate on random environments (every rule type, operator, segments, variants,
  * rollouts) and contexts (≥ 10,000 contexts a run, every
  * flag of the environment each), freshness over the stream (≤ 1 s), the last ruleset kept while
- * the server is away and caught up after a restart, a ruleset of an unknown format refused, the
- * file bootstrap, and usage reports feeding the metrics.
+ * the server is away and caught up after a restart, a ruleset of an unknown format
+ * refused, the file bootstrap, and usage reports feeding the metrics, each counted once.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { createClient, type GuidonError, type JsonValue, type LocalClient, type 
 import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
 import { startChildServer, type ChildServer } from '@guidon/server/dist/tests/child-server.js';
+import { startCuttingProxy } from '@guidon/server/dist/tests/cutting-proxy.js';
 
 async function within(ms: number, what: string, check: () => boolean): Promise<void> {
   const deadline = Date.now() + ms;
@@ -329,6 +331,23 @@ describe('local mode against a running Guidon', () => {
     assert.equal(checkout.enabled + checkout.disabled, before.checkout.enabled + before.checkout.disabled + 10);
   });
 
+  test('usage: a report whose answer was lost (the connection cut after Guidon counted it) is sent again and counted once', async (t) => {
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    const metrics = async () => (await request(server, 'GET', `${flagsPath(project)}/${flagIds.beta}/metrics?hours=2`, { token: user.token })).body.totals;
+    const before = await metrics();
+    const lost = proxy.loseNextAnswer('/sdk/v1/usage');
+    const c = local(options({ baseUrl: proxy.url, stream: false, sendUsage: true, usageIntervalMs: 100 }));
+    const seen = errorsOf(c);
+    assert.equal(await c.ready(), true);
+    for (let i = 0; i < 10; i++) c.evaluate({ user_id: i < 3 ? 'vip' : `u${i}` }).isEnabled('beta');
+    await lost;
+    await eventually(() => proxy.forwarded.filter((path) => path === '/sdk/v1/usage').length >= 2, 'the report sent again');
+    await c.close();
+    assert.ok(seen.some((error) => error.kind === 'network'), 'the lost answer is reported');
+    assert.deepEqual(await metrics(), { enabled: before.enabled + 3, disabled: before.disabled + 7 });
+  });
+
   test('usage is also sent every interval', async () => {
     const metrics = async () => (await request(server, 'GET', `${flagsPath(project)}/${flagIds.checkout}/metrics?hours=2`, { token: user.token })).body.totals;
     const before = await metrics();
@@ -467,7 +486,7 @@ describe('when Guidon is away', () => {
 });
 
 describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in the PostgreSQL pass' }, () => {
-  test('a change on A reaches a local client following B within 1 s; usage reports to A and B add up once each', async (t) => {
+  test('a change on A reaches a local client following B within 1 s; usage reports to A and B add up once each, one sent to both once', async (t) => {
     const database = await createTestDatabase();
     // No periodic revision check: the change travels by PostgreSQL LISTEN/NOTIFY.
     const a = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
@@ -488,11 +507,13 @@ describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in th
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
     await within(1000 - (Date.now() - toggledAt), 'the change, through B', () => c.evaluate().isEnabled('f'));
 
-    const report = (server: TestServer, enabled: number) =>
-      request(server, 'POST', '/sdk/v1/usage', { headers: { authorization: `Bearer ${token}` }, body: { environment: 'production', started_at: new Date(Date.now() - 1000).toISOString(), ended_at: new Date().toISOString(), flags: { f: { enabled, disabled: 0 } } } });
-    const answers = await Promise.all([report(a, 3), report(b, 4), report(a, 5)]);
-    assert.deepEqual(answers.map((answer) => answer.status), [202, 202, 202]);
+    const report = (server: TestServer, enabled: number, reportId: string = randomUUID()) =>
+      request(server, 'POST', '/sdk/v1/usage', { headers: { authorization: `Bearer ${token}` }, body: { report_id: reportId, environment: 'production', started_at: new Date(Date.now() - 1000).toISOString(), ended_at: new Date().toISOString(), flags: { f: { enabled, disabled: 0 } } } });
+    // The last report reaches both instances at once (an SDK that sent it again): counted once.
+    const twice = randomUUID();
+    const answers = await Promise.all([report(a, 3), report(b, 4), report(a, 5), report(a, 7, twice), report(b, 7, twice)]);
+    assert.deepEqual(answers.map((answer) => answer.status), [202, 202, 202, 202, 202]);
     const totals = (await request(b, 'GET', `${flagsPath(project)}/${flag.id}/metrics?hours=2`, { token: user.token })).body.totals;
-    assert.equal(totals.enabled, 12);
+    assert.equal(totals.enabled, 19);
   });
 });

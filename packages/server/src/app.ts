@@ -20,7 +20,10 @@ import { refuseUnstorableText } from './http/well-formed.js';
 import { createRateLimits, type CounterStore, type RateLimits } from './rate-limits.js';
 import { closeRedis, createRedis } from './redis.js';
 import { accountRoutes, currentUserRoutes } from './modules/accounts/accounts.routes.js';
+import { ReturnPath } from './modules/accounts/accounts.schemas.js';
 import { oidcRoutes } from './modules/accounts/oidc.routes.js';
+import { removeAccount } from './modules/account-removal/account-removal.js';
+import { accountRemovalRoutes } from './modules/account-removal/account-removal.routes.js';
 import { requireUser } from './modules/api-tokens/bearer.js';
 import { createMailer, type Mailer } from './modules/accounts/mailer.js';
 import { LoginTokens } from './modules/accounts/tokens.js';
@@ -65,7 +68,8 @@ import { auditRoutes } from './modules/audit/audit.routes.js';
 import { authorize, declaredRoute, type DeclaredRoute } from './modules/members/access.js';
 import { Member } from './modules/members/members.schemas.js';
 import { memberRoutes } from './modules/members/members.routes.js';
-import { joinInvitedProjects } from './modules/members/invitations.js';
+import { answerInvitation } from './modules/members/invitations.js';
+import { invitationRoutes } from './modules/members/invitations.routes.js';
 import { enqueueDeliveries } from './modules/webhooks/webhooks.repository.js';
 import { Webhook } from './modules/webhooks/webhooks.schemas.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
@@ -208,9 +212,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   app.setNotFoundHandler((request, reply) => sendError(new AppError(404, `Route ${request.method} ${request.url.split('?')[0]} not found`), request, reply));
 
   const { db } = database;
-  const redis = config.redisUrl ? createRedis(config.redisUrl, app.log) : null;
+  const redis = config.redisUrl ? await createRedis(config.redisUrl, app.log) : null;
   const counters: CounterStore = redis ? { kind: 'redis', client: redis } : cluster.isWorker ? { kind: 'cluster' } : { kind: 'memory' };
-  const bus = options.changeNotifications === false ? null : changeBusFor(config, db, redis, app.log);
+  const bus = options.changeNotifications === false ? null : await changeBusFor(config, db, redis, app.log);
   const changes = new ChangeFeed(bus, app.log);
   const evaluateCache = new EvaluateCache(db, changes, app.log, options.revisionCheckIntervalMs);
   const webhooks = new WebhookSender(db, database.dialect, config.webhookAllowPrivate, app.log, options.webhooks);
@@ -240,11 +244,16 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await changes.start();
   evaluateCache.start();
   attributeWriter.start();
-  // The history worker's thread starts while the routes below are built and compiled; the app is
-  // ready, and listens, once it has its database connection.
-  app.addHook('onReady', () => services.history.start());
+  // The history worker's thread loads and connects while the routes below are built, and while
+  // the server starts serving: a start does not wait for it (start-up time: docs/performance.md).
+  // What is evaluated meanwhile waits in memory, as between two writes.
+  let historyStarted: Promise<void> = Promise.resolve();
+  app.addHook('onReady', async () => {
+    historyStarted = services.history.start().catch((error: unknown) => app.log.error({ err: error }, 'the history worker did not start: evaluation history is not written'));
+  });
   webhooks.start();
   app.addHook('onClose', async () => {
+    await historyStarted;
     await services.history.close();
     await attributeWriter.close();
     await webhooks.close();
@@ -254,7 +263,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -297,10 +306,16 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   });
   await app.register(async (auth) => {
     auth.addHook('preValidation', refuseUnstorableText);
-    // A proven address (docs/security.md, Accounts, invitations and sessions) turns the invitations waiting for it into memberships.
-    const addressProven = (user: { id: string; email: string }) => joinInvitedProjects(services.writes, db, user);
-    await auth.register(accountRoutes, { ...services, addressProven });
-    await auth.register(oidcRoutes, { ...services, addressProven }); // OpenID sign-in, when configured
+    // Signing up through an invitation's emailed link accepts that invitation (docs/api.md, Members).
+    const invitationLinkUsed = async (user: { id: string; email: string }, memberId: string | null) => {
+      if (memberId) await answerInvitation(services.writes, db, { user_id: user.id, email: user.email, token_id: null }, memberId, true);
+    };
+    await auth.register(accountRoutes, { ...services, invitationLinkUsed });
+    // OpenID sign-in, when configured. An account that never proved the address it holds is replaced, not taken over.
+    const replaceUnprovenAccount = async (user: { id: string; email: string }) => {
+      await removeAccount(services, user, { withdrawInvitations: false, onlyUnverified: true });
+    };
+    await auth.register(oidcRoutes, { ...services, replaceUnprovenAccount });
   });
   // The SDK surfaces: evaluate (what applications call at runtime), the change stream, and OFREP.
   await app.register(async (sdk) => {
@@ -333,7 +348,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, apiTokenRoutes, projectRoutes, memberRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

@@ -1,15 +1,17 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
-import pinoPretty from 'pino-pretty';
-import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { relayClusterChanges } from './modules/changes/carriers.js';
 
-/** On a terminal, readable log lines; otherwise (production, files, collectors) JSON lines. */
-const logStream = () => (process.stdout.isTTY ? pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' }) : undefined);
+/** On a terminal, readable log lines; otherwise (production, files, collectors) JSON lines, and pino-pretty is not loaded. */
+async function logStream(): Promise<NodeJS.WritableStream | undefined> {
+  if (!process.stdout.isTTY) return undefined;
+  const { default: pinoPretty } = await import('pino-pretty');
+  return pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' });
+}
 
 /** Where a person opens the dashboard: a wildcard listen address is reached as localhost. */
 function dashboardUrl(address: string): string {
@@ -20,6 +22,14 @@ function dashboardUrl(address: string): string {
 
 const SHUTDOWN_GRACE_MS = 500;
 
+/**
+ * Connections the kernel may hold for us before we accept them. Node's default (511) overflowed
+ * when 10,000 SDKs in local mode fetched the ruleset after one change: their first SYNs were
+ * dropped and retried after 1, 3, 7 s. The kernel caps this at net.core.somaxconn (4096 on Linux
+ * 5.4 and later; raise it for larger bursts: docs/deploy.md).
+ */
+const LISTEN_BACKLOG = 65_535;
+
 /** One server: listens, and on SIGTERM/SIGINT finishes in-flight requests, flushes history, closes the database. */
 async function serve(config: Readonly<Config>): Promise<void> {
   let log: FastifyBaseLogger | undefined;
@@ -28,7 +38,7 @@ async function serve(config: Readonly<Config>): Promise<void> {
     poolSize: config.databasePoolSize,
     onPoolError: (error) => log?.error({ err: error }, 'database connection lost; the pool will open a new one'),
   });
-  const stream = logStream();
+  const stream = await logStream();
   const app = await buildApp(config, database, stream ? { logStream: stream } : {});
   log = app.log;
 
@@ -59,7 +69,7 @@ async function serve(config: Readonly<Config>): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   // The first line a person reads says where to go.
-  await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` });
+  await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` });
 }
 
 /**
@@ -68,10 +78,10 @@ async function serve(config: Readonly<Config>): Promise<void> {
  * Redis), restarts a worker that dies, and on SIGTERM/SIGINT stops them all gracefully.
  */
 async function supervise(config: Readonly<Config>): Promise<void> {
-  const log = pino({ level: config.logLevel }, logStream() ?? process.stdout);
+  const log = pino({ level: config.logLevel }, (await logStream()) ?? process.stdout);
   const database = await openDatabase(config.database, { poolSize: 1 });
   await database.close();
-  if (!config.redisUrl) new RateLimiterClusterMaster();
+  if (!config.redisUrl) new (await import('rate-limiter-flexible')).RateLimiterClusterMaster();
   relayClusterChanges();
 
   let stopping = false;

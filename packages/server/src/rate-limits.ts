@@ -146,11 +146,15 @@ export interface RateLimits {
   forgotPassword: Limit;
   /** Per client address, over forgot-password and reset-password together. */
   passwordReset: Limit | null;
-  /** Per user: verification emails asked again (contract §18). */
+  /** Per user: verification emails asked again (docs/api.md, Account). */
   resendVerification: Limit;
-  /** Invitation emails per project, and per address over every project (contract §8). */
+  /** Invitations (docs/api.md, Members): per project and per inviter, an hour… */
   invitationsPerProject: Limit;
-  invitationsPerAddress: Limit;
+  invitationsPerInviter: Limit;
+  /** …to one address from one project a day (a cancelled one gives its count back)… */
+  invitationsPerProjectAddress: Limit;
+  /** …and from one inviter to one address a day, never given back (docs/decisions.md). */
+  invitationsPerInviterAddress: Limit;
 }
 
 /** In-memory counters kept per limit at most: this many under their budget, and this many over it (Limit.memory). */
@@ -188,6 +192,8 @@ export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseL
     passwordReset: optional('password-reset', config.authPerMinute),
     resendVerification: limit('resend-verification', 5, 60 * 60),
     invitationsPerProject: limit('invitations-project', 50, 60 * 60),
-    invitationsPerAddress: limit('invitations-address', 3, 24 * 60 * 60),
+    invitationsPerInviter: limit('invitations-inviter', 50, 60 * 60),
+    invitationsPerProjectAddress: limit('invitations-project-address', 3, 24 * 60 * 60),
+    invitationsPerInviterAddress: limit('invitations-inviter-address', 10, 24 * 60 * 60),
   };
 }

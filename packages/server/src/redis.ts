@@ -1,13 +1,15 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import { LogThrottle } from './log-throttle.js';
 
 /**
  * A Redis client that never makes a caller wait for Redis: with no connection, commands fail at
  * once (callers fail open) while ioredis keeps reconnecting in the background. Errors are logged
- * at most every 10 s, and its return once.
+ * at most every 10 s, and its return once. ioredis is loaded only when REDIS_URL is set (start-up
+ * time: docs/performance.md).
  */
-export function createRedis(url: string, log: FastifyBaseLogger, options: { queueWhileOffline?: boolean } = {}): Redis {
+export async function createRedis(url: string, log: FastifyBaseLogger, options: { queueWhileOffline?: boolean } = {}): Promise<Redis> {
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
     enableOfflineQueue: options.queueWhileOffline ?? false,
     maxRetriesPerRequest: 1,

@@ -1,11 +1,11 @@
 /**
  * Accounts, black box over real HTTP: register, login, /api/me, password reset through a real
- * SMTP server, the rate limits of contract §4 and what the logs may (not) hold.
+ * SMTP server, the rate limits of docs/security.md (Client addresses and rate limits) and what the logs may (not) hold.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SignJWT, UnsecuredJWT, decodeJwt, decodeProtectedHeader, type JWTPayload } from 'jose';
-import { evaluate, eventually, newProject, request, startServer, type Answer, type TestServer, type TestUser } from './harness.js';
+import { addMember, evaluate, eventually, newProject, newUser, request, startServer, type Answer, type TestServer, type TestUser } from './harness.js';
 import type { Mail } from './mailbox.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -23,7 +23,7 @@ let emailCounter = 0;
 /** A fresh, already normalised address. */
 const freshEmail = (prefix = 'acct') => `${prefix}-${++emailCounter}-${process.pid}@example.com`;
 
-/** Contract §3: `{statusCode, error, message}`, JSON, a message for people. */
+/** docs/api.md, Errors: `{statusCode, error, message}`, JSON, a message for people. */
 function assertError(answer: Answer, status: number): void {
   assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
   assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
@@ -62,7 +62,7 @@ async function account(server: TestServer, email = freshEmail(), password = PASS
 
 const RESET_LINK = /http:\/\/guidon\.test\/reset-password\?token=[^\s"'<>]+/;
 
-/** The reset token carried by the link in the email (contract §5: `<PUBLIC_URL>/reset-password?token=<token>`). */
+/** The reset token carried by the link in the email (docs/api.md, Account: `<PUBLIC_URL>/reset-password?token=<token>`). */
 function tokenFromMail(mail: Mail): string {
   const link = RESET_LINK.exec(mail.text)?.[0];
   assert.ok(link, `the email carries a reset link:\n${mail.text}`);
@@ -190,7 +190,7 @@ describe('rate limits of /auth/register and /auth/login (RATE_LIMIT_AUTH=3)', ()
   });
 
   test('login has its own budget: 3 logins pass, the 4th is 429 even with the right password; another IP still logs in', async () => {
-    // The register budget of 127.0.0.1 is spent; login counts separately (contract §4: "each").
+    // The register budget of 127.0.0.1 is spent; login counts separately (docs/security.md: each has its own).
     for (let i = 0; i < 3; i++) {
       const answer = await login(server, { email: loginEmail, password: PASSWORD });
       assert.equal(answer.status, 200, answer.text);
@@ -427,7 +427,7 @@ describe('password reset by email (SMTP_URL)', () => {
     assert.ok(token.length >= 43, 'a random token of at least 32 bytes');
     assert.ok(!mail.raw.includes(user.password), 'the email does not carry the password');
 
-    // Stored only as a hash (contract §5).
+    // Stored only as a hash (docs/api.md, Account).
     const rows = await server.database.db.selectFrom('password_resets').selectAll().execute();
     assert.ok(rows.length > 0);
     assert.ok(!JSON.stringify(rows).includes(token), 'the reset token is not stored in clear');
@@ -444,7 +444,7 @@ describe('password reset by email (SMTP_URL)', () => {
 
     // A reset revokes every login token issued before it; the new one works.
     assertError(await me(server, `Bearer ${user.token}`), 401);
-    // The emailed link proved the address (contract §18).
+    // The emailed link proved the address (docs/api.md, Account).
     assert.deepEqual((await me(server, `Bearer ${fresh.body.token}`)).body, { user_id: user.id, email: user.email, email_verified: true });
 
     // Single use: the same token a second time is 400 and changes nothing.
@@ -652,5 +652,113 @@ describe('logs', () => {
     const done = entries.filter((entry) => entry.msg === 'request completed').map((entry) => entry.reqId);
     assert.equal(new Set(done).size, done.length, 'request ids are unique');
     for (const id of done) assert.ok(incoming.has(id), `request ${String(id)} has an incoming line with the same id`);
+  });
+});
+
+describe('DELETE /api/me: deleting one\'s own account (docs/api.md, Account)', () => {
+  const JWT_SECRET = 'account-removal-test-secret-5e2d9c1f7a3b';
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ JWT_SECRET });
+  });
+  after(() => server?.close());
+
+  const remove = (token: string, body?: unknown) => request(server, 'DELETE', '/api/me', { token, body });
+  const invite = async (owner: TestUser, projectId: string, email: string, role = 'editor') => {
+    const invited = await request(server, 'POST', `/api/projects/${projectId}/members`, { token: owner.token, body: { email, role } });
+    assert.equal(invited.status, 201, invited.text);
+    return invited.body.id as string;
+  };
+  const rowsOf = async (userId: string) => ({
+    users: (await server.database.db.selectFrom('users').select('id').where('id', '=', userId).execute()).length,
+    tokens: (await server.database.db.selectFrom('api_tokens').select('id').where('user_id', '=', userId).execute()).length,
+    memberships: (await server.database.db.selectFrom('project_members').select('id').where('user_id', '=', userId).execute()).length,
+  });
+
+  test('confirmed by its password: 204; tokens and sessions fail at once, memberships end, invitations are withdrawn, the email may register again', async () => {
+    const alice = await newUser(server, 'leaving');
+    const bob = await newUser(server, 'staying');
+    const carol = await newUser(server, 'inviting');
+    const solo = await newProject(server, alice, 'Only mine');
+    const shared = await newProject(server, bob, 'Shared');
+    await addMember(server, bob, shared.id, alice, 'editor');
+    const herFlag = await request(server, 'POST', `/api/projects/${shared.id}/environments/${shared.production}/flags`, { token: alice.token, body: { key: 'hers', name: 'hers' } });
+    assert.equal(herFlag.status, 201);
+    const pending = await newProject(server, carol, 'Pending');
+    const invitation = await invite(carol, pending.id, alice.email);
+    const apiToken = (await request(server, 'POST', '/api/tokens', { token: alice.token, body: { name: 'ci' } })).body.token as string;
+    const otherSession = (await request(server, 'POST', '/auth/login', { body: { email: alice.email, password: alice.password } })).body.token as string;
+    assert.equal((await evaluate(server, solo.sdk_key, 'production')).status, 200);
+
+    // Refusals change nothing: no password (400), a wrong one (403), an API token (403).
+    assert.equal((await remove(alice.token, {})).status, 400);
+    const wrong = await remove(alice.token, { password: 'not my password' });
+    assert.equal(wrong.status, 403);
+    assert.match(wrong.body.message, /password/i);
+    assert.equal((await remove(apiToken, { password: alice.password })).status, 403, 'an API token cannot delete its account');
+    assert.deepEqual(await rowsOf(alice.id), { users: 1, tokens: 1, memberships: 2 });
+
+    assert.equal((await remove(alice.token, { password: alice.password })).status, 204);
+    for (const token of [alice.token, otherSession, apiToken]) assert.equal((await request(server, 'GET', '/api/me', { token })).status, 401);
+    assert.equal((await request(server, 'POST', '/auth/login', { body: { email: alice.email, password: alice.password } })).status, 401);
+    assert.equal((await evaluate(server, solo.sdk_key, 'production')).status, 401, 'the project she alone belonged to is gone');
+    assert.deepEqual(await rowsOf(alice.id), { users: 0, tokens: 0, memberships: 0 });
+
+    const members = (await request(server, 'GET', `/api/projects/${shared.id}/members`, { token: bob.token })).body;
+    assert.deepEqual(members.map((m: { email: string }) => m.email), [bob.email]);
+    const audit = (await request(server, 'GET', `/api/projects/${shared.id}/audit`, { token: bob.token })).body.items;
+    const byHer = { user_id: alice.id, email: alice.email, token_id: null };
+    assert.deepEqual([audit[0].action, audit[0].actor], ['member.removed', byHer], 'she left');
+    assert.deepEqual(audit.find((event: { action: string }) => event.action === 'flag.created').actor, byHer, 'her changes keep her id and email');
+    assert.deepEqual((await request(server, 'GET', `/api/projects/${pending.id}/members`, { token: carol.token })).body.map((m: { email: string }) => m.email), [carol.email], 'the invitation to her is withdrawn');
+    assert.equal((await request(server, 'GET', `/api/projects/${pending.id}/audit?resource_id=${invitation}`, { token: carol.token })).body.items[0].action, 'member.removed');
+
+    // The address is free again: a new account, with nothing of the old one.
+    const again = await request(server, 'POST', '/auth/register', { body: { email: alice.email, password: 'a new beginning' } });
+    assert.equal(again.status, 201, again.text);
+    assert.notEqual(again.body.id, alice.id);
+    const fresh = (await request(server, 'POST', '/auth/login', { body: { email: alice.email, password: 'a new beginning' } })).body.token;
+    assert.deepEqual((await request(server, 'GET', '/api/projects', { token: fresh })).body, []);
+  });
+
+  test('the last owner of projects with other members: 409 naming them, and nothing changes; once someone else owns them, 204', async () => {
+    const dave = await newUser(server, 'last-owner');
+    const erin = await newUser(server, 'teammate');
+    const teams = [await newProject(server, dave, 'Team A'), await newProject(server, dave, 'Team B')];
+    await newProject(server, dave, 'Mine alone');
+    const memberships = [];
+    for (const team of teams) memberships.push(await addMember(server, dave, team.id, erin, 'editor'));
+    const refused = await remove(dave.token, { password: dave.password });
+    assert.equal(refused.status, 409, refused.text);
+    assert.match(refused.body.message, /"Team A", "Team B"/);
+    assert.equal((await request(server, 'GET', '/api/projects', { token: dave.token })).body.length, 3, 'nothing deleted');
+
+    for (const [index, team] of teams.entries()) {
+      assert.equal((await request(server, 'PUT', `/api/projects/${team.id}/members/${memberships[index]!.id}`, { token: dave.token, body: { role: 'owner' } })).status, 200);
+    }
+    assert.equal((await remove(dave.token, { password: dave.password })).status, 204);
+    assert.deepEqual((await request(server, 'GET', '/api/projects', { token: erin.token })).body.map((p: { name: string }) => p.name).sort(), ['Team A', 'Team B']);
+    const creators = await server.database.db.selectFrom('projects').select('owner_id').where('id', 'in', teams.map((team) => team.id)).execute();
+    assert.deepEqual(creators.map((row) => row.owner_id), [erin.id, erin.id], 'a kept project names an account that exists');
+  });
+
+  test('an account without a password (OpenID) confirms with a login less than 10 minutes old; an unverified one leaves its address\'s invitations', async () => {
+    const owner = await newUser(server, 'inviter');
+    const project = await newProject(server, owner, 'Waiting');
+    const frank = await newUser(server, 'sso-only', { verified: false });
+    await invite(owner, project.id, frank.email);
+    // As an account made by an OpenID sign-in: no password.
+    await server.database.db.updateTable('users').set({ password_hash: '' }).where('id', '=', frank.id).execute();
+    const { tv } = decodeJwt(frank.token) as { tv: number };
+    const issuedAt = Math.floor(Date.now() / 1000) - 11 * 60;
+    const stale = await new SignJWT({ tv }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setSubject(frank.id).setJti('stale-login').setIssuedAt(issuedAt).setExpirationTime(issuedAt + 86_400).sign(new TextEncoder().encode(JWT_SECRET));
+    assert.equal((await request(server, 'GET', '/api/me', { token: stale })).status, 200, 'a valid login, 11 minutes old');
+    const old = await remove(stale, {});
+    assert.equal(old.status, 403);
+    assert.match(old.body.message, /Sign in again/);
+    assert.equal((await remove(frank.token)).status, 204, 'a fresh login (no body needed)');
+    assert.equal((await request(server, 'GET', '/api/me', { token: stale })).status, 401);
+    // Whoever held an unproven account may not be the address's owner: its invitations stay for the owner.
+    assert.deepEqual((await request(server, 'GET', `/api/projects/${project.id}/members`, { token: owner.token })).body.map((m: { email: string; status: string }) => [m.email, m.status]), [[owner.email, 'active'], [frank.email, 'invited']]);
   });
 });

@@ -1,11 +1,11 @@
 /**
- * Contract §10: every change under a project is one audit event, written with the change, with its
+ * docs/api.md, Audit log: every change under a project is one audit event, written with the change, with its
  * actor and the resource's API object before and after; credentials never appear; an update that
  * changes nothing and a write that fails leave none. Read with filters and cursor paging.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { addMember, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 describe('audit log', () => {
   let server: TestServer;
@@ -20,8 +20,7 @@ describe('audit log', () => {
     editor = await newUser(server, 'audit-editor');
     project = await newProject(server, owner, 'Audited');
     secrets.push(project.sdk_key);
-    const added = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email: editor.email, role: 'editor' } });
-    assert.equal(added.status, 201);
+    await addMember(server, owner, project.id, editor, 'editor');
   });
   after(() => server?.close());
 
@@ -64,11 +63,12 @@ describe('audit log', () => {
       assert.match(event.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     };
 
-    // The project's first events: created by its owner, then the editor added.
+    // The project's first events: created by its owner, then the editor invited, and joining (by accepting).
     const first = await allEvents();
-    assert.deepEqual(first.map((event) => event.action), ['member.added', 'project.created']);
-    assert.equal(first[1].before, null);
-    assert.equal(first[1].after.sdk_key, '[redacted]');
+    assert.deepEqual(first.map((event) => event.action), ['member.joined', 'member.added', 'project.created']);
+    assert.deepEqual([first[0].actor.user_id, first[1].actor.user_id], [editor.id, owner.id]);
+    assert.equal(first[2].before, null);
+    assert.equal(first[2].after.sdk_key, '[redacted]');
 
     // Project
     const projectBefore = (await request(server, 'GET', p(), asOwner)).body;

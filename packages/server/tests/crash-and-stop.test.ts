@@ -8,6 +8,9 @@
  * in this test: after the last restart, every audit event stored (so every one of an acknowledged
  * write) reaches it at least once, deliveries pending or in flight at a kill included.
  *
+ * Interrupted webhook attempts (docs/api.md, Webhooks): a send cut short by a stop or a kill is logged as
+ * `interrupted` when its delivery is picked up again, and counts as one of the tries.
+ *
  * Graceful stop: SIGTERM under evaluate load with streams open. Every request gets an answer (a
  * connection refused once the listener closed is the only other outcome: those were never
  * received), every stream is ended by the server with an SSE `retry:` hint, the process exits 0,
@@ -24,6 +27,9 @@ import { eventually, freePort, request, type TestProject } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 import { startChildServer, type ChildServer } from './child-server.js';
 import { openStream } from './stream-client.js';
+import { Receiver as HookReceiver } from './webhook-receiver.js';
+import { openDatabase } from '../src/db/database.js';
+import { nowIso } from '../src/db/values.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 20);
 const WRITERS = 4;
@@ -406,5 +412,82 @@ describe(`graceful stop: SIGTERM under evaluate load (${onPostgres ? 'PostgreSQL
       cursor = page.body.next_cursor;
     } while (cursor);
     assert.equal(recorded, answered, 'one history item per evaluate answered 200 (one flag)');
+  });
+});
+
+describe(`webhooks: an attempt cut short by a stop or a crash (${onPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
+  let database: TestDatabase;
+  let server: ChildServer | undefined;
+  let receiver: HookReceiver;
+
+  before(async () => {
+    database = await createTestDatabase();
+    receiver = await new HookReceiver().start();
+  });
+  after(async () => {
+    await server?.kill('SIGKILL');
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  test('is logged as interrupted when its delivery is picked up again, and counts as one of the tries', { timeout: 5 * 60_000 }, async () => {
+    const port = await freePort();
+    // A send never times out here (30 s): it ends only by the stop or the kill.
+    const options = { webhooks: { pollIntervalMs: 50, timeoutMs: 30_000, retryDelaysMs: [50, 50, 50, 50] } };
+    const start = () => startChildServer(port, { DATABASE_URL: database.url, WEBHOOK_ALLOW_PRIVATE: 'true' }, 30_000, options);
+    server = await start();
+    const { token, project } = await setup(server.url);
+    const hook = await request(server, 'POST', `/api/projects/${project.id}/webhooks`, { token, body: { url: receiver.url, events: ['flag.created'] } });
+    assert.equal(hook.status, 201, hook.text);
+    const keyOf = (body: string) => (JSON.parse(body) as { after: { key: string } }).after.key;
+    const sentFor = (key: string) => receiver.requests.filter((received) => keyOf(received.body) === key).length;
+    let hanging = true;
+    // "doomed" fails its first 4 tries and hangs on the 5th, its last.
+    receiver.answer = (received) => (keyOf(received.body) === 'doomed' ? (sentFor('doomed') < 5 ? 500 : 'hang') : hanging ? 'hang' : 204);
+    const attemptsOf = async (key: string) => {
+      const log = await request(server!, 'GET', `/api/projects/${project.id}/webhooks/${hook.body.id}/deliveries?limit=500`, { token });
+      const flags = await request(server!, 'GET', `/api/projects/${project.id}/environments/${project.production}/flags`, { token });
+      const audit = await request(server!, 'GET', `/api/projects/${project.id}/audit?resource_type=flag`, { token });
+      const flagId = flags.body.find((flag: { key: string }) => flag.key === key).id;
+      const eventId = audit.body.items.find((event: { resource_id: string }) => event.resource_id === flagId).id;
+      return (log.body.items as { event_id: string; attempt: number; status_code: number | null; error: string | null }[])
+        .filter((item) => item.event_id === eventId)
+        .map((item) => `${item.attempt} ${item.status_code ?? '-'} ${item.error ?? ''}`.trim())
+        .reverse();
+    };
+    /** The process is gone: its claims' leases end now rather than in 61 s (the wait itself is the sender's business). */
+    const endLeases = async () => {
+      const direct = await openDatabase(database.config, { migrate: false, poolSize: 1 });
+      await direct.db.updateTable('webhook_deliveries').set({ next_attempt_at: nowIso() }).where('status', '=', 'pending').execute();
+      await direct.close();
+    };
+    const createFlag = async (key: string) => assert.equal((await request(server!, 'POST', `/api/projects/${project.id}/environments/${project.production}/flags`, { token, body: { key, name: key } })).status, 201);
+
+    for (const [key, signal] of [['stopped', 'SIGTERM'], ['killed', 'SIGKILL']] as const) {
+      hanging = true;
+      await createFlag(key);
+      await eventually(() => sentFor(key) === 1, `the first attempt for ${key} in flight`);
+      const { code } = await server.kill(signal);
+      if (signal === 'SIGTERM') assert.equal(code, 0, 'a stop, not a crash');
+      hanging = false;
+      await endLeases();
+      server = await start();
+      await eventually(async () => (await attemptsOf(key)).length === 2, `the delivery of ${key} picked up again`);
+      assert.deepEqual(await attemptsOf(key), ['1 - interrupted', '2 204'], `${key}: the cut attempt is logged, and the next is the second`);
+    }
+
+    // Cut short on its last try: logged, and given up (no sixth send).
+    await createFlag('doomed');
+    await eventually(() => sentFor('doomed') === 5, 'the fifth and last try in flight');
+    await server.kill('SIGKILL');
+    await endLeases();
+    server = await start();
+    await eventually(async () => (await attemptsOf('doomed')).length === 5, 'the delivery of doomed picked up again');
+    assert.deepEqual(await attemptsOf('doomed'), ['1 500 HTTP 500', '2 500 HTTP 500', '3 500 HTTP 500', '4 500 HTTP 500', '5 - interrupted']);
+    const direct = await openDatabase(database.config, { migrate: false, poolSize: 1 });
+    const pending = await direct.db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'pending').execute();
+    await direct.close();
+    assert.deepEqual(pending, [], 'out of tries: failed for good, in the same write that logged it');
+    assert.equal(sentFor('doomed'), 5);
   });
 });

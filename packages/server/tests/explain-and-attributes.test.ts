@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bucketOf } from '@guidon/engine';
-import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { addMember, evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 let server: TestServer;
 let owner: TestUser;
@@ -104,7 +104,7 @@ describe('explain: which rule served (POST …/environments/{eid}/explain)', () 
 
   test('a viewer may ask; a stranger may not', async () => {
     const viewer = await newUser(server, 'explain-viewer');
-    assert.equal((await api('POST', `/api/projects/${project.id}/members`, { email: viewer.email, role: 'viewer' })).status, 201);
+    await addMember(server, owner, project.id, viewer, 'viewer');
     const answer = await explain(project, { user_id: 'alice', custom_attributes: { country: 'DE' } }, viewer.token);
     assert.equal(answer.status, 200, answer.text);
     assert.equal(answer.body.flags.checkout.rule.id, rules.country);

@@ -127,7 +127,7 @@ describe('rate limits counted in Redis while it is down', { skip: hasRedisServer
     const port = await freePort();
     const lines: string[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
-    const redis = createRedis(`redis://127.0.0.1:${port}`, log);
+    const redis = await createRedis(`redis://127.0.0.1:${port}`, log);
     const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0 }, log, { kind: 'redis', client: redis });
     const said = (text: string) => lines.filter((line) => line.includes(text)).length;
     let redisServer: ChildProcess | undefined;
@@ -571,14 +571,14 @@ describe('the request histogram, counted without prom-client\'s observe', () => 
       if (route === '/sdk/v1/evaluate') counter.inc({ status: String(status) });
       seen++;
     };
-    assert.equal(await text(metrics.registry), await text(reference), 'before any answer');
+    assert.equal(await text(await metrics.registry()), await text(reference), 'before any answer');
     for (let i = 0; i < 200; i++) answer(i);
-    const first = await text(metrics.registry);
+    const first = await text(await metrics.registry());
     assert.equal(first, await text(reference));
     assert.match(first, /^guidon_http_request_duration_seconds_bucket\{le="0\.001",method="POST",route="\/sdk\/v1\/evaluate",status="200"\} \d+$/m);
     assert.match(first, /^guidon_evaluate_requests_total\{status="429"\} \d+$/m);
     for (let i = 200; i < 500; i++) answer(i); // scraped again: the counts go on
-    assert.equal(await text(metrics.registry), await text(reference));
+    assert.equal(await text(await metrics.registry()), await text(reference));
     assert.equal(seen, 500);
   });
 });

@@ -113,7 +113,7 @@ export interface TestUser {
 
 /**
  * Registers a new user and logs in; then, unless told otherwise, verifies the address as a person
- * would (docs/api.md, "Verified addresses"): opens the link of the verification email the server sent to its mailbox.
+ * would (docs/api.md, Account): opens the link of the verification email the server sent to its mailbox.
  */
 export async function newUser(server: { url: string; mailbox?: Mailbox | null }, prefix = 'user', { verified = true } = {}): Promise<TestUser> {
   const email = `${prefix}${++userCounter}-${process.pid}@example.com`;
@@ -137,7 +137,7 @@ export async function verifyEmail(server: { url: string; mailbox?: Mailbox | nul
   if (verified.status !== 200) throw new Error(`verify-email failed: ${verified.status} ${verified.text}`);
 }
 
-/** One item of evaluation history as the API answers it (docs/api.md, "Evaluation history"). */
+/** One item of evaluation history as the API answers it (docs/api.md, Evaluation history). */
 export interface HistoryItem {
   id: string;
   environment_id: string;
@@ -163,6 +163,18 @@ export async function newProject(server: { url: string }, user: TestUser, name =
   const environments = await request(server, 'GET', `/api/projects/${created.body.id}/environments`, { token: user.token });
   const idOf = (key: string) => environments.body.find((env: { key: string }) => env.key === key).id as string;
   return { id: created.body.id, sdk_key: created.body.sdk_key, production: idOf('production'), staging: idOf('staging') };
+}
+
+/**
+ * Makes `member` a member of the project with `role`, as people do (docs/api.md, Members): the
+ * owner invites the address, the member accepts. Returns the membership.
+ */
+export async function addMember(server: { url: string }, owner: TestUser, projectId: string, member: TestUser, role: 'viewer' | 'editor' | 'owner') {
+  const invited = await request(server, 'POST', `/api/projects/${projectId}/members`, { token: owner.token, body: { email: member.email, role } });
+  if (invited.status !== 201) throw new Error(`invite failed: ${invited.status} ${invited.text}`);
+  const accepted = await request(server, 'POST', `/api/invitations/${invited.body.id}/accept`, { token: member.token });
+  if (accepted.status !== 200) throw new Error(`accept failed: ${accepted.status} ${accepted.text}`);
+  return accepted.body as { id: string; user_id: string; email: string; role: string; status: 'active'; created_at: string };
 }
 
 export const flagsPath = (project: TestProject, envId = project.production) => `/api/projects/${project.id}/environments/${envId}/flags`;

@@ -1,10 +1,11 @@
 /**
- * Sign-in with OpenID Connect (contract §17) through HTTP, against a real OpenID provider started
+ * Sign-in with OpenID Connect (docs/api.md, Account) through HTTP, against a real OpenID provider started
  * here (oidc-provider): JIT accounts, invitations, linking, every refusal a page that creates
  * nothing, log out at the provider, PASSWORD_LOGIN=false, and two instances behind one address.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -66,7 +67,7 @@ describe('OpenID sign-in', () => {
     assert.deepEqual(methods.body, { password: true, oidc: { name: 'Acme SSO', login_url: '/auth/oidc/login' } });
   });
 
-  test('the first sign-in of a verified email creates the account and accepts its invitations; a later one finds it by sub', async () => {
+  test('the first sign-in of a verified email creates the account, whose invitations wait for its answer; a later one finds it by sub', async () => {
     const owner = await newUser(server, 'owner');
     const project = await newProject(server, owner, 'Invited to');
     const invited = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email: 'alice@corp.test', role: 'editor' } });
@@ -80,8 +81,12 @@ describe('OpenID sign-in', () => {
     assert.equal(me.body.email, 'alice@corp.test');
     assert.equal(me.body.email_verified, true);
     assert.deepEqual((await request(server, 'GET', '/api/me/sign-in-methods', { token: first.token })).body, { methods: ['oidc'] });
+    assert.deepEqual((await request(server, 'GET', '/api/projects', { token: first.token })).body, [], 'nobody joins without accepting');
+    const waiting = await request(server, 'GET', '/api/invitations', { token: first.token });
+    assert.deepEqual(waiting.body.map((i: { id: string; role: string }) => [i.id, i.role]), [[invited.body.id, 'editor']]);
+    assert.equal((await request(server, 'POST', `/api/invitations/${invited.body.id}/accept`, { token: first.token })).status, 200);
     const projects = await request(server, 'GET', '/api/projects', { token: first.token });
-    assert.deepEqual(projects.body.map((p: { id: string; role: string }) => [p.id, p.role]), [[project.id, 'editor']], 'the invitation became a membership');
+    assert.deepEqual(projects.body.map((p: { id: string; role: string }) => [p.id, p.role]), [[project.id, 'editor']], 'accepted, the invitation is a membership');
 
     // The provider's email changes; the sub still names the same Guidon account.
     provider.accounts.set('alice-sub', { email: 'alice.renamed@corp.test', email_verified: true });
@@ -95,7 +100,7 @@ describe('OpenID sign-in', () => {
     assert.equal(password.status, 401, 'an account made by OpenID sign-in has no password');
   });
 
-  test('a later sign-in links an existing account by its verified email; an unproven password stops working', async () => {
+  test('a later sign-in links an existing account by its verified email', async () => {
     const verified = await newUser(server, 'linked');
     provider.accounts.set('linked-sub', { email: verified.email, email_verified: true });
     const { token } = await signIn(server, 'linked-sub');
@@ -103,16 +108,48 @@ describe('OpenID sign-in', () => {
     assert.equal(me.body.user_id, verified.id);
     assert.deepEqual((await request(server, 'GET', '/api/me/sign-in-methods', { token })).body, { methods: ['password', 'oidc'] });
     assert.equal((await request(server, 'POST', '/auth/login', { body: { email: verified.email, password: verified.password } })).status, 200, 'a proven account keeps its password');
+  });
 
-    // Registered by someone who never proved the address: the provider proves it; their password and sessions end.
+  test('an account that never proved the address is not taken over: it goes with what it alone belongs to, and the sign-in gets a fresh account', async () => {
+    // Someone registered the address first, never proved it, made projects, and gave an accomplice the owner role in one.
     const claimer = await newUser(server, 'preclaimed', { verified: false });
+    const accomplice = await newUser(server, 'accomplice');
+    const alone = await newProject(server, claimer, 'Only theirs');
+    const trap = await newProject(server, claimer, 'Security notice');
+    // As an older version let an unproven account enrol members: straight in the database.
+    await server.database.db.insertInto('project_members').values({ id: randomUUID(), project_id: trap.id, user_id: accomplice.id, email: accomplice.email, role: 'owner', created_at: new Date().toISOString() }).execute();
+
     provider.accounts.set('owner-of-address', { email: claimer.email, email_verified: true });
     const owner = await signIn(server, 'owner-of-address');
-    const ownerMe = await request(server, 'GET', '/api/me', { token: owner.token });
-    assert.equal(ownerMe.body.user_id, claimer.id);
+    const me = (await request(server, 'GET', '/api/me', { token: owner.token })).body;
+    assert.notEqual(me.user_id, claimer.id, 'a fresh account, not the pre-claimed one (before, it was taken over with its projects)');
+    assert.deepEqual([me.email, me.email_verified], [claimer.email, true]);
+    assert.deepEqual((await request(server, 'GET', '/api/projects', { token: owner.token })).body, [], 'none of the pre-claimer\'s projects');
     assert.deepEqual((await request(server, 'GET', '/api/me/sign-in-methods', { token: owner.token })).body, { methods: ['oidc'] });
+    assert.equal((await usersWithEmail(server, claimer.email)).length, 1);
+
+    // The pre-claimed account is gone: its sessions, its password, the project it alone belonged to.
     assert.equal((await request(server, 'GET', '/api/me', { token: claimer.token })).status, 401);
     assert.equal((await request(server, 'POST', '/auth/login', { body: { email: claimer.email, password: claimer.password } })).status, 401);
+    assert.equal((await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: alone.sdk_key, body: { environment: 'production', context: {} } })).status, 401);
+    // A project with another member stays theirs, without it; its log keeps who left.
+    const members = await request(server, 'GET', `/api/projects/${trap.id}/members`, { token: accomplice.token });
+    assert.deepEqual(members.body.map((m: { email: string }) => m.email), [accomplice.email]);
+    const audit = await request(server, 'GET', `/api/projects/${trap.id}/audit?resource_type=member`, { token: accomplice.token });
+    assert.deepEqual(audit.body.items[0].actor, { user_id: claimer.id, email: claimer.email, token_id: null });
+    assert.equal(audit.body.items[0].action, 'member.removed');
+  });
+
+  test('an address that only looks like an account\'s (Unicode case folding) links nothing: a page says why', async () => {
+    const kim = await newUser(server, 'kim');
+    const lookalike = `\u212A${kim.email.slice(1)}`; // KELVIN SIGN: lower-cased in full, it is a "k"
+    provider.accounts.set('kelvin-sub', { email: lookalike, email_verified: true });
+    const end = await new Browser().walk(`${server.url}/auth/oidc/login`, 'kelvin-sub');
+    assertPage(end, 403, /look alike/);
+    const identities = await server.database.db.selectFrom('oidc_identities').select('user_id').where('subject', '=', 'kelvin-sub').execute();
+    assert.deepEqual(identities, [], 'not linked to kim (before, it signed in as kim)');
+    assert.equal((await usersWithEmail(server, lookalike)).length, 0, 'and no look-alike account made');
+    assert.equal((await request(server, 'GET', '/api/me', { token: kim.token })).status, 200);
   });
 
   test('an email outside OIDC_ALLOWED_DOMAINS is refused with a page, and nothing is created', async () => {
@@ -248,6 +285,35 @@ describe('OpenID settings', () => {
       provider.accounts.set('ivy-sub', { email: body.email, email_verified: true });
       const { token } = await signIn(server, 'ivy-sub');
       assert.equal((await request(server, 'GET', '/api/me', { token })).status, 200, 'the provider is the way in');
+    } finally {
+      await server.close();
+      await provider.close();
+    }
+  });
+
+  test('under https the cookies take the __Host- prefix (Secure, Path=/, no Domain) and a sign-in works with them', async () => {
+    const publicUrl = 'https://guidon.test';
+    const provider = await startProvider(publicUrl);
+    const server = await startServer({ ...provider.env, PUBLIC_URL: publicUrl });
+    try {
+      provider.accounts.set('tls-sub', { email: 'tls@corp.test', email_verified: true });
+      const browser = new Browser();
+      const login = await fetch(`${server.url}/auth/oidc/login`, { redirect: 'manual' });
+      const flow = login.headers.getSetCookie().find((line) => line.includes('guidon_oidc_flow'));
+      assert.match(flow ?? '', /^__Host-guidon_oidc_flow=[^;]+;/, 'before, the cookie had no prefix');
+      assert.match(flow!, /; Path=\/(;|$)/);
+      assert.match(flow!, /; Secure/);
+      assert.match(flow!, /; HttpOnly/);
+      assert.doesNotMatch(flow!, /Domain=/i);
+      // The provider sends the browser back to https://guidon.test; this test is that address.
+      const callback = new URL(await toCallback(server, 'tls-sub', browser));
+      assert.equal(callback.origin, publicUrl);
+      const back = await browser.request(`${server.url}${callback.pathname}${callback.search}`);
+      assert.equal(back.status, 302, back.text);
+      assert.ok(back.headers.getSetCookie().some((line) => /^__Host-guidon_oidc_session=[^;]+;.*Path=\/.*Secure/.test(line)));
+      const session = await browser.request(`${server.url}/auth/oidc/session`, { method: 'POST' });
+      assert.equal(session.status, 200, session.text);
+      assert.equal((await request(server, 'GET', '/api/me', { token: JSON.parse(session.text).token })).body.email, 'tls@corp.test');
     } finally {
       await server.close();
       await provider.close();

@@ -1,5 +1,5 @@
 /**
- * Issue 18, findings 1, 7 and 8 and log out (contract §8, §9, §18): nobody takes over a project by
+ * Issue 18, findings 1, 7 and 8 and log out (docs/api.md: Account, Members, API tokens): nobody takes over a project by
  * registering an address. Verified addresses (an emailed single-use link), invitations with a
  * secret single-use link, memberships only for proven addresses, API tokens only for verified
  * accounts, closed sign-up without an oracle, invitation limits and a fixed email, leaving with a
@@ -29,6 +29,13 @@ async function login(server: TestServer, email: string, password = PASSWORD): Pr
   return answer.body.token;
 }
 
+/** The invitee accepts every invitation waiting for them (the projects page's Accept). */
+async function acceptAll(server: TestServer, token: string): Promise<void> {
+  for (const invitation of (await request(server, 'GET', '/api/invitations', { token })).body) {
+    assert.equal((await request(server, 'POST', `/api/invitations/${invitation.id}/accept`, { token })).status, 200);
+  }
+}
+
 /** The newest email to the address whose text carries a link to `path`. */
 async function mailWithLink(mailbox: Mailbox, address: string, path: string): Promise<Mail> {
   const matching = () => mailbox.to(address).filter((mail) => mail.text.includes(`${path}?`));
@@ -48,10 +55,10 @@ async function resetThroughEmail(server: TestServer, email: string, newPassword:
   assert.equal(reset.status, 200, reset.text);
 }
 
-const addMember = (server: TestServer, owner: TestUser, projectId: string, email: string, role = 'editor') =>
+const invite = (server: TestServer, owner: TestUser, projectId: string, email: string, role = 'editor') =>
   request(server, 'POST', `/api/projects/${projectId}/members`, { token: owner.token, body: { email, role } });
 
-describe('verified addresses (contract §18)', () => {
+describe('verified addresses (docs/api.md, Account)', () => {
   let server: TestServer;
   before(async () => {
     server = await startServer({ PUBLIC_URL: 'http://guidon.test' });
@@ -140,7 +147,7 @@ describe('finding 1: invitations need the invitation’s secret or a proven addr
   test('hijack: registering an invited address does not join the project; only its link or its verification does', async () => {
     const project = await newProject(server, owner, 'Payroll');
     const newhire = fresh('newhire');
-    const invited = await addMember(server, owner, project.id, newhire, 'owner');
+    const invited = await invite(server, owner, project.id, newhire, 'owner');
     assert.equal(invited.status, 201);
     assert.deepEqual([invited.body.status, invited.body.user_id], ['invited', null]);
 
@@ -153,17 +160,19 @@ describe('finding 1: invitations need the invitation’s secret or a proven addr
     const members = await request(server, 'GET', `/api/projects/${project.id}/members`, { token: owner.token });
     assert.deepEqual(members.body.find((m: any) => m.email === newhire).status, 'invited');
 
-    // The one who reads the address's mail takes the account back (a reset proves the address): then she joins.
+    // The one who reads the address's mail takes the account back (a reset proves the address): then she may accept.
     await resetThroughEmail(server, newhire, 'the real newhire');
     assert.equal((await request(server, 'GET', '/api/me', { token: attacker })).status, 401, 'the reset ends the attacker’s session');
     const session = await login(server, newhire, 'the real newhire');
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: session })).status, 404, 'proving the address joins nothing by itself');
+    await acceptAll(server, session);
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: session })).body.role, 'owner');
   });
 
   test('the invitation link: sign-up with its token verifies the address and joins at once; the token works once', async () => {
     const project = await newProject(server, owner, 'Shop');
     const email = fresh('linked');
-    const invited = await addMember(server, owner, project.id, email, 'viewer');
+    const invited = await invite(server, owner, project.id, email, 'viewer');
     const mail = await mailWithLink(server.mailbox!, email, '/register');
     assert.match(mail.text, /http:\/\/guidon\.test\/register\?invitation=[\w-]{43,}(\s|$)/, 'the link is <PUBLIC_URL>/register?invitation=<secret>, not the address');
     assert.ok(!mail.text.includes(`register?email=`));
@@ -191,9 +200,9 @@ describe('finding 1: invitations need the invitation’s secret or a proven addr
     const first = await newProject(server, owner, 'First');
     const second = await newProject(server, owner, 'Second');
     const email = fresh('twice');
-    await addMember(server, owner, first.id, email);
+    await invite(server, owner, first.id, email);
     const old = await invitationToken(server.mailbox!, email);
-    await addMember(server, owner, second.id, email);
+    await invite(server, owner, second.id, email);
     await eventually(() => server.mailbox!.to(email).length === 2, 'the second invitation');
     const current = await invitationToken(server.mailbox!, email);
     assert.notEqual(current, old);
@@ -201,29 +210,25 @@ describe('finding 1: invitations need the invitation’s secret or a proven addr
 
     await server.database.db.updateTable('invitation_tokens').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('email', '=', email).execute();
     assert.equal((await register(server, email, { invitation_token: current })).status, 400, 'an invitation link lasts 7 days');
-    // Both invitations still wait: sign-up and verification join both projects.
+    // Both invitations still wait: after sign-up and verification, the account accepts them.
     assert.equal((await register(server, email)).status, 201);
     await verifyEmail(server, { email });
     const session = await login(server, email);
+    assert.deepEqual((await request(server, 'GET', '/api/invitations', { token: session })).body.map((i: any) => i.project.name), ['Second', 'First']);
+    await acceptAll(server, session);
     assert.deepEqual((await request(server, 'GET', '/api/projects', { token: session })).body.map((p: any) => p.name).sort(), ['First', 'Second']);
   });
 
-  test('adding an unverified account invites it (the same answer as for no account); a verified one is active at once', async () => {
+  test('an unverified account is invited like any address; verifying its address lets it accept, not more', async () => {
     const project = await newProject(server, owner, 'Mixed');
     const unverified = await newUser(server, 'waiting', { verified: false });
-    const nobody = fresh('nobody');
-    const verified = await newUser(server, 'proven');
-    const toUnverified = await addMember(server, owner, project.id, unverified.email);
-    const toNobody = await addMember(server, owner, project.id, nobody);
-    const shape = (answer: any) => ({ ...answer.body, id: '', email: '', created_at: '' });
-    assert.deepEqual(shape(toUnverified), shape(toNobody), 'no oracle of which addresses have an account');
-    assert.equal(toUnverified.body.status, 'invited');
+    const toUnverified = await invite(server, owner, project.id, unverified.email);
+    assert.deepEqual([toUnverified.status, toUnverified.body.status, toUnverified.body.user_id], [201, 'invited', null]);
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: unverified.token })).status, 404, 'its invitation waits');
-    const active = await addMember(server, owner, project.id, verified.email);
-    assert.deepEqual([active.body.status, active.body.user_id], ['active', verified.id]);
-    assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: verified.token })).status, 200);
-    // The unverified account follows its invitation link: it verifies the address (sign-up is 409, the account exists), so it joins.
+    // The unverified account follows its invitation link: it verifies the address (sign-up is 409, the account exists), then accepts.
     await verifyEmail(server, unverified);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: unverified.token })).status, 404);
+    await acceptAll(server, unverified.token);
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: unverified.token })).body.role, 'editor');
   });
 
@@ -239,9 +244,10 @@ describe('finding 1: invitations need the invitation’s secret or a proven addr
     assert.equal((await register(server, alice)).status, 409);
     await resetThroughEmail(server, alice, 'alice real password');
     assert.equal((await request(server, 'GET', '/api/me', { token: attacker })).status, 401, 'the reset ends the attacker’s session');
-    // An owner adds her as editor: she is active at once, and only she.
-    assert.equal((await addMember(server, owner, project.id, alice)).body.status, 'active');
+    // An owner invites her as editor: she accepts, and only she can.
+    assert.equal((await invite(server, owner, project.id, alice)).body.status, 'invited');
     const aliceSession = await login(server, alice, 'alice real password');
+    await acceptAll(server, aliceSession);
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: aliceSession })).body.role, 'editor');
     assert.equal((await request(server, 'POST', flagsPath(project), { token: attacker, body: { name: 'x', key: 'pwned' } })).status, 401);
     assert.equal((await request(server, 'POST', '/auth/login', { body: { email: alice, password: 'attacker password' } })).status, 401);
@@ -251,7 +257,7 @@ describe('finding 1: invitations need the invitation’s secret or a proven addr
   test('an account that never proves its address never joins, however often it is invited', async () => {
     const project = await newProject(server, owner, 'Guarded');
     const squatter = await newUser(server, 'squatter', { verified: false });
-    await addMember(server, owner, project.id, squatter.email, 'owner');
+    await invite(server, owner, project.id, squatter.email, 'owner');
     const login2 = await login(server, squatter.email);
     for (const token of [squatter.token, login2]) {
       assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token })).status, 404);
@@ -275,7 +281,7 @@ describe('finding 1: closed sign-up (ALLOW_REGISTRATION=false) needs the invitat
   test('a stranger, an invited address without the token and one with a wrong token get the same 403', async () => {
     const project = await newProject(closed, owner, 'Company');
     const hire = fresh('hire');
-    await addMember(closed, owner, project.id, hire, 'viewer');
+    await invite(closed, owner, project.id, hire, 'viewer');
     const refusals = [await register(closed, fresh('stranger')), await register(closed, hire), await register(closed, hire, { invitation_token: 'guessed' })];
     const token = await invitationToken(closed.mailbox!, hire);
     refusals.push(await register(closed, fresh('stranger'), { invitation_token: token }));
@@ -293,7 +299,7 @@ describe('finding 1: closed sign-up (ALLOW_REGISTRATION=false) needs the invitat
   });
 });
 
-describe('finding 7: invitation emails are limited and their text is fixed', () => {
+describe('invitation emails are limited (docs/security.md, Invitations as a mail relay) and their text is fixed', () => {
   let server: TestServer;
   let owner: TestUser;
   before(async () => {
@@ -302,39 +308,86 @@ describe('finding 7: invitation emails are limited and their text is fixed', () 
   });
   after(() => server?.close());
 
-  test('3 invitations a day to one address: invite-and-cancel rounds stop at the 4th (429, Retry-After), one email each', async () => {
-    const projects = [await newProject(server, owner, 'One'), await newProject(server, owner, 'Two')];
-    const victim = fresh('victim');
+  const cancel = async (by: TestUser, projectId: string, memberId: string) =>
+    assert.equal((await request(server, 'DELETE', `/api/projects/${projectId}/members/${memberId}`, { token: by.token })).status, 204);
+
+  test('only a verified account invites (403 otherwise), and nothing is sent', async () => {
+    const unverified = await newUser(server, 'unproven-inviter', { verified: false });
+    const project = await newProject(server, unverified, 'Free project');
+    const target = fresh('outsider');
+    const refused = await invite(server, unverified, project.id, target);
+    assert.equal(refused.status, 403, 'before, an unverified account sent invitations to anyone');
+    assert.match(refused.body.message, /verify/i);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}/members`, { token: unverified.token })).body.length, 1);
+    await verifyEmail(server, unverified);
+    assert.equal((await invite(server, unverified, project.id, target)).status, 201, 'verified, it may');
+    await server.mailbox!.waitFor(target);
+  });
+
+  test('3 a day to one address per project: another project is not blocked, and a cancelled invitation gives its count back', async () => {
+    const stranger = await newUser(server, 'blocker');
+    const theirs = await newProject(server, stranger, 'Theirs');
+    const ours = await newProject(server, owner, 'Ours');
+    const newhire = fresh('newhire');
+    // Three invite-and-cancel rounds from a stranger's project used to block the address for a day, everywhere.
+    for (let round = 0; round < 3; round++) await cancel(stranger, theirs.id, (await invite(server, stranger, theirs.id, newhire)).body.id);
+    const ownInvitation = await invite(server, owner, ours.id, newhire);
+    assert.equal(ownInvitation.status, 201, `the real owner's invitation goes out: ${ownInvitation.text}`);
+    // The cancelled rounds gave their counts back: the stranger's project may invite the address again.
+    assert.equal((await invite(server, stranger, theirs.id, newhire)).status, 201);
+    await eventually(() => server.mailbox!.to(newhire).length === 5, 'five emails');
+
+    // Not cancelled (declined by its invitee), each one counts: the 4th a day from one project is 429.
+    const colleague = await newUser(server, 'decliner');
+    const project = await newProject(server, owner, 'Persistent');
     for (let round = 0; round < 3; round++) {
-      const project = projects[round % 2]!;
-      const invited = await addMember(server, owner, project.id, victim);
+      const invited = await invite(server, owner, project.id, colleague.email);
       assert.equal(invited.status, 201, invited.text);
-      assert.equal((await request(server, 'DELETE', `/api/projects/${project.id}/members/${invited.body.id}`, { token: owner.token })).status, 204);
+      assert.equal((await request(server, 'POST', `/api/invitations/${invited.body.id}/decline`, { token: colleague.token })).status, 204);
     }
-    const refused = await addMember(server, owner, projects[1]!.id, victim);
+    const refused = await invite(server, owner, project.id, colleague.email);
     assert.equal(refused.status, 429);
     const retryAfter = Number(refused.headers.get('retry-after'));
     assert.ok(retryAfter > 3600 && retryAfter <= 86_400, `Retry-After ${retryAfter}: within the day`);
-    assert.equal((await request(server, 'GET', `/api/projects/${projects[1]!.id}/members`, { token: owner.token })).body.length, 1, 'a refused invitation changes nothing');
-    await eventually(() => server.mailbox!.to(victim).length === 3, 'three emails');
-    // A verified account is added, not invited: no email, so no limit.
-    const verified = await newUser(server, 'colleague');
-    for (let round = 0; round < 4; round++) {
-      const added = await addMember(server, owner, projects[0]!.id, verified.email);
-      assert.deepEqual([added.status, added.body.status], [201, 'active']);
-      await request(server, 'DELETE', `/api/projects/${projects[0]!.id}/members/${added.body.id}`, { token: owner.token });
-    }
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}/members`, { token: owner.token })).body.length, 1, 'a refused invitation changes nothing');
+    await eventually(() => server.mailbox!.to(colleague.email).filter((mail) => mail.text.includes('/register?invitation=')).length === 3, 'three invitation emails');
   });
 
-  test('50 invitations a project an hour: the 51st is 429 and sends nothing', async () => {
-    const project = await newProject(server, owner, 'Bulk');
-    for (let i = 0; i < 50; i++) assert.equal((await addMember(server, owner, project.id, fresh(`bulk${i}`), 'viewer')).status, 201);
-    const last = fresh('bulk-last');
-    const refused = await addMember(server, owner, project.id, last, 'viewer');
-    assert.equal(refused.status, 429);
+  test('inviting and cancelling again and again reaches one address 10 times a day from one inviter, not more', async () => {
+    const pest = await newUser(server, 'pest');
+    const victim = fresh('harassed');
+    const projects = [await newProject(server, pest, 'P1'), await newProject(server, pest, 'P2')];
+    for (let round = 0; round < 10; round++) {
+      const project = projects[round % 2]!;
+      const invited = await invite(server, pest, project.id, victim);
+      assert.equal(invited.status, 201, `round ${round}: ${invited.text}`);
+      await cancel(pest, project.id, invited.body.id);
+    }
+    assert.equal((await invite(server, pest, projects[0]!.id, victim)).status, 429);
+    assert.equal((await invite(server, pest, (await newProject(server, pest, 'P3')).id, victim)).status, 429, 'whichever project');
+    assert.equal((await invite(server, owner, (await newProject(server, owner, 'Elsewhere')).id, victim)).status, 201, 'another inviter is not blocked');
+  });
+
+  test('50 invitations an hour per project and per inviter: beyond, 429 and nothing is sent', async () => {
+    const first = await newUser(server, 'bulk-a');
+    const second = await newUser(server, 'bulk-b');
+    const shared = await newProject(server, first, 'Bulk');
+    await invite(server, first, shared.id, second.email, 'owner').then(async (invited) => {
+      assert.equal((await request(server, 'POST', `/api/invitations/${invited.body.id}/accept`, { token: second.token })).status, 200);
+    });
+    for (let i = 0; i < 29; i++) assert.equal((await invite(server, first, shared.id, fresh(`bulk-a${i}`), 'viewer')).status, 201);
+    for (let i = 0; i < 20; i++) assert.equal((await invite(server, second, shared.id, fresh(`bulk-b${i}`), 'viewer')).status, 201);
+    const overProject = fresh('bulk-over-project');
+    const refused = await invite(server, second, shared.id, overProject, 'viewer');
+    assert.equal(refused.status, 429, 'the project sent 50');
     assert.ok(Number(refused.headers.get('retry-after')) >= 1 && Number(refused.headers.get('retry-after')) <= 3600);
-    assert.equal(server.mailbox!.to(last).length, 0);
-    assert.equal((await addMember(server, owner, (await newProject(server, owner, 'Another')).id, last, 'viewer')).status, 201, 'another project has its own budget');
+    assert.equal((await invite(server, second, (await newProject(server, second, 'Own')).id, overProject, 'viewer')).status, 201, 'another project has its own budget');
+    // The first inviter has sent 30; 20 more from another project, then the inviter's 51st is refused.
+    const other = await newProject(server, first, 'Other');
+    for (let i = 0; i < 20; i++) assert.equal((await invite(server, first, other.id, fresh(`bulk-c${i}`), 'viewer')).status, 201);
+    const overInviter = fresh('bulk-over-inviter');
+    assert.equal((await invite(server, first, (await newProject(server, first, 'Third')).id, overInviter, 'viewer')).status, 429, 'before, projects are free, so an inviter had no bound');
+    assert.equal(server.mailbox!.to(overInviter).length, 0);
   });
 
   test('the project’s name is quoted as one harmless line: no new paragraph, no link, not in the subject', async () => {
@@ -342,7 +395,7 @@ describe('finding 7: invitation emails are limited and their text is fixed', () 
     const project = await request(server, 'POST', '/api/projects', { token: owner.token, body: { name } });
     assert.equal(project.status, 201, project.text);
     const email = fresh('phished');
-    await addMember(server, owner, project.body.id, email);
+    await invite(server, owner, project.body.id, email);
     const [mail] = await server.mailbox!.waitFor(email);
     assert.ok(mail);
     assert.doesNotMatch(mail.subject, /URGENT|evil|Team/, `the subject is fixed: ${mail.subject}`);
@@ -368,7 +421,8 @@ describe('finding 8: leaving a project needs a login or an owner token', () => {
     const owner = await newUser(server, 'leaving-owner');
     const other = await newUser(server, 'co-owner');
     const project = await newProject(server, owner);
-    assert.equal((await addMember(server, owner, project.id, other.email, 'owner')).status, 201);
+    assert.equal((await invite(server, owner, project.id, other.email, 'owner')).status, 201);
+    await acceptAll(server, other.token);
     const members = (await request(server, 'GET', `/api/projects/${project.id}/members`, { token: owner.token })).body;
     const mine = members.find((m: any) => m.user_id === owner.id);
     const viewerToken = (await request(server, 'POST', '/api/tokens', { token: owner.token, body: { name: 'read', project_id: project.id, role: 'viewer' } })).body.token;
@@ -382,12 +436,12 @@ describe('finding 8: leaving a project needs a login or an owner token', () => {
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: owner.token })).status, 404);
 
     const theirs = members.find((m: any) => m.user_id === other.id);
-    await addMember(server, other, project.id, owner.email, 'viewer');
+    await invite(server, other, project.id, owner.email, 'viewer');
     assert.equal((await request(server, 'DELETE', `/api/projects/${project.id}/members/${theirs.id}`, { token: other.token })).status, 409, 'the last owner stays');
   });
 });
 
-describe('log out (contract §18): that login token ends on every instance at once', () => {
+describe('log out (docs/api.md, Account): that login token ends on every instance at once', () => {
   let database: TestDatabase;
   let a: TestServer;
   let b: TestServer;
@@ -487,9 +541,11 @@ describe('upgrade (migration 0005): accounts from before are verified only if a 
     assert.equal((await request(server, 'GET', `/api/projects/${ids.shop}`, { token: mallory })).status, 404, 'the pre-claimer is out');
     assert.deepEqual((await request(server, 'GET', '/api/projects', { token: dave })).body.map((p: any) => [p.name, p.role]), [['Blog', 'owner']], 'own projects stay');
 
-    // Dave proves his address (the banner's "Resend", then the link): his membership comes back.
+    // Dave proves his address (the banner's "Resend", then the link): his membership waits as an invitation he accepts.
     assert.equal((await request(server, 'POST', '/auth/resend-verification', { token: dave })).status, 202);
     await verifyEmail(server, { email: 'dave@example.com' });
+    assert.deepEqual((await request(server, 'GET', '/api/invitations', { token: dave })).body.map((i: any) => [i.project.name, i.role, i.invited_by.email]), [['Shop', 'viewer', 'alice@example.com']]);
+    await acceptAll(server, dave);
     assert.deepEqual((await request(server, 'GET', '/api/projects', { token: dave })).body.map((p: any) => [p.name, p.role]).sort(), [['Blog', 'owner'], ['Shop', 'viewer']]);
   });
 });

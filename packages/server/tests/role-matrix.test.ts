@@ -1,5 +1,5 @@
 /**
- * docs/api.md ("Who may do what"): the role matrix, generated from the route table the app builds (app.apiRoutes,
+ * docs/api.md, Who may do what: the role matrix, generated from the route table the app builds (app.apiRoutes,
  * each /api route with its declared least role). Every route × every kind of caller → the status
  * the declaration implies, and nothing in the database moves when the caller is refused. A route
  * added without a declared role stops the app from starting (declaredRoute), and a route whose
@@ -35,6 +35,7 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'POST /api/projects/:project_id/webhooks': () => ({ url: receiverUrl }),
   'PUT /api/projects/:project_id/webhooks/:webhook_id': () => ({ description: `d${next()}` }),
   'POST /api/tokens': () => ({ name: `t${next()}` }),
+  'DELETE /api/me': () => ({ password: 'not the password' }),
   'POST /api/projects/:project_id/segments': () => ({ key: `segment-${next()}`, name: 'Beta', conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }] }),
   'PUT /api/projects/:project_id/segments/:segment_id': () => ({ name: `Beta ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': (params) => ({ target_environment_id: params.staging_env_id, overwrite: true }),
@@ -69,9 +70,25 @@ const TARGET_NEEDS: Record<string, DeclaredRole | 'author'> = {
 /** Allowed once per change request: each allowed call gets a fixture of its own, as an allowed DELETE does. */
 const ONCE = new Set(['POST /api/projects/:project_id/change-requests/:cr_id/apply', 'POST /api/projects/:project_id/change-requests/:cr_id/cancel']);
 
-/** The least role docs/api.md (and docs/change-management.md) gives the routes it names (other routes are held to their own declaration). */
+/**
+ * Routes whose handler checks more than the declaration: a caller it lets through still gets this
+ * status from what this file sends, and nothing changes. An invitation only its invitee answers,
+ * and the fixture's is nobody's here (teams.test.ts); deleting one's account needs one's password,
+ * and this file sends a wrong one (accounts.test.ts deletes accounts).
+ */
+const HANDLER_REFUSES: Record<string, number> = {
+  'DELETE /api/me': 403,
+  'POST /api/invitations/:invitation_id/accept': 404,
+  'POST /api/invitations/:invitation_id/decline': 404,
+};
+
+/** docs/api.md (Members, API tokens, Webhooks, Account) and docs/change-management.md: the least role of the routes it names (other routes are held to their own declaration). */
 const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/me': 'user',
+  'DELETE /api/me': 'session',
+  'GET /api/invitations': 'user',
+  'POST /api/invitations/:invitation_id/accept': 'user',
+  'POST /api/invitations/:invitation_id/decline': 'user',
   'POST /api/tokens': 'login',
   'GET /api/tokens': 'login',
   'DELETE /api/tokens/:token_id': 'login',
@@ -141,6 +158,8 @@ const CONTRACT: Record<string, DeclaredRole> = {
 let receiverUrl = '';
 
 interface Fixture {
+  /** Its own owner: an inviter has 50 invitations an hour, and 10 a day to one address. */
+  owner: TestUser;
   params: Record<string, string>;
   tokens: Record<Caller, string>;
 }
@@ -148,12 +167,10 @@ interface Fixture {
 describe('role matrix: every /api route × every caller', () => {
   let server: TestServer;
   let receiver: Server;
-  let owner: TestUser;
   let editor: TestUser;
   let viewer: TestUser;
   let outsider: TestUser;
   let author: TestUser;
-  let otherProjectToken: string;
 
   before(async () => {
     receiver = createServer((req, res) => {
@@ -163,9 +180,7 @@ describe('role matrix: every /api route × every caller', () => {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     server = await startServer({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { webhooks: { pollIntervalMs: 50 } });
-    [owner, editor, viewer, outsider, author] = [await newUser(server, 'owner'), await newUser(server, 'editor'), await newUser(server, 'viewer'), await newUser(server, 'outsider'), await newUser(server, 'author')];
-    const other = await newProject(server, owner, 'Other');
-    otherProjectToken = await apiToken(owner, { project_id: other.id, role: 'owner' });
+    [editor, viewer, outsider, author] = [await newUser(server, 'editor'), await newUser(server, 'viewer'), await newUser(server, 'outsider'), await newUser(server, 'author')];
   });
   after(async () => {
     await server?.close();
@@ -186,11 +201,14 @@ describe('role matrix: every /api route × every caller', () => {
 
   /** A project with one of everything, the three members, and the callers' tokens. */
   async function fixture(): Promise<Fixture> {
+    const owner = await newUser(server, 'owner');
     const project = await newProject(server, owner, `Matrix ${next()}`);
     const as = { token: owner.token };
     const p = `/api/projects/${project.id}`;
-    await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: editor.email, role: 'editor' } }), 201);
-    await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: viewer.email, role: 'viewer' } }), 201);
+    for (const [member, role] of [[editor, 'editor'], [viewer, 'viewer']] as const) {
+      const invitation = await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: member.email, role } }), 201);
+      await ok(request(server, 'POST', `/api/invitations/${invitation.id}/accept`, { token: member.token }), 200);
+    }
     const invited = await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: `target${next()}@example.com`, role: 'viewer' } }), 201);
     const flagKey = `flag-${next()}`;
     const flag = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags`, { ...as, body: { name: 'Flag', key: flagKey } }), 201);
@@ -199,7 +217,8 @@ describe('role matrix: every /api route × every caller', () => {
     const segment = await ok(request(server, 'POST', `${p}/segments`, { ...as, body: { key: 'matrix', name: 'Matrix', conditions: [{ attribute: 'plan', operator: 'EXISTS' }] } }), 201);
     const schedule = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags/${flag.id}/schedules`, { ...as, body: { at: inAnHour(), change: { enabled: true } } }), 201);
     // A request by a member who is none of the callers (they may review it), approved, touching no flag the other calls change.
-    await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: author.email, role: 'editor' } }), 201);
+    const authorInvitation = await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: author.email, role: 'editor' } }), 201);
+    await ok(request(server, 'POST', `/api/invitations/${authorInvitation.id}/accept`, { token: author.token }), 200);
     const changeRequest = await ok(request(server, 'POST', `${p}/environments/${project.production}/change-requests`, { token: author.token, body: { title: 'Matrix', changes: [{ op: 'flag.create', flag: { name: 'F', key: `requested-${next()}` } }] } }), 201);
     await ok(request(server, 'POST', `${p}/change-requests/${changeRequest.id}/reviews`, { token: editor.token, body: { decision: 'approve' } }), 201);
     const revoked = await request(server, 'POST', '/api/tokens', { ...as, body: { name: 'revoked', project_id: project.id, role: 'owner' } });
@@ -207,8 +226,10 @@ describe('role matrix: every /api route × every caller', () => {
     // A logged attempt to resend: the webhook's own creation event reaches the receiver.
     let attempts: any[] = [];
     await eventually(async () => (attempts = (await request(server, 'GET', `${p}/webhooks/${webhook.id}/deliveries`, as)).body.items).length > 0, 'a delivery');
+    const other = await newProject(server, owner, 'Other');
     return {
-      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id, schedule_id: schedule.id, cr_id: changeRequest.id },
+      owner,
+      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, invitation_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id, schedule_id: schedule.id, cr_id: changeRequest.id },
       tokens: {
         owner: owner.token,
         editor: editor.token,
@@ -217,20 +238,20 @@ describe('role matrix: every /api route × every caller', () => {
         'token:owner': await apiToken(owner, { project_id: project.id, role: 'owner' }),
         'token:editor': await apiToken(owner, { project_id: project.id, role: 'editor' }),
         'token:viewer': await apiToken(owner, { project_id: project.id, role: 'viewer' }),
-        'token:other-project': otherProjectToken,
+        'token:other-project': await apiToken(owner, { project_id: other.id, role: 'owner' }),
         'token:revoked': revoked.body.token,
       },
     };
   }
 
-  const userOf = (caller: Caller) => ({ owner, editor, viewer, 'non-member': outsider })[caller as 'owner'] ?? owner;
+  const userOf = (caller: Caller, fx: Fixture) => ({ owner: fx.owner, editor, viewer, 'non-member': outsider })[caller as 'owner'] ?? fx.owner;
 
   /** What the declaration says the caller gets: 'allowed' (a 2xx), or a refusal status. */
   function expected(method: string, role: DeclaredRole | 'author', caller: Caller): 'allowed' | 401 | 403 | 404 {
     if (caller === 'token:revoked') return 401;
     if (role === 'author') return caller === 'non-member' || caller === 'token:other-project' ? 404 : 403;
     const isToken = caller.startsWith('token:');
-    if (role === 'login') return isToken ? 403 : 'allowed';
+    if (role === 'login' || role === 'session') return isToken ? 403 : 'allowed';
     if (role === 'user') return isToken && method !== 'GET' ? 403 : 'allowed';
     if (caller === 'non-member' || caller === 'token:other-project') return 404;
     const has = RANK[caller.replace('token:', '') as keyof typeof RANK];
@@ -266,7 +287,7 @@ describe('role matrix: every /api route × every caller', () => {
       let value = fx.params[name.slice(1)];
       if (name === ':token_id' && !caller.startsWith('token:')) {
         // Each user deletes a token of their own.
-        value = (await request(server, 'POST', '/api/tokens', { token: userOf(caller).token, body: { name: 'to delete' } })).body.id;
+        value = (await request(server, 'POST', '/api/tokens', { token: userOf(caller, fx).token, body: { name: 'to delete' } })).body.id;
       }
       assert.ok(value, `${key}: this test does not know what to put in ${name}; teach fixture() about it`);
       path = path.replace(name, value);
@@ -293,10 +314,10 @@ describe('role matrix: every /api route × every caller', () => {
     assert.deepEqual([...new Set(declared)].sort(), [...new Set(documented)].sort());
   });
 
-  test('routes the contract names declare the role it gives them', () => {
+  test('routes docs/api.md names declare the role it gives them', () => {
     const wrong = server.app.apiRoutes
       .filter((route) => CONTRACT[`${route.method} ${route.url}`] && CONTRACT[`${route.method} ${route.url}`] !== route.role)
-      .map((route) => `${route.method} ${route.url}: declares ${route.role}, contract says ${CONTRACT[`${route.method} ${route.url}`]}`);
+      .map((route) => `${route.method} ${route.url}: declares ${route.role}, docs/api.md says ${CONTRACT[`${route.method} ${route.url}`]}`);
     assert.deepEqual(wrong, []);
     const missing = Object.keys(CONTRACT).filter((key) => !server.app.apiRoutes.some((route) => `${route.method} ${route.url}` === key));
     assert.deepEqual(missing, []);
@@ -311,7 +332,8 @@ describe('role matrix: every /api route × every caller', () => {
       const key = `${route.method} ${route.url}`;
       const least = TARGET_NEEDS[key] ?? route.role;
       for (const caller of CALLERS) {
-        const want = expected(route.method, least, caller);
+        const declared = expected(route.method, least, caller);
+        const want = declared === 'allowed' && HANDLER_REFUSES[key] ? HANDLER_REFUSES[key]! : declared;
         // An allowed DELETE gets a fixture of its own: it must find what it deletes.
         const fx = want === 'allowed' && (route.method === 'DELETE' || ONCE.has(key)) && route.url.includes(':project_id') ? await fixture() : base;
         const before = want === 'allowed' ? '' : await snapshot(fx.params.project_id!);

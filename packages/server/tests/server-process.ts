@@ -1,5 +1,6 @@
 /**
- * A server in a process of its own, for tests that kill it (SIGKILL, no shutdown). Started by
+ * A server in a process of its own, for tests that kill it (SIGKILL, no shutdown) or stop it
+ * (SIGTERM: the app closes as main.js closes it, then the process exits). Started by
  * tests with: node server-process.js '<json>' where json is { env, options } (options as buildApp
  * takes them); listens on PORT (default: any free port) and prints "listening <url>" once it serves.
  */
@@ -14,3 +15,9 @@ const app = await buildApp(config, database, options);
 await app.listen({ port: config.port, host: '127.0.0.1' });
 const address = app.server.address();
 if (address && typeof address === 'object') process.stdout.write(`listening http://127.0.0.1:${address.port}\n`);
+process.once('SIGTERM', () => {
+  void app
+    .close()
+    .then(() => database.close())
+    .finally(() => process.exit(0));
+});

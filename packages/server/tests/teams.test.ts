@@ -1,11 +1,13 @@
 /**
- * Contract §8–§9: members, roles and invitations (emailed through a real SMTP receiver), closed
- * sign-up, and API tokens (issue 18's proven addresses: proven-addresses.test.ts) (shown once, stored hashed, scoped, capped, last use, revocation seen
- * by every instance). The full route × caller matrix is role-matrix.test.ts.
+ * Members, roles and invitations (docs/api.md, Members; emailed through a real SMTP receiver):
+ * adding a member is an invitation the invitee accepts or declines (docs/security.md); closed
+ * sign-up; API tokens (shown once, stored hashed, scoped, capped, last use, revocation seen by
+ * every instance). Issue 18's proven addresses: proven-addresses.test.ts. The full route × caller
+ * matrix is role-matrix.test.ts.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
+import { addMember, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, verifyEmail, type TestServer, type TestUser } from './harness.js';
 import { linkToken } from './mailbox.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
@@ -36,7 +38,7 @@ describe('members and invitations', () => {
   });
   after(() => server?.close());
 
-  test('an added member sees the project with their role; the list puts owners first, then by email', async () => {
+  test('an added member is invited, accepts, then sees the project with their role; the list puts owners first, then by email', async () => {
     const project = await newProject(server, owner);
     const zed = await newUser(server, 'zed');
     const amy = await newUser(server, 'amy');
@@ -44,10 +46,18 @@ describe('members and invitations', () => {
     const added = await request(server, 'POST', members, { token: owner.token, body: { email: zed.email.toUpperCase(), role: 'editor' } });
     assert.equal(added.status, 201, added.text);
     assert.deepEqual(Object.keys(added.body).sort(), ['created_at', 'email', 'id', 'role', 'status', 'user_id']);
-    assert.equal(added.body.user_id, zed.id);
-    assert.equal(added.body.email, zed.email);
-    assert.equal(added.body.status, 'active');
-    await request(server, 'POST', members, { token: owner.token, body: { email: amy.email, role: 'viewer' } });
+    // A verified account is invited like anyone: adding it no longer makes it a member at once.
+    assert.deepEqual([added.body.status, added.body.user_id, added.body.email], ['invited', null, zed.email]);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: zed.token })).status, 404, 'not a member before accepting');
+    const waiting = await request(server, 'GET', '/api/invitations', { token: zed.token });
+    assert.equal(waiting.status, 200);
+    assert.deepEqual(waiting.body, [{ id: added.body.id, project: { id: project.id, name: 'Test project' }, role: 'editor', invited_by: { email: owner.email }, created_at: added.body.created_at }]);
+    const accepted = await request(server, 'POST', `/api/invitations/${added.body.id}/accept`, { token: zed.token });
+    assert.equal(accepted.status, 200, accepted.text);
+    assert.deepEqual([accepted.body.id, accepted.body.status, accepted.body.user_id, accepted.body.role], [added.body.id, 'active', zed.id, 'editor']);
+    assert.deepEqual((await request(server, 'GET', '/api/invitations', { token: zed.token })).body, []);
+    assert.equal((await request(server, 'POST', `/api/invitations/${added.body.id}/accept`, { token: zed.token })).status, 404, 'answered once');
+    await addMember(server, owner, project.id, amy, 'viewer');
 
     const seen = await request(server, 'GET', `/api/projects/${project.id}`, { token: zed.token });
     assert.equal(seen.status, 200);
@@ -60,6 +70,8 @@ describe('members and invitations', () => {
     const list = await request(server, 'GET', members, { token: amy.token });
     assert.equal(list.status, 200);
     assert.deepEqual(list.body.map((m: any) => [m.email, m.role]), [[owner.email, 'owner'], [amy.email, 'viewer'], [zed.email, 'editor']]);
+    const audit = await request(server, 'GET', `/api/projects/${project.id}/audit?resource_id=${added.body.id}`, { token: owner.token });
+    assert.deepEqual(audit.body.items.map((e: any) => [e.action, e.actor.email]), [['member.joined', zed.email], ['member.added', owner.email]]);
 
     assert.equal((await request(server, 'POST', members, { token: owner.token, body: { email: zed.email, role: 'viewer' } })).status, 409);
     assert.equal((await request(server, 'POST', members, { token: owner.token, body: { email: 'x@example.com', role: 'admin' } })).status, 400);
@@ -81,7 +93,45 @@ describe('members and invitations', () => {
     assert.equal((await request(server, 'PUT', `/api/projects/${project.id}`, { token: zed.token, body: { name: 'mine now' } })).status, 200);
   });
 
-  test('an address without an account is invited by email; registering through the link makes it a member', async () => {
+  test('the answer does not tell who has an account, and only the invitee answers, once', async () => {
+    const project = await newProject(server, owner, 'Consent');
+    const verified = await newUser(server, 'has-account');
+    const unverified = await newUser(server, 'unproven', { verified: false });
+    const nobody = `no-account-${process.pid}@example.com`;
+    const invite = (email: string) => request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email, role: 'viewer' } });
+    const answers = [await invite(verified.email), await invite(unverified.email), await invite(nobody)];
+    const shape = (answer: any) => ({ ...answer.body, id: '', email: '', created_at: '' });
+    for (const answer of answers) assert.deepEqual([answer.status, shape(answer)], [201, shape(answers[2])], 'the same answer for an account, an unproven one and none');
+    const [toVerified, toUnverified] = answers.map((answer) => answer.body.id as string);
+    await eventually(() => server.mailbox!.to(verified.email).some((mail) => mail.text.includes('/register?invitation=')), 'an invitation email to the account too');
+
+    // Someone else (a stranger, a member, the owner) cannot answer it; an unproven account has none to see.
+    for (const other of [await newUser(server, 'stranger'), owner]) {
+      assert.equal((await request(server, 'POST', `/api/invitations/${toVerified}/accept`, { token: other.token })).status, 404);
+      assert.equal((await request(server, 'POST', `/api/invitations/${toVerified}/decline`, { token: other.token })).status, 404);
+    }
+    assert.deepEqual((await request(server, 'GET', '/api/invitations', { token: unverified.token })).body, [], 'whoever registered the address unproven sees nothing');
+    assert.equal((await request(server, 'POST', `/api/invitations/${toUnverified}/accept`, { token: unverified.token })).status, 404);
+    // Proving the address joins nothing by itself: the invitation then waits for an answer.
+    await verifyEmail(server, unverified);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: unverified.token })).status, 404);
+    assert.deepEqual((await request(server, 'GET', '/api/invitations', { token: unverified.token })).body.map((i: any) => i.id), [toUnverified]);
+    // A project token reaches its project only: it lists none and answers none.
+    const scoped = await request(server, 'POST', '/api/tokens', { token: verified.token, body: { name: 'scoped', project_id: (await newProject(server, verified, 'Own')).id } });
+    assert.deepEqual((await request(server, 'GET', '/api/invitations', { token: scoped.body.token })).body, []);
+    assert.equal((await request(server, 'POST', `/api/invitations/${toVerified}/accept`, { token: scoped.body.token })).status, 403);
+
+    // Declining removes the invitation (recorded as done by the invitee); it cannot be accepted after.
+    assert.equal((await request(server, 'POST', `/api/invitations/${toVerified}/decline`, { token: verified.token })).status, 204);
+    assert.equal((await request(server, 'POST', `/api/invitations/${toVerified}/accept`, { token: verified.token })).status, 404);
+    assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: verified.token })).status, 404);
+    const left = await request(server, 'GET', `/api/projects/${project.id}/members`, { token: owner.token });
+    assert.ok(!left.body.some((m: any) => m.email === verified.email), 'gone from the members list');
+    const audit = await request(server, 'GET', `/api/projects/${project.id}/audit?resource_id=${toVerified}`, { token: owner.token });
+    assert.deepEqual(audit.body.items.map((e: any) => [e.action, e.actor.email]), [['member.removed', verified.email], ['member.added', owner.email]]);
+  });
+
+  test('an address without an account is invited by email; signing up through the link makes it a member', async () => {
     const project = await newProject(server, owner, 'Invites');
     const email = `newcomer-${process.pid}@example.com`;
     const invited = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email, role: 'editor' } });
@@ -92,8 +142,9 @@ describe('members and invitations', () => {
     const [mail] = await server.mailbox!.waitFor(email);
     assert.match(mail!.text, /http:\/\/guidon\.test\/register\?invitation=[\w-]{43,}/);
     assert.ok(mail!.text.includes('"Invites"'), 'the project is named, quoted');
+    const link = await invitationToken(server, email);
 
-    const registered = await register(server, email, await invitationToken(server, email));
+    const registered = await register(server, email, link);
     assert.equal(registered.status, 201, registered.text);
     const token = await login(server, email);
     const seen = await request(server, 'GET', `/api/projects/${project.id}`, { token });
@@ -104,6 +155,23 @@ describe('members and invitations', () => {
     assert.deepEqual([me.status, me.user_id, me.id], ['active', registered.body.id, invited.body.id]);
     const audit = await request(server, 'GET', `/api/projects/${project.id}/audit?resource_id=${invited.body.id}`, { token });
     assert.deepEqual(audit.body.items.map((e: any) => e.action), ['member.joined', 'member.added']);
+  });
+
+  test('a new account that signs up through one project\'s link joins that one only; an earlier invitation waits for an answer', async () => {
+    const stranger = await newUser(server, 'stranger-owner');
+    const theirs = await newProject(server, stranger, 'Security notice');
+    const ours = await newProject(server, owner, 'Real team');
+    const email = `joiner-${process.pid}@example.com`;
+    const first = await request(server, 'POST', `/api/projects/${theirs.id}/members`, { token: stranger.token, body: { email, role: 'owner' } });
+    await server.mailbox!.waitFor(email, 1);
+    const second = await request(server, 'POST', `/api/projects/${ours.id}/members`, { token: owner.token, body: { email, role: 'viewer' } });
+    await server.mailbox!.waitFor(email, 2);
+    assert.equal((await register(server, email, await invitationToken(server, email))).status, 201);
+    const token = await login(server, email);
+    assert.deepEqual((await request(server, 'GET', '/api/projects', { token })).body.map((p: any) => p.name), ['Real team'], 'the newest link was the real team\'s');
+    const waiting = (await request(server, 'GET', '/api/invitations', { token })).body;
+    assert.deepEqual(waiting.map((i: any) => [i.id, i.project.name, i.invited_by.email]), [[first.body.id, 'Security notice', stranger.email]]);
+    assert.equal(second.status, 201);
   });
 });
 
@@ -220,7 +288,7 @@ describe('API tokens', () => {
   test('a project token reaches its project only, with at most its role', async () => {
     const project = await newProject(a, owner);
     const other = await newProject(a, owner, 'Other');
-    await request(a, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email: editor.email, role: 'editor' } });
+    await addMember(a, owner, project.id, editor, 'editor');
     const flag = await newFlag(a, owner, project, { key: 'scoped' });
 
     assert.equal((await create(editor, { name: 'too much', project_id: project.id, role: 'owner' })).status, 403);
@@ -235,13 +303,21 @@ describe('API tokens', () => {
     assert.deepEqual((await request(b, 'GET', '/api/projects', { token: readOnly })).body.map((p: any) => [p.id, p.role]), [[project.id, 'viewer']]);
     assert.equal((await request(b, 'POST', '/api/projects', { token: readOnly, body: { name: 'x' } })).status, 403);
 
-    const uncapped = (await create(editor, { name: 'all', project_id: project.id })).body.token;
+    // Created without a role, a project token keeps its creator's role there, shown.
+    const unnamed = await create(editor, { name: 'all', project_id: project.id });
+    assert.equal(unnamed.body.role, 'editor');
+    assert.equal((await request(a, 'GET', '/api/tokens', { token: editor.token })).body.find((t: any) => t.id === unnamed.body.id).role, 'editor');
+    const uncapped = unnamed.body.token;
     assert.equal((await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: uncapped })).status, 200);
     assert.equal((await request(b, 'PUT', `/api/projects/${project.id}`, { token: uncapped, body: { name: 'x' } })).status, 403, 'an editor’s token stays an editor');
 
-    // The cap follows the membership: a token outlives a demotion but not its rights.
+    // At most the lower of its role and its user's current one: a promotion does not widen it (it
+    // did before: the token had no role), a demotion narrows it.
     const members = (await request(a, 'GET', `/api/projects/${project.id}/members`, { token: owner.token })).body;
     const editorMember = members.find((m: any) => m.email === editor.email);
+    await request(a, 'PUT', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token, body: { role: 'owner' } });
+    assert.equal((await request(b, 'PUT', `/api/projects/${project.id}`, { token: uncapped, body: { name: 'x' } })).status, 403, 'still an editor’s token');
+    assert.equal((await request(b, 'GET', `/api/projects/${project.id}`, { token: uncapped })).body.role, 'editor');
     await request(a, 'PUT', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token, body: { role: 'viewer' } });
     assert.equal((await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: uncapped })).status, 403);
     await request(a, 'DELETE', `/api/projects/${project.id}/members/${editorMember.id}`, { token: owner.token });

@@ -1,5 +1,5 @@
 /**
- * Contract §11: webhooks, with real receivers on 127.0.0.1 (so WEBHOOK_ALLOW_PRIVATE=true, except
+ * docs/api.md, Webhooks: with real receivers on 127.0.0.1 (so WEBHOOK_ALLOW_PRIVATE=true, except
  * where the refusal itself is tested). Signed, at least once from the outbox, retried on the
  * schedule (shortened here through the harness' build option), delivered after a crash, and
  * delivered once with two instances on PostgreSQL.
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
+import { addMember, eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 import { Receiver } from './webhook-receiver.js';
 
@@ -160,8 +160,7 @@ describe('webhooks', () => {
   test('a webhook URL is reduced to its origin in the audit log and in what webhooks receive; owners still see it whole', async () => {
     const project = await newProject(server, user);
     const viewer = await newUser(server, 'hooks-viewer');
-    const added = await request(server, 'POST', `/api/projects/${project.id}/members`, { token: user.token, body: { email: viewer.email, role: 'viewer' } });
-    assert.equal(added.status, 201, added.text);
+    await addMember(server, user, project.id, viewer, 'viewer');
     const watcher = await createWebhook(server, user, project.id, { url: `${receiver.url}?watcher` });
     const origin = new URL(receiver.url).origin;
     // As a Slack URL carries its token: in the path, and here in the query too.

@@ -1,7 +1,8 @@
 /**
- * Sign-in with the OpenID provider walked in Debian's Chromium (contract §17), against a real
+ * Sign-in with the OpenID provider walked in Debian's Chromium (docs/api.md, Account), against a real
  * provider started here (oidc-provider), with PASSWORD_LOGIN=false: the login page shows only the
- * "Sign in with …" button; signing in there creates the account and accepts its invitation; the
+ * "Sign in with …" button; signing in there creates the account, whose projects page offers the
+ * invitation waiting for it (accepted there: nobody joins without accepting); the
  * account page names the sign-in method; log out ends the provider's session too; a failed
  * sign-in is a page that leads back. No console error on Guidon's pages; axe finds no serious
  * violation on them.
@@ -31,7 +32,7 @@ after(async () => {
   await provider?.close();
 });
 
-test('only the SSO button; the first sign-in joins the invited project; log out ends the provider session', async () => {
+test('only the SSO button; after the first sign-in the invitation waits on the projects page; log out ends the provider session', async () => {
   // An owner, signed in at the provider through HTTP, invites the person who walks in Chromium.
   provider.accounts.set('owner-sub', { email: 'owner@corp.test', email_verified: true });
   const http = new HttpBrowser();
@@ -69,6 +70,12 @@ test('only the SSO button; the first sign-in joins the invited project; log out 
   await page.getByRole('button', { name: 'Sign-in' }).click();
   await page.getByRole('button', { name: 'Continue' }).click();
   await page.waitForURL(`${server.url}/`);
+  const accept = page.getByRole('button', { name: 'Accept the invitation to Checkout' });
+  await accept.waitFor();
+  assert.equal(await page.getByRole('link', { name: /Checkout/ }).count(), 0, 'not a member before accepting');
+  await checkA11y(page, 'projects, an invitation after the first sign-in');
+  await accept.click();
+  await page.getByRole('status').filter({ hasText: 'You joined Checkout as viewer.' }).waitFor();
   await page.getByRole('link', { name: /Checkout/ }).first().waitFor();
 
   await page.getByRole('link', { name: 'Account' }).click();

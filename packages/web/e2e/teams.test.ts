@@ -17,8 +17,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { eventually, newFlag, newProject, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
-import { checkA11y, dialogByKeyboard, failureReport, focusIsPlaced, focusReturnsTo, forEachScreenshotView, hasChromium, launch, signIn, watchConsole } from './browser.js';
+import { addMember, eventually, newFlag, newProject, newUser, request, startServer, type TestServer } from '@guidon/server/dist/tests/harness.js';
+import { checkA11y, dialogByKeyboard, failureReport, focusIsPlaced, focusReturnsTo, forEachScreenshotView, hasChromium, launch, signIn, tabTo, watchConsole } from './browser.js';
 
 let server: TestServer;
 let browser: Browser;
@@ -108,6 +108,38 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await guest.getByRole('link', { name: 'Guidon: your projects' }).click();
     await guest.getByRole('link', { name: 'Team shop' }).waitFor();
     await checkA11y(guest, 'projects list, guest');
+
+    // Two more invitations, answered on the projects page by keyboard: nobody joins without accepting.
+    const side = await newProject(server, owner, 'Side project');
+    assert.equal((await request(server, 'POST', `/api/projects/${side.id}/members`, { token: owner.token, body: { email: invitee, role: 'viewer' } })).status, 201);
+    const stranger = await newUser(server, 'stranger');
+    const lure = await newProject(server, stranger, 'Security notice: your access expires');
+    assert.equal((await request(server, 'POST', `/api/projects/${lure.id}/members`, { token: stranger.token, body: { email: invitee, role: 'owner' } })).status, 201);
+    await guest.reload();
+    const waiting = guest.getByRole('list', { name: 'Invitations waiting for your answer' });
+    await waiting.getByRole('listitem').filter({ hasText: `Invited by ${owner.email}` }).waitFor();
+    assert.equal(await guest.getByRole('link', { name: 'Side project' }).count(), 0, 'not a member before accepting');
+    await checkA11y(guest, 'projects list, two invitations');
+    const acceptSide = guest.getByRole('button', { name: 'Accept the invitation to Side project' });
+    await tabTo(guest, acceptSide);
+    await guest.keyboard.press('Enter');
+    await guest.getByRole('status').filter({ hasText: 'You joined Side project as viewer.' }).waitFor();
+    await guest.getByRole('link', { name: 'Side project' }).waitFor();
+    const declineLure = guest.getByRole('button', { name: 'Decline the invitation to Security notice: your access expires' });
+    await tabTo(guest, declineLure);
+    await guest.keyboard.press('Enter');
+    await guest.getByRole('status').filter({ hasText: 'You declined the invitation to Security notice: your access expires.' }).waitFor();
+    await waiting.waitFor({ state: 'detached' });
+    console.log('focus after answering the last invitation:', await focusIsPlaced(guest, 'answering the last invitation'));
+    assert.equal(await guest.getByRole('link', { name: /Security notice/ }).count(), 0, 'the declined project never shows');
+    await checkA11y(guest, 'projects list, invitations answered');
+
+    // After logging in, only a path of this site is a place to go back to: the server's own rule.
+    for (const next of ['/%5Cevil.example', '//evil.example', '/%09/evil.example']) {
+      await guest.goto(`${server.url}/login?next=${next}`);
+      await guest.waitForURL(`${server.url}/`);
+      await guest.getByRole('heading', { name: 'Projects', exact: true }).waitFor();
+    }
 
     // Now a member: the owner makes them a viewer.
     await page.reload();
@@ -252,7 +284,7 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
 
     // A member removed by the owner, by keyboard: Tab reaches "Remove", Enter removes.
     const helper = await newUser(server, 'helper');
-    assert.equal((await request(server, 'POST', `/api/projects/${project.id}/members`, { token: owner.token, body: { email: helper.email, role: 'viewer' } })).status, 201);
+    await addMember(server, owner, project.id, helper, 'viewer');
     await section(page, 'Members');
     const removeHelper = page.getByRole('button', { name: `Remove ${helper.email}` });
     const removeDialog = await dialogByKeyboard(page, removeHelper, `Remove ${helper.email}?`);
@@ -277,6 +309,23 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     await guest.getByRole('heading', { name: /project/i }).first().waitFor();
     assert.equal(await guest.getByRole('link', { name: 'Team shop' }).count(), 0, 'the project is gone from the list');
     console.log('focus after leaving a project:', await focusIsPlaced(guest, 'leaving a project'));
+
+    // The guest deletes their account from the Account page: the dialog asks for the password.
+    await guest.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Account', exact: true }).click();
+    const deleteAccount = await dialogByKeyboard(guest, guest.getByRole('button', { name: 'Delete my account' }), 'Delete your account?');
+    await checkA11y(guest, 'delete account dialog');
+    await deleteAccount.getByLabel('Your password').fill('not the passphrase');
+    guestAllowed = /Failed to load resource: the server responded with a status of 403/; // the refusal, on purpose
+    await deleteAccount.getByRole('button', { name: 'Delete account' }).click();
+    await deleteAccount.getByRole('alert').filter({ hasText: 'Wrong password' }).waitFor();
+    guestAllowed = null;
+    await deleteAccount.getByLabel('Your password').fill('another good passphrase');
+    await guest.keyboard.press('Enter');
+    await guest.waitForURL(`${server.url}/login?account=deleted`);
+    await guest.getByRole('status').filter({ hasText: 'Your account was deleted.' }).waitFor();
+    await checkA11y(guest, 'log in, after deleting the account');
+    assert.equal((await request(server, 'POST', '/auth/login', { body: { email: invitee, password: 'another good passphrase' } })).status, 401, 'the account is gone');
+    assert.deepEqual((await request(server, 'GET', `/api/projects/${side.id}/members`, { token: owner.token })).body.map((m: { email: string }) => m.email), [owner.email]);
   } catch (error) {
     await guest.screenshot({ path: join(process.env.TMPDIR ?? '/tmp', 'guidon-teams-failure-guest.png') }).catch(() => undefined);
     throw await failureReport(page, 'teams', error);
@@ -288,7 +337,7 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
   await guestContext.close();
 });
 
-/** The teams pages, desktop and phone, light and dark. */
+/** The teams pages, desktop and phone, light and dark (and the projects page with an invitation, the delete-account dialog). */
 async function screenshots(dir: string, token: string, projectId: string) {
   const flags = (await request(server, 'GET', `/api/projects/${projectId}/flags`, { token })).body;
   const environments = (await request(server, 'GET', `/api/projects/${projectId}/environments`, { token })).body;
@@ -297,7 +346,14 @@ async function screenshots(dir: string, token: string, projectId: string) {
   await request(server, 'POST', '/api/tokens', { token, body: { name: 'laptop scripts' } });
   const ci = await request(server, 'POST', '/api/tokens', { token, body: { name: 'CI deploy', project_id: projectId, role: 'editor', expires_in_days: 90 } });
   await request(server, 'GET', `/api/projects/${projectId}`, { token: ci.body.token });
+  // An invitation waiting on the projects page.
+  const me = (await request(server, 'GET', '/api/me', { token })).body;
+  const colleague = await newUser(server, 'colleague');
+  const theirs = await newProject(server, colleague, 'Billing');
+  await request(server, 'POST', `/api/projects/${theirs.id}/members`, { token: colleague.token, body: { email: me.email, role: 'editor' } });
   const pages = [
+    { name: 'invitations', path: '/' },
+    { name: 'account-delete', path: '/account', dialog: 'Delete my account' },
     { name: 'members', path: `/projects/${projectId}/members` },
     { name: 'audit', path: `/projects/${projectId}/audit` },
     { name: 'flag-history', path: `/projects/${projectId}/flags/${production.id}/${flags[0].environments.production.flag_id}?view=history` },
@@ -310,6 +366,7 @@ async function screenshots(dir: string, token: string, projectId: string) {
       await page.goto(server.url + shot.path);
       await page.waitForLoadState('networkidle');
       if (shot.open) await page.getByRole('button', { name: /^Deliveries of/ }).first().click();
+      if (shot.dialog) await page.getByRole('button', { name: shot.dialog }).click();
       await page.getByRole('status').filter({ hasText: /^\s*Loading/ }).waitFor({ state: 'detached' }).catch(() => undefined);
       await page.waitForTimeout(200);
       await page.screenshot({ path: join(dir, `${shot.name}-${view.suffix}.png`), fullPage: view.fullPage });

@@ -36,7 +36,9 @@ function fieldRules(doc) {
     flagKey: pick(body('/api/projects/{project_id}/environments/{env_id}/flags', 'post').key),
     environmentKey: pick(body('/api/projects/{project_id}/environments', 'post').key),
     password: pick(body('/auth/register', 'post').password),
-    // The closed vocabularies of the audit log (contract §10): the webhook form lists them.
+    // Where the login page may send a person back to: the server's own check (its ReturnPath schema).
+    returnPath: pick(doc.components.schemas.ReturnPath),
+    // The closed vocabularies of the audit log (docs/api.md, Audit log): the webhook form lists them.
     auditActions: doc.components.schemas.AuditAction.enum,
     resourceTypes: doc.components.schemas.ResourceType.enum,
   };

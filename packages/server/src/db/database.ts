@@ -1,39 +1,14 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type PostgresPool, type PostgresPoolClient, type SqliteDatabase } from 'kysely';
-import pg from 'pg';
+import { Kysely, Migrator, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Config } from '../config.js';
 import { translateDriverError } from './errors.js';
+import type { Database, Db, OpenOptions } from './handle.js';
 import { migrations, type Dialect } from './migrations.js';
 import type { Schema } from './schema.js';
 
-export type Db = Kysely<Schema>;
-
-export interface OpenOptions {
-  /** Run migrations first (the main process does; the history worker does not). */
-  migrate?: boolean;
-  /**
-   * SQLite only. FULL (default): an acknowledged write survives a power cut. The history worker
-   * uses NORMAL: its rows are written after the answer anyway, and a power cut in WAL mode loses
-   * at most the last commits, never the database.
-   */
-  synchronous?: 'FULL' | 'NORMAL';
-  /** PostgreSQL only: connections in the pool. */
-  poolSize?: number;
-  /** PostgreSQL only: an idle pooled connection failed (the pool replaces it). */
-  onPoolError?: (error: Error) => void;
-}
-
-export interface Database {
-  db: Db;
-  dialect: Dialect;
-  /** SQLite only: the driver's own handle, for the few writes that need its prepared statements (history). */
-  sqlite?: BetterSqlite3.Database;
-  /** Throws when the database does not answer (GET /health). */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
+export type { Database, Db, OpenOptions } from './handle.js';
 
 /** better-sqlite3 refuses to bind booleans; store them as 0/1 like SQLite itself does. */
 function bindableInSqlite(parameters: ReadonlyArray<unknown>): unknown[] {
@@ -49,16 +24,35 @@ function translated<T>(call: () => T): T {
   }
 }
 
+/** Prepared statements kept per connection, the least recently used dropped first. */
+const KEPT_STATEMENTS = 500;
+
+/**
+ * Kysely prepares every query it runs; preparing was the largest part of a simple indexed read
+ * (an API token's, on each ruleset fetch and stream open: docs/performance.md). The statements
+ * of the last KEPT_STATEMENTS distinct queries are kept and run again: better-sqlite3 runs a
+ * statement synchronously, so one is never in use twice at once, and SQLite prepares it again by
+ * itself after a schema change. A streamed read (iterate) gets a statement of its own.
+ */
 function sqliteAdapter(raw: BetterSqlite3.Database): SqliteDatabase {
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const kept = (query: string): BetterSqlite3.Statement => {
+    let statement = statements.get(query);
+    if (statement) statements.delete(query); // re-inserted below: most recently used last
+    else statement = translated(() => raw.prepare(query));
+    statements.set(query, statement);
+    if (statements.size > KEPT_STATEMENTS) statements.delete(statements.keys().next().value!);
+    return statement;
+  };
   return {
     close: () => raw.close(),
     prepare(query) {
-      const statement = translated(() => raw.prepare(query));
+      const statement = kept(query);
       return {
         reader: statement.reader,
         all: (parameters) => translated(() => statement.all(bindableInSqlite(parameters))),
         run: (parameters) => translated(() => statement.run(bindableInSqlite(parameters))),
-        iterate: (parameters) => translated(() => statement.iterate(bindableInSqlite(parameters))),
+        iterate: (parameters) => translated(() => raw.prepare(query).iterate(bindableInSqlite(parameters))),
       };
     },
   };
@@ -125,60 +119,6 @@ function openSqlite(path: string, options: OpenOptions): Database {
 }
 
 /**
- * A database that does not answer must not hold requests: a connection (or a free pool slot)
- * within 2 s, a statement within 30 s (server side), and an answer within 35 s even when the
- * server is unreachable (client side). Past them, requests get 503 (Unavailable).
- */
-const POSTGRES_TIMEOUTS = { connectionTimeoutMillis: 2000, statement_timeout: 30_000, query_timeout: 35_000, keepAlive: true } as const;
-
-/** The pool as Kysely sees it, with "database away" errors translated (db/errors.ts). */
-function translatingPool(pool: pg.Pool): PostgresPool {
-  return {
-    async connect() {
-      const client = await pool.connect().catch((error: unknown) => Promise.reject(translateDriverError(error)));
-      let broken: unknown;
-      const wrapped = {
-        query: (...args: unknown[]) =>
-          (client.query as (...a: unknown[]) => Promise<unknown>)(...args).catch((error: unknown) => {
-            const translatedError = translateDriverError(error);
-            if (translatedError !== error) broken = error; // this connection is not reused
-            throw translatedError;
-          }),
-        release: () => client.release(broken as Error | undefined),
-      };
-      return wrapped as unknown as PostgresPoolClient;
-    },
-    end: () => pool.end(),
-  };
-}
-
-/**
- * pg emits 'error' on a pooled client whose connection drops while it is checked out between
- * queries (or still connecting); with no listener Node ends the process. The pool and the query
- * see the failure anyway and the pool replaces the client, so this listener only keeps us alive.
- */
-class PoolClient extends pg.Client {
-  constructor(config?: string | pg.ClientConfig) {
-    super(config);
-    this.on('error', () => undefined);
-  }
-}
-
-function openPostgres(url: string, options: OpenOptions): Database {
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, ...POSTGRES_TIMEOUTS, Client: PoolClient });
-  pool.on('error', (error) => options.onPoolError?.(error));
-  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: translatingPool(pool) }) });
-  return {
-    db,
-    dialect: 'postgres',
-    ping: async () => {
-      await sql`select 1`.execute(db);
-    },
-    close: () => db.destroy(),
-  };
-}
-
-/**
  * Processes that start together (replicas) migrate once. On PostgreSQL Kysely holds an advisory
  * lock for the run. On SQLite it holds none and runs the DDL outside any transaction, so two
  * processes on a fresh file both created the same tables: the run is one IMMEDIATE transaction
@@ -198,7 +138,8 @@ async function migrate(db: Db, dialect: Dialect): Promise<void> {
 }
 
 export async function openDatabase(config: Config['database'], options: OpenOptions = {}): Promise<Database> {
-  const database = config.kind === 'sqlite' ? openSqlite(config.path, options) : openPostgres(config.url, options);
+  // PostgreSQL's driver is loaded only where it is used (start-up time: docs/performance.md).
+  const database = config.kind === 'sqlite' ? openSqlite(config.path, options) : (await import('./postgres.js')).openPostgres(config.url, options);
   if (options.migrate ?? true) await migrate(database.db, database.dialect);
   return database;
 }

@@ -254,12 +254,12 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     },
     '0004_webhook_deliveries_by_webhook': {
       async up(db: Kysely<any>) {
-        // A webhook's test sends of the last minute are counted (at most 10, issue 18), and
+        // A webhook's test sends of the last minute are counted (at most 10, docs/api.md "Webhooks"), and
         // deleting a webhook deletes its deliveries: both read them by webhook.
         await db.schema.createIndex('webhook_deliveries_webhook_time_idx').on('webhook_deliveries').columns(['webhook_id', 'created_at']).execute();
       },
     },
-    // Proven addresses, invitation secrets, log out (docs/api.md; issue 18).
+    // Proven addresses, invitation secrets, log out (docs/security.md, "Accounts, invitations and sessions").
     '0005_proven_addresses': {
       async up(db: Kysely<any>) {
         await db.schema.alterTable('users').addColumn('email_verified_at', timestamp).execute();
@@ -323,7 +323,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
-    // Targeting on any attribute, and segments (docs/targeting.md, issue 20). Rules of the seed's types
+    // Targeting on any attribute, and segments (docs/targeting.md). Rules of the seed's types
     // keep their columns; a conditions rule stores '' as its rule_value (the API shows null).
     '0006_targeting': {
       async up(db: Kysely<any>) {
@@ -346,7 +346,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
-    // Sign-in with OpenID Connect (docs/api.md; issue 23): which provider account is which user.
+    // Sign-in with OpenID Connect (docs/security.md): which provider account is which user.
     '0007_oidc_identities': {
       async up(db: Kysely<any>) {
         await db.schema
@@ -362,7 +362,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('oidc_identities_user_idx').on('oidc_identities').column('user_id').execute();
       },
     },
-    // Variants: flags that serve values (docs/variants.md, issue 21). A flag without variants keeps
+    // Variants: flags that serve values (docs/variants.md). A flag without variants keeps
     // variants null and answers as before. History: a snapshot of a flag list with variants keeps
     // each flag's variant keys (null for a flag without), and its rows carry one more byte per flag
     // after the outcome codes: the variant's index in those keys (255: none).
@@ -399,6 +399,54 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // A security review (docs/security.md): invitations that need consent, by-hand
+    // sends counted together, project tokens that keep their creator's role.
+    '0010_security_review': {
+      async up(db: Kysely<any>) {
+        // A test send or a resend (the owner's, by hand): 10 a webhook a minute, counted together.
+        await db.schema.alterTable('webhook_deliveries').addColumn('by_hand', bool, (c) => c.notNull().defaultTo(falseValue)).execute();
+        await db.updateTable('webhook_deliveries').set({ by_hand: trueValue }).where('action', '=', 'webhook.test').execute();
+
+        // Who sent an invitation (its invitee reads it before accepting); null for a membership.
+        await db.schema.alterTable('project_members').addColumn('invited_by', 'text').execute();
+        const invitedBy = (eb: any) =>
+          eb
+            .selectFrom('audit_events')
+            .select('actor_email')
+            .where('action', '=', 'member.added')
+            .whereRef('audit_events.resource_id', '=', 'project_members.id')
+            .orderBy('created_at', 'desc')
+            .limit(1);
+        const creator = (eb: any) => eb.selectFrom('projects').innerJoin('users', 'users.id', 'projects.owner_id').select('users.email').whereRef('projects.id', '=', 'project_members.project_id');
+        await db
+          .updateTable('project_members')
+          .set((eb: any) => ({ invited_by: eb.fn.coalesce(invitedBy(eb), creator(eb)) }))
+          .where('user_id', 'is', null)
+          .execute();
+
+        // The invitation the newest emailed link was sent for: signing up with it accepts that one.
+        await db.schema.alterTable('invitation_tokens').addColumn('member_id', uuid).execute();
+        const newest = (eb: any) =>
+          eb
+            .selectFrom('project_members')
+            .select('project_members.id')
+            .whereRef('project_members.email', '=', 'invitation_tokens.email')
+            .where('project_members.user_id', 'is', null)
+            .orderBy('project_members.created_at', 'desc')
+            .limit(1);
+        await db.updateTable('invitation_tokens').set((eb: any) => ({ member_id: newest(eb) })).execute();
+
+        // A project token without a role did what its user may; now it keeps the role its user had.
+        const role = (eb: any) =>
+          eb.selectFrom('project_members').select('role').whereRef('project_members.project_id', '=', 'api_tokens.project_id').whereRef('project_members.user_id', '=', 'api_tokens.user_id');
+        await db
+          .updateTable('api_tokens')
+          .set((eb: any) => ({ role: role(eb) }))
+          .where('project_id', 'is not', null)
+          .where('role', 'is', null)
+          .execute();
+      },
+    },
     // Flags as code (issue 35, docs/flags-as-code.md): a flag's bucketing key replaces its key in
     // the rollout and variant hashes (null: the key, as before); each audit event of an import
     // carries the import's id.
@@ -408,12 +456,28 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable('audit_events').addColumn('import_id', uuid).execute();
       },
     },
+    // The usage reports already counted, by the id their SDK gave them (docs/local-evaluation.md):
+    // one sent again is answered as before and not counted twice. Kept while such a report could
+    // still be taken (its ended_at at most 7 days ago).
+    '0012_usage_reports': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('usage_reports')
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('report_id', uuid, (c) => c.notNull())
+          .addColumn('accepted', 'integer', (c) => c.notNull())
+          .addColumn('ended_at', timestamp, (c) => c.notNull())
+          .addPrimaryKeyConstraint('usage_reports_pk', ['environment_id', 'report_id'])
+          .execute();
+        await db.schema.createIndex('usage_reports_ended_idx').on('usage_reports').column('ended_at').execute();
+      },
+    },
     // Scheduled changes and change requests (issue 34, docs/change-management.md). A flag's
     // revision counts its changes (its rules' included): a change request records the revision of
     // each flag it touches, and is outdated when one moves. An event names the schedule or change
     // request it applied (and a request's approvers). A schedule keeps its flag's id without a
     // foreign key: deleting the flag cancels it, and the schedule stays to say so.
-    '0012_change_management': {
+    '0013_change_management': {
       async up(db: Kysely<any>) {
         await db.schema.alterTable('environments').addColumn('approvals_required', 'integer', (c) => c.notNull().defaultTo(0)).execute();
         await db.schema.alterTable('flags').addColumn('revision', 'integer', (c) => c.notNull().defaultTo(0)).execute();

@@ -14,12 +14,12 @@ export interface UsersTable {
   /** Bumped by a password reset; login tokens carry it, so older tokens stop working. */
   token_version: Generated<number>;
   created_at: Timestamp;
-  /** When the address was proven (docs/api.md); null: unverified. */
+  /** When the address was proven (docs/security.md); null: unverified. */
   email_verified_at: Timestamp | null;
 }
 
 /**
- * An account at the OpenID provider (issuer + its `sub`) that signs in as this user (docs/api.md).
+ * An account at the OpenID provider (issuer + its `sub`) that signs in as this user (docs/security.md).
  * A user made by a first OpenID sign-in has no password: its password_hash is '' (matches nothing).
  */
 export interface OidcIdentitiesTable {
@@ -32,7 +32,7 @@ export interface OidcIdentitiesTable {
   last_sign_in_at: Timestamp;
 }
 
-/** A single-use emailed link that proves the address (docs/api.md); only the token's hash is kept. */
+/** A single-use emailed link that proves the address (docs/security.md); only the token's hash is kept. */
 export interface EmailVerificationsTable {
   token_hash: string;
   user_id: string;
@@ -41,10 +41,12 @@ export interface EmailVerificationsTable {
   created_at: Timestamp;
 }
 
-/** The secret of an address's invitations (docs/api.md): one per address, replaced by each new invitation. */
+/** The secret of an address's invitations (docs/security.md): one per address, replaced by each new invitation. */
 export interface InvitationTokensTable {
   email: string;
   token_hash: string;
+  /** The invitation whose email carried the link: signing up with it accepts that one (docs/decisions.md). */
+  member_id: ColumnType<string | null, string | null | undefined, string | null>;
   expires_at: Timestamp;
   created_at: Timestamp;
 }
@@ -203,6 +205,14 @@ export interface EnvironmentAttributesTable {
   last_seen_at: Timestamp;
 }
 
+/** A usage report already counted (docs/local-evaluation.md): its id, and what its answer said. */
+export interface UsageReportsTable {
+  environment_id: string;
+  report_id: string;
+  accepted: number;
+  ended_at: Timestamp;
+}
+
 export type Role = 'viewer' | 'editor' | 'owner';
 
 /** A membership, or an invitation while user_id is null. */
@@ -212,6 +222,8 @@ export interface ProjectMembersTable {
   user_id: string | null;
   email: string;
   role: Role;
+  /** An invitation's inviter (their email), shown to the invitee; null for a membership made otherwise. */
+  invited_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 
@@ -343,6 +355,8 @@ export interface WebhookDeliveriesTable {
   payload: string;
   status: 'pending' | 'succeeded' | 'failed';
   attempts: Generated<number>;
+  /** A test send or a resend: counted against the webhook's 10 a minute. */
+  by_hand: ColumnType<boolean | number, boolean | undefined, boolean>;
   next_attempt_at: Timestamp;
   created_at: Timestamp;
 }
@@ -378,6 +392,7 @@ export interface Schema {
   evaluation_counts: EvaluationCountsTable;
   evaluation_variant_counts: EvaluationVariantCountsTable;
   environment_attributes: EnvironmentAttributesTable;
+  usage_reports: UsageReportsTable;
   project_members: ProjectMembersTable;
   api_tokens: ApiTokensTable;
   audit_events: AuditEventsTable;

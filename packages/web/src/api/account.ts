@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from './client';
-import { keys, teamKeys } from './queries';
+import { teamKeys } from './queries';
 import { session } from './session';
 
 type Credentials = { email: string; password: string };
@@ -9,7 +9,7 @@ const logIn = async (body: Credentials) => session.signIn((await unwrap(api.POST
 /** Logs in and keeps the login token. */
 export const useLogIn = () => useMutation({ mutationFn: logIn });
 
-/** Back from the OpenID provider: takes the login token the server left for this browser, once (contract §17). */
+/** Back from the OpenID provider: takes the login token the server left for this browser, once (docs/api.md, Account). */
 export const useFinishSignIn = () => useMutation({ mutationFn: async () => session.signIn((await unwrap(api.POST('/auth/oidc/session'))).token, 'oidc') });
 
 /** Creates the account (an invitation's secret proves its address), then logs in. */
@@ -21,7 +21,7 @@ export const useSignUp = () =>
     },
   });
 
-/** The server ends this login token everywhere (contract §18); this browser forgets it, and every answer read with it, either way. */
+/** The server ends this login token everywhere (docs/api.md, Account); this browser forgets it, and every answer read with it, either way. */
 export function useLogOut() {
   const client = useQueryClient();
   return useMutation({
@@ -43,17 +43,32 @@ export const useResetPassword = () =>
     onSuccess: () => session.signOut(),
   });
 
-/** The address is proven: the account reads again, and invitations waiting for it are now memberships. */
+/** The address is proven: the account reads again, and so do the invitations waiting for its answer. */
 export function useVerifyEmail() {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (token: string) => unwrap(api.POST('/auth/verify-email', { body: { token } })),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: teamKeys.me });
-      await client.invalidateQueries({ queryKey: keys.projects });
+      await client.invalidateQueries({ queryKey: teamKeys.invitations });
     },
   });
 }
 
 /** A new verification link (the server sends at most 5 an hour). */
 export const useResendVerification = () => useMutation({ mutationFn: () => unwrap(api.POST('/auth/resend-verification')) });
+
+/**
+ * Deletes the signed-in account (the server ends its tokens and sessions, its memberships, and the
+ * projects only it belongs to); then this browser forgets the session and every answer read with it.
+ */
+export function useDeleteAccount() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (password: string | null) => unwrap(api.DELETE('/api/me', { body: password === null ? {} : { password } })),
+    onSuccess: () => {
+      session.signOut();
+      client.clear();
+    },
+  });
+}

@@ -15,6 +15,11 @@ export const fields = {
     "minLength": 8,
     "maxLength": 1024
   },
+  "returnPath": {
+    "pattern": "^/(?![/\\\\])\\S*$",
+    "maxLength": 2048,
+    "description": "a path of this site to return to after signing in (\"/\" then neither \"/\" nor a backslash); anything else means \"/\""
+  },
   "auditActions": [
     "project.created",
     "project.updated",

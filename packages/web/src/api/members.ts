@@ -35,11 +35,27 @@ export function useRemoveMember(pid: string, leave: () => void) {
   });
 }
 
-/** Adds a member at once, or sends an invitation by email (the answer's status says which). */
+/** Sends an invitation by email: the person becomes a member once they accept it. */
 export function useInvite(pid: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (body: { email: string; role: Role }) => unwrap(api.POST('/api/projects/{project_id}/members', { ...projectParams(pid), body })),
     onSuccess: () => client.invalidateQueries({ queryKey: teamKeys.members(pid) }),
+  });
+}
+
+/**
+ * The signed-in person answers an invitation to them: accepting adds the project to their list,
+ * declining removes the invitation. Either way the list of invitations is read again.
+ */
+export function useAnswerInvitation() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ id, accept }: { id: string; accept: boolean }) => {
+      const params = { params: { path: { invitation_id: id } } };
+      return unwrap(accept ? api.POST('/api/invitations/{invitation_id}/accept', params) : api.POST('/api/invitations/{invitation_id}/decline', params));
+    },
+    onSuccess: (_data, { accept }) => (accept ? client.invalidateQueries({ queryKey: keys.projects }) : undefined),
+    onSettled: () => client.invalidateQueries({ queryKey: teamKeys.invitations }),
   });
 }

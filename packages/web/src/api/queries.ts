@@ -70,11 +70,14 @@ export const teamKeys = {
   webhooks: (pid: string) => ['webhooks', pid] as const,
   deliveries: (pid: string, webhookId: string) => ['deliveries', pid, webhookId] as const,
   me: ['me'] as const,
+  invitations: ['invitations'] as const,
 };
 
 /** How one may sign in here (password, the OpenID provider): the same for everyone, so fetched once. */
 export const useSignInOptions = () => useQuery({ queryKey: ['signInOptions'], queryFn: () => unwrap(api.GET('/auth/methods')), staleTime: Infinity });
 export const useSignInMethods = () => useQuery({ queryKey: ['signInMethods'], queryFn: () => unwrap(api.GET('/api/me/sign-in-methods')) });
+/** The caller's pending invitations (none while the address is unverified). */
+export const useInvitations = () => useQuery({ queryKey: teamKeys.invitations, queryFn: () => unwrap(api.GET('/api/invitations')) });
 export const useMe = () => useQuery({ queryKey: teamKeys.me, queryFn: () => unwrap(api.GET('/api/me')), staleTime: Infinity });
 export const useMembers = (pid: string) =>
   useQuery({ queryKey: teamKeys.members(pid), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/members', p(pid))) });

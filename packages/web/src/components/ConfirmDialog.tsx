@@ -11,11 +11,13 @@ interface ConfirmProps {
   confirmLabel: string;
   /** When set, the person types it before the button works (e.g. the project's name). */
   typeToConfirm?: string;
+  /** Fields the confirmation needs (e.g. a password), above the buttons. */
+  children?: ReactNode;
   onConfirm: () => Promise<unknown>;
 }
 
 /** A confirmation that says what will happen, and shows the server's refusal if there is one. */
-export function ConfirmDialog({ open, onOpenChange, title, description, confirmLabel, typeToConfirm, onConfirm }: ConfirmProps) {
+export function ConfirmDialog({ open, onOpenChange, title, description, confirmLabel, typeToConfirm, children, onConfirm }: ConfirmProps) {
   const [typed, setTyped] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -41,6 +43,7 @@ export function ConfirmDialog({ open, onOpenChange, title, description, confirmL
     <Modal open={open} onOpenChange={onOpenChange} title={title} description={description}>
       <form onSubmit={submit} noValidate>
         {typeToConfirm && <Field label={`Type "${typeToConfirm}" to confirm`} value={typed} onChange={setTyped} autoComplete="off" />}
+        {children}
         <FormError message={error} />
         <div className="actions">
           <button type="button" className="secondary" onClick={() => onOpenChange(false)}>

@@ -28,7 +28,7 @@ export function VerifyEmailBanner() {
   return (
     <section className="verify-banner" aria-label="Email address not verified">
       <p>
-        <strong>Verify your email address.</strong> We emailed a link to {me.data.email}. Until you open it, you cannot create API tokens, and invitations to other people’s projects wait.
+        <strong>Verify your email address.</strong> We emailed a link to {me.data.email}. Until you open it, you cannot create API tokens or invite anyone, and invitations to other people’s projects wait.
       </p>
       <div className="verify-actions">
         <button type="button" className="secondary small" onClick={() => void resend()} disabled={busy}>

@@ -70,7 +70,7 @@ export async function markVerified(trx: Db, userId: string, now: string): Promis
 /**
  * Uses the reset token (once, before it expires) to set a new password and revoke every login
  * token issued so far; the user's other reset tokens are used up with it. The emailed link proves
- * the address, so it also verifies it (contract §18). The user, or undefined when the token is
+ * the address, so it also verifies it (docs/api.md, Account). The user, or undefined when the token is
  * unknown, used or expired.
  */
 export function resetPassword(db: Db, tokenHash: string, passwordHash: string): Promise<NewUser | undefined> {

@@ -55,14 +55,14 @@ export interface AccountOptions {
   mailer: Mailer;
   config: Readonly<Config>;
   /**
-   * The address of this account is proven (its invitation's secret, a verification link, a
-   * password reset): app.ts turns the invitations waiting for it into memberships (members/).
+   * A new account signed up through an invitation's emailed link: app.ts accepts the invitation
+   * the link was sent for (members/). Its other invitations wait for it to accept them.
    */
-  addressProven: (user: NewUser) => Promise<void>;
+  invitationLinkUsed: (user: NewUser, memberId: string | null) => Promise<void>;
 }
 
 /** /auth/*: no bearer token, except log out and resend-verification (a login token). */
-export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits, tokens, mailer, config, addressProven }) => {
+export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits, tokens, mailer, config, invitationLinkUsed }) => {
   const tags = ['account'];
 
   /** Emails a new single-use verification link (24 h); the email goes out after the answer. */
@@ -73,7 +73,7 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
       .catch((error: unknown) => request.log.error({ err: error }, 'could not send the verification email'));
   }
 
-  // PASSWORD_LOGIN=false (with OIDC configured): the provider is the only way in (contract §17).
+  // PASSWORD_LOGIN=false (with OIDC configured): the provider is the only way in (docs/api.md, Account).
   const passwordsOff = async () => {
     if (!config.passwordLogin) throw new Forbidden(`Password sign-in is turned off here: sign in with ${config.oidc?.name ?? 'SSO'}`);
   };
@@ -99,12 +99,13 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
       sendVerificationLink(request, user); // its invitations wait for the address to be verified
       return reply.code(201).send(user);
     }
-    const user = await db.transaction().execute(async (trx) => {
+    const { user, memberId } = await db.transaction().execute(async (trx) => {
       const created = await createUser(trx, email, passwordHash, true);
-      if (!(await useInvitationToken(trx, email, invitation!))) throw config.allowRegistration ? new Invalid('This invitation link was used meanwhile') : new Forbidden(SIGN_UP_CLOSED);
-      return created;
+      const used = await useInvitationToken(trx, email, invitation!);
+      if (!used) throw config.allowRegistration ? new Invalid('This invitation link was used meanwhile') : new Forbidden(SIGN_UP_CLOSED);
+      return { user: created, memberId: used.memberId };
     });
-    await addressProven(user);
+    await invitationLinkUsed(user, memberId); // opening the link was accepting its invitation
     return reply.code(201).send(user);
   });
 
@@ -113,7 +114,6 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
   }, async (request) => {
     const user = await verifyEmail(db, hashSecret(request.body.token));
     if (!user) throw new Invalid('Verification link is invalid, expired or already used');
-    await addressProven(user);
     return { message: 'Email address verified' };
   });
 
@@ -183,7 +183,6 @@ export const accountRoutes: ApiPlugin<AccountOptions> = async (app, { db, limits
     const tokenHash = hashSecret(request.body.token);
     const user = (await isUsableResetToken(db, tokenHash)) ? await resetPassword(db, tokenHash, await hashPassword(request.body.newPassword)) : undefined;
     if (!user) throw new Invalid('Reset token is invalid, expired or already used');
-    await addressProven(user); // the emailed link proved the address
     return reply.type('text/plain; charset=utf-8').send('Password reset successful');
   });
 };

@@ -40,3 +40,15 @@ export const SignInOptions = Type.Object({
     description: 'sign-in with the OpenID provider, when configured',
   }),
 });
+
+/**
+ * Where a person may be sent back to after signing in: a path of this origin, "/" then neither "/"
+ * nor a backslash (browsers read both as naming another host), no white space. The dashboard reads this same pattern
+ * from the API document (its generated fields.ts), so the two checks cannot drift apart.
+ */
+export const RETURN_PATH = { pattern: '^/(?![/\\\\])\\S*$', maxLength: 2048 } as const;
+export const ReturnPath = Type.String({
+  $id: 'ReturnPath',
+  ...RETURN_PATH,
+  description: 'a path of this site to return to after signing in ("/" then neither "/" nor a backslash); anything else means "/"',
+});

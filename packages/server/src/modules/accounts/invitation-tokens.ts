@@ -7,19 +7,20 @@ const INVITATION_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
 const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /**
- * The secret of an address's invitations (contract §8): emailed to the address, it proves the
- * address at sign-up. One per address: a new invitation (from any project) replaces it, so only
- * the newest emailed link works. Returns the secret (for the email); only its hash is kept.
+ * The secret of an address's invitations (docs/api.md, Members): emailed to the address, it proves
+ * the address at sign-up and accepts the invitation `memberId` whose email carried it. One per
+ * address: a new invitation (from any project) replaces it, so only the newest emailed link works.
+ * Returns the secret (for the email); only its hash is kept.
  */
-export async function newInvitationToken(trx: Db, email: string): Promise<string> {
+export async function newInvitationToken(trx: Db, email: string, memberId: string): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   const now = nowIso();
-  const row = { email, token_hash: hashOf(token), expires_at: new Date(Date.parse(now) + INVITATION_LIFETIME_MS).toISOString(), created_at: now };
+  const row = { email, token_hash: hashOf(token), member_id: memberId, expires_at: new Date(Date.parse(now) + INVITATION_LIFETIME_MS).toISOString(), created_at: now };
   await trx.deleteFrom('invitation_tokens').where('expires_at', '<', now).execute();
   await trx
     .insertInto('invitation_tokens')
     .values(row)
-    .onConflict((c) => c.column('email').doUpdateSet({ token_hash: row.token_hash, expires_at: row.expires_at, created_at: row.created_at }))
+    .onConflict((c) => c.column('email').doUpdateSet({ token_hash: row.token_hash, member_id: memberId, expires_at: row.expires_at, created_at: row.created_at }))
     .execute();
   return token;
 }
@@ -41,14 +42,17 @@ export async function isUsableInvitation(db: Db, email: string, token: string): 
   return found !== undefined;
 }
 
-/** Uses the token up (single use); false when it was not usable any more (used by a concurrent sign-up, expired). */
-export async function useInvitationToken(trx: Db, email: string, token: string): Promise<boolean> {
+/**
+ * Uses the token up (single use): the invitation its email was sent for (null: none known), or
+ * undefined when it was not usable any more (used by a concurrent sign-up, expired).
+ */
+export async function useInvitationToken(trx: Db, email: string, token: string): Promise<{ memberId: string | null } | undefined> {
   const used = await trx
     .deleteFrom('invitation_tokens')
     .where('token_hash', '=', hashOf(token))
     .where('email', '=', email)
     .where('expires_at', '>', nowIso())
-    .returning('email')
+    .returning('member_id')
     .executeTakeFirst();
-  return used !== undefined;
+  return used && { memberId: used.member_id };
 }

@@ -1,11 +1,11 @@
-import nodemailer from 'nodemailer';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Transporter } from 'nodemailer';
 
 export interface Mailer {
   sendPasswordReset(to: string, link: string): Promise<void>;
-  /** Contract §18: the single-use link that proves the address. */
+  /** The single-use link that proves the address (docs/api.md, Account). */
   sendVerification(to: string, link: string): Promise<void>;
-  /** Contract §8: the link (with the invitation's secret) opens the dashboard's sign-up. */
+  /** The link (with the invitation's secret) opens the dashboard's sign-up (docs/api.md, Members). */
   sendInvitation(to: string, link: string, projectName: string): Promise<void>;
   close(): void;
 }
@@ -51,10 +51,12 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
     };
   }
   if (pointsHere(publicUrl)) log.warn({ publicUrl }, 'PUBLIC_URL points to this machine: the links in password-reset, verification and invitation emails will not open for their readers; set PUBLIC_URL to the address users reach');
-  const transport = nodemailer.createTransport(smtpUrl);
+  // nodemailer is loaded with the first email, not at start (start-up time: docs/performance.md).
+  let made: Promise<Transporter> | undefined;
+  const transport = () => (made ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(smtpUrl)));
   return {
     async sendPasswordReset(to, link) {
-      await transport.sendMail({
+      await (await transport()).sendMail({
         from,
         to,
         subject: 'Reset your Guidon password',
@@ -62,7 +64,7 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
       });
     },
     async sendVerification(to, link) {
-      await transport.sendMail({
+      await (await transport()).sendMail({
         from,
         to,
         subject: 'Verify your email address for Guidon',
@@ -71,13 +73,13 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
     },
     // Fixed text: the only words the inviter chooses are the project's name, quoted as a name.
     async sendInvitation(to, link, projectName) {
-      await transport.sendMail({
+      await (await transport()).sendMail({
         from,
         to,
         subject: 'You are invited to a project on Guidon',
-        text: `You are invited to join a project on Guidon, the feature-flag service at this address:\n${publicUrl}\n\nThe project's name, as its owner wrote it: "${nameForEmail(projectName)}"\n\nTo accept, open this link within 7 days and create your account with this email address:\n${link}\n\nIf you already have an account, sign in and verify your email address instead: the invitation waits for you.\nIf you did not expect this invitation, ignore this email: nothing happens unless you open the link.\n`,
+        text: `You are invited to join a project on Guidon, the feature-flag service at this address:\n${publicUrl}\n\nThe project's name, as its owner wrote it: "${nameForEmail(projectName)}"\n\nTo accept, open this link within 7 days and create your account with this email address:\n${link}\n\nIf you already have an account, sign in instead: the invitation waits on your projects page, where you accept or decline it.\nIf you did not expect this invitation, ignore this email: nothing happens unless you accept it.\n`,
       });
     },
-    close: () => transport.close(),
+    close: () => void made?.then((transporter) => transporter.close()),
   };
 }

@@ -3,13 +3,13 @@ import { EncryptJWT, jwtDecrypt } from 'jose';
 import type { FastifyBaseLogger } from 'fastify';
 import type { OidcConfig } from '../../config.js';
 import { AppError, Forbidden, Invalid, UpstreamFailed } from '../../errors.js';
-import type { ProviderAccount } from './oidc.repository.js';
+import { asciiLower, type ProviderAccount } from './oidc.repository.js';
 
 /** How long a started sign-in may take at the provider before its state is refused. */
 const FLOW_LIFETIME_SECONDS = 10 * 60;
 const SCOPE = 'openid email profile';
 
-/** What the browser carries between /auth/oidc/login and the callback, sealed (contract §17). */
+/** What the browser carries between /auth/oidc/login and the callback, sealed (docs/api.md, Account). */
 export interface SignInFlow {
   state: string;
   nonce: string;
@@ -91,7 +91,7 @@ export class OidcClient {
       if (typeof claims.email !== 'string' || claims.email_verified === undefined) {
         claims = { ...claims, ...(await client.fetchUserInfo(configuration, tokens.access_token, String(claims.sub))) };
       }
-      const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : '';
+      const email = typeof claims.email === 'string' ? asciiLower(claims.email) : '';
       const verified = claims.email_verified === true || claims.email_verified === 'true';
       return {
         account: { issuer: configuration.serverMetadata().issuer, subject: String(claims.sub), verifiedEmail: email && verified ? email : null },

@@ -7,7 +7,7 @@ import { markVerified } from './accounts.repository.js';
 export interface ProviderAccount {
   issuer: string;
   subject: string;
-  /** Lower-cased and trimmed; null when the provider gave none or did not verify it. */
+  /** Trimmed, lower-cased in ASCII only (asciiLower); null when the provider gave none or did not verify it. */
   verifiedEmail: string | null;
 }
 
@@ -15,17 +15,30 @@ export interface SignedInUser {
   id: string;
   email: string;
   token_version: number;
-  /** Its email is the provider's verified one: its waiting invitations may be accepted. */
-  addressProven: boolean;
-  created: boolean;
 }
 
-export type OidcSignIn = SignedInUser | { refused: 'unverified' | 'domain' };
+export type OidcSignIn =
+  | SignedInUser
+  | { refused: 'unverified' | 'domain' | 'lookalike' }
+  /** The address belongs to an account that never proved it: the caller removes it, then signs in again. */
+  | { unproven: { id: string; email: string } };
 
 /**
- * The user this provider account signs in as (contract §17): the one linked to its `sub`; else the
- * account with its verified email, linked now; else a new account for the verified email, when
- * `mayCreate` allows its domain. All in one transaction: a refusal writes nothing.
+ * An email as the provider's is compared: A–Z lower-cased, nothing else changed. Unicode case
+ * folding would make the Kelvin sign (U+212A) a "k", and "\u212Aim@corp.com" someone else's
+ * kim@corp.com (docs/security.md, Sign-in with OpenID Connect).
+ */
+export const asciiLower = (email: string) => email.trim().replace(/[A-Z]/g, (letter) => letter.toLowerCase());
+
+/** What an address folds to for the look-alike check: compatibility-normalised, then lower-cased in full. */
+const folded = (email: string) => email.normalize('NFKC').toLowerCase();
+
+/**
+ * The user this provider account signs in as (docs/api.md, Account): the one linked to its `sub`;
+ * else the account whose email is the verified email byte for byte, if that account proved its
+ * address (an account that never did is `unproven`: not taken over); else a new account for the
+ * verified email, when `mayCreate` allows its domain and no account's address is a look-alike of
+ * it. All in one transaction: a refusal writes nothing.
  */
 export async function signInWithProvider(db: Db, account: ProviderAccount, mayCreate: (email: string) => boolean): Promise<OidcSignIn> {
   try {
@@ -40,40 +53,34 @@ export async function signInWithProvider(db: Db, account: ProviderAccount, mayCr
 function signInOnce(db: Db, account: ProviderAccount, mayCreate: (email: string) => boolean): Promise<OidcSignIn> {
   return db.transaction().execute(async (trx): Promise<OidcSignIn> => {
     const now = nowIso();
-    const columns = ['users.id', 'users.email', 'users.token_version', 'users.email_verified_at'] as const;
     const linked = await trx
       .selectFrom('oidc_identities')
       .innerJoin('users', 'users.id', 'oidc_identities.user_id')
-      .select(columns)
+      .select(['users.id', 'users.email', 'users.token_version'])
       .where('oidc_identities.issuer', '=', account.issuer)
       .where('oidc_identities.subject', '=', account.subject)
       .executeTakeFirst();
     const email = account.verifiedEmail;
     if (linked) {
       await trx.updateTable('oidc_identities').set({ last_sign_in_at: now }).where('issuer', '=', account.issuer).where('subject', '=', account.subject).execute();
-      const proven = email !== null && email === linked.email;
-      if (proven) await markVerified(trx, linked.id, now);
-      return { id: linked.id, email: linked.email, token_version: linked.token_version, addressProven: proven, created: false };
+      if (email !== null && email === linked.email) await markVerified(trx, linked.id, now);
+      return { id: linked.id, email: linked.email, token_version: linked.token_version };
     }
     if (email === null) return { refused: 'unverified' };
     const link = (userId: string) =>
       trx.insertInto('oidc_identities').values({ issuer: account.issuer, subject: account.subject, user_id: userId, email, created_at: now, last_sign_in_at: now }).execute();
     const existing = await trx.selectFrom('users').select(['id', 'email', 'token_version', 'email_verified_at']).where('email', '=', email).executeTakeFirst();
-    if (existing) {
+    if (existing && existing.email_verified_at !== null) {
       await link(existing.id);
-      if (existing.email_verified_at === null) {
-        // Nobody proved this address when the account was made: its password (and sessions) may be
-        // someone else's who registered it first. The provider proves it now; theirs end here.
-        await trx.updateTable('users').set({ password_hash: NO_PASSWORD, token_version: existing.token_version + 1, email_verified_at: now }).where('id', '=', existing.id).execute();
-        return { id: existing.id, email, token_version: existing.token_version + 1, addressProven: true, created: false };
-      }
-      return { id: existing.id, email, token_version: existing.token_version, addressProven: true, created: false };
+      return { id: existing.id, email, token_version: existing.token_version };
     }
     if (!mayCreate(email)) return { refused: 'domain' };
+    if (existing) return { unproven: { id: existing.id, email } };
+    if (folded(email) !== email && (await trx.selectFrom('users').select('id').where('email', '=', folded(email)).executeTakeFirst())) return { refused: 'lookalike' };
     const user = { id: newId(), email, password_hash: NO_PASSWORD, created_at: now, email_verified_at: now };
     await trx.insertInto('users').values(user).execute();
     await link(user.id);
-    return { id: user.id, email, token_version: 0, addressProven: true, created: true };
+    return { id: user.id, email, token_version: 0 };
   });
 }
 

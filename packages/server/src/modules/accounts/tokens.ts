@@ -12,6 +12,7 @@ export interface TokenClaims {
 export interface VerifiedClaims extends TokenClaims {
   /** The token's own id, which log out revokes; null in tokens issued before log out existed. */
   jti: string | null;
+  issuedAt: Date;
   expiresAt: Date;
 }
 
@@ -50,7 +51,7 @@ export class LoginTokens {
       const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], requiredClaims: ['sub', 'exp', 'iat'] });
       if (typeof payload.sub !== 'string' || typeof payload.tv !== 'number') return null;
       const jti = typeof payload.jti === 'string' && payload.jti.length > 0 ? payload.jti : null;
-      return { userId: payload.sub, tokenVersion: payload.tv, jti, expiresAt: new Date(payload.exp! * 1000) };
+      return { userId: payload.sub, tokenVersion: payload.tv, jti, issuedAt: new Date(payload.iat! * 1000), expiresAt: new Date(payload.exp! * 1000) };
     } catch {
       return null;
     }

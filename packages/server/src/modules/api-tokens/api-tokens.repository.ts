@@ -57,7 +57,7 @@ export async function authenticateApiToken(db: Db, secret: string) {
     .innerJoin('users', 'users.id', 'api_tokens.user_id')
     .select(['api_tokens.id', 'api_tokens.user_id', 'users.email', 'api_tokens.project_id', 'api_tokens.role', 'api_tokens.expires_at', 'api_tokens.last_used_at'])
     .where('api_tokens.token_hash', '=', hashOf(secret))
-    .where('users.email_verified_at', 'is not', null) // contract §9: tokens act only for verified accounts
+    .where('users.email_verified_at', 'is not', null) // tokens act only for verified accounts (docs/api.md, API tokens)
     .executeTakeFirst();
   const now = Date.now();
   if (!row || (row.expires_at !== null && Date.parse(toIso(row.expires_at)) <= now)) return undefined;

@@ -8,7 +8,7 @@ import { findMemberRole } from '../members/members.repository.js';
 import { createApiToken, deleteApiToken, listApiTokens } from './api-tokens.repository.js';
 import { ApiTokenParams, CreateApiTokenBody, CreatedApiToken } from './api-tokens.schemas.js';
 
-/** /api/tokens (contract §9): only a signed-in user with a verified address manages tokens, never a token. */
+/** /api/tokens (docs/api.md, API tokens): only a signed-in user with a verified address manages tokens, never a token. */
 export const apiTokenRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
   const tags = ['tokens'];
 
@@ -16,12 +16,15 @@ export const apiTokenRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
     config: { role: 'login' },
     schema: { tags, body: CreateApiTokenBody, response: { 201: CreatedApiToken, ...errorResponses(400, 401, 403, 404) } },
   }, async (request, reply) => {
-    const { name, project_id = null, role = null, expires_in_days = null } = request.body;
+    const { name, project_id = null, expires_in_days = null } = request.body;
+    let role = request.body.role ?? null;
     if (role !== null && project_id === null) throw new Invalid('role caps a project token: give project_id with it');
     if (project_id !== null) {
       const mine = await findMemberRole(db, project_id, request.userId);
       if (!mine) throw new NotFound('Project not found');
       if (role !== null && !atLeast(mine, role)) throw new Forbidden(`A token cannot have more than your role (${mine})`);
+      // Without a role, the creator's role now: a later promotion does not widen a token made before it.
+      role ??= mine;
     }
     return reply.code(201).send(await createApiToken(db, request.userId, { name, project_id, role, expires_in_days }));
   });

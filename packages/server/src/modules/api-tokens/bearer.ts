@@ -7,7 +7,7 @@ import { authenticateApiToken, TOKEN_PREFIX } from './api-tokens.repository.js';
 
 /**
  * onRequest hook for /api/*: a valid, unexpired, unrevoked login token (JWT) or API token
- * (gdn_…, contract §9), else 401. Sets who is calling; what they may do is members/access.ts.
+ * (gdn_…, docs/api.md, API tokens), else 401. Sets who is calling; what they may do is members/access.ts.
  */
 export function requireUser(services: { db: Db; tokens: LoginTokens }) {
   return async (request: FastifyRequest): Promise<void> => {

@@ -2,7 +2,7 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
-import pg from 'pg';
+import type pg from 'pg';
 import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/database.js';
@@ -33,7 +33,8 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
   const failureLog = new LogThrottle();
 
   async function listen(onMessage: (message: string) => void, onReconnect: () => void): Promise<void> {
-    const connection = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true }); // an unreachable server must not hang the retry loop
+    const { default: driver } = await import('pg'); // loaded only on PostgreSQL (db/postgres.ts)
+    const connection = new driver.Client({ connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true }); // an unreachable server must not hang the retry loop
     let alive = true;
     const lost = (error?: Error) => {
       if (!alive) return;
@@ -132,8 +133,8 @@ export function clusterBus(): ChangeBus {
  * The carrier for this deployment: Redis pub/sub when REDIS_URL is set, else PostgreSQL
  * LISTEN/NOTIFY, else (SQLite under WORKERS) the cluster's primary; a lone SQLite process needs none.
  */
-export function changeBusFor(config: Readonly<Config>, db: Db, redis: Redis | null, log: FastifyBaseLogger): ChangeBus | null {
-  if (redis && config.redisUrl) return redisBus(redis, createRedis(config.redisUrl, log, { queueWhileOffline: true }), log);
+export async function changeBusFor(config: Readonly<Config>, db: Db, redis: Redis | null, log: FastifyBaseLogger): Promise<ChangeBus | null> {
+  if (redis && config.redisUrl) return redisBus(redis, await createRedis(config.redisUrl, log, { queueWhileOffline: true }), log);
   if (config.database.kind === 'postgres') return postgresBus(db, config.database.url, log);
   if (cluster.isWorker) return clusterBus();
   return null;

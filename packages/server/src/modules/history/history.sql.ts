@@ -1,8 +1,8 @@
 /** The history writes that need more than the query builder: bulk inserts on each driver's fastest path. */
 import type BetterSqlite3 from 'better-sqlite3';
-import { sql, type Insertable } from 'kysely';
+import { sql, type Insertable, type Transaction } from 'kysely';
 import type { Database, Db } from '../../db/database.js';
-import type { EvaluationCountsTable, EvaluationVariantCountsTable } from '../../db/schema.js';
+import type { EvaluationCountsTable, EvaluationVariantCountsTable, Schema } from '../../db/schema.js';
 
 /** One history row (one evaluate request): environment_id, snapshot_id, user_id, outcomes, evaluated_at (what follows is not stored). */
 export type EvaluationTuple = [string, string, string | null, Uint8Array, string, ...unknown[]];
@@ -63,31 +63,34 @@ export async function insertEvaluations(database: Database, rows: readonly Evalu
  */
 export async function addHourlyCounts(db: Db, counts: readonly Insertable<EvaluationCountsTable>[], variantCounts: readonly Insertable<EvaluationVariantCountsTable>[]): Promise<void> {
   if (counts.length === 0 && variantCounts.length === 0) return;
-  await db.transaction().execute(async (trx) => {
-    for (let start = 0; start < counts.length; start += 500) {
-      await trx
-        .insertInto('evaluation_counts')
-        .values(counts.slice(start, start + 500))
-        .onConflict((conflict) =>
-          conflict.columns(['flag_id', 'hour_start']).doUpdateSet((eb) => ({
-            enabled_count: eb('evaluation_counts.enabled_count', '+', eb.ref('excluded.enabled_count')),
-            disabled_count: eb('evaluation_counts.disabled_count', '+', eb.ref('excluded.disabled_count')),
-            flag_key: eb.ref('excluded.flag_key'),
-          })),
-        )
-        .execute();
-    }
-    for (let start = 0; start < variantCounts.length; start += 500) {
-      await trx
-        .insertInto('evaluation_variant_counts')
-        .values(variantCounts.slice(start, start + 500))
-        .onConflict((conflict) =>
-          conflict.columns(['flag_id', 'hour_start', 'variant']).doUpdateSet((eb) => ({
-            count: eb('evaluation_variant_counts.count', '+', eb.ref('excluded.count')),
-            flag_key: eb.ref('excluded.flag_key'),
-          })),
-        )
-        .execute();
-    }
-  });
+  await db.transaction().execute((trx) => addHourlyCountsIn(trx, counts, variantCounts));
+}
+
+/** addHourlyCounts inside a transaction of the caller's (one that records something with them). */
+export async function addHourlyCountsIn(trx: Transaction<Schema>, counts: readonly Insertable<EvaluationCountsTable>[], variantCounts: readonly Insertable<EvaluationVariantCountsTable>[]): Promise<void> {
+  for (let start = 0; start < counts.length; start += 500) {
+    await trx
+      .insertInto('evaluation_counts')
+      .values(counts.slice(start, start + 500))
+      .onConflict((conflict) =>
+        conflict.columns(['flag_id', 'hour_start']).doUpdateSet((eb) => ({
+          enabled_count: eb('evaluation_counts.enabled_count', '+', eb.ref('excluded.enabled_count')),
+          disabled_count: eb('evaluation_counts.disabled_count', '+', eb.ref('excluded.disabled_count')),
+          flag_key: eb.ref('excluded.flag_key'),
+        })),
+      )
+      .execute();
+  }
+  for (let start = 0; start < variantCounts.length; start += 500) {
+    await trx
+      .insertInto('evaluation_variant_counts')
+      .values(variantCounts.slice(start, start + 500))
+      .onConflict((conflict) =>
+        conflict.columns(['flag_id', 'hour_start', 'variant']).doUpdateSet((eb) => ({
+          count: eb('evaluation_variant_counts.count', '+', eb.ref('excluded.count')),
+          flag_key: eb.ref('excluded.flag_key'),
+        })),
+      )
+      .execute();
+  }
 }

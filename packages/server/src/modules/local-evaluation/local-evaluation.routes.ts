@@ -1,4 +1,4 @@
-/** Local evaluation (contract §16): the ruleset an SDK evaluates from, and the usage it reports back. */
+/** Local evaluation (docs/local-evaluation.md): the ruleset an SDK evaluates from, and the usage it reports back. */
 import { Invalid, NotFound } from '../../errors.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import type { Db } from '../../db/database.js';
@@ -9,12 +9,9 @@ import { environmentOf, type EvaluateCache } from '../evaluate/evaluate.cache.js
 import { notModified } from '../evaluate/evaluation.js';
 import { NotModified } from '../evaluate/evaluate.schemas.js';
 import { Ruleset, RulesetQuery, UsageAccepted, UsageBody } from './local-evaluation.schemas.js';
-import { gzippedBody, rulesetAnswer } from './ruleset.document.js';
+import { encodedBody, rulesetAnswer } from './ruleset.document.js';
 import { tokenAccessHook } from './token-auth.js';
-import { addUsage, hourStartOf } from './usage.repository.js';
-
-/** A report may close at most this long ago: older counts would land in hours already pruned or long read. */
-const OLDEST_REPORT_MS = 7 * 24 * 3_600_000;
+import { addUsage, OLDEST_REPORT_MS } from './usage.repository.js';
 
 export const localEvaluationRoutes: ApiPlugin<{ db: Db; limits: RateLimits; evaluateCache: EvaluateCache }> = async (app, { db, limits, evaluateCache }) => {
   const onRequest = tokenAccessHook(db, limits, evaluateCache);
@@ -33,34 +30,37 @@ export const localEvaluationRoutes: ApiPlugin<{ db: Db; limits: RateLimits; eval
     const environment = environmentOf(project, request.query.environment);
     const answer = rulesetAnswer(environment, project.revision);
     reply.header('etag', answer.etag).header('cache-control', 'no-cache').header('vary', 'accept-encoding');
-    if (notModified(request.headers, answer.etag)) reply.code(304).send(undefined as never);
-    // Rules compress well (repeated keys and operators): gzip when the client takes it, compressed once per change.
-    else if (/\bgzip\b/i.test(String(request.headers['accept-encoding'] ?? ''))) reply.type('application/json; charset=utf-8').header('content-encoding', 'gzip').send(gzippedBody(answer) as never);
-    else reply.type('application/json; charset=utf-8').send(answer.body as never);
+    if (notModified(request.headers, answer.etag)) {
+      reply.code(304).send(undefined as never);
+      return;
+    }
+    // Rules compress well (repeated keys and operators): br or gzip when the client takes it, compressed once per change.
+    const { body, encoding } = encodedBody(answer, request.headers['accept-encoding']);
+    if (encoding) reply.header('content-encoding', encoding);
+    reply.type('application/json; charset=utf-8').send(body as never);
   });
 
   app.post('/sdk/v1/usage', {
     onRequest,
     schema: {
       tags: ['evaluate'],
-      description: 'What a local evaluator counted: added to the hourly metrics and last_evaluated_at (not to the per-user history). Unknown flag keys are ignored.',
+      description:
+        'What a local evaluator counted: added to the hourly metrics and last_evaluated_at (not to the per-user history). Unknown flag keys are ignored. A report whose report_id was counted before is answered as then and not counted again.',
       security: [{ bearer: [] }],
       body: UsageBody,
       response: { 202: UsageAccepted, ...errorResponses(400, 401, 403, 404, 413, 429, 500, 503) },
     },
   }, async (request, reply) => {
     const { project } = request.tokenAccess!;
-    const { started_at, ended_at, flags } = request.body;
+    const { report_id, started_at, ended_at, flags } = request.body;
     const started = Date.parse(started_at);
     const ended = Date.parse(ended_at);
     if (!(started <= ended)) throw new Invalid('started_at must not be after ended_at');
-    const now = Date.now();
-    if (ended < now - OLDEST_REPORT_MS) throw new Invalid('ended_at is more than 7 days ago');
+    if (ended < Date.now() - OLDEST_REPORT_MS) throw new Invalid('ended_at is more than 7 days ago');
     const environment = environmentOf(project, request.body.environment);
-    // A clock ahead of ours must not write into hours that have not begun.
     let accepted: number;
     try {
-      accepted = await addUsage(db, environment, hourStartOf(Math.min(ended, now)), flags);
+      accepted = await addUsage(db, environment, report_id, ended, flags);
     } catch (error) {
       if (isForeignKeyViolation(error)) throw new NotFound(`Environment "${environment.key}" not found in this project`); // deleted meanwhile
       throw error;

@@ -13,13 +13,14 @@ export const Ruleset = Type.Object(
     flags: Type.Array(Type.Unknown(), { description: 'flag definitions as the engine compiles them, in evaluation order' }),
     segments: Type.Record(Type.String(), Type.Array(Type.Unknown()), { description: 'the conditions of each segment the flags name' }),
   },
-  { description: 'Everything local evaluation needs (contract §16; docs/local-evaluation.md)' },
+  { description: 'Everything local evaluation needs (docs/local-evaluation.md)' },
 );
 
 /** Counts of one report: non-negative integers, far below what the bigint columns hold. */
 const Count = Type.Integer({ minimum: 0, maximum: 1_000_000_000_000 });
 
 export const UsageBody = Type.Object({
+  report_id: Type.String({ format: 'uuid', description: "the report's id, chosen by the SDK: a report sent again with it is counted once" }),
   environment: Type.String({ minLength: 1, maxLength: 64 }),
   started_at: Type.String({ format: 'date-time' }),
   ended_at: Type.String({ format: 'date-time' }),
@@ -34,4 +35,4 @@ export const UsageBody = Type.Object({
   ),
 });
 
-export const UsageAccepted = Type.Object({ accepted: Type.Integer({ description: 'flags of the report that were counted (unknown keys are ignored)' }) });
+export const UsageAccepted = Type.Object({ accepted: Type.Integer({ description: 'flags of the report that were counted (unknown keys are ignored); for a report sent again, the answer it had' }) });

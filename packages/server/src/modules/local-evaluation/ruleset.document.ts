@@ -1,30 +1,24 @@
 /**
- * The ruleset document of contract §16: what an SDK in local mode needs to answer exactly what
+ * The ruleset document (docs/local-evaluation.md): what an SDK in local mode needs to answer exactly what
  * POST /sdk/v1/evaluate answers, and nothing else (no ids, names, descriptions, timestamps,
  * disabled rules). Its `flags` are FlagDefinitions as the engine's compileFlagSet takes them, in
  * evaluation order; `segments` holds the conditions of the segments those flags name.
  */
 import { hash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
-import type { Condition, FlagDefinition, RuleDefinition } from '@guidon/engine';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { Negotiator } from '@fastify/accept-negotiator';
+import type { Condition, FlagDefinition, RuleDefinition, RulesetDocument } from '@guidon/engine';
 import type { CompiledEnvironment } from '../evaluate/evaluate.cache.js';
 
 /** The document's format: an SDK refuses a format it does not know (and keeps its previous ruleset). */
-export const RULESET_FORMAT = 1;
-
-export interface RulesetDocument {
-  format: typeof RULESET_FORMAT;
-  environment: string;
-  revision: number;
-  flags: FlagDefinition[];
-  segments: Record<string, Condition[]>;
-}
+export const RULESET_FORMAT: RulesetDocument['format'] = 1;
 
 export interface RulesetAnswer {
   readonly body: Buffer;
   readonly etag: string;
-  /** The body gzipped, made on first request for it (a 1,000-flag ruleset: 144 KiB → about 5 KiB). */
-  gzipped?: Buffer;
+  /** The body compressed, each made on the first request that takes it (a 1,000-flag ruleset: 135 KiB → 5.6 KiB gzip, 2.9 KiB br). */
+  gzip?: Buffer;
+  br?: Buffer;
 }
 
 function condition(sent: Condition): Condition {
@@ -82,7 +76,8 @@ export function rulesetDocument(environment: CompiledEnvironment, revision: numb
 }
 
 /**
- * Built once per compiled environment (a change compiles a new one) and dropped with it. The
+ * Built once per compiled environment (a change compiles a new one) and dropped with it: the
+ * stream builds it before it tells the SDKs to fetch it, and its ETag goes with that message. The
  * ETag hashes the bytes, so instances that compiled the same revision give the same tag.
  */
 const built = new WeakMap<CompiledEnvironment, RulesetAnswer>();
@@ -97,7 +92,19 @@ export function rulesetAnswer(environment: CompiledEnvironment, revision: number
   return answer;
 }
 
-/** The answer's body gzipped, once per compiled environment. */
-export function gzippedBody(answer: RulesetAnswer): Buffer {
-  return (answer.gzipped ??= gzipSync(answer.body));
+/** Brotli first (half gzip's size here), then gzip, as the request's Accept-Encoding allows. */
+const encodings = new Negotiator({ supportedValues: ['br', 'gzip', 'identity'] });
+
+/**
+ * Brotli's quality 6: a 1,000-flag ruleset in about 3 ms; its default (11) took 0.9 s, blocking
+ * every other request, for a body a sixth smaller.
+ */
+const BROTLI = { params: { [constants.BROTLI_PARAM_QUALITY]: 6 } };
+
+/** The answer's body in the encoding the request accepts, each compressed once per compiled environment. */
+export function encodedBody(answer: RulesetAnswer, acceptEncoding: string | undefined): { body: Buffer; encoding: 'br' | 'gzip' | null } {
+  const encoding = acceptEncoding ? encodings.negotiate(acceptEncoding) : null;
+  if (encoding === 'br') return { body: (answer.br ??= brotliCompressSync(answer.body, BROTLI)), encoding };
+  if (encoding === 'gzip') return { body: (answer.gzip ??= gzipSync(answer.body)), encoding };
+  return { body: answer.body, encoding: null };
 }

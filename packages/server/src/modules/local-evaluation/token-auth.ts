@@ -1,5 +1,5 @@
 /**
- * The credential of the local-evaluation surfaces (contract §16): an API token (§9, any role) of
+ * The credential of the local-evaluation surfaces (docs/local-evaluation.md): an API token (any role) of
  * the project, never an SDK key. A ruleset names users in its rules, and an SDK key may sit in a
  * browser; an API token is a server's secret.
  */
@@ -39,11 +39,51 @@ function bearer(request: FastifyRequest): string | undefined {
 export const carriesApiToken = (request: FastifyRequest): boolean => bearer(request)?.startsWith(TOKEN_PREFIX) === true;
 
 /**
+ * The compiled project each member reaches, kept until the project next changes. Removing a
+ * member and rotating the SDK key are changes of the project (the change path): they drop its
+ * compiled view on every instance, and what is kept here with it. The token itself is read on
+ * every request (a deleted token fails on its next use); a burst of fetches by one token's many
+ * SDKs reads nothing else.
+ */
+class MemberProjects {
+  private readonly byProject = new Map<string, Map<string, CompiledProject>>();
+  /** Bumped by every change: a lookup that overlapped one is answered but not kept. */
+  private changes = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly cache: EvaluateCache,
+  ) {
+    cache.onInvalidate((projectId) => {
+      this.changes++;
+      this.byProject.delete(projectId);
+    });
+  }
+
+  /** The project as compiled, when the user is a member; else null. */
+  async find(projectId: string, userId: string): Promise<CompiledProject | null> {
+    const kept = this.byProject.get(projectId)?.get(userId);
+    if (kept && this.cache.holds(kept)) return kept;
+    const changes = this.changes;
+    if (!(await findMemberRole(this.db, projectId, userId))) return null;
+    const sdkKey = await currentSdkKey(this.db, projectId);
+    const project = sdkKey === null ? null : await this.cache.project(sdkKey);
+    if (project && changes === this.changes) {
+      let members = this.byProject.get(projectId);
+      if (!members) this.byProject.set(projectId, (members = new Map()));
+      members.set(userId, project);
+    }
+    return project;
+  }
+}
+
+/**
  * Checks the credential in order: an SDK key (403), none or an unknown token (401), the project
  * (a project-scoped token names its own; a token of every project names it with ?project=<id>),
  * the caller's membership (404), then the compiled project. Sets request.tokenAccess.
  */
 export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache) {
+  const memberProjects = new MemberProjects(db, cache);
   return async function tokenAccess(request: FastifyRequest): Promise<void> {
     await limits.evaluate?.hit(request.ip);
     const secret = bearer(request);
@@ -60,9 +100,7 @@ export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache
       if (typeof named !== 'string' || named === '') throw new Invalid('A token of every project must name one: add ?project=<project id> (or use a project-scoped token)');
       projectId = named;
     } else if (typeof named === 'string' && named !== projectId) throw new NotFound('Project not found');
-    if (!UUID.test(projectId) || !(await findMemberRole(db, projectId, token.user_id))) throw new NotFound('Project not found');
-    const sdkKey = await currentSdkKey(db, projectId);
-    const project = sdkKey === null ? null : await cache.project(sdkKey);
+    const project = UUID.test(projectId) ? await memberProjects.find(projectId, token.user_id) : null;
     if (!project) throw new NotFound('Project not found');
     request.tokenAccess = { tokenId: token.id, projectId, project };
   };

@@ -8,10 +8,10 @@ import { findMemberRole } from './members.repository.js';
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
-     * The least a caller needs to use the route (contract §8): 'user' is any signed-in caller,
-     * 'login' a signed-in user but no API token; the project roles apply to routes under
-     * /api/projects/{project_id}. Declared by every /api route (the app does not start otherwise)
-     * and decided in one place: authorize() below.
+     * The least a caller needs to use the route (docs/api.md, Who may do what): 'user' is any
+     * signed-in caller, 'session' a login (no API token), 'login' a login of a verified account;
+     * the project roles apply to routes under /api/projects/{project_id}. Declared by every /api
+     * route (the app does not start otherwise) and decided in one place: authorize() below.
      */
     role?: DeclaredRole;
   }
@@ -22,14 +22,14 @@ declare module 'fastify' {
     apiToken: { id: string; project_id: string | null; role: Role | null } | null;
     /** On project routes: the caller's role there, capped by the token's. */
     projectRole: Role | null;
-    /** Whether the caller's address is verified (contract §18; always so for an API token). */
+    /** Whether the caller's address is verified (docs/api.md, Account; always so for an API token). */
     emailVerified: boolean;
   }
 }
 
-export type DeclaredRole = 'login' | 'user' | Role;
+export type DeclaredRole = 'login' | 'session' | 'user' | Role;
 const RANK: Record<Role, number> = { viewer: 1, editor: 2, owner: 3 };
-const DECLARABLE = new Set<string>(['login', 'user', 'viewer', 'editor', 'owner']);
+const DECLARABLE = new Set<string>(['login', 'session', 'user', 'viewer', 'editor', 'owner']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const atLeast = (role: Role, least: Role) => RANK[role] >= RANK[least];
@@ -49,14 +49,15 @@ export function declaredRoute(route: RouteOptions): DeclaredRoute[] {
   const role = (route.config as { role?: unknown } | undefined)?.role;
   const methods = [route.method].flat().filter((method) => method !== 'HEAD');
   if (typeof role !== 'string' || !DECLARABLE.has(role)) {
-    throw new Error(`${methods.join(',')} ${route.url} declares no role: add config: { role: 'user' | 'viewer' | 'editor' | 'owner' } (src/modules/members/access.ts)`);
+    throw new Error(`${methods.join(',')} ${route.url} declares no role: add config: { role: 'user' | 'session' | 'login' | 'viewer' | 'editor' | 'owner' } (src/modules/members/access.ts)`);
   }
   if (RANK[role as Role] && !route.url.includes(':project_id')) throw new Error(`${route.url} declares a project role but has no :project_id`);
   return methods.map((method) => ({ method, url: route.url, role: role as DeclaredRole }));
 }
 
 /**
- * The one authorization decision for /api (contract §8, §9), from the route's declared least role:
+ * The one authorization decision for /api (docs/api.md, Who may do what), from the route's declared least role:
+ * - session: a signed-in user, verified or not, not an API token (deleting one's account);
  * - login: a signed-in user whose address is verified, not an API token (tokens cannot manage tokens);
  * - user: any caller; a project-scoped token may only read there;
  * - viewer / editor / owner: a member of :project_id (else 404) whose role, capped by the
@@ -67,6 +68,10 @@ export function authorize({ db }: { db: Db }) {
   return async (request: FastifyRequest): Promise<void> => {
     const least = request.routeOptions.config.role;
     const token = request.apiToken;
+    if (least === 'session') {
+      if (token) throw new Forbidden('This needs you signed in, not an API token');
+      return;
+    }
     if (least === 'login') {
       if (token) throw new Forbidden('API tokens cannot manage tokens: sign in with a password');
       if (!request.emailVerified) throw new Forbidden('Verify your email address first: open the link we emailed you (or ask for a new one)');

@@ -39,15 +39,9 @@ export async function requireMember(db: Db, projectId: string, memberId: string)
   return toMember(row);
 }
 
-/** The account with this address, when its address is verified: only such an account is added as an active member (contract §8). */
-export async function findVerifiedUserId(db: Db, email: string): Promise<string | undefined> {
-  const user = await db.selectFrom('users').select('id').where('email', '=', email).where('email_verified_at', 'is not', null).executeTakeFirst();
-  return user?.id;
-}
-
-/** An active membership of the verified account userId, or (userId null) an invitation to the address. */
-export async function addMember(trx: Db, projectId: string, email: string, role: Role, userId: string | null): Promise<Member> {
-  const row = { id: newId(), project_id: projectId, user_id: userId, email, role, created_at: nowIso() };
+/** An invitation to the address (docs/api.md, Members: adding a member always invites). */
+export async function addInvitation(trx: Db, projectId: string, email: string, role: Role, invitedBy: string): Promise<Member> {
+  const row = { id: newId(), project_id: projectId, user_id: null, email, role, invited_by: invitedBy, created_at: nowIso() };
   await conflictOnDuplicate(trx.insertInto('project_members').values(row).execute(), `${email} is already a member of this project or invited to it`);
   return toMember(row);
 }
@@ -87,12 +81,33 @@ export async function projectName(db: Db, projectId: string): Promise<string> {
   return row?.name ?? '';
 }
 
-export async function pendingInvitations(db: Db, email: string): Promise<(Member & { project_id: string })[]> {
-  const rows = await db.selectFrom('project_members').select(COLUMNS).where('email', '=', email).where('user_id', 'is', null).execute();
-  return rows.map((row) => ({ ...toMember(row), project_id: row.project_id }));
+/** The invitation to this address, if it still waits: what only its invitee may accept or decline. */
+export async function findPendingInvitation(db: Db, memberId: string, email: string): Promise<(Member & { project_id: string }) | undefined> {
+  const row = await db.selectFrom('project_members').select(COLUMNS).where('id', '=', memberId).where('email', '=', email).where('user_id', 'is', null).executeTakeFirst();
+  return row && { ...toMember(row), project_id: row.project_id };
 }
 
-/** The invitation becomes the user's membership; undefined when it is gone or was accepted meanwhile. */
+/** The invitations waiting for this address, newest first, as their invitee sees them. */
+export async function invitationsTo(db: Db, email: string) {
+  const rows = await db
+    .selectFrom('project_members')
+    .innerJoin('projects', 'projects.id', 'project_members.project_id')
+    .select(['project_members.id', 'project_members.project_id', 'projects.name', 'project_members.role', 'project_members.invited_by', 'project_members.created_at'])
+    .where('project_members.email', '=', email)
+    .where('project_members.user_id', 'is', null)
+    .orderBy('project_members.created_at', 'desc')
+    .orderBy('project_members.id')
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    project: { id: row.project_id, name: row.name },
+    role: row.role,
+    invited_by: { email: row.invited_by ?? '' },
+    created_at: toIso(row.created_at),
+  }));
+}
+
+/** The invitation becomes the user's membership; undefined when it is gone or was answered meanwhile. */
 export async function acceptInvitation(trx: Db, memberId: string, userId: string): Promise<Member | undefined> {
   const row = await trx.updateTable('project_members').set({ user_id: userId }).where('id', '=', memberId).where('user_id', 'is', null).returning(COLUMNS).executeTakeFirst();
   return row && toMember(row);

@@ -4,6 +4,10 @@ import { newId, nowIso, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 import type { ProjectsTable, Role } from '../../db/schema.js';
 import type { Selectable } from 'kysely';
+import type { Actor } from '../changes/changes.schemas.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
+import { listEnvironments } from '../environments/environments.repository.js';
 
 const COLUMNS = ['projects.id', 'projects.name', 'projects.description', 'projects.sdk_key', 'projects.created_at', 'projects.updated_at'] as const;
 type ProjectRow = Pick<Selectable<ProjectsTable>, 'id' | 'name' | 'description' | 'sdk_key' | 'created_at' | 'updated_at'>;
@@ -64,7 +68,17 @@ export function regenerateSdkKey(trx: Db, projectId: string) {
 }
 
 /** Environments, flags, rules, members, audit events, webhooks and history go with it (foreign keys cascade). */
-export async function deleteProject(trx: Db, projectId: string): Promise<void> {
+async function deleteProjectRow(trx: Db, projectId: string): Promise<void> {
   const result = await trx.deleteFrom('projects').where('id', '=', projectId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw new NotFound('Project not found');
+}
+
+/**
+ * Deletes the project and everything in it. Its evaluation history first, in bounded steps (the
+ * cascade would delete it in one long statement); then the rest through the change path, which
+ * records no event (the project's audit log goes with it) and drops its compiled views everywhere.
+ */
+export async function deleteProject({ db, writes, history }: { db: Db; writes: ProjectWrites; history: HistoryRecorder }, actor: Actor, projectId: string): Promise<void> {
+  await history.deleteHistory((await listEnvironments(db, projectId)).map((env) => env.id));
+  await writes.apply(actor, projectId, (trx) => deleteProjectRow(trx, projectId));
 }

@@ -7,7 +7,6 @@ import type { HistoryRecorder } from '../history/history.recorder.js';
 import { newId, onlyProvided } from '../../db/values.js';
 import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { lowerOf } from '../members/access.js';
-import { listEnvironments } from '../environments/environments.repository.js';
 import { createProject, deleteProject, listProjects, regenerateSdkKey, requireProject, updateProject } from './projects.repository.js';
 import { CreateProjectBody, UpdateProjectBody } from './projects.schemas.js';
 
@@ -73,15 +72,12 @@ export const projectRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; history: 
     return { ...project, role: request.projectRole };
   });
 
-  // No event: the project's audit log goes with it (contract §10).
+  // No event: the project's audit log goes with it (docs/api.md, Audit log).
   app.delete('/projects/:project_id', {
     config: { role: 'owner' },
     schema: { tags, params: ProjectParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
-    // History first, in bounded steps (the cascade would delete it in one long statement).
-    const projectId = request.params.project_id;
-    await history.deleteHistory((await listEnvironments(db, projectId)).map((env) => env.id));
-    await writes.apply(request.actor, projectId, (trx) => deleteProject(trx, projectId));
+    await deleteProject({ db, writes, history }, request.actor, request.params.project_id);
     return reply.code(204).send(null);
   });
 };

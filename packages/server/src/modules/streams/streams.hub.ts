@@ -4,13 +4,14 @@ import { LogThrottle } from '../../log-throttle.js';
 import type { CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { sdkKeyHash } from '../evaluate/sdk-auth.js';
+import { rulesetAnswer } from '../local-evaluation/ruleset.document.js';
 
 /** One open Server-Sent Events answer. */
 export interface OpenStream {
   readonly projectId: string;
   readonly environment: string;
   readonly keyHash: string;
-  /** `ruleset`: opened with an API token by an SDK in local mode (contract §16): it is told to refetch the ruleset, and a key rotation does not concern it. */
+  /** `ruleset`: opened with an API token by an SDK in local mode (docs/local-evaluation.md): it is told to refetch the ruleset, and a key rotation does not concern it. */
   readonly kind?: 'evaluation' | 'ruleset';
   write(chunk: string): void;
   /** Ends the answer; with retryMs, an SSE `retry:` field first (how long the client waits before it reconnects). */
@@ -18,7 +19,7 @@ export interface OpenStream {
 }
 
 export interface StreamHubOptions {
-  /** A comment line this often keeps proxies and load balancers from closing idle streams (contract §12: 15 s). */
+  /** A comment line this often keeps proxies and load balancers from closing idle streams (docs/sdk.md: 15 s). */
   heartbeatMs: number;
   /** Changes within this window after the first are sent as one message. */
   coalesceMs: number;
@@ -30,10 +31,17 @@ export function refetchMessage(revision: number): string {
   return `id: ${revision}\nevent: message\ndata: ${data}\n\n`;
 }
 
-/** The message a local-mode SDK's stream gets for a change (contract §16). */
-export function rulesetMessage(revision: number): string {
-  return `id: ${revision}\nevent: message\ndata: ${JSON.stringify({ type: 'refetchRuleset', revision })}\n\n`;
+/**
+ * The message a local-mode SDK's stream gets for a change (docs/local-evaluation.md), with the
+ * ETag of the environment's new ruleset: an SDK that holds it (a change of another environment,
+ * two changes it fetched at once) need not fetch it.
+ */
+export function rulesetMessage(revision: number, etag: string): string {
+  return `id: ${revision}\nevent: message\ndata: ${JSON.stringify({ type: 'refetchRuleset', revision, etag })}\n\n`;
 }
+
+/** A stream's heartbeats are spread over this many ticks of the heartbeat period, so that each tick writes to a slice of the streams, not all at once. */
+const HEARTBEAT_SLICES = 15;
 
 /**
  * Fans changes out to the open streams. It listens to the compiled view's invalidations, so
@@ -47,6 +55,10 @@ export class StreamHub {
   private readonly byProject = new Map<string, Set<OpenStream>>();
   private readonly pending = new Map<string, NodeJS.Timeout>();
   private readonly heartbeat: NodeJS.Timeout;
+  /** The streams by the heartbeat slice they are in; one slice gets its comment line per tick. */
+  private readonly slices: Set<OpenStream>[] = Array.from({ length: HEARTBEAT_SLICES }, () => new Set());
+  private readonly sliceOf = new Map<OpenStream, Set<OpenStream>>();
+  private tick = 0;
   private readonly unsubscribe: () => void;
   /** The database away: each waiting change is retried every second; said at most every 10 s. */
   private readonly failureLog = new LogThrottle();
@@ -58,7 +70,7 @@ export class StreamHub {
     private readonly options: StreamHubOptions = { heartbeatMs: 15_000, coalesceMs: 50 },
   ) {
     this.unsubscribe = cache.onInvalidate((projectId) => this.changed(projectId));
-    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs);
+    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs / HEARTBEAT_SLICES);
     this.heartbeat.unref();
   }
 
@@ -77,6 +89,10 @@ export class StreamHub {
     let streams = this.byProject.get(stream.projectId);
     if (!streams) this.byProject.set(stream.projectId, (streams = new Set()));
     streams.add(stream);
+    // The slice just beaten: its first comment line comes one period after it opened.
+    const slice = this.slices[(this.tick + HEARTBEAT_SLICES - 1) % HEARTBEAT_SLICES]!;
+    slice.add(stream);
+    this.sliceOf.set(stream, slice);
     if (!this.cache.holds(openedFrom)) this.changed(stream.projectId);
   }
 
@@ -84,6 +100,8 @@ export class StreamHub {
     const streams = this.byProject.get(stream.projectId);
     if (!streams?.delete(stream)) return;
     if (streams.size === 0) this.byProject.delete(stream.projectId);
+    this.sliceOf.get(stream)?.delete(stream);
+    this.sliceOf.delete(stream);
   }
 
   /**
@@ -98,6 +116,8 @@ export class StreamHub {
     this.pending.clear();
     for (const streams of [...this.byProject.values()]) for (const stream of [...streams]) stream.close(1000 + Math.floor(Math.random() * 2000));
     this.byProject.clear();
+    for (const slice of this.slices) slice.clear();
+    this.sliceOf.clear();
   }
 
   private changed(projectId: string): void {
@@ -127,15 +147,23 @@ export class StreamHub {
     if (!streams) return;
     const keyHash = sdkKey === null ? null : sdkKeyHash(sdkKey);
     const message = project ? refetchMessage(project.revision) : '';
-    const forRuleset = project ? rulesetMessage(project.revision) : '';
+    // Per environment: its ruleset, built once here for every SDK about to fetch it, and its ETag.
+    const forRuleset = new Map<string, string>();
     for (const stream of [...streams]) {
       const ruleset = stream.kind === 'ruleset';
-      if (!project || (!ruleset && stream.keyHash !== keyHash) || !project.environments.has(stream.environment)) stream.close();
-      else stream.write(ruleset ? forRuleset : message);
+      const environment = project?.environments.get(stream.environment);
+      if (!project || !environment || (!ruleset && stream.keyHash !== keyHash)) stream.close();
+      else if (!ruleset) stream.write(message);
+      else {
+        let forEnvironment = forRuleset.get(stream.environment);
+        if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = rulesetMessage(project.revision, rulesetAnswer(environment, project.revision).etag)));
+        stream.write(forEnvironment);
+      }
     }
   }
 
   private beat(): void {
-    for (const streams of this.byProject.values()) for (const stream of streams) stream.write(':\n\n');
+    this.tick = (this.tick + 1) % HEARTBEAT_SLICES;
+    for (const stream of this.slices[this.tick]!) stream.write(':\n\n');
   }
 }

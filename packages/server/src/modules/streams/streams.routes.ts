@@ -10,6 +10,7 @@ import { environmentOf, type CompiledProject, type EvaluateCache } from '../eval
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
 import { carriesApiToken, tokenAccessHook } from '../local-evaluation/token-auth.js';
+import { rulesetAnswer } from '../local-evaluation/ruleset.document.js';
 import { TokenStreams } from '../local-evaluation/token-streams.js';
 import { StreamHub, refetchMessage, rulesetMessage, type OpenStream } from './streams.hub.js';
 import type { OpenStreamCount } from './open-streams.js';
@@ -28,7 +29,7 @@ declare module 'fastify' {
   }
 }
 
-/** GET /sdk/v1/stream: Server-Sent Events, one refetchEvaluation message per change (contract §12). */
+/** GET /sdk/v1/stream: Server-Sent Events, one refetchEvaluation message per change (docs/sdk.md). */
 /** How long a client over its open-stream cap is told to wait: about as long as a stream of a well-behaved client lasts between reconnects. */
 const STREAM_CAP_RETRY_SECONDS = 30;
 
@@ -44,13 +45,17 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
   const byKey = sdkProjectHook(limits, evaluateCache, anySdkCredential);
   const byApiToken = tokenAccessHook(db, limits, evaluateCache);
   const tokenStreams = new TokenStreams(db, app.log);
-  app.addHook('onClose', async () => tokenStreams.close());
+  const unsubscribe = evaluateCache.onInvalidate((projectId) => tokenStreams.projectChanged(projectId));
+  app.addHook('onClose', async () => {
+    unsubscribe();
+    tokenStreams.close();
+  });
   const invalidToken = () => new Unauthorized('Missing or invalid stream token');
 
   app.get('/sdk/v1/stream', {
     onRequest: (request, reply, done) => {
       const token = (request.query as { token?: unknown }).token;
-      // An API token: an SDK in local mode, told when to refetch its ruleset (contract §16).
+      // An API token: an SDK in local mode, told when to refetch its ruleset (docs/local-evaluation.md).
       if (typeof token !== 'string' && carriesApiToken(request)) return void byApiToken(request).then(() => done(), done);
       if (typeof token !== 'string') return byKey(request, reply, done);
       const verify = async () => {
@@ -98,8 +103,8 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       keyHash = sdkKeyHash(anySdkCredential(request)!);
     }
     if (!project) throw invalidToken();
-    environmentOf(project, environment); // 404 for an unknown environment
-    // Open streams per client address and SDK key (contract §12: at most STREAMS_PER_CLIENT together).
+    const compiled = environmentOf(project, environment); // 404 for an unknown environment
+    // Open streams per client address and SDK key (docs/sdk.md: at most STREAMS_PER_CLIENT together).
     const givePlaceBack = config.streamsPerClient > 0 ? await openStreams.take(`${request.ip} ${keyHash}`, config.streamsPerClient) : () => undefined;
     if (!givePlaceBack) throw new RateLimited(STREAM_CAP_RETRY_SECONDS);
 
@@ -107,7 +112,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     const raw = reply.raw;
     let stream: OpenStream | undefined;
     let released = false;
-    const unfollowToken = access ? tokenStreams.add(access.tokenId, () => raw.end()) : undefined;
+    const unfollowToken = access ? tokenStreams.add(access.tokenId, project.projectId, () => raw.end()) : undefined;
     const release = () => {
       if (released) return;
       released = true;
@@ -131,7 +136,9 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     raw.write('retry: 1000\n\n');
     const lastEventId = request.headers['last-event-id'];
     const kind = access ? 'ruleset' : 'evaluation';
-    if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) raw.write((access ? rulesetMessage : refetchMessage)(project.revision));
+    if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) {
+      raw.write(access ? rulesetMessage(project.revision, rulesetAnswer(compiled, project.revision).etag) : refetchMessage(project.revision));
+    }
 
     stream = {
       projectId: project.projectId,

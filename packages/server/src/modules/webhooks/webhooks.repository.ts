@@ -33,9 +33,9 @@ export function toWebhook(row: Omit<Selectable<WebhooksTable>, 'secret'>) {
   };
 }
 
-/** docs/api.md: at most this many webhooks a project… */
+/** At most this many webhooks a project (docs/api.md, Webhooks)… */
 export const WEBHOOKS_PER_PROJECT = 20;
-/** …and this many test sends a webhook a minute. */
+/** …and this many sends by hand (test sends and resends together) a webhook a minute. */
 export const TEST_SENDS_PER_MINUTE = 10;
 
 export async function countWebhooks(db: Db, projectId: string): Promise<number> {
@@ -80,7 +80,7 @@ export async function deleteWebhook(trx: Db, webhookId: string): Promise<void> {
 
 const matches = (events: string[], action: string) => events.includes('*') || events.includes(action);
 
-/** In the change's transaction: one outbox row per enabled webhook whose events match (docs/api.md). */
+/** In the change's transaction: one outbox row per enabled webhook whose events match (docs/api.md, Webhooks). */
 export async function enqueueDeliveries(trx: Db, event: ChangeEvent): Promise<void> {
   const hooks = await trx.selectFrom('webhooks').select(['id', 'events', 'enabled']).where('project_id', '=', event.project_id).execute();
   const targets = hooks.filter((hook) => toBool(hook.enabled) && matches(toArray(hook.events), event.action));
@@ -94,22 +94,22 @@ export async function enqueueDeliveries(trx: Db, event: ChangeEvent): Promise<vo
 }
 
 /**
- * A webhook.test event for one webhook, whatever its events (POST …/test), unless it had its
- * TEST_SENDS_PER_MINUTE already: then nothing is queued and the answer is the seconds until the
- * oldest of them leaves the minute (null when queued).
+ * Queues a delivery an owner asked for by hand (a test send, a resend), unless the webhook had its
+ * TEST_SENDS_PER_MINUTE of them already (docs/api.md, Webhooks: counted together): then nothing is queued
+ * and the answer is the seconds until the oldest of them leaves the minute (null when queued).
  */
-export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhook: { id: string; project_id: string; url: string }, actor: ChangeEvent['actor']): Promise<number | null> {
+async function enqueueByHand(db: Db, dialect: 'sqlite' | 'postgres', webhookId: string, event: { event_id: string; action: string; payload: string }): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
-    // Test sends of one webhook count one after the other: on PostgreSQL behind its row's lock (SQLite has one writer).
-    let lock = trx.selectFrom('webhooks').select('id').where('id', '=', webhook.id);
+    // Sends by hand to one webhook count one after the other: on PostgreSQL behind its row's lock (SQLite has one writer).
+    let lock = trx.selectFrom('webhooks').select('id').where('id', '=', webhookId);
     if (dialect === 'postgres') lock = lock.forUpdate();
     await lock.executeTakeFirst();
     const minuteAgo = Date.now() - 60_000;
     const recent = await trx
       .selectFrom('webhook_deliveries')
       .select('created_at')
-      .where('webhook_id', '=', webhook.id)
-      .where('action', '=', 'webhook.test')
+      .where('webhook_id', '=', webhookId)
+      .where('by_hand', '=', true)
       .where('created_at', '>', new Date(minuteAgo).toISOString())
       .orderBy('created_at')
       .execute();
@@ -118,36 +118,39 @@ export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhoo
       return Math.max(1, Math.ceil((freedAt - Date.now()) / 1000));
     }
     const now = nowIso();
-    const event: ChangeEvent = {
-      id: newId(),
-      project_id: webhook.project_id,
-      environment_id: null,
-      action: 'webhook.test',
-      resource_type: 'webhook',
-      resource_id: webhook.id,
-      resource_key: urlOrigin(webhook.url),
-      actor,
-      before: null,
-      after: null,
-      import_id: null,
-      schedule_id: null,
-      change_request_id: null,
-      approvers: null,
-      created_at: now,
-    };
-    await trx
-      .insertInto('webhook_deliveries')
-      .values({ id: newId(), webhook_id: webhook.id, event_id: event.id, action: event.action, payload: JSON.stringify(event), status: 'pending', next_attempt_at: now, created_at: now })
-      .execute();
+    await trx.insertInto('webhook_deliveries').values({ id: newId(), webhook_id: webhookId, ...event, status: 'pending', by_hand: true, next_attempt_at: now, created_at: now }).execute();
     return null;
   });
 }
 
+/** A webhook.test event for one webhook, whatever its events (POST …/test); see enqueueByHand. */
+export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhook: { id: string; project_id: string; url: string }, actor: ChangeEvent['actor']): Promise<number | null> {
+  const event: ChangeEvent = {
+    id: newId(),
+    project_id: webhook.project_id,
+    environment_id: null,
+    action: 'webhook.test',
+    resource_type: 'webhook',
+    resource_id: webhook.id,
+    resource_key: urlOrigin(webhook.url),
+    actor,
+    before: null,
+    after: null,
+    import_id: null,
+    schedule_id: null,
+    change_request_id: null,
+    approvers: null,
+    created_at: nowIso(),
+  };
+  return enqueueByHand(db, dialect, webhook.id, { event_id: event.id, action: event.action, payload: JSON.stringify(event) });
+}
+
 /**
  * Sends the event of a logged attempt again (the dashboard's resend): a new delivery, with a new
- * X-Guidon-Delivery, so a receiver that drops duplicates still processes it. False: no such attempt.
+ * X-Guidon-Delivery, so a receiver that drops duplicates still processes it. Counted with the
+ * test sends (enqueueByHand). Undefined: no such attempt.
  */
-export async function resendAttempt(db: Db, webhookId: string, attemptId: string): Promise<boolean> {
+export async function resendAttempt(db: Db, dialect: 'sqlite' | 'postgres', webhookId: string, attemptId: string): Promise<number | null | undefined> {
   const original = await db
     .selectFrom('webhook_attempts')
     .innerJoin('webhook_deliveries', 'webhook_deliveries.id', 'webhook_attempts.delivery_id')
@@ -155,10 +158,7 @@ export async function resendAttempt(db: Db, webhookId: string, attemptId: string
     .where('webhook_attempts.id', '=', attemptId)
     .where('webhook_attempts.webhook_id', '=', webhookId)
     .executeTakeFirst();
-  if (!original) return false;
-  const now = nowIso();
-  await db.insertInto('webhook_deliveries').values({ id: newId(), webhook_id: webhookId, ...original, status: 'pending', next_attempt_at: now, created_at: now }).execute();
-  return true;
+  return original && enqueueByHand(db, dialect, webhookId, original);
 }
 
 export interface ClaimedDelivery {
@@ -167,7 +167,10 @@ export interface ClaimedDelivery {
   event_id: string;
   action: string;
   payload: string;
+  /** The number of the attempt now claimed (the claim counts it). */
   attempts: number;
+  /** Earlier attempts cut short by a stop or a crash, never logged: their numbers (recordInterrupted). */
+  interrupted: number[];
 }
 
 export interface DueDelivery {
@@ -183,7 +186,7 @@ export interface DueDelivery {
  * at most `perProject` a project; and all projects' first before anyone's second, so any project
  * with a due delivery is among them (up to `limit` projects), however many webhooks or deliveries
  * the others have. First attempts come before retries, within a webhook and within a project (the
- * contract bounds when a first attempt starts, not a retry), then the oldest. Leaves out the
+ * 5 s promise bounds when a first attempt starts, not a retry), then the oldest. Leaves out the
  * webhooks and projects the caller has no room for.
  */
 export async function dueDeliveries(db: Db, full: { webhooks: string[]; projects: string[] }, perProject: number, limit: number): Promise<DueDelivery[]> {
@@ -243,7 +246,7 @@ export async function claimDeliveries(db: Db, dialect: 'sqlite' | 'postgres', id
   const now = nowIso();
   let due = db.selectFrom('webhook_deliveries').select('id').where('id', 'in', ids).where('status', '=', 'pending').where('next_attempt_at', '<=', now);
   if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-  return db
+  const claimed = await db
     .updateTable('webhook_deliveries')
     .set((eb) => ({ next_attempt_at: leaseUntil, attempts: eb('attempts', '+', 1) }))
     .where('id', 'in', due)
@@ -251,6 +254,36 @@ export async function claimDeliveries(db: Db, dialect: 'sqlite' | 'postgres', id
     .where('next_attempt_at', '<=', now)
     .returning(['id', 'webhook_id', 'event_id', 'action', 'payload', 'attempts'])
     .execute();
+  // Each claim counts an attempt and each attempt that ends logs one: fewer logged than claimed
+  // before this one means an attempt was cut short (its instance stopped or died mid-send).
+  const again = claimed.filter((delivery) => delivery.attempts > 1).map((delivery) => delivery.id);
+  const logged = new Map<string, number>();
+  if (again.length > 0) {
+    const counts = await db
+      .selectFrom('webhook_attempts')
+      .select((eb) => ['delivery_id', eb.fn.countAll<number | string>().as('count')])
+      .where('delivery_id', 'in', again)
+      .groupBy('delivery_id')
+      .execute();
+    for (const row of counts) logged.set(row.delivery_id, Number(row.count));
+  }
+  return claimed.map((delivery) => {
+    const from = (logged.get(delivery.id) ?? 0) + 1;
+    return { ...delivery, interrupted: Array.from({ length: Math.max(0, delivery.attempts - from) }, (_, i) => from + i) };
+  });
+}
+
+/**
+ * Logs the delivery's attempts cut short by a stop or a crash (docs/api.md, Webhooks): no status
+ * code, error "interrupted"; each was a try, so a delivery out of tries is failed for good.
+ */
+export async function recordInterrupted(db: Db, delivery: ClaimedDelivery, outOfTries: boolean): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const now = nowIso();
+    const row = { delivery_id: delivery.id, webhook_id: delivery.webhook_id, event_id: delivery.event_id, action: delivery.action, status_code: null, error: 'interrupted', duration_ms: 0, created_at: now };
+    await trx.insertInto('webhook_attempts').values(delivery.interrupted.map((attempt) => ({ id: newId(), ...row, attempt }))).execute();
+    if (outOfTries) await trx.updateTable('webhook_deliveries').set({ status: 'failed' }).where('id', '=', delivery.id).execute();
+  });
 }
 
 export function findWebhookForSend(db: Db, webhookId: string) {

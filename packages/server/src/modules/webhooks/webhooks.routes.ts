@@ -14,6 +14,7 @@ import { countWebhooks, createWebhook, deleteWebhook, enqueueTest, listAttempts,
 import { CreatedWebhook, CreateWebhookBody, DeliveryPage, DeliveryParams, DeliveryQuery, UpdateWebhookBody, WebhookParams } from './webhooks.schemas.js';
 
 type Webhook = Awaited<ReturnType<typeof requireWebhook>>;
+const tooManyByHand = (retryAfter: number) => new RateLimited(retryAfter, `At most ${TEST_SENDS_PER_MINUTE} test sends and resends a webhook a minute; try again in ${retryAfter} s`);
 /** The audit event keeps the URL's origin only, in resource_key and (by redacted()) in before / after: a webhook URL often carries a secret. */
 const change = (action: AuditAction, before: Webhook | null, after: Webhook | null) => ({
   action,
@@ -24,7 +25,7 @@ const change = (action: AuditAction, before: Webhook | null, after: Webhook | nu
   after,
 });
 
-/** /api/projects/{project_id}/webhooks (contract §11); the sending is webhooks.sender.ts. */
+/** /api/projects/{project_id}/webhooks (docs/api.md, Webhooks); the sending is webhooks.sender.ts. */
 export const webhookRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; config: Readonly<Config>; webhooks: WebhookSender }> = async (app, { db, writes, config, webhooks }) => {
   const tags = ['webhooks'];
   const WebhookRef = Type.Ref('Webhook');
@@ -107,7 +108,7 @@ export const webhookRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; config: R
     const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
     if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
     const retryAfter = await enqueueTest(db, config.database.kind, webhook, request.actor);
-    if (retryAfter !== null) throw new RateLimited(retryAfter, `At most ${TEST_SENDS_PER_MINUTE} test sends a webhook a minute; try again in ${retryAfter} s`);
+    if (retryAfter !== null) throw tooManyByHand(retryAfter);
     webhooks.wake();
     return reply.code(202).send({ message: 'A webhook.test event is on its way' });
   });
@@ -120,14 +121,16 @@ export const webhookRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; config: R
     return listAttempts(db, webhook.id, { limit: request.query.limit ?? 50, cursor: request.query.cursor });
   });
 
-  // Beyond contract §11, for the dashboard: send a logged delivery's event again.
+  // For the dashboard: send a logged delivery's event again (docs/reference/webhooks.md).
   app.post(`${base}/:webhook_id/deliveries/:delivery_id/resend`, {
     config: { role: 'owner' },
-    schema: { tags, params: DeliveryParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409) } },
+    schema: { tags, params: DeliveryParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409, 429) } },
   }, async (request, reply) => {
     const webhook = await requireWebhook(db, request.params.project_id, request.params.webhook_id);
     if (!webhook.enabled) throw new Conflict('The webhook is disabled: a disabled webhook receives nothing');
-    if (!(await resendAttempt(db, webhook.id, request.params.delivery_id))) throw new NotFound('Delivery not found');
+    const retryAfter = await resendAttempt(db, config.database.kind, webhook.id, request.params.delivery_id);
+    if (retryAfter === undefined) throw new NotFound('Delivery not found');
+    if (retryAfter !== null) throw tooManyByHand(retryAfter);
     webhooks.wake();
     return reply.code(202).send({ message: 'The event is on its way again' });
   });

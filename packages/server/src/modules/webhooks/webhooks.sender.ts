@@ -7,15 +7,15 @@ import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
 import { LogThrottle } from '../../log-throttle.js';
 import { BlockedAddress, isBlockedAddress, pinnedLookup } from './addresses.js';
-import { claimDeliveries, dropDelivery, dueDeliveries, findWebhookForSend, recordAttempt, type AttemptOutcome, type ClaimedDelivery, type DueDelivery } from './webhooks.repository.js';
+import { claimDeliveries, dropDelivery, dueDeliveries, findWebhookForSend, recordAttempt, recordInterrupted, type AttemptOutcome, type ClaimedDelivery, type DueDelivery } from './webhooks.repository.js';
 
-/** Contract §11: retried after about 10 s, 1 min, 10 min, 1 h, then failed. */
+/** docs/api.md, Webhooks: retried after about 10 s, 1 min, 10 min, 1 h, then failed. */
 const RETRY_DELAYS_MS = [10_000, 60_000, 600_000, 3_600_000];
 
 /**
  * Sends at once on one instance: in all, to one project, to one webhook. A receiver that hangs
  * holds `perWebhook` of them for up to the timeout, a project whose 20 webhooks all hang
- * `perProject`, and the rest go to the others (contract §11: one project cannot delay another's).
+ * `perProject`, and the rest go to the others (docs/api.md, Webhooks: one project cannot delay another's).
  * `total` can still be filled by projects that all hang (anyone may create projects, 20 fill it):
  * so beyond it, a project with no send in flight here may still start one, up to `total +
  * reserve` (the hard ceiling: a finite machine's sockets and memory), and a quiet project's
@@ -204,13 +204,20 @@ export class WebhookSender {
   }
 
   private async send(delivery: ClaimedDelivery): Promise<void> {
+    if (delivery.interrupted.length > 0) {
+      // Attempts cut short by a stop or a crash are logged now, and each counted as a try.
+      const outOfTries = delivery.attempts > this.retryDelaysMs.length + 1;
+      await recordInterrupted(this.db, delivery, outOfTries);
+      if (outOfTries) return;
+    }
     const webhook = await findWebhookForSend(this.db, delivery.webhook_id);
     if (!webhook || !toBool(webhook.enabled)) {
       await dropDelivery(this.db, delivery.id);
       return;
     }
     const outcome = await this.post(webhook.url, webhook.secret, delivery);
-    if (this.closing.signal.aborted && outcome.error === 'shutting down') return; // the lease brings it back
+    // The lease brings it back; the next claim logs this attempt as interrupted.
+    if (this.closing.signal.aborted && outcome.error === 'shutting down') return;
     const succeeded = outcome.status_code !== null && outcome.status_code >= 200 && outcome.status_code < 300;
     const delay = this.retryDelaysMs[delivery.attempts - 1];
     const retryAt = !succeeded && delay !== undefined ? new Date(Date.now() + delay).toISOString() : null;

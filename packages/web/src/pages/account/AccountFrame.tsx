@@ -1,5 +1,6 @@
 import type { ReactNode } from 'react';
 import { Link } from 'react-router';
+import { fields } from '../../api/fields';
 import { useSignInOptions } from '../../api/queries';
 
 /** The centred card of the pages before sign-in. */
@@ -22,9 +23,14 @@ export function AccountFrame({ title, children, footer }: { title: string; child
   );
 }
 
-/** Only a path of this site is a place to return to after logging in. */
+const returnPath = new RegExp(fields.returnPath.pattern);
+
+/**
+ * Only a path of this site is a place to return to after logging in: the server's own rule (its
+ * ReturnPath schema, read into fields.ts), so "/\\evil.example" is refused here as it is there.
+ */
 export function safeNext(next: string | null): string {
-  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+  return next !== null && next.length <= fields.returnPath.maxLength && returnPath.test(next) ? next : '/';
 }
 
 /**
@@ -38,7 +44,7 @@ export function PasswordOnly({ children }: { children: ReactNode }) {
   return (
     <AccountFrame title="Sign in" footer={<Link to="/login">Back to log in</Link>}>
       <p>
-        Passwords are turned off here: everyone signs in with {oidc.name}. An invitation to your address is accepted when you sign in with it.
+        Passwords are turned off here: everyone signs in with {oidc.name}. Once signed in with your address, you accept the invitation on your projects page.
       </p>
       <p>
         <a className="button sso" href={oidc.login_url}>

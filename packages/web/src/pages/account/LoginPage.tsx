@@ -69,6 +69,11 @@ export function LoginPage() {
       }
     >
       {params.has('next') && next !== '/' && !finishingSso && <p className="notice">Your session ended. Log in to go back where you were.</p>}
+      {params.get('account') === 'deleted' && (
+        <p className="notice" role="status">
+          Your account was deleted.
+        </p>
+      )}
       {finishingSso && !errors.form && <p role="status">Finishing signing in…</p>}
       {oidc && (
         <p>

@@ -62,7 +62,7 @@ export function MembersPage() {
                       <strong>{member.email}</strong>
                       {isMe && <span className="badge role">you</span>}
                       {member.status === 'invited' && (
-                        <span className="badge invited" title="Invited by email; a member once they open the emailed link or verify their address">
+                        <span className="badge invited" title="Invited by email; a member once they accept">
                           invited
                         </span>
                       )}
@@ -134,7 +134,7 @@ function InviteForm({ projectId }: { projectId: string }) {
     setBusy(true);
     try {
       const member = await invite.mutateAsync({ email: email.trim(), role });
-      setDone(member.status === 'invited' ? `Invited ${member.email}: they get an email with a link to join, valid 7 days.` : `${member.email} is now a member.`);
+      setDone(`Invited ${member.email}: they join once they accept, from the email's link (valid 7 days) or, with an account, from their projects page.`);
       setEmail('');
     } catch (caught) {
       setErrors({ form: (caught as Error).message });
@@ -145,7 +145,7 @@ function InviteForm({ projectId }: { projectId: string }) {
   return (
     <section className="panel">
       <h2>Invite someone</h2>
-      <p className="muted">Someone whose account has a verified address joins at once; anyone else gets an email with a link to join (at most 3 invitations a day to one address).</p>
+      <p className="muted">Everyone gets an email, and joins only by accepting it: with the email's link, or on their projects page if they have an account. At most 3 invitations a day to one address from this project.</p>
       <form onSubmit={submit} noValidate className="inline-form">
         <Field label="Email of the person to invite" type="email" value={email} onChange={setEmail} error={errors.email} autoComplete="off" />
         <div className="field">

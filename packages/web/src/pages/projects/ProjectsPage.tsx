@@ -6,6 +6,7 @@ import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { Empty, QueryState } from '../../components/States';
 import { FormError } from '../../components/FormError';
+import { Invitations } from './Invitations';
 
 export function ProjectsPage() {
   const projects = useProjects();
@@ -13,11 +14,14 @@ export function ProjectsPage() {
   return (
     <section>
       <div className="page-head">
-        <h1>Projects</h1>
+        <h1 id="projects-title" tabIndex={-1}>
+          Projects
+        </h1>
         <button type="button" onClick={() => setCreating(true)}>
           New project
         </button>
       </div>
+      <Invitations focusAfterLast="projects-title" />
       <QueryState query={projects} what="your projects">
         {(list) =>
           list.length === 0 ? (

@@ -1,0 +1,20 @@
+/**
+ * The ruleset document (docs/local-evaluation.md, "The ruleset"): what `GET /sdk/v1/ruleset`
+ * answers and what an SDK in local mode compiles with compileFlagSet. The server writes it, the
+ * SDK reads it: one declaration for both. Types only.
+ */
+import type { Condition } from './conditions.js';
+import type { FlagDefinition } from './evaluate.js';
+
+export interface RulesetDocument {
+  /** The document's version: an SDK refuses a format it does not know (and keeps the ruleset it holds). */
+  format: 1;
+  /** The environment's key. */
+  environment: string;
+  /** The project's revision when the document was built. */
+  revision: number;
+  /** The environment's flags as compileFlagSet takes them, in evaluation order. */
+  flags: FlagDefinition[];
+  /** The conditions of each segment the flags name (IN_SEGMENT), and no other. */
+  segments: Record<string, Condition[]>;
+}
