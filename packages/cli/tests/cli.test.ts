@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { addMember, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { onPostgres } from '@guidon/server/dist/tests/test-database.js';
 
 // The program talks HTTP only: what the server stores it in is not its concern (the server's own tests run on both).
@@ -169,7 +169,7 @@ describe('guidon, the command line', { skip }, () => {
         assert.doesNotMatch(ran.stderr, /\n\s+at /, 'no stack trace');
       }
       const viewer = await newUser(server, 'viewer');
-      await request(server, 'POST', `/api/projects/${project.id}/members`, { token: user.token, body: { email: viewer.email, role: 'viewer' } });
+      await addMember(server, user, project.id, viewer, 'viewer');
       const viewerToken = (await request(server, 'POST', '/api/tokens', { token: viewer.token, body: { name: 'read only', project_id: project.id } })).body.token;
       const refused = await guidon(['import', '-'], { ...env, GUIDON_TOKEN: viewerToken }, '{"guidon":1,"environments":[],"flags":[]}');
       assert.equal(refused.code, 1);

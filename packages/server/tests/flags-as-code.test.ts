@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { seededRandom } from './seeded-random.js';
-import { evaluate, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { addMember, evaluate, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 let server: TestServer;
 let user: TestUser;
@@ -403,7 +403,7 @@ describe('merge and replace', () => {
   test('an editor imports, a viewer may not', async () => {
     const project = await newProject(server, user, 'Roles');
     const viewer = await newUser(server, 'viewer');
-    await ok(api('POST', `/api/projects/${project.id}/members`, { email: viewer.email, role: 'viewer' }));
+    await addMember(server, user, project.id, viewer, 'viewer');
     const asViewer = (method: string, path: string) => request(server, method, path, { token: viewer.token, body: method === 'POST' ? { guidon: 1, environments: [], flags: [] } : undefined });
     assert.equal((await asViewer('GET', `/api/projects/${project.id}/export`)).status, 200);
     assert.equal((await asViewer('POST', `/api/projects/${project.id}/import`)).status, 403);
