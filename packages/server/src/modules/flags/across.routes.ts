@@ -8,10 +8,11 @@ import { requireProject } from '../projects/projects.repository.js';
 import { copyFlag, listProjectFlags } from './across.repository.js';
 import { CopyFlagBody, ProjectFlag } from './across.schemas.js';
 import { requireFlag } from './flags.repository.js';
-import { flagChange, flagScopeOf } from './flags.routes.js';
+import { flagChange } from './flag-writes.js';
+import { flagScopeOf } from './flags.routes.js';
 import { FlagParams } from './flags.schemas.js';
 
-/** Flags across the environments of a project (contract §13): the side-by-side view and copying. */
+/** Flags across the environments of a project (docs/api.md, "Flags across environments"): the side-by-side view and copying. */
 export const acrossRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['flags'];
   app.addSchema(ProjectFlag);

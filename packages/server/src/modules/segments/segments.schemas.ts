@@ -1,9 +1,9 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { CONDITION_LIMITS } from '@guidon/engine';
 import { Description, Name, Timestamp, Uuid } from '../../http/schemas.js';
 
 /**
- * A condition (contract §14). Operators and values are checked by the engine's conditionProblem,
+ * A condition (docs/targeting.md). Operators and values are checked by the engine's conditionProblem,
  * not here, so that a mistake gets a message naming the condition and its operator.
  */
 export const Condition = Type.Object(
@@ -16,7 +16,8 @@ export const Condition = Type.Object(
   },
   { $id: 'Condition' },
 );
-export const Conditions = Type.Array(Condition, { minItems: 1, maxItems: CONDITION_LIMITS.conditionsPerRule });
+/** By reference to the shared schema: a body that holds conditions in several places (a change request's changes) defines Condition once. */
+export const Conditions = Type.Array(Type.Unsafe<Static<typeof Condition>>(Type.Ref('Condition')), { minItems: 1, maxItems: CONDITION_LIMITS.conditionsPerRule });
 
 const SegmentKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'a-z, 0-9, _ and -; starts with a letter; unique in the project' });
 
