@@ -49,7 +49,7 @@ import { documentSchemaRoutes, flagsAsCodeRoutes } from './modules/flags-as-code
 import { AttributeWriter } from './modules/attributes/attributes.seen.js';
 import { attributeRoutes } from './modules/attributes/attributes.routes.js';
 import { explainRoutes } from './modules/explain/explain.routes.js';
-import { Condition, Segment } from './modules/segments/segments.schemas.js';
+import { Condition, ConditionBody, Segment } from './modules/segments/segments.schemas.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { downloadRoutes } from './modules/downloads/downloads.routes.js';
 import { healthRoutes, type Readiness } from './modules/health/health.routes.js';
@@ -74,6 +74,13 @@ import { enqueueDeliveries } from './modules/webhooks/webhooks.repository.js';
 import { Webhook } from './modules/webhooks/webhooks.schemas.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { WebhookSender, type WebhookSenderOptions } from './modules/webhooks/webhooks.sender.js';
+import { Schedule } from './modules/schedules/schedules.schemas.js';
+import { scheduleRoutes } from './modules/schedules/schedules.routes.js';
+import { cancelSchedulesOfDeletedFlags } from './modules/schedules/schedule-writes.js';
+import { ChangeRequest, ChangeRequestItem } from './modules/change-requests/change-requests.schemas.js';
+import { changeRequestRoutes } from './modules/change-requests/change-requests.routes.js';
+import { refuseUnapprovedWrites, requestConsequences } from './modules/change-requests/approvals.js';
+import { Scheduler, type SchedulerOptions } from './modules/scheduler/scheduler.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -113,6 +120,8 @@ export interface BuildOptions {
   changeNotifications?: boolean;
   /** Tests only: a faster retry schedule, poll and timeout for webhook deliveries. */
   webhooks?: WebhookSenderOptions;
+  /** Tests only: how often the scheduler looks for due changes. */
+  scheduler?: SchedulerOptions;
 }
 
 /** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password, an OpenID callback's code and state. */
@@ -221,7 +230,14 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     evaluateCache,
     history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays, closeTimeoutMs: config.historyFlushTimeoutSeconds * 1000 }),
     // Audit records each change; webhooks queue its deliveries in the same transaction and are woken after the commit.
-    writes: new ProjectWrites(db, changes, { record: insertAuditEvent, withEvent: [enqueueDeliveries], afterEvents: [() => webhooks.wake()] }, app.log),
+    // Every write is refused in an environment that needs approval unless it applies an approved
+    // change request; a changed flag outdates the requests built on it; a deleted one's schedules are cancelled.
+    writes: new ProjectWrites(
+      db,
+      changes,
+      { record: insertAuditEvent, checks: [refuseUnapprovedWrites], consequences: [cancelSchedulesOfDeletedFlags, requestConsequences], withEvent: [enqueueDeliveries], afterEvents: [() => webhooks.wake()] },
+      app.log,
+    ),
     webhooks,
   };
   const attributeWriter = new AttributeWriter(db, app.log);
@@ -247,7 +263,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -276,6 +292,10 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
 
   const metrics = createMetrics({ history: services.history, evaluateCache });
   app.addHook('onResponse', metrics.observe);
+  // Applies scheduled changes and scheduled change requests when due, on every instance, each once.
+  const scheduler = new Scheduler(db, database.dialect, services.writes, metrics.scheduled, app.log, options.scheduler);
+  app.addHook('onReady', async () => scheduler.start());
+  app.addHook('onClose', () => scheduler.close());
   await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
   await app.register(documentSchemaRoutes);
@@ -328,7 +348,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

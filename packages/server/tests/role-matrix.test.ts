@@ -40,9 +40,15 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'PUT /api/projects/:project_id/segments/:segment_id': () => ({ name: `Beta ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/copy': (params) => ({ target_environment_id: params.staging_env_id, overwrite: true }),
   'POST /api/projects/:project_id/environments/:env_id/explain': () => ({ context: { user_id: `u${next()}` } }),
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/schedules': () => ({ at: inAnHour(), change: { rollout_percentage: next() % 100 } }),
+  'POST /api/projects/:project_id/environments/:env_id/change-requests': () => ({ title: 'Matrix', changes: [{ op: 'flag.create', flag: { name: 'F', key: `requested-${next()}` } }] }),
+  'PUT /api/projects/:project_id/change-requests/:cr_id': () => ({ title: `Retitled ${next()}` }),
+  'POST /api/projects/:project_id/change-requests/:cr_id/reviews': () => ({ decision: 'approve' }),
   'POST /api/projects/:project_id/import': () => ({ guidon: 1, environments: [{ key: 'qa', name: 'QA' }], flags: [] }),
   'POST /api/projects/:project_id/import/unleash': () => ({ version: 1, features: [{ name: `unleashed-${next()}`, type: 'release', project: 'default' }], featureStrategies: [], featureEnvironments: [], environments: [] }),
 };
+
+const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
 
 /** A query string that the route needs from a caller allowed to use it. */
 const QUERIES: Record<string, string> = {
@@ -54,9 +60,15 @@ const QUERIES: Record<string, string> = {
  * any member leaving (viewer), but removing someone else needs an owner; this file removes
  * someone else (leaving is tested in teams.test.ts).
  */
-const TARGET_NEEDS: Record<string, DeclaredRole> = {
+const TARGET_NEEDS: Record<string, DeclaredRole | 'author'> = {
   'DELETE /api/projects/:project_id/members/:member_id': 'owner',
+  // A change request is edited by its author only (none of the callers), cancelled by its author or an owner.
+  'PUT /api/projects/:project_id/change-requests/:cr_id': 'author',
+  'POST /api/projects/:project_id/change-requests/:cr_id/cancel': 'owner',
 };
+
+/** Allowed once per change request: each allowed call gets a fixture of its own, as an allowed DELETE does. */
+const ONCE = new Set(['POST /api/projects/:project_id/change-requests/:cr_id/apply', 'POST /api/projects/:project_id/change-requests/:cr_id/cancel']);
 
 /**
  * Routes whose handler checks more than the declaration: a caller it lets through still gets this
@@ -70,7 +82,7 @@ const HANDLER_REFUSES: Record<string, number> = {
   'POST /api/invitations/:invitation_id/decline': 404,
 };
 
-/** docs/api.md (Members, API tokens, Webhooks, Account): the least role of the routes it names (other routes are held to their own declaration). */
+/** docs/api.md (Members, API tokens, Webhooks, Account) and docs/change-management.md: the least role of the routes it names (other routes are held to their own declaration). */
 const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/me': 'user',
   'DELETE /api/me': 'session',
@@ -129,6 +141,18 @@ const CONTRACT: Record<string, DeclaredRole> = {
   // Issue 20: what Try it and the rule editor read; any member.
   'POST /api/projects/:project_id/environments/:env_id/explain': 'viewer',
   'GET /api/projects/:project_id/environments/:env_id/attributes': 'viewer',
+  // Issue 34: scheduled changes and change requests (docs/change-management.md).
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/schedules': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/schedules': 'viewer',
+  'DELETE /api/projects/:project_id/environments/:env_id/flags/:flag_id/schedules/:schedule_id': 'editor',
+  'GET /api/projects/:project_id/schedules': 'viewer',
+  'POST /api/projects/:project_id/environments/:env_id/change-requests': 'editor',
+  'GET /api/projects/:project_id/change-requests': 'viewer',
+  'GET /api/projects/:project_id/change-requests/:cr_id': 'viewer',
+  'PUT /api/projects/:project_id/change-requests/:cr_id': 'editor',
+  'POST /api/projects/:project_id/change-requests/:cr_id/reviews': 'editor',
+  'POST /api/projects/:project_id/change-requests/:cr_id/apply': 'editor',
+  'POST /api/projects/:project_id/change-requests/:cr_id/cancel': 'editor',
 };
 
 let receiverUrl = '';
@@ -146,6 +170,7 @@ describe('role matrix: every /api route × every caller', () => {
   let editor: TestUser;
   let viewer: TestUser;
   let outsider: TestUser;
+  let author: TestUser;
 
   before(async () => {
     receiver = createServer((req, res) => {
@@ -155,7 +180,7 @@ describe('role matrix: every /api route × every caller', () => {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     server = await startServer({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { webhooks: { pollIntervalMs: 50 } });
-    [editor, viewer, outsider] = [await newUser(server, 'editor'), await newUser(server, 'viewer'), await newUser(server, 'outsider')];
+    [editor, viewer, outsider, author] = [await newUser(server, 'editor'), await newUser(server, 'viewer'), await newUser(server, 'outsider'), await newUser(server, 'author')];
   });
   after(async () => {
     await server?.close();
@@ -190,6 +215,12 @@ describe('role matrix: every /api route × every caller', () => {
     const rule = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags/${flag.id}/rules`, { ...as, body: { rule_type: 'user_id', rule_value: 'u1' } }), 201);
     const webhook = await ok(request(server, 'POST', `${p}/webhooks`, { ...as, body: { url: receiverUrl } }), 201);
     const segment = await ok(request(server, 'POST', `${p}/segments`, { ...as, body: { key: 'matrix', name: 'Matrix', conditions: [{ attribute: 'plan', operator: 'EXISTS' }] } }), 201);
+    const schedule = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags/${flag.id}/schedules`, { ...as, body: { at: inAnHour(), change: { enabled: true } } }), 201);
+    // A request by a member who is none of the callers (they may review it), approved, touching no flag the other calls change.
+    const authorInvitation = await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: author.email, role: 'editor' } }), 201);
+    await ok(request(server, 'POST', `/api/invitations/${authorInvitation.id}/accept`, { token: author.token }), 200);
+    const changeRequest = await ok(request(server, 'POST', `${p}/environments/${project.production}/change-requests`, { token: author.token, body: { title: 'Matrix', changes: [{ op: 'flag.create', flag: { name: 'F', key: `requested-${next()}` } }] } }), 201);
+    await ok(request(server, 'POST', `${p}/change-requests/${changeRequest.id}/reviews`, { token: editor.token, body: { decision: 'approve' } }), 201);
     const revoked = await request(server, 'POST', '/api/tokens', { ...as, body: { name: 'revoked', project_id: project.id, role: 'owner' } });
     await ok(request(server, 'DELETE', `/api/tokens/${revoked.body.id}`, as), 204);
     // A logged attempt to resend: the webhook's own creation event reaches the receiver.
@@ -198,7 +229,7 @@ describe('role matrix: every /api route × every caller', () => {
     const other = await newProject(server, owner, 'Other');
     return {
       owner,
-      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, invitation_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id },
+      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, invitation_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id, schedule_id: schedule.id, cr_id: changeRequest.id },
       tokens: {
         owner: owner.token,
         editor: editor.token,
@@ -216,8 +247,9 @@ describe('role matrix: every /api route × every caller', () => {
   const userOf = (caller: Caller, fx: Fixture) => ({ owner: fx.owner, editor, viewer, 'non-member': outsider })[caller as 'owner'] ?? fx.owner;
 
   /** What the declaration says the caller gets: 'allowed' (a 2xx), or a refusal status. */
-  function expected(method: string, role: DeclaredRole, caller: Caller): 'allowed' | 401 | 403 | 404 {
+  function expected(method: string, role: DeclaredRole | 'author', caller: Caller): 'allowed' | 401 | 403 | 404 {
     if (caller === 'token:revoked') return 401;
+    if (role === 'author') return caller === 'non-member' || caller === 'token:other-project' ? 404 : 403;
     const isToken = caller.startsWith('token:');
     if (role === 'login' || role === 'session') return isToken ? 403 : 'allowed';
     if (role === 'user') return isToken && method !== 'GET' ? 403 : 'allowed';
@@ -238,6 +270,9 @@ describe('role matrix: every /api route × every caller', () => {
       await rows(db.selectFrom('project_members').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('webhooks').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('segments').selectAll().where('project_id', '=', projectId).orderBy('id')),
+      await rows(db.selectFrom('schedules').selectAll().where('project_id', '=', projectId).orderBy('id')),
+      await rows(db.selectFrom('change_requests').selectAll().where('project_id', '=', projectId).orderBy('id')),
+      await rows(db.selectFrom('change_request_reviews').innerJoin('change_requests', 'change_requests.id', 'change_request_reviews.change_request_id').selectAll('change_request_reviews').where('change_requests.project_id', '=', projectId).orderBy('change_request_reviews.id')),
       await rows(db.selectFrom('api_tokens').select(['id', 'name', 'project_id', 'role']).orderBy('id')),
       await rows(db.selectFrom('audit_events').select('id').where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('webhook_deliveries').select(['id', 'webhook_id', 'event_id']).orderBy('id')),
@@ -300,7 +335,7 @@ describe('role matrix: every /api route × every caller', () => {
         const declared = expected(route.method, least, caller);
         const want = declared === 'allowed' && HANDLER_REFUSES[key] ? HANDLER_REFUSES[key]! : declared;
         // An allowed DELETE gets a fixture of its own: it must find what it deletes.
-        const fx = want === 'allowed' && route.method === 'DELETE' && route.url.includes(':project_id') ? await fixture() : base;
+        const fx = want === 'allowed' && (route.method === 'DELETE' || ONCE.has(key)) && route.url.includes(':project_id') ? await fixture() : base;
         const before = want === 'allowed' ? '' : await snapshot(fx.params.project_id!);
         const answer = await call(route.method, route.url, fx, caller);
         const ok = want === 'allowed' ? answer.status >= 200 && answer.status < 300 : answer.status === want;

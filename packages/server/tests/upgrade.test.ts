@@ -35,6 +35,9 @@ async function oldData(db: Db): Promise<string> {
     // Issue 21's columns are null: no variants (the flags answer as before, checked by checkUpgraded); issue 35's bucketing_key too.
     const nullColumns: Partial<Record<(typeof tables)[number], string[]>> = { flags: ['variants', 'off_variant', 'bucketing_key'], rules: ['variant'], evaluation_snapshots: ['flag_variants'] };
     for (const row of rows as Record<string, unknown>[]) for (const column of nullColumns[table] ?? []) if (row[column] === null) delete row[column];
+    // Issue 34's columns take their defaults: no approvals needed, no change counted yet.
+    const zeroColumns: Partial<Record<(typeof tables)[number], string[]>> = { environments: ['approvals_required'], flags: ['revision'] };
+    for (const row of rows as Record<string, unknown>[]) for (const column of zeroColumns[table] ?? []) if (row[column] === 0) delete row[column];
     if (table === 'rules') {
       for (const row of rows as Record<string, unknown>[]) {
         if (row.conditions === null && row.rollout_percentage === 100 && (row.serve === 1 || row.serve === true)) for (const column of ['conditions', 'rollout_percentage', 'serve']) delete row[column];

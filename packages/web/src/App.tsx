@@ -27,6 +27,8 @@ import { AuditPage } from './pages/audit/AuditPage';
 import { WebhooksPage } from './pages/webhooks/WebhooksPage';
 import { TokensPage } from './pages/tokens/TokensPage';
 import { SegmentsPage } from './pages/targeting/SegmentsPage';
+import { ChangeRequestsPage } from './pages/changes/ChangeRequestsPage';
+import { ChangeRequestPage } from './pages/changes/ChangeRequestPage';
 
 // The history page carries the chart library: loaded when first opened, not on first load.
 const UsagePage = lazy(() => import('./pages/usage/UsagePage'));
@@ -51,11 +53,11 @@ const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
   // With PASSWORD_LOGIN=false these send the person to the OpenID provider instead.
   { path: '/signup', element: <PasswordOnly><SignupPage /></PasswordOnly> },
-  // The invitation email links here (contract §8: <PUBLIC_URL>/register?invitation=<secret>).
+  // The invitation email links here (docs/api.md, "Members": <PUBLIC_URL>/register?invitation=<secret>).
   { path: '/register', element: <PasswordOnly><SignupPage /></PasswordOnly> },
   { path: '/forgot-password', element: <PasswordOnly><ForgotPasswordPage /></PasswordOnly> },
   { path: '/reset-password', element: <PasswordOnly><ResetPasswordPage /></PasswordOnly> },
-  // The verification email links here (contract §18: <PUBLIC_URL>/verify-email?token=…).
+  // The verification email links here (docs/api.md, "Verified addresses": <PUBLIC_URL>/verify-email?token=…).
   { path: '/verify-email', element: <VerifyEmailPage /> },
   {
     element: <RequireSession />,
@@ -74,6 +76,8 @@ const router = createBrowserRouter([
               { path: 'flags/:envId/:flagId', element: <FlagPage /> },
               { path: 'segments', element: <SegmentsPage /> },
               { path: 'environments', element: <EnvironmentsPage /> },
+              { path: 'change-requests', element: <ChangeRequestsPage /> },
+              { path: 'change-requests/:crId', element: <ChangeRequestPage /> },
               { path: 'try', element: <TryItPage /> },
               {
                 path: 'usage',

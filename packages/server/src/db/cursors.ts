@@ -1,3 +1,4 @@
+import { sql, type RawBuilder } from 'kysely';
 import { Invalid } from '../errors.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -17,3 +18,8 @@ export function decodeCursor(cursor: string): [string, string] {
   throw new Invalid('cursor is not a cursor this API gave');
 }
 
+/** For `.where(…)` of a list ordered newest first by (created_at, id): the rows after the cursor's. */
+export function afterCursor(cursor: string): RawBuilder<boolean> {
+  const [createdAt, id] = decodeCursor(cursor);
+  return sql<boolean>`(created_at < ${createdAt} or (created_at = ${createdAt} and id < ${id}))`;
+}

@@ -472,5 +472,88 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('usage_reports_ended_idx').on('usage_reports').column('ended_at').execute();
       },
     },
+    // Scheduled changes and change requests (issue 34, docs/change-management.md). A flag's
+    // revision counts its changes (its rules' included): a change request records the revision of
+    // each flag it touches, and is outdated when one moves. An event names the schedule or change
+    // request it applied (and a request's approvers). A schedule keeps its flag's id without a
+    // foreign key: deleting the flag cancels it, and the schedule stays to say so.
+    '0013_change_management': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('environments').addColumn('approvals_required', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.alterTable('flags').addColumn('revision', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.alterTable('audit_events').addColumn('schedule_id', uuid).execute();
+        await db.schema.alterTable('audit_events').addColumn('change_request_id', uuid).execute();
+        await db.schema.alterTable('audit_events').addColumn('approvers', json).execute();
+
+        await db.schema
+          .createTable('change_requests')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('title', 'text', (c) => c.notNull())
+          .addColumn('description', 'text')
+          .addColumn('changes', json, (c) => c.notNull())
+          .addColumn('apply_at', timestamp)
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('version', 'integer', (c) => c.notNull())
+          .addColumn('author_user_id', uuid, (c) => c.notNull())
+          .addColumn('author_email', 'text', (c) => c.notNull())
+          .addColumn('author_token_id', uuid)
+          .addColumn('diff', json, (c) => c.notNull())
+          .addColumn('error', 'text')
+          .addColumn('claimed_until', timestamp)
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .addColumn('applied_at', timestamp)
+          .execute();
+        await db.schema.createIndex('change_requests_project_idx').on('change_requests').columns(['project_id', 'created_at']).execute();
+        await db.schema.createIndex('change_requests_due_idx').on('change_requests').columns(['status', 'apply_at']).execute();
+        await db.schema
+          .createTable('change_request_reviews')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('change_request_id', uuid, (c) => c.notNull().references('change_requests.id').onDelete('cascade'))
+          .addColumn('version', 'integer', (c) => c.notNull())
+          .addColumn('user_id', uuid, (c) => c.notNull())
+          .addColumn('email', 'text', (c) => c.notNull())
+          .addColumn('token_id', uuid)
+          .addColumn('decision', 'text', (c) => c.notNull())
+          .addColumn('comment', 'text')
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('change_request_reviews_request_idx').on('change_request_reviews').columns(['change_request_id', 'created_at']).execute();
+        await db.schema
+          .createTable('change_request_flags')
+          .addColumn('change_request_id', uuid, (c) => c.notNull().references('change_requests.id').onDelete('cascade'))
+          .addColumn('flag_id', uuid, (c) => c.notNull())
+          .addColumn('revision', 'integer', (c) => c.notNull())
+          .addPrimaryKeyConstraint('change_request_flags_pk', ['change_request_id', 'flag_id'])
+          .execute();
+        await db.schema.createIndex('change_request_flags_flag_idx').on('change_request_flags').column('flag_id').execute();
+
+        await db.schema
+          .createTable('schedules')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_id', uuid, (c) => c.notNull())
+          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('at', timestamp, (c) => c.notNull())
+          .addColumn('change', json, (c) => c.notNull())
+          .addColumn('note', 'text')
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('created_by_user_id', uuid, (c) => c.notNull())
+          .addColumn('created_by_email', 'text', (c) => c.notNull())
+          .addColumn('created_by_token_id', uuid)
+          .addColumn('change_request_id', uuid)
+          .addColumn('error', 'text')
+          .addColumn('claimed_until', timestamp)
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('applied_at', timestamp)
+          .execute();
+        await db.schema.createIndex('schedules_due_idx').on('schedules').columns(['status', 'at']).execute();
+        await db.schema.createIndex('schedules_flag_idx').on('schedules').columns(['flag_id', 'at']).execute();
+        await db.schema.createIndex('schedules_project_idx').on('schedules').columns(['project_id', 'at']).execute();
+      },
+    },
   };
 }

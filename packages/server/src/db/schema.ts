@@ -87,6 +87,8 @@ export interface EnvironmentsTable {
   project_id: string;
   name: string;
   key: string;
+  /** Approvals a change request needs before changes reach this environment; 0: direct writes (docs/change-management.md). */
+  approvals_required: ColumnType<number, number | undefined, number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -104,6 +106,8 @@ export interface FlagsTable {
   /** docs/variants.md: a JSON array of {key, value, weight, description?}; null: no variants. */
   variants: JsonVariants;
   off_variant: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Counts the flag's changes, its rules' included (a change request records it, docs/change-management.md). */
+  revision: ColumnType<number, number | undefined, number>;
   /** Replaces the key in the rollout and variant hashes; null: the key (docs/flags-as-code.md). */
   bucketing_key: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
@@ -254,7 +258,80 @@ export interface AuditEventsTable {
   after: JsonObject;
   /** The import that made the change (docs/flags-as-code.md); null for any other write. */
   import_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The scheduled change the change applied (docs/change-management.md), else null. */
+  schedule_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The change request the write applied (or found failing), else null. */
+  change_request_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** With change_request_id, when it applied the request: who approved it, as JSON; else null. */
+  approvers: ColumnType<string | object[] | null, string | null | undefined, string | null>;
   created_at: Timestamp;
+}
+
+/** A change prepared now and applied at `at` (docs/change-management.md). */
+export interface SchedulesTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  flag_id: string;
+  flag_key: string;
+  at: Timestamp;
+  /** A PUT body of the flag, as JSON. */
+  change: ColumnType<string | Record<string, unknown>, string, string>;
+  note: string | null;
+  status: 'pending' | 'applied' | 'failed' | 'cancelled';
+  created_by_user_id: string;
+  created_by_email: string;
+  created_by_token_id: string | null;
+  /** The change request whose approval created it, else null. */
+  change_request_id: string | null;
+  error: string | null;
+  /** While an instance applies it: others leave it until then. */
+  claimed_until: Timestamp | null;
+  created_at: Timestamp;
+  applied_at: Timestamp | null;
+}
+
+export interface ChangeRequestsTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  title: string;
+  description: string | null;
+  /** The list of changes as sent, as JSON. */
+  changes: ColumnType<string | object[], string, string>;
+  apply_at: Timestamp | null;
+  status: string;
+  /** Moves with every edit of changes or apply_at: an approval counts only for the version it saw. */
+  version: number;
+  author_user_id: string;
+  author_email: string;
+  author_token_id: string | null;
+  /** Per change, the before and after of its resource: as foreseen, then as applied. */
+  diff: ColumnType<string | object[], string, string>;
+  error: string | null;
+  claimed_until: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  applied_at: Timestamp | null;
+}
+
+export interface ChangeRequestReviewsTable {
+  id: string;
+  change_request_id: string;
+  version: number;
+  user_id: string;
+  email: string;
+  token_id: string | null;
+  decision: 'approve' | 'reject';
+  comment: string | null;
+  created_at: Timestamp;
+}
+
+/** The flags a change request touches, each with its revision when the request was last based. */
+export interface ChangeRequestFlagsTable {
+  change_request_id: string;
+  flag_id: string;
+  revision: number;
 }
 
 export interface WebhooksTable {
@@ -319,6 +396,10 @@ export interface Schema {
   project_members: ProjectMembersTable;
   api_tokens: ApiTokensTable;
   audit_events: AuditEventsTable;
+  schedules: SchedulesTable;
+  change_requests: ChangeRequestsTable;
+  change_request_reviews: ChangeRequestReviewsTable;
+  change_request_flags: ChangeRequestFlagsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

@@ -83,7 +83,8 @@ function validatorCompiler(shared: readonly object[]) {
   // Fastify asks once per plugin context: the shared schemas are read, and the Ajv pair made, when a validator is first made.
   const compilers = onFirstUse(() => {
     const context = contextOf(shared);
-    const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false } as const;
+    // discriminator: a oneOf chosen by a tag (a change request's `op`) reports the chosen branch's errors only.
+    const options = { removeAdditional: false, useDefaults: false, allErrors: false, strict: false, discriminator: true } as const;
     const ajv = kept(ajvs, context, () => ({
       strict: addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: false })),
       coercing: addFormats.default(new Ajv({ ...options, schemas: [...shared], coerceTypes: 'array' })),

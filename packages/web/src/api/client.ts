@@ -5,7 +5,7 @@ import { session } from './session';
 export type Project = components['schemas']['Project'];
 export type Environment = components['schemas']['Environment'];
 export type Flag = components['schemas']['Flag'];
-/** One of a flag's variants (contract §15). */
+/** One of a flag's variants (docs/variants.md). */
 export type Variant = Flag['variants'][number];
 export type Rule = components['schemas']['Rule'];
 export type Evaluation = components['schemas']['Evaluation'];
@@ -19,8 +19,17 @@ export type ResourceType = NonNullable<NonNullable<paths['/api/projects/{project
 export type Webhook = components['schemas']['Webhook'];
 export type Condition = components['schemas']['Condition'];
 export type Segment = components['schemas']['Segment'];
+export type Schedule = components['schemas']['Schedule'];
+export type ChangeRequest = components['schemas']['ChangeRequest'];
+export type ChangeRequestItem = components['schemas']['ChangeRequestItem'];
+export type ChangeRequestStatus = ChangeRequest['status'];
+export type DiffItem = ChangeRequest['diff'][number];
+/** One change of a change request, as the create body types it: {op, ...its fields}. */
+export type RequestedChange = paths['/api/projects/{project_id}/environments/{env_id}/change-requests']['post']['requestBody']['content']['application/json']['changes'][number];
+/** A PUT body of a flag: what a flag.update or a schedule changes. */
+export type FlagChange = paths['/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}']['put']['requestBody']['content']['application/json'];
 
-/** An answer other than 2xx, with the server's message (contract §3). */
+/** An answer other than 2xx, with the server's message (docs/api.md, "Errors"). */
 export class ApiError extends Error {
   constructor(
     readonly status: number,

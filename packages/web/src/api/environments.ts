@@ -21,3 +21,9 @@ export const useRenameEnvironment = (pid: string) =>
 
 export const useDeleteEnvironment = (pid: string) =>
   useEnvironmentMutation(pid, (envId: string) => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}', envParams(pid, envId))));
+
+/** How many approvals a change request needs before changes reach the environment (owners; 0: changes apply directly). */
+export const useSetApprovals = (pid: string) =>
+  useEnvironmentMutation(pid, ({ envId, approvals_required }: { envId: string; approvals_required: number }) =>
+    unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}', { ...envParams(pid, envId), body: { approvals_required } })),
+  );

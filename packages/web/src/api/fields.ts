@@ -44,7 +44,18 @@ export const fields = {
     "webhook.created",
     "webhook.updated",
     "webhook.deleted",
-    "webhook.test"
+    "webhook.test",
+    "schedule.created",
+    "schedule.cancelled",
+    "schedule.failed",
+    "change_request.created",
+    "change_request.updated",
+    "change_request.reviewed",
+    "change_request.applied",
+    "change_request.rejected",
+    "change_request.cancelled",
+    "change_request.outdated",
+    "change_request.failed"
   ],
   "resourceTypes": [
     "project",
@@ -53,7 +64,9 @@ export const fields = {
     "rule",
     "segment",
     "member",
-    "webhook"
+    "webhook",
+    "schedule",
+    "change_request"
   ],
   "operators": {
     "IN": {

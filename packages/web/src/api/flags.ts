@@ -1,5 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap, type Flag, type ProjectFlag, type Rule, type Variant } from './client';
+import { isDrafted, needsApproval, writeOrDraft } from './drafts';
 import { envParams, flagParams, keys } from './queries';
 
 type FlagChanges = Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else'>>;
@@ -11,7 +12,7 @@ export function useCreateFlag(pid: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ envId, ...body }: { envId: string; name: string; key: string; description: string | null }) =>
-      unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags', { ...envParams(pid, envId), body })),
+      writeOrDraft(client, pid, envId, { op: 'flag.create', flag: body }, () => unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags', { ...envParams(pid, envId), body }))),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.projectFlags(pid) }),
   });
 }
@@ -20,8 +21,10 @@ export function useCreateFlag(pid: string) {
 export function useUpdateFlag(pid: string, envId: string, flagId: string) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (changes: FlagChanges) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body: changes })),
+    mutationFn: (changes: FlagChanges) =>
+      writeOrDraft(client, pid, envId, { op: 'flag.update', flag_id: flagId, set: changes }, () => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body: changes }))),
     onSuccess: (updated) => {
+      if (isDrafted(updated)) return;
       client.setQueryData(keys.flag(flagId), updated);
       void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
     },
@@ -29,14 +32,15 @@ export function useUpdateFlag(pid: string, envId: string, flagId: string) {
 }
 
 /**
- * A flag's variants and off variant, written together in one PUT (contract §15: the server checks
+ * A flag's variants and off variant, written together in one PUT (docs/variants.md: the server checks
  * them as a whole). Rules may name variants, so they are fetched again too.
  */
 export function useSaveVariants(pid: string, envId: string, flagId: string) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (body: { variants: Variant[]; off_variant: string | null }) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body })),
-    onSuccess: (updated) => client.setQueryData(keys.flag(flagId), updated),
+    mutationFn: (body: { variants: Variant[]; off_variant: string | null }) =>
+      writeOrDraft(client, pid, envId, { op: 'flag.update', flag_id: flagId, set: body }, () => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body }))),
+    onSuccess: (updated) => void (isDrafted(updated) || client.setQueryData(keys.flag(flagId), updated)),
     onSettled: () => Promise.all([keys.rules(flagId), keys.projectFlags(pid)].map((queryKey) => client.invalidateQueries({ queryKey }))),
   });
 }
@@ -45,8 +49,9 @@ export function useSaveVariants(pid: string, envId: string, flagId: string) {
 export function useDeleteFlag(pid: string, envId: string, flagId: string, leave: () => void) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: () => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(pid, envId, flagId))),
-    onSuccess: () => {
+    mutationFn: () => writeOrDraft(client, pid, envId, { op: 'flag.delete', flag_id: flagId }, () => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(pid, envId, flagId)))),
+    onSuccess: (result) => {
+      if (isDrafted(result)) return;
       leave();
       client.removeQueries({ queryKey: keys.flag(flagId) });
       return client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
@@ -72,8 +77,9 @@ export function useSetEnabled(pid: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ envId, flagId, enabled }: { envId: string; envKey: string; flagId: string; enabled: boolean }) =>
-      unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body: { enabled } })),
-    onMutate: async ({ envKey, flagId, enabled }) => {
+      writeOrDraft(client, pid, envId, { op: 'flag.update', flag_id: flagId, set: { enabled } }, () => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body: { enabled } }))),
+    onMutate: async ({ envId, envKey, flagId, enabled }) => {
+      if (needsApproval(client, pid, envId)) return undefined; // drafted: the flag page shows the draft
       await client.cancelQueries({ queryKey: keys.projectFlags(pid) });
       await client.cancelQueries({ queryKey: keys.flag(flagId) });
       const before = { list: client.getQueryData<ProjectFlag[]>(keys.projectFlags(pid)), flag: client.getQueryData<Flag>(keys.flag(flagId)) };
@@ -87,8 +93,9 @@ export function useSetEnabled(pid: string) {
       return before;
     },
     onError: (_error, { flagId }, before) => {
-      client.setQueryData(keys.projectFlags(pid), before?.list);
-      client.setQueryData(keys.flag(flagId), before?.flag);
+      if (!before) return; // drafted: nothing was shown early
+      client.setQueryData(keys.projectFlags(pid), before.list);
+      client.setQueryData(keys.flag(flagId), before.flag);
     },
     onSettled: (_data, _error, { flagId }) => {
       void client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
@@ -105,17 +112,21 @@ export function useRuleMutations(pid: string, envId: string, flagId: string) {
   const client = useQueryClient();
   const path = flagParams(pid, envId, flagId).params.path;
   const rule = (rule_id: string) => ({ params: { path: { ...path, rule_id } } });
-  const put = (ruleId: string, body: RuleChanges) => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { ...rule(ruleId), body }));
+  const put = (ruleId: string, body: RuleChanges) =>
+    writeOrDraft(client, pid, envId, { op: 'rule.update', flag_id: flagId, rule_id: ruleId, set: body }, () => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', { ...rule(ruleId), body })));
   // Segments say where they are used: a rule naming one changes that.
   const onSettled = () => Promise.all([keys.rules(flagId), keys.projectFlags(pid), keys.segments(pid)].map((queryKey) => client.invalidateQueries({ queryKey })));
 
   const create = useMutation({
     mutationFn: (body: RuleBody & Pick<Rule, 'priority'>) =>
-      unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', { params: { path }, body })),
+      writeOrDraft(client, pid, envId, { op: 'rule.create', flag_id: flagId, rule: body }, () => unwrap(api.POST('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', { params: { path }, body }))),
     onSettled,
   });
   const update = useMutation({ mutationFn: ({ id, ...body }: RuleChanges & { id: string }) => put(id, body), onSettled });
-  const remove = useMutation({ mutationFn: (ruleId: string) => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', rule(ruleId))), onSettled });
+  const remove = useMutation({
+    mutationFn: (ruleId: string) => writeOrDraft(client, pid, envId, { op: 'rule.delete', flag_id: flagId, rule_id: ruleId }, () => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules/{rule_id}', rule(ruleId)))),
+    onSettled,
+  });
   /** A new order, shown at once; only rules whose priority changes are written; the old order comes back if one is refused. */
   const reorder = useMutation({
     mutationFn: async (ordered: Rule[]) => {
@@ -125,11 +136,12 @@ export function useRuleMutations(pid: string, envId: string, flagId: string) {
       }
     },
     onMutate: (ordered) => {
+      if (needsApproval(client, pid, envId)) return undefined; // drafted: the list stays as the server holds it
       const before = client.getQueryData<Rule[]>(keys.rules(flagId));
       client.setQueryData(keys.rules(flagId), numbered(ordered));
       return before;
     },
-    onError: (_error, _ordered, before) => void client.setQueryData(keys.rules(flagId), before),
+    onError: (_error, _ordered, before) => void (before && client.setQueryData(keys.rules(flagId), before)),
     onSettled,
   });
   return { create, update, remove, reorder };

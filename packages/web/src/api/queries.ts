@@ -1,5 +1,5 @@
 import { useQueries, useQuery } from '@tanstack/react-query';
-import { api, unwrap } from './client';
+import { api, unwrap, type ChangeRequestStatus } from './client';
 
 const p = (project_id: string) => ({ params: { path: { project_id } } });
 const e = (project_id: string, env_id: string) => ({ params: { path: { project_id, env_id } } });
@@ -14,6 +14,9 @@ export const keys = {
   rules: (flagId: string) => ['rules', flagId] as const,
   segments: (pid: string) => ['segments', pid] as const,
   attributes: (envId: string) => ['attributes', envId] as const,
+  schedules: (flagId: string) => ['schedules', flagId] as const,
+  changeRequests: (pid: string) => ['changeRequests', pid] as const,
+  changeRequest: (crId: string) => ['changeRequest', crId] as const,
 };
 
 export const useProjects = () => useQuery({ queryKey: keys.projects, queryFn: () => unwrap(api.GET('/api/projects')) });
@@ -27,6 +30,18 @@ export const useFlag = (pid: string, envId: string, flagId: string) =>
 export const useRules = (pid: string, envId: string, flagId: string) =>
   useQuery({ queryKey: keys.rules(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/rules', f(pid, envId, flagId))) });
 
+/** A flag's scheduled changes, by time (pending and past). */
+export const useSchedules = (pid: string, envId: string, flagId: string) =>
+  useQuery({ queryKey: keys.schedules(flagId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/schedules', f(pid, envId, flagId))) });
+
+/** The project's change requests, newest first; `status` narrows them. */
+export const useChangeRequests = (pid: string, status?: ChangeRequestStatus) =>
+  useQuery({
+    queryKey: [...keys.changeRequests(pid), status ?? 'all'],
+    queryFn: () => unwrap(api.GET('/api/projects/{project_id}/change-requests', { params: { path: { project_id: pid }, query: { limit: 200, ...(status ? { status } : {}) } } })),
+  });
+export const useChangeRequest = (pid: string, crId: string) =>
+  useQuery({ queryKey: keys.changeRequest(crId), queryFn: () => unwrap(api.GET('/api/projects/{project_id}/change-requests/{cr_id}', { params: { path: { project_id: pid, cr_id: crId } } })) });
 /** The client packages this server serves as npm tarballs (GET /downloads/): they never change while it runs. */
 export const useDownloads = () => useQuery({ queryKey: ['downloads'], queryFn: () => unwrap(api.GET('/downloads/')), staleTime: Infinity });
 

@@ -3550,6 +3550,8 @@ export interface paths {
                         name?: string;
                         /** @description accepted only when equal to the current key: the key never changes */
                         key?: string;
+                        /** @description 0–5, approvals a change request needs before changes reach this environment; 0: changes apply directly (docs/change-management.md); owners only */
+                        approvals_required?: number;
                     };
                 };
             };
@@ -3668,6 +3670,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4134,6 +4145,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -4209,6 +4229,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4530,16 +4559,7 @@ export interface paths {
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
                         /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                        conditions?: {
-                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
-                            attribute?: string | null;
-                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
-                            operator: string;
-                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
-                            values?: string[];
-                            negate?: boolean;
-                            case_insensitive?: boolean;
-                        }[] | null;
+                        conditions?: components["schemas"]["ConditionBody"][] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
                         priority?: number;
@@ -4591,6 +4611,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4720,16 +4749,7 @@ export interface paths {
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
                         /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                        conditions?: {
-                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
-                            attribute?: string | null;
-                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
-                            operator: string;
-                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
-                            values?: string[];
-                            negate?: boolean;
-                            case_insensitive?: boolean;
-                        }[] | null;
+                        conditions?: components["schemas"]["ConditionBody"][] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
                         priority?: number;
@@ -4781,6 +4801,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4867,6 +4896,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -4886,6 +4924,1388 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Schedule"][];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 with an offset or Z; in the future, at most a year ahead
+                         */
+                        at: string;
+                        change: {
+                            name?: string;
+                            /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                            key?: string;
+                            description?: string | null;
+                            enabled?: boolean;
+                            rollout_percentage?: number;
+                            /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
+                            everyone_else?: "rollout" | "off";
+                            /** @description 0–50 variants; [] for none */
+                            variants?: {
+                                /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                                key: string;
+                                /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                value: unknown;
+                                /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                                weight: number;
+                                description?: string | null;
+                            }[];
+                            /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                            off_variant?: string | null;
+                            /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                            bucketing_key?: string | null;
+                        };
+                        note?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Schedule"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                    schedule_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: {
+                    status?: "pending" | "applied" | "failed" | "cancelled";
+                    environment_id?: string;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Schedule"][];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/change-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        title: string;
+                        description?: string | null;
+                        changes: ({
+                            /** @enum {string} */
+                            op: "flag.create";
+                            flag: {
+                                name: string;
+                                /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                key: string;
+                                description?: string | null;
+                                enabled?: boolean;
+                                rollout_percentage?: number;
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
+                                everyone_else?: "rollout" | "off";
+                                /** @description 0–50 variants; [] for none */
+                                variants?: {
+                                    /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                                    key: string;
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    value: unknown;
+                                    /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                                    weight: number;
+                                    description?: string | null;
+                                }[];
+                                /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                                off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "flag.update";
+                            /** Format: uuid */
+                            flag_id: string;
+                            set: {
+                                name?: string;
+                                /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                key?: string;
+                                description?: string | null;
+                                enabled?: boolean;
+                                rollout_percentage?: number;
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
+                                everyone_else?: "rollout" | "off";
+                                /** @description 0–50 variants; [] for none */
+                                variants?: {
+                                    /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                                    key: string;
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    value: unknown;
+                                    /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                                    weight: number;
+                                    description?: string | null;
+                                }[];
+                                /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                                off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "flag.toggle";
+                            /** Format: uuid */
+                            flag_id: string;
+                        } | {
+                            /** @enum {string} */
+                            op: "flag.delete";
+                            /** Format: uuid */
+                            flag_id: string;
+                        } | {
+                            /** @enum {string} */
+                            op: "rule.create";
+                            /** Format: uuid */
+                            flag_id: string;
+                            rule: {
+                                rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
+                                /** @description the seed types' value; absent or null for conditions */
+                                rule_value?: string | null;
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
+                                enabled?: boolean;
+                                /** @description higher is evaluated first */
+                                priority?: number;
+                                /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                                rollout_percentage?: number;
+                                /** @description what the rule serves to the users it matches (default true) */
+                                serve?: boolean;
+                                /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                                variant?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "rule.update";
+                            /** Format: uuid */
+                            flag_id: string;
+                            /** Format: uuid */
+                            rule_id: string;
+                            set: {
+                                rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
+                                /** @description the seed types' value; absent or null for conditions */
+                                rule_value?: string | null;
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
+                                enabled?: boolean;
+                                /** @description higher is evaluated first */
+                                priority?: number;
+                                /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                                rollout_percentage?: number;
+                                /** @description what the rule serves to the users it matches (default true) */
+                                serve?: boolean;
+                                /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                                variant?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "rule.delete";
+                            /** Format: uuid */
+                            flag_id: string;
+                            /** Format: uuid */
+                            rule_id: string;
+                        } | {
+                            /** @enum {string} */
+                            op: "schedule.create";
+                            /** Format: uuid */
+                            flag_id: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 with an offset or Z; in the future, at most a year ahead
+                             */
+                            at: string;
+                            change: {
+                                name?: string;
+                                /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                key?: string;
+                                description?: string | null;
+                                enabled?: boolean;
+                                rollout_percentage?: number;
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
+                                everyone_else?: "rollout" | "off";
+                                /** @description 0–50 variants; [] for none */
+                                variants?: {
+                                    /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                                    key: string;
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    value: unknown;
+                                    /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                                    weight: number;
+                                    description?: string | null;
+                                }[];
+                                /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                                off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
+                            };
+                            note?: string | null;
+                        } | {
+                            /** @enum {string} */
+                            op: "schedule.cancel";
+                            /** Format: uuid */
+                            schedule_id: string;
+                        })[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 with an offset or Z; in the future, at most a year ahead
+                         */
+                        apply_at?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ChangeRequest"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/change-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: {
+                    status?: "open" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed" | "outdated";
+                    environment_id?: string;
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: components["schemas"]["ChangeRequestItem"][];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/change-requests/{cr_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    cr_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ChangeRequest"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    cr_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        title?: string;
+                        description?: string | null;
+                        changes?: ({
+                            /** @enum {string} */
+                            op: "flag.create";
+                            flag: {
+                                name: string;
+                                /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                key: string;
+                                description?: string | null;
+                                enabled?: boolean;
+                                rollout_percentage?: number;
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
+                                everyone_else?: "rollout" | "off";
+                                /** @description 0–50 variants; [] for none */
+                                variants?: {
+                                    /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                                    key: string;
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    value: unknown;
+                                    /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                                    weight: number;
+                                    description?: string | null;
+                                }[];
+                                /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                                off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "flag.update";
+                            /** Format: uuid */
+                            flag_id: string;
+                            set: {
+                                name?: string;
+                                /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                key?: string;
+                                description?: string | null;
+                                enabled?: boolean;
+                                rollout_percentage?: number;
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
+                                everyone_else?: "rollout" | "off";
+                                /** @description 0–50 variants; [] for none */
+                                variants?: {
+                                    /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                                    key: string;
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    value: unknown;
+                                    /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                                    weight: number;
+                                    description?: string | null;
+                                }[];
+                                /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                                off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "flag.toggle";
+                            /** Format: uuid */
+                            flag_id: string;
+                        } | {
+                            /** @enum {string} */
+                            op: "flag.delete";
+                            /** Format: uuid */
+                            flag_id: string;
+                        } | {
+                            /** @enum {string} */
+                            op: "rule.create";
+                            /** Format: uuid */
+                            flag_id: string;
+                            rule: {
+                                rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
+                                /** @description the seed types' value; absent or null for conditions */
+                                rule_value?: string | null;
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
+                                enabled?: boolean;
+                                /** @description higher is evaluated first */
+                                priority?: number;
+                                /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                                rollout_percentage?: number;
+                                /** @description what the rule serves to the users it matches (default true) */
+                                serve?: boolean;
+                                /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                                variant?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "rule.update";
+                            /** Format: uuid */
+                            flag_id: string;
+                            /** Format: uuid */
+                            rule_id: string;
+                            set: {
+                                rule_type?: "user_id" | "user_email" | "email_domain" | "conditions";
+                                /** @description the seed types' value; absent or null for conditions */
+                                rule_value?: string | null;
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
+                                enabled?: boolean;
+                                /** @description higher is evaluated first */
+                                priority?: number;
+                                /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                                rollout_percentage?: number;
+                                /** @description what the rule serves to the users it matches (default true) */
+                                serve?: boolean;
+                                /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                                variant?: string | null;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            op: "rule.delete";
+                            /** Format: uuid */
+                            flag_id: string;
+                            /** Format: uuid */
+                            rule_id: string;
+                        } | {
+                            /** @enum {string} */
+                            op: "schedule.create";
+                            /** Format: uuid */
+                            flag_id: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 with an offset or Z; in the future, at most a year ahead
+                             */
+                            at: string;
+                            change: {
+                                name?: string;
+                                /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                key?: string;
+                                description?: string | null;
+                                enabled?: boolean;
+                                rollout_percentage?: number;
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
+                                everyone_else?: "rollout" | "off";
+                                /** @description 0–50 variants; [] for none */
+                                variants?: {
+                                    /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
+                                    key: string;
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    value: unknown;
+                                    /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
+                                    weight: number;
+                                    description?: string | null;
+                                }[];
+                                /** @description the variant served when the flag answers enabled: false; required with variants, null without */
+                                off_variant?: string | null;
+                                /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
+                                bucketing_key?: string | null;
+                            };
+                            note?: string | null;
+                        } | {
+                            /** @enum {string} */
+                            op: "schedule.cancel";
+                            /** Format: uuid */
+                            schedule_id: string;
+                        })[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 with an offset or Z; in the future, at most a year ahead
+                         */
+                        apply_at?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ChangeRequest"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/change-requests/{cr_id}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    cr_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        decision: "approve" | "reject";
+                        comment?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ChangeRequest"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/change-requests/{cr_id}/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    cr_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ChangeRequest"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/change-requests/{cr_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    cr_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ChangeRequest"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -4973,16 +6393,7 @@ export interface paths {
                         key: string;
                         name: string;
                         description?: string | null;
-                        conditions: {
-                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
-                            attribute?: string | null;
-                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
-                            operator: string;
-                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
-                            values?: string[];
-                            negate?: boolean;
-                            case_insensitive?: boolean;
-                        }[];
+                        conditions: components["schemas"]["ConditionBody"][];
                     };
                 };
             };
@@ -5159,16 +6570,7 @@ export interface paths {
                         key?: string;
                         name?: string;
                         description?: string | null;
-                        conditions?: {
-                            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
-                            attribute?: string | null;
-                            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
-                            operator: string;
-                            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
-                            values?: string[];
-                            negate?: boolean;
-                            case_insensitive?: boolean;
-                        }[];
+                        conditions?: components["schemas"]["ConditionBody"][];
                     };
                 };
             };
@@ -6307,7 +7709,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    resource_type?: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook";
+                    resource_type?: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook" | "schedule" | "change_request";
                     resource_id?: string;
                     environment_id?: string;
                     actor_id?: string;
@@ -7302,6 +8704,8 @@ export interface components {
             project_id: string;
             name: string;
             key: string;
+            /** @description approvals a change request needs before changes reach this environment; 0: changes apply directly (docs/change-management.md) */
+            approvals_required: number;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -7351,6 +8755,16 @@ export interface components {
              * @enum {unknown}
              */
             operator: "IN" | "NOT_IN" | "STR_CONTAINS" | "STR_STARTS_WITH" | "STR_ENDS_WITH" | "NUM_EQ" | "NUM_GT" | "NUM_GTE" | "NUM_LT" | "NUM_LTE" | "DATE_AFTER" | "DATE_BEFORE" | "SEMVER_EQ" | "SEMVER_GT" | "SEMVER_GTE" | "SEMVER_LT" | "SEMVER_LTE" | "REGEX" | "IN_CIDR" | "EXISTS" | "IN_SEGMENT";
+            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
+            values?: string[];
+            negate?: boolean;
+            case_insensitive?: boolean;
+        };
+        ConditionBody: {
+            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
+            attribute?: string | null;
+            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
+            operator: string;
             /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
             values?: string[];
             negate?: boolean;
@@ -7468,9 +8882,9 @@ export interface components {
          * @description <resource>.<verb>, e.g. flag.toggled
          * @enum {unknown}
          */
-        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "segment.created" | "segment.updated" | "segment.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test";
+        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "segment.created" | "segment.updated" | "segment.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test" | "schedule.created" | "schedule.cancelled" | "schedule.failed" | "change_request.created" | "change_request.updated" | "change_request.reviewed" | "change_request.applied" | "change_request.rejected" | "change_request.cancelled" | "change_request.outdated" | "change_request.failed";
         /** @enum {unknown} */
-        ResourceType: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook";
+        ResourceType: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook" | "schedule" | "change_request";
         AuditEvent: {
             /** Format: uuid */
             id: string;
@@ -7502,6 +8916,22 @@ export interface components {
              */
             import_id: string | null;
             /**
+             * Format: uuid
+             * @description the scheduled change this change applied (docs/change-management.md); else null
+             */
+            schedule_id: string | null;
+            /**
+             * Format: uuid
+             * @description the change request the write applied, or found failing (docs/change-management.md); else null
+             */
+            change_request_id: string | null;
+            /** @description with change_request_id, when it applied the request: who approved the request's content; else null */
+            approvers: {
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+            }[] | null;
+            /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
              */
@@ -7526,6 +8956,215 @@ export interface components {
              * @description ISO 8601 UTC timestamp
              */
             updated_at: string;
+        };
+        Schedule: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            project_id: string;
+            /** Format: uuid */
+            environment_id: string;
+            /** Format: uuid */
+            flag_id: string;
+            flag_key: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            at: string;
+            /** @description a PUT body of the flag */
+            change: {
+                [key: string]: unknown;
+            };
+            note: string | null;
+            /** @enum {unknown} */
+            status: "pending" | "applied" | "failed" | "cancelled";
+            created_by: {
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+                /** Format: uuid */
+                token_id: string | null;
+            };
+            /** Format: uuid */
+            change_request_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            applied_at: string | null;
+            /** @description why it failed */
+            error: string | null;
+        };
+        ChangeRequestItem: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            project_id: string;
+            /** Format: uuid */
+            environment_id: string;
+            title: string;
+            description: string | null;
+            changes: ({
+                op: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            apply_at: string | null;
+            /** @enum {unknown} */
+            status: "open" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed" | "outdated";
+            /** @description moves with every edit of changes or apply_at, which withdraws every approval */
+            version: number;
+            author: {
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+                /** Format: uuid */
+                token_id: string | null;
+            };
+            /** @description approvals it needs: the environment's approvals_required, at least 1 */
+            approvals_required: number;
+            /** @description who approved the current version */
+            approved_by: {
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+            }[];
+            /** @description every review, oldest first */
+            reviews: {
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+                /** Format: uuid */
+                token_id: string | null;
+                decision: "approve" | "reject";
+                comment: string | null;
+                /** @description the content version reviewed; only reviews of the current version count */
+                version: number;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                created_at: string;
+            }[];
+            /** @description why applying failed */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            applied_at: string | null;
+        };
+        ChangeRequest: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            project_id: string;
+            /** Format: uuid */
+            environment_id: string;
+            title: string;
+            description: string | null;
+            changes: ({
+                op: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            apply_at: string | null;
+            /** @enum {unknown} */
+            status: "open" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed" | "outdated";
+            /** @description moves with every edit of changes or apply_at, which withdraws every approval */
+            version: number;
+            author: {
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+                /** Format: uuid */
+                token_id: string | null;
+            };
+            /** @description approvals it needs: the environment's approvals_required, at least 1 */
+            approvals_required: number;
+            /** @description who approved the current version */
+            approved_by: {
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+            }[];
+            /** @description every review, oldest first */
+            reviews: {
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                user_id: string;
+                email: string;
+                /** Format: uuid */
+                token_id: string | null;
+                decision: "approve" | "reject";
+                comment: string | null;
+                /** @description the content version reviewed; only reviews of the current version count */
+                version: number;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                created_at: string;
+            }[];
+            /** @description why applying failed */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            applied_at: string | null;
+            diff: {
+                /** @description the index of the change in changes */
+                change: number;
+                op: string;
+                resource_type: string;
+                /** Format: uuid */
+                resource_id: string;
+                resource_key: string | null;
+                before: {
+                    [key: string]: unknown;
+                } | null;
+                after: {
+                    [key: string]: unknown;
+                } | null;
+            }[];
         };
         ProjectFlag: {
             key: string;

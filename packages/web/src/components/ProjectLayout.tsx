@@ -7,6 +7,7 @@ const SECTIONS = [
   { to: '', label: 'Flags', end: true },
   { to: 'segments', label: 'Segments' },
   { to: 'environments', label: 'Environments' },
+  { to: 'change-requests', label: 'Change requests' },
   { to: 'try', label: 'Try it' },
   { to: 'usage', label: 'Usage' },
   { to: 'connect', label: 'Connect an app' },

@@ -2,8 +2,8 @@ import type { Db } from '../../db/database.js';
 import type { AuditEventsTable } from '../../db/schema.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
 import type { Selectable } from 'kysely';
-import { decodeCursor, encodeCursor } from '../../db/cursors.js';
-import type { Actor, AuditAction, Change, ChangeEvent, ChangeOrigin, ResourceType } from '../changes/changes.schemas.js';
+import { afterCursor, encodeCursor } from '../../db/cursors.js';
+import type { Actor, Approver, AuditAction, Change, ChangeEvent, ChangeOrigin, ResourceType } from '../changes/changes.schemas.js';
 
 /** Fields that are credentials: never stored in an event (nor sent to a webhook). */
 const SECRET_FIELDS = new Set(['sdk_key', 'secret', 'token', 'token_hash', 'password', 'password_hash']);
@@ -46,6 +46,9 @@ function toEvent(row: Selectable<AuditEventsTable>): ChangeEvent {
     before: redacted(parsed(row.before)),
     after: redacted(parsed(row.after)),
     import_id: row.import_id ?? null,
+    schedule_id: row.schedule_id ?? null,
+    change_request_id: row.change_request_id ?? null,
+    approvers: row.approvers === null ? null : ((typeof row.approvers === 'string' ? JSON.parse(row.approvers) : row.approvers) as Approver[]),
     created_at: toIso(row.created_at),
   };
 }
@@ -68,6 +71,9 @@ export async function insertAuditEvent(trx: Db, projectId: string, actor: Actor,
     before: before && JSON.stringify(before),
     after: after && JSON.stringify(after),
     import_id: origin.import_id ?? null,
+    schedule_id: origin.schedule_id ?? null,
+    change_request_id: origin.change_request_id ?? null,
+    approvers: origin.approvers ? JSON.stringify(origin.approvers) : null,
     created_at: nowIso(),
   };
   await trx.insertInto('audit_events').values(row).execute();
@@ -89,10 +95,7 @@ export async function listAuditEvents(db: Db, projectId: string, query: AuditQue
   if (query.resource_id) select = select.where('resource_id', '=', query.resource_id);
   if (query.environment_id) select = select.where('environment_id', '=', query.environment_id);
   if (query.actor_id) select = select.where('actor_user_id', '=', query.actor_id);
-  if (query.cursor) {
-    const [createdAt, id] = decodeCursor(query.cursor);
-    select = select.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
-  }
+  if (query.cursor) select = select.where(afterCursor(query.cursor));
   const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
   const items = rows.slice(0, query.limit).map(toEvent);
   const last = items.at(-1);

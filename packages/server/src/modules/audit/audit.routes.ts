@@ -4,7 +4,7 @@ import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { listAuditEvents } from './audit.repository.js';
 import { AuditPage, AuditQuery } from './audit.schemas.js';
 
-/** GET /api/projects/{project_id}/audit (contract §10), newest first. */
+/** GET /api/projects/{project_id}/audit (docs/api.md, "Audit log"), newest first. */
 export const auditRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
   app.get('/projects/:project_id/audit', {
     config: { role: 'viewer' },

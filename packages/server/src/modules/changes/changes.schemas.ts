@@ -5,7 +5,7 @@
  */
 import { Type } from 'typebox';
 
-export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook'] as const;
+export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook', 'schedule', 'change_request'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 /** Every audit action: `<resource>.<verb>`. `webhook.test` is sent to one webhook, never stored. */
@@ -34,6 +34,17 @@ export const AUDIT_ACTIONS = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.test',
+  'schedule.created',
+  'schedule.cancelled',
+  'schedule.failed',
+  'change_request.created',
+  'change_request.updated',
+  'change_request.reviewed',
+  'change_request.applied',
+  'change_request.rejected',
+  'change_request.cancelled',
+  'change_request.outdated',
+  'change_request.failed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -47,12 +58,23 @@ export interface Actor {
   token_id: string | null;
 }
 
+/** Someone who approved a change request (docs/change-management.md). */
+export interface Approver {
+  user_id: string;
+  email: string;
+}
+
 /**
  * What a whole write was part of, carried by each of its events: an import (its id, one per
- * import, docs/flags-as-code.md). Absent for a plain API call.
+ * import, docs/flags-as-code.md), a scheduled change it applies, or an approved change request it
+ * applies with who approved it (docs/change-management.md). Empty for a plain API call.
  */
 export interface ChangeOrigin {
   import_id?: string;
+  schedule_id?: string;
+  change_request_id?: string;
+  /** With change_request_id: who approved the request's content. */
+  approvers?: Approver[];
 }
 
 /** One change as a write describes it. before / after are the resource's API objects. */
@@ -80,6 +102,12 @@ export interface ChangeEvent {
   after: Record<string, unknown> | null;
   /** The import that made this change, else null. */
   import_id: string | null;
+  /** The scheduled change it applied, else null. */
+  schedule_id: string | null;
+  /** The change request the write applied (or found failing), else null. */
+  change_request_id: string | null;
+  /** With change_request_id, when it applied the request: who approved it; else null. */
+  approvers: Approver[] | null;
   created_at: string;
 }
 

@@ -3,10 +3,10 @@ import { conflictOnDuplicate, notFoundIfParentGone } from '../../db/errors.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 
-const COLUMNS = ['environments.id', 'environments.project_id', 'environments.name', 'environments.key', 'environments.created_at'] as const;
+const COLUMNS = ['environments.id', 'environments.project_id', 'environments.name', 'environments.key', 'environments.approvals_required', 'environments.created_at'] as const;
 
-function toEnvironment(row: { id: string; project_id: string; name: string; key: string; created_at: string | Date }) {
-  return { id: row.id, project_id: row.project_id, name: row.name, key: row.key, created_at: toIso(row.created_at) };
+function toEnvironment(row: { id: string; project_id: string; name: string; key: string; approvals_required: number; created_at: string | Date }) {
+  return { id: row.id, project_id: row.project_id, name: row.name, key: row.key, approvals_required: row.approvals_required, created_at: toIso(row.created_at) };
 }
 
 export interface EnvironmentScope {
@@ -33,7 +33,7 @@ export async function listEnvironments(db: Db, projectId: string) {
 
 export async function createEnvironment(db: Db, projectId: string, fields: { name: string; key: string }) {
   const now = nowIso();
-  const environment = { id: newId(), project_id: projectId, name: fields.name, key: fields.key, created_at: now, updated_at: now };
+  const environment = { id: newId(), project_id: projectId, name: fields.name, key: fields.key, approvals_required: 0, created_at: now, updated_at: now };
   await notFoundIfParentGone(
     conflictOnDuplicate(db.insertInto('environments').values(environment).execute(), `An environment with key "${fields.key}" already exists in this project`),
     'Project not found',
@@ -41,8 +41,8 @@ export async function createEnvironment(db: Db, projectId: string, fields: { nam
   return toEnvironment(environment);
 }
 
-export async function renameEnvironment(db: Db, envId: string, name: string) {
-  const row = await db.updateTable('environments').set({ name, updated_at: nowIso() }).where('id', '=', envId).returning(['id', 'project_id', 'name', 'key', 'created_at']).executeTakeFirst();
+export async function updateEnvironment(db: Db, envId: string, changes: { name?: string; approvals_required?: number }) {
+  const row = await db.updateTable('environments').set({ ...changes, updated_at: nowIso() }).where('id', '=', envId).returning(['id', 'project_id', 'name', 'key', 'approvals_required', 'created_at']).executeTakeFirst();
   if (!row) throw new NotFound('Environment not found');
   return toEnvironment(row);
 }

@@ -4,9 +4,10 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
-import { Invalid } from '../../errors.js';
+import { Conflict, Forbidden, Invalid } from '../../errors.js';
+import { onlyProvided } from '../../db/values.js';
 import { errorResponses, ProjectParams, EnvironmentParams } from '../../http/schemas.js';
-import { createEnvironment, deleteEnvironment, listEnvironments, renameEnvironment, requireEnvironment } from './environments.repository.js';
+import { createEnvironment, deleteEnvironment, listEnvironments, requireEnvironment, updateEnvironment } from './environments.repository.js';
 import { CreateEnvironmentBody, UpdateEnvironmentBody } from './environments.schemas.js';
 
 type Environment = Awaited<ReturnType<typeof requireEnvironment>>;
@@ -15,6 +16,11 @@ export const environmentChange = (action: AuditAction, before: Environment | nul
   const environment = (after ?? before)!;
   return { action, resource_type: 'environment' as const, resource_id: environment.id, resource_key: environment.key, environment_id: environment.id, before, after };
 };
+
+/** Its flags go with it: not while changes to them need review (docs/change-management.md). */
+function refuseDeletingReviewed(environment: Environment): void {
+  if (environment.approvals_required > 0) throw new Conflict(`${environment.key} needs approved change requests: an owner sets approvals_required to 0 before it can be deleted`);
+}
 
 /** /api/projects/{project_id}/environments */
 export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; history: HistoryRecorder }> = async (app, { db, writes, history }) => {
@@ -49,12 +55,16 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
     config: { role: 'editor' },
     schema: { tags, params: EnvironmentParams, body: UpdateEnvironmentBody, response: { 200: EnvironmentRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request) => {
-    const { name, key } = request.body;
+    const { name, key, approvals_required } = request.body;
     return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const before = await requireEnvironment(trx, scopeOf(request));
       if (key !== undefined && key !== before.key) throw new Invalid('The key of an environment cannot be changed');
-      if (name === undefined) return before;
-      const after = await renameEnvironment(trx, before.id, name);
+      // Who may change what reaches an environment unreviewed is an owner's decision.
+      if (approvals_required !== undefined && approvals_required !== before.approvals_required && request.projectRole !== 'owner') {
+        throw new Forbidden('Only an owner of the project may change approvals_required');
+      }
+      if (name === undefined && approvals_required === undefined) return before;
+      const after = await updateEnvironment(trx, before.id, onlyProvided({ name, approvals_required }));
       record(environmentChange('environment.updated', before, after));
       return after;
     });
@@ -62,12 +72,14 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
 
   app.delete(`${base}/:env_id`, {
     config: { role: 'editor' },
-    schema: { tags, params: EnvironmentParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
+    schema: { tags, params: EnvironmentParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 409) } },
   }, async (request, reply) => {
     const environment = await requireEnvironment(db, scopeOf(request));
+    refuseDeletingReviewed(environment); // before its history goes
     await history.deleteHistory([environment.id]); // in bounded steps, before the cascade would do it in one
     await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
       const current = await requireEnvironment(trx, scopeOf(request));
+      refuseDeletingReviewed(current);
       await deleteEnvironment(trx, current.id);
       record(environmentChange('environment.deleted', current, null));
     });

@@ -7,12 +7,12 @@
  */
 import type { Db } from '../../db/database.js';
 import type { RecordChange } from '../changes/project-writes.js';
-import { createEnvironment, listEnvironments, renameEnvironment } from '../environments/environments.repository.js';
+import { createEnvironment, listEnvironments, updateEnvironment } from '../environments/environments.repository.js';
 import { environmentChange } from '../environments/environments.routes.js';
 import { createFlag, deleteFlag, requireFlag, updateFlag, type FlagFields } from '../flags/flags.repository.js';
-import { flagChange } from '../flags/flags.routes.js';
+import { flagChange } from '../flags/flag-writes.js';
 import { createRule, deleteRule, listRules, updateRule, type RuleFields } from '../flags/rules.repository.js';
-import { ruleChange } from '../flags/rules.routes.js';
+import { ruleChange } from '../flags/rule-writes.js';
 import { createSegment, deleteSegment, listSegments, updateSegment } from '../segments/segments.repository.js';
 import { segmentChange } from '../segments/segments.routes.js';
 import type { DesiredState } from './document.check.js';
@@ -113,7 +113,7 @@ export async function applyImport(trx: Db, record: RecordChange, projectId: stri
   }
   for (const { key } of plan.update.filter((item) => item.resource === 'environment')) {
     const before = environments.get(key)!;
-    record(environmentChange('environment.updated', before, await renameEnvironment(trx, before.id, wantedEnvironment.get(key)!.name)));
+    record(environmentChange('environment.updated', before, await updateEnvironment(trx, before.id, { name: wantedEnvironment.get(key)!.name })));
   }
 
   // Segments before the rules that name them; deleted after the rules that named them are gone.

@@ -108,7 +108,7 @@ export async function readProjectState(db: Db, projectId: string): Promise<Proje
   }
   return {
     project: { name: project.name, description: project.description },
-    environments: environments.map((env) => ({ id: env.id, key: env.key, name: env.name, approvals_required: 0 })).sort(byKey),
+    environments: environments.map((env) => ({ id: env.id, key: env.key, name: env.name, approvals_required: env.approvals_required })).sort(byKey),
     segments: segments.map(({ id, key, name, description, conditions, used_by }) => ({ id, key, name, description, conditions, used_by })).sort(byKey),
     flags,
   };

@@ -9,10 +9,11 @@ import { checkFlagRules } from '../segments/segments.repository.js';
 import { copyFlag, listProjectFlags } from './across.repository.js';
 import { CopyFlagBody, ProjectFlag } from './across.schemas.js';
 import { requireFlag } from './flags.repository.js';
-import { flagChange, flagScopeOf } from './flags.routes.js';
+import { flagChange } from './flag-writes.js';
+import { flagScopeOf } from './flags.routes.js';
 import { FlagParams } from './flags.schemas.js';
 
-/** Flags across the environments of a project (docs/api.md): the side-by-side view and copying. */
+/** Flags across the environments of a project (docs/api.md, "Flags across environments"): the side-by-side view and copying. */
 export const acrossRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['flags'];
   app.addSchema(ProjectFlag);

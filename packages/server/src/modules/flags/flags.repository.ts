@@ -44,7 +44,7 @@ export interface FlagScope extends EnvironmentScope {
   flagId: string;
 }
 
-export function toFlag(row: Selectable<FlagsTable>) {
+export function toFlag(row: Omit<Selectable<FlagsTable>, 'revision'>) {
   return {
     id: row.id,
     project_id: row.project_id,

@@ -5,6 +5,7 @@ import type { Config } from '../../config.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { MetricSources } from './prometheus.js';
 import { RequestCounts } from './request-counts.js';
+import { ScheduleCounts } from './schedule-counts.js';
 
 /**
  * The metrics of this process (docs/operations.md): every answer is counted here (onResponse, and
@@ -13,6 +14,7 @@ import { RequestCounts } from './request-counts.js';
  */
 export function createMetrics(sources: MetricSources) {
   const requests = new RequestCounts();
+  const scheduled = new ScheduleCounts();
   let registry: Promise<Registry> | undefined;
 
   /** One answered request (route: the route pattern). */
@@ -20,7 +22,9 @@ export function createMetrics(sources: MetricSources) {
 
   return {
     /** prom-client's registry, made on first use. */
-    registry: (): Promise<Registry> => (registry ??= import('./prometheus.js').then(({ prometheusRegistry }) => prometheusRegistry(requests, sources))),
+    registry: (): Promise<Registry> => (registry ??= import('./prometheus.js').then(({ prometheusRegistry }) => prometheusRegistry(requests, scheduled, sources))),
+    /** For the scheduler (modules/scheduler): each scheduled change applied or failed. */
+    scheduled,
     /** For answers sent without Fastify (evaluate's direct path, evaluate.direct.ts). */
     count,
     /** onResponse hook for the whole app. */

@@ -8,6 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { passwordWork } from '../accounts/passwords.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import { DURATION_BUCKETS, type HistogramEntry, type RequestCounts } from './request-counts.js';
+import { LAG_BUCKETS, type ScheduleCounts } from './schedule-counts.js';
 
 /** What the metrics read of the compiled evaluate view (evaluate/evaluate.cache.ts). */
 export interface CompiledView {
@@ -20,7 +21,7 @@ export interface MetricSources {
   evaluateCache: CompiledView;
 }
 
-export function prometheusRegistry(requests: RequestCounts, { history, evaluateCache }: MetricSources): Registry {
+export function prometheusRegistry(requests: RequestCounts, scheduled: ScheduleCounts, { history, evaluateCache }: MetricSources): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'guidon_' });
   // Every answer is counted in `requests` (prom-client's observe and inc validate and hash the
@@ -106,6 +107,37 @@ export function prometheusRegistry(requests: RequestCounts, { history, evaluateC
     collect() {
       this.reset();
       this.inc(passwordWork.hashes);
+    },
+  });
+  // Scheduled changes and scheduled change requests (modules/scheduler), by kind.
+  new Counter({
+    name: 'guidon_schedules_applied_total',
+    help: 'Scheduled changes applied, by kind (schedule, change_request)',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, count] of scheduled.appliedByKind) this.inc({ kind }, count);
+    },
+  });
+  new Counter({
+    name: 'guidon_schedules_failed_total',
+    help: 'Scheduled changes that failed when due (no longer valid, missed, not approved), by kind',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, count] of scheduled.failedByKind) this.inc({ kind }, count);
+    },
+  });
+  new Histogram({
+    name: 'guidon_schedule_lag_seconds',
+    help: "Seconds from a scheduled change's time to its application (within 5 s; more after downtime, docs/change-management.md)",
+    labelNames: ['kind'],
+    buckets: [...LAG_BUCKETS],
+    registers: [registry],
+    collect() {
+      setHistogramState(this, scheduled.lagState());
     },
   });
 

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { BUILT_IN_ATTRIBUTES, CONDITION_LIMITS, OPERATOR_TABLE, OPERATORS } from '@guidon/engine';
 import { Description, Name, Timestamp, Uuid } from '../../http/schemas.js';
 
@@ -30,18 +30,23 @@ export const Condition = Type.Object(
 );
 
 /**
- * A condition as a request sends it. Its operator and values are checked by the engine's
- * conditionProblem, not here, so that a mistake gets a message naming the condition and its
- * operator (an unknown operator too).
+ * A condition as a request sends it ($id ConditionBody: a body that holds conditions in several
+ * places, a change request's changes, defines it once). Its operator and values are checked by
+ * the engine's conditionProblem, not here, so that a mistake gets a message naming the condition
+ * and its operator (an unknown operator too).
  */
-export const ConditionBody = Type.Object({
-  attribute: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()], { description: ATTRIBUTE_TEXT })),
-  operator: Type.String({ maxLength: 32, description: OPERATOR_TEXT }),
-  values: Type.Optional(Type.Array(Type.String(), { maxItems: CONDITION_LIMITS.valuesPerCondition, description: VALUES_TEXT })),
-  negate: Type.Optional(Type.Boolean()),
-  case_insensitive: Type.Optional(Type.Boolean()),
-});
-export const Conditions = Type.Array(ConditionBody, { minItems: 1, maxItems: CONDITION_LIMITS.conditionsPerRule });
+export const ConditionBody = Type.Object(
+  {
+    attribute: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()], { description: ATTRIBUTE_TEXT })),
+    operator: Type.String({ maxLength: 32, description: OPERATOR_TEXT }),
+    values: Type.Optional(Type.Array(Type.String(), { maxItems: CONDITION_LIMITS.valuesPerCondition, description: VALUES_TEXT })),
+    negate: Type.Optional(Type.Boolean()),
+    case_insensitive: Type.Optional(Type.Boolean()),
+  },
+  { $id: 'ConditionBody' },
+);
+/** By reference to the shared schema (app.ts registers it). */
+export const Conditions = Type.Array(Type.Unsafe<Static<typeof ConditionBody>>(Type.Ref('ConditionBody')), { minItems: 1, maxItems: CONDITION_LIMITS.conditionsPerRule });
 
 const SegmentKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'a-z, 0-9, _ and -; starts with a letter; unique in the project' });
 

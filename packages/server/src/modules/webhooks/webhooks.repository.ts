@@ -137,6 +137,9 @@ export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhoo
     before: null,
     after: null,
     import_id: null,
+    schedule_id: null,
+    change_request_id: null,
+    approvers: null,
     created_at: nowIso(),
   };
   return enqueueByHand(db, dialect, webhook.id, { event_id: event.id, action: event.action, payload: JSON.stringify(event) });

@@ -1,4 +1,5 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
 import { api, unwrap, type AuditEvent, type ResourceType } from '../../api/client';
 import { Empty, ErrorState, Loading } from '../../components/States';
 import { dateTime } from '../../components/time';
@@ -70,6 +71,14 @@ export function AuditList({ projectId, filters, emptyText }: { projectId: string
               {subject(event) && <strong className="audit-subject">{subject(event)}</strong>}
               <span className="muted small">
                 by {actorName(event)} · <time dateTime={event.created_at}>{dateTime(event.created_at)}</time>
+                {event.schedule_id && ' · scheduled'}
+                {event.change_request_id && event.resource_type !== 'change_request' && (
+                  <>
+                    {' · '}
+                    <Link to={`/projects/${projectId}/change-requests/${event.change_request_id}`}>change request</Link>
+                    {event.approvers?.length ? `, approved by ${event.approvers.map((approver) => approver.email).join(', ')}` : ''}
+                  </>
+                )}
               </span>
             </div>
             <Diff event={event} />
@@ -87,7 +96,8 @@ export function AuditList({ projectId, filters, emptyText }: { projectId: string
   );
 }
 
-function Diff({ event }: { event: AuditEvent }) {
+/** The fields a change changed, before and after (an audit event's, or a change request's foreseen change). */
+export function Diff({ event }: { event: Pick<AuditEvent, 'before' | 'after'> & { action: string } }) {
   const list = changes(event);
   if (list.length === 0) return null;
   const verb = event.before === null ? 'Created with' : event.after === null ? 'Deleted, was' : null;

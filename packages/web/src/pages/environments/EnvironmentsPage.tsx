@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
-import { useParams } from 'react-router';
+import { Link, useParams } from 'react-router';
 import type { Environment } from '../../api/client';
-import { useCreateEnvironment, useDeleteEnvironment, useRenameEnvironment } from '../../api/environments';
+import { useCreateEnvironment, useDeleteEnvironment, useRenameEnvironment, useSetApprovals } from '../../api/environments';
 import { fields } from '../../api/fields';
 import { useEnvironments } from '../../api/queries';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
@@ -21,7 +21,18 @@ export function EnvironmentsPage() {
   const remove = useDeleteEnvironment(projectId);
   const [renaming, setRenaming] = useState<Environment | null>(null);
   const [deleting, setDeleting] = useState<Environment | null>(null);
-  const canEdit = useRole(projectId).can('editor');
+  const { can } = useRole(projectId);
+  const canEdit = can('editor');
+  const setApprovals = useSetApprovals(projectId);
+  const [approvalsError, setApprovalsError] = useState<string | null>(null);
+  const changeApprovals = async (env: Environment, approvals_required: number) => {
+    setApprovalsError(null);
+    try {
+      await setApprovals.mutateAsync({ envId: env.id, approvals_required });
+    } catch (error) {
+      setApprovalsError(`${env.name} not changed: ${(error as Error).message}`);
+    }
+  };
 
   return (
     <div className="stack">
@@ -30,6 +41,10 @@ export function EnvironmentsPage() {
         {(list) => (
           <section className="panel">
             <h2>Environments</h2>
+            <p className="muted small">
+              An environment that needs approvals takes changes to its flags, rules and schedules only through <Link to={`/projects/${projectId}/change-requests`}>change requests</Link> that other members approved. Owners set how many.
+            </p>
+            <FormError message={approvalsError} />
             {list.length === 0 ? (
               <p>No environments: add one below, then create flags in it.</p>
             ) : (
@@ -38,7 +53,22 @@ export function EnvironmentsPage() {
                   <li key={env.id} className="row">
                     <div>
                       <strong>{env.name}</strong> <code>{env.key}</code>
+                      {env.approvals_required > 0 && !can('owner') && <span className="badge role">needs {env.approvals_required === 1 ? '1 approval' : `${env.approvals_required} approvals`}</span>}
                     </div>
+                    {can('owner') && (
+                      <div className="row-actions">
+                        <label htmlFor={`approvals-${env.id}`}>
+                          Approvals needed<span className="visually-hidden"> for changes to {env.name}</span>
+                        </label>
+                        <select id={`approvals-${env.id}`} value={env.approvals_required} onChange={(event) => void changeApprovals(env, Number(event.target.value))}>
+                          {[0, 1, 2, 3, 4, 5].map((count) => (
+                            <option key={count} value={count}>
+                              {count === 0 ? 'None' : count}
+                            </option>
+                          ))}
+                        </select>
+                      </div>
+                    )}
                     {canEdit && (
                       <div className="row-actions">
                         <button type="button" className="secondary small" onClick={() => setRenaming(env)} aria-label={`Rename ${env.name}`}>

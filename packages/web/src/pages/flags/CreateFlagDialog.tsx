@@ -3,6 +3,7 @@ import { useNavigate } from 'react-router';
 import type { Environment } from '../../api/client';
 import { fields } from '../../api/fields';
 import { useCreateFlag } from '../../api/flags';
+import { isDrafted } from '../../api/drafts';
 import { Field } from '../../components/Field';
 import { Modal } from '../../components/Modal';
 import { FormError } from '../../components/FormError';
@@ -42,7 +43,8 @@ export function CreateFlagDialog({ projectId, environments, open, onOpenChange }
       setKey('');
       setKeyTouched(false);
       setDescription('');
-      navigate(`/projects/${projectId}/flags/${envId}/${flag.id}`);
+      // In an environment that needs approval the new flag waits in the draft change request.
+      navigate(isDrafted(flag) ? `/projects/${projectId}/change-requests` : `/projects/${projectId}/flags/${envId}/${flag.id}`);
     } catch (error) {
       const message = (error as Error).message;
       setErrors(message.includes('key') ? { key: message } : { form: message });

@@ -15,6 +15,9 @@ import { reasonFor, useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
 import { AuditList } from '../audit/AuditList';
 import { FormError, Outcome } from '../../components/FormError';
+import { useDraft, withDraft } from '../../api/drafts';
+import { DraftPanel } from '../changes/DraftPanel';
+import { SchedulesPanel } from './SchedulesPanel';
 
 const FlagChart = lazy(() => import('../usage/FlagChart'));
 
@@ -26,11 +29,15 @@ export function FlagPage() {
   if (flag.error || environments.error || !flag.data) return <ErrorState error={flag.error ?? environments.error} retry={() => void flag.refetch()} />;
   const environment = environments.data?.find((env) => env.id === envId);
   if (!environment) return <ErrorState error={new Error('Environment not found')} />;
-  return <FlagView key={flag.data.id} flag={flag.data} environment={environment} environments={environments.data ?? []} />;
+  return <FlagView key={flag.data.id} stored={flag.data} environment={environment} environments={environments.data ?? []} />;
 }
 
-function FlagView({ flag, environment, environments }: { flag: Flag; environment: Environment; environments: Environment[] }) {
-  const projectId = flag.project_id;
+function FlagView({ stored, environment, environments }: { stored: Flag; environment: Environment; environments: Environment[] }) {
+  const projectId = stored.project_id;
+  // In an environment that needs approval, edits go into the draft change request: shown here as they would be.
+  const reviewed = environment.approvals_required > 0;
+  const draft = useDraft(projectId, environment.id);
+  const flag = reviewed ? withDraft(stored, draft) : stored;
   const update = useUpdateFlag(projectId, environment.id, flag.id);
   const navigate = useNavigate();
   const remove = useDeleteFlag(projectId, environment.id, flag.id, () => navigate(`/projects/${projectId}`, { replace: true, flushSync: true }));
@@ -48,6 +55,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
   useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
 
   const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else'>>) => void (await update.mutateAsync(changes));
+  const saveLabel = reviewed ? 'Add to request' : undefined;
   const saveRollout = async (value: number) => {
     if (!Number.isInteger(value) || value < 0 || value > 100) return setRolloutError('A whole number from 0 to 100');
     setRolloutError(null);
@@ -107,6 +115,12 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
       ) : (
         <>
           {!canEdit && <RoleNote need="editor" what="switch or change this flag" />}
+          {reviewed && (
+            <p className="notice" id="reviewed-note">
+              Changes to {environment.name} need {environment.approvals_required === 1 ? 'an approval' : `${environment.approvals_required} approvals`} from other members. What you change here is collected in a draft change request; nothing is applied until it is approved. <Link to={`/projects/${projectId}/change-requests`}>Change requests</Link>
+            </p>
+          )}
+          {reviewed && <DraftPanel projectId={projectId} environment={environment} />}
           <section className="panel">
             <h3>Serving</h3>
             <div className="serving">
@@ -157,9 +171,11 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
             </div>
           </section>
 
-          <VariantsEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
+          <VariantsEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} saveLabel={saveLabel} />
 
           <RulesEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
+
+          <SchedulesPanel projectId={projectId} environment={environment} flag={stored} readOnly={!canEdit} />
 
           <section className="panel">
             <h3>Usage</h3>
@@ -168,15 +184,18 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
             </Suspense>
           </section>
 
-          <Details flag={flag} save={save} readOnly={!canEdit} />
+          <Details flag={flag} save={save} readOnly={!canEdit} saveLabel={saveLabel} />
           {canEdit && <CopyToEnvironment flag={flag} environment={environment} environments={environments} />}
 
           {canEdit && (
             <section className="panel danger-zone">
               <h3>Delete this flag</h3>
-              <p>Deletes {flag.key} in {environment.name} with its rules. Its evaluation history stays.</p>
+              <p>
+                Deletes {flag.key} in {environment.name} with its rules. Its evaluation history stays.
+                {reviewed && ' In this environment the deletion goes into the draft change request.'}
+              </p>
               <button type="button" className="danger" onClick={() => setDeleting(true)}>
-                Delete flag
+                {reviewed ? 'Request deletion' : 'Delete flag'}
               </button>
             </section>
           )}
@@ -187,8 +206,8 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
         onOpenChange={setDeleting}
         title={`Delete ${flag.key} in ${environment.name}?`}
         description="Apps asking for it get no entry for this flag (treat it as off). Other environments keep their copy."
-        confirmLabel="Delete flag"
-        onConfirm={() => remove.mutateAsync()}
+        confirmLabel={reviewed ? 'Add deletion to request' : 'Delete flag'}
+        onConfirm={async () => void (await remove.mutateAsync())}
       />
     </div>
   );
@@ -196,7 +215,7 @@ function FlagView({ flag, environment, environments }: { flag: Flag; environment
 
 const EVERYONE_ELSE = { rollout: 'served by the rollout', off: 'off' } as const;
 
-/** What a user no rule served gets (contract §14, everyone_else). */
+/** What a user no rule served gets (docs/targeting.md, everyone_else). */
 function EveryoneElse({ flag, readOnly, save }: { flag: Flag; readOnly: boolean; save: (changes: Pick<Flag, 'everyone_else'>) => Promise<void> }) {
   const [error, setError] = useState<string | null>(null);
   const choose = async (everyone_else: Flag['everyone_else']) => {
@@ -226,7 +245,7 @@ function EveryoneElse({ flag, readOnly, save }: { flag: Flag; readOnly: boolean;
   );
 }
 
-function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?: string; description?: string | null }) => Promise<void>; readOnly: boolean }) {
+function Details({ flag, save, readOnly, saveLabel = 'Save details' }: { flag: Flag; save: (changes: { name?: string; description?: string | null }) => Promise<void>; readOnly: boolean; saveLabel?: string | undefined }) {
   const [name, setName] = useState(flag.name);
   const [description, setDescription] = useState(flag.description ?? '');
   const [errors, setErrors] = useState<{ name?: string; form?: string }>({});
@@ -252,9 +271,9 @@ function Details({ flag, save, readOnly }: { flag: Flag; save: (changes: { name?
           <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
           <FormError message={errors.form} />
           <div className="actions start">
-            <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>Save details</button>
+            <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>{saveLabel}</button>
             <span role="status" className="muted">
-              {saved ? 'Saved' : ''}
+              {saved ? (saveLabel === 'Save details' ? 'Saved' : 'Added to the draft') : ''}
             </span>
           </div>
         </fieldset>

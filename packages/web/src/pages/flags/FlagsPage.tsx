@@ -61,6 +61,11 @@ export function FlagsPage() {
         </button>
       </div>
       {!canEdit && <RoleNote need="editor" what="switch, create or change flags" />}
+      {canEdit && envs.some((env) => env.approvals_required > 0) && (
+        <p className="notice" id="reviewed-note">
+          {envs.filter((env) => env.approvals_required > 0).map((env) => env.name).join(', ')} take changes through approved change requests only: open a flag there to request a change.
+        </p>
+      )}
       {envs.length === 0 ? (
         <Empty title="No environments">
           <p>
@@ -168,8 +173,8 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
                 flagKey={row.key}
                 environment={env.name}
                 checked={state.enabled}
-                disabled={readOnly}
-                reasonId="role-note-editor"
+                disabled={readOnly || env.approvals_required > 0}
+                reasonId={readOnly ? 'role-note-editor' : 'reviewed-note'}
                 onChange={(enabled) => toggle({ envId: env.id, envKey: env.key, flagId: state.flag_id, enabled })}
               />
               <span className="rollout" title="Rollout">
@@ -191,7 +196,7 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
 /** At most this many variants are spelled out in a cell; the rest are counted. */
 const SHOWN_VARIANTS = 3;
 
-/** "buy 50 %, get 12.5 %, order 37.5 %": the weights of a flag's variants in its order (contract §15). */
+/** "buy 50 %, get 12.5 %, order 37.5 %": the weights of a flag's variants in its order (docs/variants.md). */
 function distribution(variants: readonly { key: string; weight: number }[]): string {
   const shown = variants.slice(0, SHOWN_VARIANTS).map((variant) => `${variant.key} ${variant.weight / 10} %`);
   return variants.length > SHOWN_VARIANTS ? `${shown.join(', ')} and ${variants.length - SHOWN_VARIANTS} more` : shown.join(', ');

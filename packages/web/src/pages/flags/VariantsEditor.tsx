@@ -1,6 +1,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import type { Flag, Variant } from '../../api/client';
 import { useSaveVariants } from '../../api/flags';
+import { isDrafted } from '../../api/drafts';
 import { FormError } from '../../components/FormError';
 import { evenWeights, MAX_VARIANTS, parseValue, percent, rowProblems, TOTAL, totalWeight, typeOf, VALUE_TYPES, valueText, weightOf, type RowProblems, type ValueType, type VariantRow } from './variants';
 
@@ -23,7 +24,7 @@ function draftOf(flag: Flag, nextId: () => number): Draft {
  * gets which by weight), their weights as percentages that must total 100 %, and the variant
  * served to users who get the flag off. Saved as a whole with one PUT.
  */
-export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Flag; projectId: string; envId: string; readOnly: boolean }) {
+export function VariantsEditor({ flag, projectId, envId, readOnly, saveLabel }: { flag: Flag; projectId: string; envId: string; readOnly: boolean; saveLabel?: string | undefined }) {
   const save = useSaveVariants(projectId, envId, flag.id);
   const counter = useRef(0);
   const nextId = () => ++counter.current;
@@ -96,8 +97,10 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
     });
     setFormError(null);
     try {
-      const updated = await save.mutateAsync({ variants, off_variant: off ? off.key.trim() : null });
-      setDraft(draftOf(updated as Flag, nextId));
+      const body = { variants, off_variant: off ? off.key.trim() : null };
+      const updated = await save.mutateAsync(body);
+      // Drafted (an environment that needs approval): shown as the draft makes the flag.
+      setDraft(draftOf(isDrafted(updated) ? { ...flag, ...body } : updated, nextId));
       setTried(false);
       setSaved(true);
     } catch (error) {
@@ -189,7 +192,7 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
           {!readOnly && (
             <div className="actions start">
               <button type="submit" disabled={save.isPending}>
-                Save variants
+                {saveLabel ?? 'Save variants'}
               </button>
               {dirty && (
                 <button type="button" className="secondary" onClick={discard}>
@@ -197,7 +200,7 @@ export function VariantsEditor({ flag, projectId, envId, readOnly }: { flag: Fla
                 </button>
               )}
               <span role="status" className="muted">
-                {saved ? 'Variants saved' : ''}
+                {saved ? (saveLabel ? 'Variants added to the draft' : 'Variants saved') : ''}
               </span>
             </div>
           )}

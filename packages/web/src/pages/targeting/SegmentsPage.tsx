@@ -39,6 +39,9 @@ export function SegmentsPage() {
       </div>
       <p className="muted">A segment names a group of users by conditions (“beta customers”, “office network”); a rule in any environment targets it with the condition “is in segment”. Changing a segment changes every rule that uses it.</p>
       {!canEdit && <RoleNote need="editor" what="create or change segments" />}
+      {(environments.data ?? []).some((env) => env.approvals_required > 0) && (
+        <p className="notice">Segments belong to the whole project: a change to one reaches the rules that use it in every environment at once, without a change request, also where changes need approval.</p>
+      )}
       <QueryState query={segments} what="segments">
         {(list) =>
           list.length === 0 ? (

@@ -27,11 +27,13 @@ const GROUP_LABELS: Record<ResourceType, string> = {
   project: 'Project',
   member: 'Members',
   webhook: 'Webhooks',
+  schedule: 'Scheduled changes',
+  change_request: 'Change requests',
 };
 /** Actions no webhook hears: the project exists before any webhook, and a test send goes to one webhook whatever it listens to. */
 const UNHEARD: readonly AuditAction[] = ['project.created', 'webhook.test'];
 
-/** The audit actions a webhook can subscribe to (contract §10, the API's own list), grouped by resource. */
+/** The audit actions a webhook can subscribe to (docs/api.md, "Audit log": the API's own list), grouped by resource. */
 export const EVENT_GROUPS: { label: string; actions: AuditAction[] }[] = (Object.entries(GROUP_LABELS) as [ResourceType, string][]).map(([type, label]) => ({
   label,
   actions: fields.auditActions.filter((action) => action.startsWith(`${type}.`) && !UNHEARD.includes(action)),

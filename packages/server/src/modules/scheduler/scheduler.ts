@@ -1,0 +1,143 @@
+/**
+ * Applies what is due, on every instance, each item exactly once (docs/change-management.md):
+ * pending schedules and scheduled change requests whose time has come. Every instance polls
+ * (once a second by default) and leases a batch of due items in one statement (PostgreSQL skips
+ * rows another instance is leasing); each is then applied in its own transaction, which moves it
+ * from pending (or scheduled) exactly once, so even a lease that ran out cannot apply it twice. An
+ * item found more than 24 hours late (no instance ran meanwhile) fails as missed.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Db } from '../../db/database.js';
+import { toIso } from '../../db/values.js';
+import { AppError, Unavailable } from '../../errors.js';
+import { LogThrottle } from '../../log-throttle.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import { authorOf, type RequestRow } from '../change-requests/change-requests.repository.js';
+import { AlreadySettled as RequestSettled, applyRequest, failMissedRequest } from '../change-requests/change-requests.writes.js';
+import { AlreadySettled, applyScheduleWrite, failScheduleWrite, MISSED_AFTER_MS } from '../schedules/schedule-writes.js';
+import { creatorOf, type ScheduleRow } from '../schedules/schedules.repository.js';
+
+/** For tests (passed through buildApp, not a setting). */
+export interface SchedulerOptions {
+  /** How often due items are looked for (default 1 s: applied within about a second of their time). */
+  pollIntervalMs?: number;
+}
+
+/** What the metrics count (metrics/metrics.ts). */
+export interface ScheduleObserver {
+  applied(kind: 'schedule' | 'change_request', lagSeconds: number): void;
+  failed(kind: 'schedule' | 'change_request'): void;
+}
+
+const BATCH = 50;
+/** Long enough for a batch to apply; an instance that dies leaves its items to others after it. */
+const LEASE_MS = 30_000;
+const lagOf = (due: string | Date, applied: string) => (Date.parse(applied) - Date.parse(toIso(due))) / 1000;
+
+export class Scheduler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | null = null;
+  private readonly failureLog = new LogThrottle();
+
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly writes: ProjectWrites,
+    private readonly observer: ScheduleObserver,
+    private readonly log: FastifyBaseLogger,
+    private readonly options: SchedulerOptions = {},
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs ?? 1000);
+    this.timer.unref();
+    this.wake(); // at start: what came due while no instance ran
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  private wake(): void {
+    if (this.running) return;
+    this.running = this.applyDue()
+      .then(() => void (this.failureLog.recovered() && this.log.info('scheduler: applying due changes again')))
+      .catch((error: unknown) => void (this.failureLog.due() && this.log.error({ err: error }, 'scheduler: could not apply due changes; trying again')))
+      .finally(() => (this.running = null));
+  }
+
+  private async applyDue(): Promise<void> {
+    const now = Date.now();
+    const [at, leaseUntil] = [new Date(now).toISOString(), new Date(now + LEASE_MS).toISOString()];
+    const schedules = (await this.leaseDue('schedules', 'pending', 'at', at, leaseUntil)) as ScheduleRow[];
+    for (const schedule of schedules) await this.each(() => this.applySchedule(schedule, now));
+    const requests = (await this.leaseDue('change_requests', 'scheduled', 'apply_at', at, leaseUntil)) as RequestRow[];
+    for (const request of requests) await this.each(() => this.applyRequest(request, now));
+  }
+
+  /**
+   * Leases to this instance up to a batch of the rows due at `now` (with `status`, their time
+   * passed, no live lease) until `leaseUntil`, in one statement: no other instance takes them
+   * meanwhile (PostgreSQL skips the rows another is leasing; the one statement is atomic on
+   * SQLite), and one that dies leaves them to be taken when the lease ends. Whether one is applied
+   * is decided again in the transaction that applies it: a status that moves once.
+   */
+  private leaseDue(table: 'schedules' | 'change_requests', status: string, dueColumn: 'at' | 'apply_at', now: string, leaseUntil: string): Promise<unknown[]> {
+    const db = this.db as unknown as Kysely<Record<typeof table, { id: string; status: string; claimed_until: string | null } & Record<typeof dueColumn, string>>>;
+    let due = db
+      .selectFrom(table)
+      .select('id')
+      .where('status', '=', status)
+      .where(dueColumn, '<=', now)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .orderBy(dueColumn)
+      .limit(BATCH);
+    if (this.dialect === 'postgres') due = due.forUpdate().skipLocked();
+    return db.updateTable(table).set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', status).returningAll().execute();
+  }
+
+  /** One item: a failure that is not its own (the database away) leaves it to be tried again when its lease ends, and the batch goes on. */
+  private async each(apply: () => Promise<void>): Promise<void> {
+    try {
+      await apply();
+    } catch (error) {
+      if (this.failureLog.due()) this.log.error({ err: error }, 'scheduler: could not apply a due change; it is tried again in 30 s');
+    }
+  }
+
+  private async applyRequest(request: RequestRow, now: number): Promise<void> {
+    if (now - Date.parse(toIso(request.apply_at!)) > MISSED_AFTER_MS) {
+      await failMissedRequest(this.writes, request, 'missed');
+      return this.observer.failed('change_request');
+    }
+    try {
+      const applied = await applyRequest(this.writes, this.db, { projectId: request.project_id, requestId: request.id }, authorOf(request), 'scheduled');
+      this.observer.applied('change_request', lagOf(request.apply_at!, applied.applied_at!));
+    } catch (error) {
+      if (error instanceof RequestSettled) return;
+      if (!(error instanceof AppError) || error instanceof Unavailable) throw error;
+      this.observer.failed('change_request'); // failed or outdated, as applyRequest recorded
+    }
+  }
+
+  private async applySchedule(schedule: ScheduleRow, now: number): Promise<void> {
+    const origin = { schedule_id: schedule.id };
+    if (now - Date.parse(toIso(schedule.at)) > MISSED_AFTER_MS) return this.failSchedule(schedule, 'missed');
+    try {
+      const applied = await this.writes.apply(creatorOf(schedule), schedule.project_id, (trx, record) => applyScheduleWrite(trx, record, schedule), origin);
+      this.observer.applied('schedule', lagOf(applied.at, applied.applied_at!));
+    } catch (error) {
+      if (error instanceof AlreadySettled) return;
+      // Refused as the PUT would now be refused (or needs approval): failed, with why. Anything else: tried again after the lease.
+      if (!(error instanceof AppError) || error instanceof Unavailable) throw error;
+      await this.failSchedule(schedule, error.message);
+    }
+  }
+
+  private async failSchedule(schedule: ScheduleRow, reason: string): Promise<void> {
+    await this.writes.apply(creatorOf(schedule), schedule.project_id, (trx, record) => failScheduleWrite(trx, record, schedule.id, reason), { schedule_id: schedule.id });
+    this.observer.failed('schedule');
+  }
+}
