@@ -8,10 +8,15 @@
  * one Map.get per iteration, measured in the same run) is more comparable
  * across noisy machines.
  *
- * Optional env: BENCH_MS (target measured time per case, default 1000).
+ * Times are CPU time of the process (user + system), not the wall clock.
+ * Optional env: BENCH_MS (target measured time per case, default 1000); BENCH_ENGINE (below).
+ * bench/ab.mjs alternates this bench between two builds and keeps each case's best.
  */
-import { compileFlagSet, conditionProblem, OUTCOMES, RULE_TYPES } from '../src/index.js';
 import type { CompileOptions, CompiledFlagSet, Condition, EvaluationContext, FlagDefinition, RuleDefinition } from '../src/index.js';
+
+/** BENCH_ENGINE: another build of the engine to measure with the same cases (its dist/src/index.js), e.g. main's, for a before and after. */
+const engine: typeof import('../src/index.js') = await import(process.env['BENCH_ENGINE'] ?? '../src/index.js');
+const { compileFlagSet, conditionProblem, OUTCOMES, RULE_TYPES } = engine;
 
 const TARGET_NS = BigInt(Math.round(Number(process.env['BENCH_MS'] ?? 1000) * 1e6));
 const WARMUP_NS = TARGET_NS / 4n;
@@ -34,10 +39,12 @@ interface Measurement {
   nsPerOp: number;
 }
 
+/** Nanoseconds of CPU (user + system) that `run(n)` took: steadier than the wall clock on a shared machine. */
 function time(run: (n: number) => number, n: number): bigint {
-  const t0 = process.hrtime.bigint();
+  const t0 = process.cpuUsage();
   sink += run(n);
-  return process.hrtime.bigint() - t0;
+  const { user, system } = process.cpuUsage(t0);
+  return BigInt(user + system) * 1000n;
 }
 
 /** Warm up (also lets the JIT optimize), calibrate to ~TARGET_NS, measure once. */
@@ -201,7 +208,7 @@ const envCase: Case = {
 };
 
 // ---------------------------------------------------------------------------
-// Conditions (issue 20, contract §14): one flag with one condition per operator, over 1,024
+// Conditions (docs/targeting.md): one flag with one condition per operator, over 1,024
 // contexts whose attribute values vary (about half of them match), so that the engine's
 // one-entry parse memos miss as they do from one request to the next.
 // ---------------------------------------------------------------------------

@@ -1,33 +1,18 @@
 /**
  * The one outcome vocabulary: every answer evaluation can give for a flag, with its code, its
- * reason string (interface.md, contract §2) and the OpenFeature reason it maps to (contract §12).
- * The compiler writes codes; the server's answers, history, OFREP and the OpenFeature providers
- * all read this table.
+ * reason string (docs/api.md) and the OpenFeature reason it maps to (docs/sdk.md). The flag set
+ * writes codes; the server's answers, history, OFREP and the OpenFeature providers all read this
+ * table.
  */
-import type { RuleType } from './evaluate.js';
-
-/** OpenFeature's resolution reasons that Guidon gives (contract §12). */
-export type ReasonKind = 'DISABLED' | 'STATIC' | 'TARGETING_MATCH' | 'SPLIT' | 'DEFAULT';
-
-export interface Outcome {
-  /**
-   * Its byte in stored evaluation history: the same in every process and release. Codes are
-   * written out below and never change; a new outcome takes the next free code.
-   */
-  readonly code: number;
-  readonly enabled: boolean;
-  /** The reason string of the evaluate answer (the seed's wording). */
-  readonly reason: string;
-  readonly kind: ReasonKind;
-}
+import type { Outcome, ReasonKind, RuleType } from './model.js';
 
 export const DISABLED_CODE = 0;
 export const ENABLED_GLOBALLY_CODE = 1;
 /** A rule of each type served its match (`serve` true). The conditions type came later: 205. */
 export const RULE_MATCH_CODES: Readonly<Record<RuleType, number>> = Object.freeze({ user_id: 2, user_email: 3, email_domain: 4, conditions: 205 });
-/** `everyone_else: "off"` and no rule served (contract §14). */
+/** `everyone_else: "off"` and no rule served (docs/targeting.md). */
 export const NO_RULE_MATCHED_CODE = 206;
-/** A rule of each type served with `serve: false`: off, with the rule's reason (contract §14). */
+/** A rule of each type served with `serve: false`: off, with the rule's reason (docs/targeting.md). */
 export const RULE_OFF_CODES: Readonly<Record<RuleType, number>> = Object.freeze({ user_id: 207, user_email: 208, email_domain: 209, conditions: 210 });
 
 /** The code of a rule of this type that serves `serve`. */

@@ -3,8 +3,7 @@
  * answers and what an SDK in local mode compiles with compileFlagSet. The server writes it, the
  * SDK reads it: one declaration for both. Types only.
  */
-import type { Condition } from './conditions.js';
-import type { FlagDefinition } from './evaluate.js';
+import type { Condition, FlagDefinition } from './model.js';
 
 export interface RulesetDocument {
   /** The document's version: an SDK refuses a format it does not know (and keeps the ruleset it holds). */

@@ -49,7 +49,7 @@ import { documentSchemaRoutes, flagsAsCodeRoutes } from './modules/flags-as-code
 import { AttributeWriter } from './modules/attributes/attributes.seen.js';
 import { attributeRoutes } from './modules/attributes/attributes.routes.js';
 import { explainRoutes } from './modules/explain/explain.routes.js';
-import { Condition, Segment } from './modules/segments/segments.schemas.js';
+import { Condition, ConditionBody, Segment } from './modules/segments/segments.schemas.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { downloadRoutes } from './modules/downloads/downloads.routes.js';
 import { healthRoutes, type Readiness } from './modules/health/health.routes.js';
@@ -263,7 +263,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },

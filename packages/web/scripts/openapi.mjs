@@ -32,8 +32,11 @@ export async function openApiDocument() {
 function fieldRules(doc) {
   const body = (path, method) => doc.paths[path][method].requestBody.content['application/json'].schema.properties;
   const pick = ({ pattern, minLength, maxLength, description }) => ({ pattern, minLength, maxLength, description });
+  const flag = body('/api/projects/{project_id}/environments/{env_id}/flags', 'post');
+  const variant = flag.variants.items.properties;
+  const condition = doc.components.schemas.Condition.properties;
   return {
-    flagKey: pick(body('/api/projects/{project_id}/environments/{env_id}/flags', 'post').key),
+    flagKey: pick(flag.key),
     environmentKey: pick(body('/api/projects/{project_id}/environments', 'post').key),
     password: pick(body('/auth/register', 'post').password),
     // Where the login page may send a person back to: the server's own check (its ReturnPath schema).
@@ -41,6 +44,11 @@ function fieldRules(doc) {
     // The closed vocabularies of the audit log (docs/api.md, Audit log): the webhook form lists them.
     auditActions: doc.components.schemas.AuditAction.enum,
     resourceTypes: doc.components.schemas.ResourceType.enum,
+    // The engine's operators (in its order) with what each takes, and the attributes it fills itself (docs/targeting.md).
+    operators: condition.operator['x-operators'],
+    builtInAttributes: condition.attribute['x-built-in'],
+    // The engine's limits of a flag's variants (docs/variants.md).
+    variantLimits: { variants: flag.variants.maxItems, totalWeight: variant.weight.maximum, valueBytes: variant.value['x-max-bytes'], valueDepth: variant.value['x-max-depth'] },
   };
 }
 

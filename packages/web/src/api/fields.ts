@@ -67,5 +67,125 @@ export const fields = {
     "webhook",
     "schedule",
     "change_request"
-  ]
+  ],
+  "operators": {
+    "IN": {
+      "values": "many",
+      "max_values": 10000,
+      "case_insensitive": true
+    },
+    "NOT_IN": {
+      "values": "many",
+      "max_values": 10000,
+      "case_insensitive": true
+    },
+    "STR_CONTAINS": {
+      "values": "many",
+      "max_values": 100,
+      "case_insensitive": true
+    },
+    "STR_STARTS_WITH": {
+      "values": "many",
+      "max_values": 100,
+      "case_insensitive": true
+    },
+    "STR_ENDS_WITH": {
+      "values": "many",
+      "max_values": 100,
+      "case_insensitive": true
+    },
+    "NUM_EQ": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "NUM_GT": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "NUM_GTE": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "NUM_LT": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "NUM_LTE": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "DATE_AFTER": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "DATE_BEFORE": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "SEMVER_EQ": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "SEMVER_GT": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "SEMVER_GTE": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "SEMVER_LT": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "SEMVER_LTE": {
+      "values": "one",
+      "max_values": 1,
+      "case_insensitive": false
+    },
+    "REGEX": {
+      "values": "many",
+      "max_values": 10,
+      "case_insensitive": true
+    },
+    "IN_CIDR": {
+      "values": "many",
+      "max_values": 10000,
+      "case_insensitive": false
+    },
+    "EXISTS": {
+      "values": "none",
+      "max_values": 0,
+      "case_insensitive": false
+    },
+    "IN_SEGMENT": {
+      "values": "many",
+      "max_values": 10000,
+      "case_insensitive": false
+    }
+  },
+  "builtInAttributes": [
+    "user_id",
+    "user_email",
+    "email_domain",
+    "environment",
+    "current_time"
+  ],
+  "variantLimits": {
+    "variants": 50,
+    "totalWeight": 1000,
+    "valueBytes": 8192,
+    "valueDepth": 32
+  }
 } as const;

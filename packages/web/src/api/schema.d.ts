@@ -3797,13 +3797,13 @@ export interface paths {
                         description?: string | null;
                         enabled?: boolean;
                         rollout_percentage?: number;
-                        /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                        /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                         everyone_else?: "rollout" | "off";
                         /** @description 0–50 variants; [] for none */
                         variants?: {
                             /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                             key: string;
-                            /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                            /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                             value: unknown;
                             /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                             weight: number;
@@ -3993,13 +3993,13 @@ export interface paths {
                         description?: string | null;
                         enabled?: boolean;
                         rollout_percentage?: number;
-                        /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                        /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                         everyone_else?: "rollout" | "off";
                         /** @description 0–50 variants; [] for none */
                         variants?: {
                             /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                             key: string;
-                            /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                            /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                             value: unknown;
                             /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                             weight: number;
@@ -4559,7 +4559,7 @@ export interface paths {
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
                         /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                        conditions?: components["schemas"]["Condition"][] | null;
+                        conditions?: components["schemas"]["ConditionBody"][] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
                         priority?: number;
@@ -4749,7 +4749,7 @@ export interface paths {
                         /** @description the seed types' value; absent or null for conditions */
                         rule_value?: string | null;
                         /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                        conditions?: components["schemas"]["Condition"][] | null;
+                        conditions?: components["schemas"]["ConditionBody"][] | null;
                         enabled?: boolean;
                         /** @description higher is evaluated first */
                         priority?: number;
@@ -5023,13 +5023,13 @@ export interface paths {
                             description?: string | null;
                             enabled?: boolean;
                             rollout_percentage?: number;
-                            /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                            /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                             everyone_else?: "rollout" | "off";
                             /** @description 0–50 variants; [] for none */
                             variants?: {
                                 /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                                 key: string;
-                                /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                                 value: unknown;
                                 /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                                 weight: number;
@@ -5345,13 +5345,13 @@ export interface paths {
                                 description?: string | null;
                                 enabled?: boolean;
                                 rollout_percentage?: number;
-                                /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                                 everyone_else?: "rollout" | "off";
                                 /** @description 0–50 variants; [] for none */
                                 variants?: {
                                     /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                                     key: string;
-                                    /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                                     value: unknown;
                                     /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                                     weight: number;
@@ -5374,13 +5374,13 @@ export interface paths {
                                 description?: string | null;
                                 enabled?: boolean;
                                 rollout_percentage?: number;
-                                /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                                 everyone_else?: "rollout" | "off";
                                 /** @description 0–50 variants; [] for none */
                                 variants?: {
                                     /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                                     key: string;
-                                    /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                                     value: unknown;
                                     /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                                     weight: number;
@@ -5411,7 +5411,7 @@ export interface paths {
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
                                 /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                                conditions?: components["schemas"]["Condition"][] | null;
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
                                 priority?: number;
@@ -5434,7 +5434,7 @@ export interface paths {
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
                                 /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                                conditions?: components["schemas"]["Condition"][] | null;
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
                                 priority?: number;
@@ -5469,13 +5469,13 @@ export interface paths {
                                 description?: string | null;
                                 enabled?: boolean;
                                 rollout_percentage?: number;
-                                /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                                 everyone_else?: "rollout" | "off";
                                 /** @description 0–50 variants; [] for none */
                                 variants?: {
                                     /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                                     key: string;
-                                    /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                                     value: unknown;
                                     /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                                     weight: number;
@@ -5763,13 +5763,13 @@ export interface paths {
                                 description?: string | null;
                                 enabled?: boolean;
                                 rollout_percentage?: number;
-                                /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                                 everyone_else?: "rollout" | "off";
                                 /** @description 0–50 variants; [] for none */
                                 variants?: {
                                     /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                                     key: string;
-                                    /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                                     value: unknown;
                                     /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                                     weight: number;
@@ -5792,13 +5792,13 @@ export interface paths {
                                 description?: string | null;
                                 enabled?: boolean;
                                 rollout_percentage?: number;
-                                /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                                 everyone_else?: "rollout" | "off";
                                 /** @description 0–50 variants; [] for none */
                                 variants?: {
                                     /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                                     key: string;
-                                    /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                                     value: unknown;
                                     /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                                     weight: number;
@@ -5829,7 +5829,7 @@ export interface paths {
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
                                 /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                                conditions?: components["schemas"]["Condition"][] | null;
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
                                 priority?: number;
@@ -5852,7 +5852,7 @@ export interface paths {
                                 /** @description the seed types' value; absent or null for conditions */
                                 rule_value?: string | null;
                                 /** @description for rule_type conditions: all must hold (docs/targeting.md) */
-                                conditions?: components["schemas"]["Condition"][] | null;
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
                                 enabled?: boolean;
                                 /** @description higher is evaluated first */
                                 priority?: number;
@@ -5887,13 +5887,13 @@ export interface paths {
                                 description?: string | null;
                                 enabled?: boolean;
                                 rollout_percentage?: number;
-                                /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+                                /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
                                 everyone_else?: "rollout" | "off";
                                 /** @description 0–50 variants; [] for none */
                                 variants?: {
                                     /** @description flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag */
                                     key: string;
-                                    /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                                    /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                                     value: unknown;
                                     /** @description in 0.1% steps; the weights of a flag sum to exactly 1000 */
                                     weight: number;
@@ -6393,7 +6393,7 @@ export interface paths {
                         key: string;
                         name: string;
                         description?: string | null;
-                        conditions: components["schemas"]["Condition"][];
+                        conditions: components["schemas"]["ConditionBody"][];
                     };
                 };
             };
@@ -6570,7 +6570,7 @@ export interface paths {
                         key?: string;
                         name?: string;
                         description?: string | null;
-                        conditions?: components["schemas"]["Condition"][];
+                        conditions?: components["schemas"]["ConditionBody"][];
                     };
                 };
             };
@@ -8724,12 +8724,12 @@ export interface components {
             description: string | null;
             enabled: boolean;
             rollout_percentage: number;
-            /** @description rollout: §2 steps 3–4 (default); off: a user no rule served gets false */
+            /** @description rollout: the flag's rollout_percentage (default); off: a user no rule served gets false */
             everyone_else: "rollout" | "off";
             /** @description docs/variants.md; [] for a flag that serves only on/off */
             variants: {
                 key: string;
-                /** @description any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
+                /** @description any JSON of at most 8 KiB and 32 levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array) */
                 value: unknown;
                 weight: number;
                 description?: string;
@@ -8748,11 +8748,24 @@ export interface components {
             updated_at: string;
         };
         Condition: {
-            /** @description absent for IN_SEGMENT */
+            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
             attribute?: string | null;
-            /** @description IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT */
+            /**
+             * @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md)
+             * @enum {unknown}
+             */
+            operator: "IN" | "NOT_IN" | "STR_CONTAINS" | "STR_STARTS_WITH" | "STR_ENDS_WITH" | "NUM_EQ" | "NUM_GT" | "NUM_GTE" | "NUM_LT" | "NUM_LTE" | "DATE_AFTER" | "DATE_BEFORE" | "SEMVER_EQ" | "SEMVER_GT" | "SEMVER_GTE" | "SEMVER_LT" | "SEMVER_LTE" | "REGEX" | "IN_CIDR" | "EXISTS" | "IN_SEGMENT";
+            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
+            values?: string[];
+            negate?: boolean;
+            case_insensitive?: boolean;
+        };
+        ConditionBody: {
+            /** @description absent for IN_SEGMENT; built in: user_id, user_email, email_domain, environment, current_time; any other name is a custom attribute */
+            attribute?: string | null;
+            /** @description one of IN, NOT_IN, STR_CONTAINS, STR_STARTS_WITH, STR_ENDS_WITH, NUM_EQ, NUM_GT, NUM_GTE, NUM_LT, NUM_LTE, DATE_AFTER, DATE_BEFORE, SEMVER_EQ, SEMVER_GT, SEMVER_GTE, SEMVER_LT, SEMVER_LTE, REGEX, IN_CIDR, EXISTS, IN_SEGMENT (docs/targeting.md) */
             operator: string;
-            /** @description any may match; none for EXISTS; segment keys for IN_SEGMENT */
+            /** @description any may match; none for EXISTS; one for NUM_, DATE_ and SEMVER_; segment keys for IN_SEGMENT; at most 10000 (STR_CONTAINS 100, STR_STARTS_WITH 100, STR_ENDS_WITH 100, REGEX 10) */
             values?: string[];
             negate?: boolean;
             case_insensitive?: boolean;

@@ -38,8 +38,6 @@ export class CompiledEnvironment implements BatchEnvironment {
   readonly flagVariants: readonly (readonly string[] | null)[] | null;
   /** Per flag and variant index, `,"variant":"<key>","value":<value>`: what a variant flag's answer adds. */
   readonly variantMembers: readonly (readonly string[] | null)[];
-  /** 1 for a flag of the engine's splits (its weights leave a choice): on for everyone, it still serves a split (OFREP's reason SPLIT, contract §15). */
-  readonly splitByWeight: Uint8Array;
   /** Recent answers and the bytes to build new ones (evaluate.answers.ts). */
   readonly answers: EnvironmentAnswers;
   /** The flags as loaded (evaluation order) and the project's segments: what the local-evaluation ruleset is built from. */
@@ -67,8 +65,6 @@ export class CompiledEnvironment implements BatchEnvironment {
     this.keysDigest = hash('sha1', JSON.stringify(hasVariants ? [this.flagKeys, variants] : this.flagKeys), 'buffer');
     this.outcomeWidth = hasVariants ? size * 2 : size;
     this.flagVariants = hasVariants ? variants.map((list) => (list === null ? null : list.map((variant) => variant.key))) : null;
-    this.splitByWeight = new Uint8Array(size);
-    for (const flag of this.flagSet.splits) this.splitByWeight[flag] = 1;
     this.variantMembers = variants.map((list) => (list === null ? null : list.map(({ key, value }) => `,"variant":${JSON.stringify(key)},"value":${JSON.stringify(value)}`)));
     this.indexes = new Map(this.flagKeys.map((key, i) => [key, i]));
     this.answers = new EnvironmentAnswers(this);

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { Uuid } from '../../http/schemas.js';
 import { EvaluateBody } from '../evaluate/evaluate.schemas.js';
 
-/** The context exactly as evaluate takes it (contract §2, §14): same checks, same 400s. */
+/** The context exactly as evaluate takes it (docs/api.md, docs/targeting.md): same checks, same 400s. */
 export const ExplainBody = Type.Object({ context: EvaluateBody.properties.context });
 
 const ExplainedRule = Type.Object({

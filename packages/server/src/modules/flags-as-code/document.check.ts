@@ -5,7 +5,7 @@
  * (the functions the routes call), so that an import accepts exactly what the API accepts.
  */
 import { Ajv, type ErrorObject } from 'ajv';
-import type { Condition, RuleType } from '@guidon/engine';
+import { flagProblem, Patterns, segmentProblem, type Condition, type RuleType } from '@guidon/engine';
 import { Invalid, InvalidDocument, type Problem } from '../../errors.js';
 import { ruleTargetProblems, checkedRuleTarget } from '../flags/rules.checks.js';
 import { checkBucketingKey } from '../flags/bucketing.js';
@@ -131,16 +131,25 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
   });
   const managed = new Set(environments.map((env) => env.key));
 
+  // Each distinct pattern of the document compiled once, whatever the number of conditions that name it.
+  const patterns = new Patterns();
   const segments: SegmentState[] = [];
   const documentSegments = list<NonNullable<GuidonDocument['segments']>[number]>(document.segments);
   duplicates(documentSegments, (segment) => segment?.key, 'segments', 'segment');
   documentSegments.forEach((segment, s) => {
     if (shapeWrong(`segments[${s}]`)) return;
-    const wrong = conditionProblems(segment.conditions, null, (i) => `segments[${s}].conditions[${i}]`);
+    const wrong = conditionProblems(segment.conditions, null, (i) => `segments[${s}].conditions[${i}]`, patterns);
     wrong.forEach((message) => add(message.slice(0, message.search(/ \(|:/)), message));
-    if (wrong.length === 0) segments.push({ key: segment.key, name: segment.name, description: segment.description ?? null, conditions: storedConditions(segment.conditions) });
+    if (wrong.length > 0) return;
+    const conditions = storedConditions(segment.conditions);
+    // What its conditions may cost together (docs/targeting.md, "What a flag may cost").
+    const limit = segmentProblem(conditions, patterns);
+    if (limit !== null) add(`segments[${s}].conditions`, `segments[${s}].conditions: ${limit}`);
+    else segments.push({ key: segment.key, name: segment.name, description: segment.description ?? null, conditions });
   });
   const segmentKeys = new Set([...documentSegments.map((segment) => segment?.key), ...(mode === 'merge' ? current.segments.map((segment) => segment.key) : [])]);
+  /** The segments the flags' rules may name, as the import leaves them: what a flag's cost counts. */
+  const segmentConditions = new Map([...(mode === 'merge' ? current.segments : []), ...segments].map((segment) => [segment.key, segment.conditions]));
 
   const flags = new Map<string, Map<string, FlagState>>([...managed].map((key) => [key, new Map()]));
   const documentFlags = list<GuidonDocument['flags'][number]>(document.flags);
@@ -167,7 +176,7 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
         const serve = rule.serve ?? true;
         const priority = rule.priority ?? 0;
         const conditions = (rule.conditions ?? undefined) as Condition[] | undefined;
-        for (const message of ruleTargetProblems(type, rule.rule_value, conditions, segmentKeys, (i) => `${at}.conditions[${i}]`)) {
+        for (const message of ruleTargetProblems(type, rule.rule_value, conditions, segmentKeys, (i) => `${at}.conditions[${i}]`, patterns)) {
           const condition = /^(.*\.conditions\[\d+\])/.exec(message)?.[1];
           add(condition ?? `${at}.${type === 'conditions' ? 'conditions' : 'rule_value'}`, condition ? message : placed(at, message));
         }
@@ -184,6 +193,11 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
       if ((entry.prerequisites ?? []).length > 0) {
         // Prerequisites are not in this server yet: refused rather than dropped.
         add(`${base}.prerequisites`, `${base}.prerequisites: this server does not have prerequisites yet; remove them or import into a server that does`);
+      }
+      // Its rules taken together: at most 100, 256 KiB of conditions, what they may cost (docs/targeting.md).
+      if (problems.length === before) {
+        const limit = flagProblem(rules, segmentConditions, patterns);
+        if (limit !== null) add(`${base}.rules`, `${base}.rules: ${limit}`);
       }
       if (problems.length > before || !variants || shapeWrong(base) || shapeWrong(`flags[${f}].description`)) continue;
       flags.get(envKey)!.set(flag.key, {

@@ -4,12 +4,11 @@
  * both the JSON Schema served at /schemas/guidon-export-1.json and the check of every import.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { OPERATORS } from '@guidon/engine';
+import { CONDITION_LIMITS, OPERATORS, VARIANT_LIMITS } from '@guidon/engine';
 import { Description, Name, Uuid } from '../../http/schemas.js';
 import { EnvironmentKey } from '../environments/environments.schemas.js';
 import { BucketingKey, CreateRuleBody, EveryoneElse, FlagKey, OffVariant, RolloutPercentage, VariantBody } from '../flags/flags.schemas.js';
-import { Condition, CreateSegmentBody } from '../segments/segments.schemas.js';
-import { CONDITION_LIMITS } from '@guidon/engine';
+import { ConditionBody, CreateSegmentBody } from '../segments/segments.schemas.js';
 
 /** The document format's version: `guidon: 1`. */
 export const DOCUMENT_VERSION = 1;
@@ -18,7 +17,7 @@ export const SCHEMA_PATH = '/schemas/guidon-export-1.json';
 /** A closed object: a misspelt field is a problem, not a field silently left at its default. */
 const closed = <T extends Record<string, TSchema>>(properties: T, options: object = {}) => Type.Object(properties, { additionalProperties: false, ...options });
 
-const DocumentCondition = closed({ ...Condition.properties, operator: Type.Enum([...OPERATORS]) });
+const DocumentCondition = closed({ ...ConditionBody.properties, operator: Type.Enum([...OPERATORS]) });
 const DocumentConditions = Type.Array(DocumentCondition, { minItems: 1, maxItems: CONDITION_LIMITS.conditionsPerRule });
 
 const DocumentRule = closed({
@@ -41,7 +40,7 @@ const FlagState = closed(
     rollout_percentage: Type.Optional(RolloutPercentage),
     everyone_else: Type.Optional(EveryoneElse),
     bucketing_key: Type.Optional(BucketingKey),
-    variants: Type.Optional(Type.Array(closed(VariantBody.properties), { maxItems: 50 })),
+    variants: Type.Optional(Type.Array(closed(VariantBody.properties), { maxItems: VARIANT_LIMITS.variants })),
     off_variant: Type.Optional(OffVariant),
     prerequisites: Type.Optional(Type.Array(Prerequisite, { maxItems: 10 })),
     rules: Type.Optional(Type.Array(DocumentRule, { description: 'in evaluation order: highest priority first' })),

@@ -5,6 +5,7 @@ import type { ProjectWrites } from '../changes/project-writes.js';
 import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
 import { requireProject } from '../projects/projects.repository.js';
+import { checkFlagRules } from '../segments/segments.repository.js';
 import { copyFlag, listProjectFlags } from './across.repository.js';
 import { CopyFlagBody, ProjectFlag } from './across.schemas.js';
 import { requireFlag } from './flags.repository.js';
@@ -31,6 +32,8 @@ export const acrossRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async 
       const source = await requireFlag(trx, flagScopeOf(request));
       const target = await requireEnvironment(trx, { projectId, envId: request.body.target_environment_id });
       const copied = await copyFlag(trx, source, target, request.body.overwrite === true);
+      // What the source was saved with may predate today's limits: the copy is held to them.
+      await checkFlagRules(trx, projectId, [copied.flag]);
       record(flagChange(copied.replaced ? 'flag.updated' : 'flag.created', copied.replaced, copied.flag));
       return copied;
     });

@@ -1,19 +1,28 @@
 import { Type } from 'typebox';
+import { VARIANT_LIMITS } from '@guidon/engine';
 import { Description, Name, Timestamp, Uuid } from '../../http/schemas.js';
 import { Conditions } from '../segments/segments.schemas.js';
 
 export const FlagKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'a-z, 0-9, _ and -; starts with a letter; unique per environment' });
 export const RolloutPercentage = Type.Integer({ minimum: 0, maximum: 100 });
-/** Who no rule served (docs/targeting.md): the rollout (§2 steps 3–4) or nobody. */
-export const EveryoneElse = Type.Union([Type.Literal('rollout'), Type.Literal('off')], { description: 'rollout: §2 steps 3–4 (default); off: a user no rule served gets false' });
+/** Who no rule served (docs/targeting.md): the rollout or nobody. */
+export const EveryoneElse = Type.Union([Type.Literal('rollout'), Type.Literal('off')], { description: "rollout: the flag's rollout_percentage (default); off: a user no rule served gets false" });
 
-/** docs/variants.md: what a flag serves besides on/off. Type.Unknown: any JSON, checked in variants.ts. */
-const VariantValue = Type.Unknown({ description: 'any JSON of at most 8 KiB, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array)' });
-const VariantWeight = Type.Integer({ minimum: 0, maximum: 1000, description: 'in 0.1% steps; the weights of a flag sum to exactly 1000' });
+/**
+ * What a flag serves besides on/off (docs/variants.md). Type.Unknown: any JSON, checked in
+ * variants.ts; its limits, from the engine, also as `x-max-bytes` and `x-max-depth` for the
+ * dashboard's generated fields.ts.
+ */
+const VariantValue = Type.Unknown({
+  description: `any JSON of at most ${VARIANT_LIMITS.valueBytes / 1024} KiB and ${VARIANT_LIMITS.valueDepth} levels of arrays and objects, numbers within ±(2^53−1); all values of one flag have one JSON type (string, number, boolean, or object/array)`,
+  'x-max-bytes': VARIANT_LIMITS.valueBytes,
+  'x-max-depth': VARIANT_LIMITS.valueDepth,
+});
+const VariantWeight = Type.Integer({ minimum: 0, maximum: VARIANT_LIMITS.totalWeight, description: `in 0.1% steps; the weights of a flag sum to exactly ${VARIANT_LIMITS.totalWeight}` });
 const Variant = Type.Object({ key: Type.String(), value: VariantValue, weight: Type.Integer(), description: Type.Optional(Type.String()) });
 const VariantKey = Type.String({ pattern: '^[a-z][a-z0-9_-]*$', maxLength: 100, description: 'flag-key syntax (a-z, 0-9, _ and -; starts with a letter); unique in the flag' });
 export const VariantBody = Type.Object({ key: VariantKey, value: VariantValue, weight: VariantWeight, description: Type.Optional(Description) });
-export const Variants = Type.Array(VariantBody, { description: '0–50 variants; [] for none', maxItems: 50 });
+export const Variants = Type.Array(VariantBody, { description: `0–${VARIANT_LIMITS.variants} variants; [] for none`, maxItems: VARIANT_LIMITS.variants });
 export const OffVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: 'the variant served when the flag answers enabled: false; required with variants, null without' });
 /** docs/flags-as-code.md: what the rollout and variant hashes use instead of the flag's key. */
 export const BucketingKey = Type.Union([Type.String({ pattern: '^[A-Za-z0-9._~:-]{1,100}$', minLength: 1, maxLength: 100 }), Type.Null()], {

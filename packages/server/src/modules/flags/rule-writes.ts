@@ -8,7 +8,7 @@ import type { AuditAction } from '../changes/changes.schemas.js';
 import type { RecordChange } from '../changes/project-writes.js';
 import type { Db } from '../../db/database.js';
 import { onlyProvided } from '../../db/values.js';
-import { segmentKeys } from '../segments/segments.repository.js';
+import { checkFlagRules, segmentKeys } from '../segments/segments.repository.js';
 import { checkedRuleTarget, type SentConditions } from './rules.checks.js';
 import { requireFlag, type FlagScope } from './flags.repository.js';
 import { checkRuleVariant } from './variants.js';
@@ -44,6 +44,7 @@ export async function createRuleWrite(trx: Db, record: RecordChange, scope: Flag
   const target = await checkedTarget(trx, flag.project_id, rule_type, rule_value, conditions);
   const variant = checkRuleVariant(flag, body.variant ?? null, serve);
   const created = await createRule(trx, flag.id, { rule_type, ...target, enabled, priority, rollout_percentage, serve, variant });
+  await checkFlagRules(trx, flag.project_id, [flag]); // at most 100 rules, and what they may cost together
   record(ruleChange('rule.created', flag, null, created));
   return created;
 }
@@ -63,6 +64,7 @@ export async function updateRuleWrite(trx: Db, record: RecordChange, scope: Rule
   // The variant as it will be is checked whenever it or serve is sent.
   if (variant !== undefined || serve !== undefined) checkRuleVariant(flag, variant !== undefined ? variant : before.variant, serve ?? before.serve);
   const after = await updateRule(trx, before.id, onlyProvided({ rule_type, ...target, enabled, priority, rollout_percentage, serve, variant }));
+  if ('conditions' in target) await checkFlagRules(trx, flag.project_id, [flag]);
   record(ruleChange('rule.updated', flag, before, after));
   return after;
 }

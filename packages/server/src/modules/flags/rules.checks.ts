@@ -1,4 +1,4 @@
-import { looksLikeEmail, normalizeEmailDomain, type RuleType } from '@guidon/engine';
+import { looksLikeEmail, normalizeEmailDomain, type Patterns, type RuleType } from '@guidon/engine';
 import { Invalid } from '../../errors.js';
 import { conditionProblems, storedConditions } from '../segments/segments.repository.js';
 
@@ -22,13 +22,14 @@ export function checkedRuleValue(type: RuleType, raw: string): string {
 
 /**
  * Every problem of what a rule targets: a seed type's value (docs/api.md) or a conditions rule's
- * conditions (§14, against the project's segment keys). `where` names a condition in a message.
+ * conditions (docs/targeting.md, against the project's segment keys). `where` names a condition
+ * in a message; `patterns`: those compiled so far in this save.
  */
-export function ruleTargetProblems(type: RuleType, value: string | null | undefined, conditions: SentConditions | null | undefined, segmentKeys: ReadonlySet<string>, where?: (i: number) => string): string[] {
+export function ruleTargetProblems(type: RuleType, value: string | null | undefined, conditions: SentConditions | null | undefined, segmentKeys: ReadonlySet<string>, where?: (i: number) => string, patterns?: Patterns): string[] {
   if (type === 'conditions') {
     if (value !== undefined && value !== null) return ['rule_value must be absent or null for a conditions rule'];
     if (!conditions) return ['conditions are required for a conditions rule'];
-    return conditionProblems(conditions, segmentKeys, where);
+    return conditionProblems(conditions, segmentKeys, where, patterns);
   }
   if (conditions) return [`conditions apply only to rule_type conditions, not ${type}`];
   if (value === undefined || value === null) return [`rule_value is required for a ${type} rule`];

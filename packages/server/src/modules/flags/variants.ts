@@ -1,6 +1,7 @@
+import { VARIANT_LIMITS } from '@guidon/engine';
 import { Invalid } from '../../errors.js';
 
-/** A flag's variant as the API shows it and the flags.variants column stores it (contract §15). */
+/** A flag's variant as the API shows it and the flags.variants column stores it (docs/variants.md). */
 export interface Variant {
   key: string;
   value: unknown;
@@ -16,9 +17,7 @@ export interface VariantBody {
   description?: string | null;
 }
 
-export const MAX_VARIANTS = 50;
-export const TOTAL_WEIGHT = 1000;
-export const MAX_VALUE_BYTES = 8 * 1024;
+const { variants: MAX_VARIANTS, totalWeight: TOTAL_WEIGHT, valueBytes: MAX_VALUE_BYTES, valueDepth: MAX_DEPTH } = VARIANT_LIMITS;
 const LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** The column as read: text on SQLite, already parsed by pg for jsonb; null (no variants) is []. */
@@ -34,25 +33,30 @@ type JsonType = 'string' | 'number' | 'boolean' | 'object or array';
 
 /**
  * The value's JSON type, or Invalid: every number anywhere inside within ±(2^53−1), at most
- * 8 KiB serialized. Walked without recursion, and stopped once it has seen more nodes than the
- * byte limit allows, so a deeply nested body cannot exhaust the stack.
+ * VARIANT_LIMITS.valueDepth levels of arrays and objects (deeper values break clients' JSON
+ * parsers, docs/variants.md), at most 8 KiB serialized. Walked without recursion, and stopped
+ * once it has seen more nodes than the byte limit allows, so a deeply nested body cannot exhaust
+ * the stack.
  */
 function checkedValue(value: unknown, where: string): JsonType {
   if (value === null || value === undefined) throw new Invalid(`${where}.value must be a string, number, boolean, object or array (not null)`);
-  const stack: unknown[] = [value];
+  const stack: [unknown, number][] = [[value, 1]];
   let nodes = 0;
+  let deepest = 0;
   while (stack.length > 0) {
-    const node = stack.pop();
+    const [node, depth] = stack.pop()!;
     if (++nodes > MAX_VALUE_BYTES) throw new Invalid(`${where}.value must be at most ${MAX_VALUE_BYTES} bytes as JSON`);
     if (typeof node === 'number' && !(Math.abs(node) <= LIMIT)) throw new Invalid(`${where}.value holds the number ${node}, outside ±(2^53−1)`);
-    if (Array.isArray(node)) stack.push(...node);
-    else if (node !== null && typeof node === 'object') stack.push(...Object.values(node));
+    if (node === null || typeof node !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
   }
+  if (deepest > MAX_DEPTH) throw new Invalid(`${where}.value nests arrays and objects ${deepest} levels deep, over the ${MAX_DEPTH} allowed`);
   if (Buffer.byteLength(JSON.stringify(value)) > MAX_VALUE_BYTES) throw new Invalid(`${where}.value must be at most ${MAX_VALUE_BYTES} bytes as JSON`);
   return typeof value === 'object' ? 'object or array' : (typeof value as JsonType);
 }
 
-/** Contract §15: a flag's variants as stored, or Invalid naming the variant and the field. */
+/** A flag's variants as stored (docs/variants.md), or Invalid naming the variant and the field. */
 export function checkVariants(sent: readonly VariantBody[]): Variant[] {
   if (sent.length > MAX_VARIANTS) throw new Invalid(`A flag has at most ${MAX_VARIANTS} variants (${sent.length} sent)`);
   const seen = new Set<string>();

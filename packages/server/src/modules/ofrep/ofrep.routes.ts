@@ -104,15 +104,14 @@ const FRAGMENTS: readonly string[] = OUTCOMES.map(({ enabled, reason, kind }) =>
 
 /**
  * The members of a flag's OFREP answer: a boolean flag's from FRAGMENTS; a variant flag's value
- * and variant are its variant's (contract §15), its reason SPLIT where the weights chose for a
- * flag otherwise the same for everyone.
+ * and variant are its variant's (docs/variants.md), its reason the engine's (SPLIT where the
+ * weights chose for a flag otherwise the same for everyone).
  */
 function ofrepMembers(environment: CompiledEnvironment, flag: number, code: number, variant: number): string {
   const members = variant === NO_VARIANT ? undefined : environment.variantMembers[flag]?.[variant];
   if (members === undefined) return FRAGMENTS[code]!;
-  const { reason, kind } = OUTCOMES[code]!;
-  const ofrepKind = kind === 'STATIC' && environment.splitByWeight[flag] === 1 ? 'SPLIT' : kind;
-  return `${members.slice(1)},"reason":"${ofrepKind}","metadata":${JSON.stringify({ reason })}`;
+  const { reason } = OUTCOMES[code]!;
+  return `${members.slice(1)},"reason":"${environment.flagSet.reasonKind(flag, code)}","metadata":${JSON.stringify({ reason })}`;
 }
 
 export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; streamTokens: StreamTokens }> = async (

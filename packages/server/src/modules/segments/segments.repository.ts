@@ -1,10 +1,10 @@
-import { conditionProblem, type Condition } from '@guidon/engine';
+import { conditionProblem, flagProblem, Patterns, segmentProblem, type Condition } from '@guidon/engine';
 import type { Static } from 'typebox';
 import type { Db } from '../../db/database.js';
 import { conflictOnDuplicate, notFoundIfParentGone } from '../../db/errors.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
 import { Invalid, NotFound } from '../../errors.js';
-import type { Condition as ConditionBody } from './segments.schemas.js';
+import type { ConditionBody } from './segments.schemas.js';
 
 /** A JSON column of conditions: text on SQLite, parsed by pg for jsonb. */
 export function toConditions(value: string | object[] | null): Condition[] | null {
@@ -17,13 +17,14 @@ type SentCondition = Static<typeof ConditionBody> | Condition;
 /**
  * Every problem of a condition list (docs/targeting.md), each a message that names the condition
  * (`where(i)`, by default `conditions[i]`) and its operator. IN_SEGMENT's keys are checked against
- * segmentKeys; null: the list is a segment's, where IN_SEGMENT is refused.
+ * segmentKeys; null: the list is a segment's, where IN_SEGMENT is refused. `patterns`: those
+ * compiled so far in this save, so that each distinct pattern is compiled once.
  */
-export function conditionProblems(conditions: readonly SentCondition[], segmentKeys: ReadonlySet<string> | null, where = (i: number) => `conditions[${i}]`): string[] {
+export function conditionProblems(conditions: readonly SentCondition[], segmentKeys: ReadonlySet<string> | null, where = (i: number) => `conditions[${i}]`, patterns = new Patterns()): string[] {
   const problems: string[] = [];
   conditions.forEach((sent, i) => {
     const condition = sent as Condition; // its operator is checked first
-    const problem = conditionProblem(condition, where(i), { inSegment: segmentKeys === null });
+    const problem = conditionProblem(condition, where(i), { inSegment: segmentKeys === null, patterns });
     if (problem !== null) problems.push(problem);
     else if (condition.operator === 'IN_SEGMENT') {
       const unknown = (condition.values ?? []).find((key) => !segmentKeys!.has(key));
@@ -48,10 +49,46 @@ export function storedConditions(conditions: readonly SentCondition[]): Conditio
 }
 
 /** The conditions as stored, or a 400 naming the first problem. */
-export function checkConditions(conditions: readonly SentCondition[], segmentKeys: ReadonlySet<string> | null): Condition[] {
-  const [problem] = conditionProblems(conditions, segmentKeys);
+export function checkConditions(conditions: readonly SentCondition[], segmentKeys: ReadonlySet<string> | null, patterns = new Patterns()): Condition[] {
+  const [problem] = conditionProblems(conditions, segmentKeys, undefined, patterns);
   if (problem !== undefined) throw new Invalid(problem);
   return storedConditions(conditions);
+}
+
+/** A segment's own conditions, each checked and then taken together (their size and what they may cost), as stored; or Invalid. */
+export function checkSegmentConditions(conditions: readonly SentCondition[]): Condition[] {
+  const patterns = new Patterns();
+  const checked = checkConditions(conditions, null, patterns);
+  const problem = segmentProblem(checked, patterns);
+  if (problem !== null) throw new Invalid(problem);
+  return checked;
+}
+
+/** The project's segments' conditions by key, as the engine compiles them. */
+export async function segmentConditions(db: Db, projectId: string): Promise<Map<string, Condition[]>> {
+  const rows = await db.selectFrom('segments').select(['key', 'conditions']).where('project_id', '=', projectId).execute();
+  return new Map(rows.map((row) => [row.key, toConditions(row.conditions) ?? []]));
+}
+
+/**
+ * Each flag's rules taken together, as they are in the transaction after a write, within the
+ * engine's limits (docs/targeting.md, "What a flag may cost"): at most 100 rules, their conditions
+ * at most 256 KiB, and an evaluation that may cost at most 1 ms with the segments they name; or
+ * Invalid, its message after `cause(flag key)` when given (a segment's change is checked against
+ * each flag that uses it).
+ */
+export async function checkFlagRules(db: Db, projectId: string, flags: readonly { id: string; key: string }[], cause?: (flagKey: string) => string): Promise<void> {
+  if (flags.length === 0) return;
+  const [rules, segments] = await Promise.all([
+    db.selectFrom('rules').select(['flag_id', 'conditions']).where('flag_id', 'in', flags.map((flag) => flag.id)).execute(),
+    segmentConditions(db, projectId),
+  ]);
+  const patterns = new Patterns();
+  for (const flag of flags) {
+    const own = rules.filter((rule) => rule.flag_id === flag.id).map((rule) => ({ conditions: toConditions(rule.conditions) }));
+    const problem = flagProblem(own, segments, patterns);
+    if (problem !== null) throw new Invalid(cause ? `${cause(flag.key)}: ${problem}` : problem);
+  }
 }
 
 export interface Usage {

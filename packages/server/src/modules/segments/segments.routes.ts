@@ -7,7 +7,7 @@ import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import type { AuditAction } from '../changes/changes.schemas.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { listEnvironments } from '../environments/environments.repository.js';
-import { checkConditions, createSegment, deleteSegment, listSegments, requireSegment, updateSegment, type Segment } from './segments.repository.js';
+import { checkFlagRules, checkSegmentConditions, createSegment, deleteSegment, listSegments, requireSegment, updateSegment, type Segment } from './segments.repository.js';
 import { CreateSegmentBody, SegmentParams, UpdateSegmentBody } from './segments.schemas.js';
 
 /** The audit record of a change to it. */
@@ -34,7 +34,7 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
   }, async (request, reply) => {
     const { key, name, description = null, conditions } = request.body;
     const segment = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
-      const created = await createSegment(trx, request.params.project_id, { key, name, description, conditions: checkConditions(conditions, null) });
+      const created = await createSegment(trx, request.params.project_id, { key, name, description, conditions: checkSegmentConditions(conditions) });
       record(segmentChange('segment.created', null, created));
       return created;
     });
@@ -61,8 +61,13 @@ export const segmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async
       if (key !== undefined && key !== before.key && before.used_by.length > 0) {
         throw new Conflict(`Segment "${before.key}" is used by ${await whereUsed(trx, before)}: its key cannot change while it is in use`);
       }
-      const checked = conditions === undefined ? undefined : checkConditions(conditions, null);
+      const checked = conditions === undefined ? undefined : checkSegmentConditions(conditions);
       const after = await updateSegment(trx, before.id, onlyProvided({ key, name, description, conditions: checked }), before.used_by);
+      // The flags that name it must stay within their limits with its new conditions.
+      if (checked !== undefined) {
+        const users = before.used_by.map((use) => ({ id: use.flag_id, key: use.flag_key }));
+        await checkFlagRules(trx, request.params.project_id, users, (flagKey) => `Segment "${before.key}" would take flag "${flagKey}" over its limits`);
+      }
       record(segmentChange('segment.updated', before, after));
       return after;
     });

@@ -3,7 +3,7 @@ import type { Flag, Variant } from '../../api/client';
 import { useSaveVariants } from '../../api/flags';
 import { isDrafted } from '../../api/drafts';
 import { FormError } from '../../components/FormError';
-import { evenWeights, parseValue, percent, rowProblems, TOTAL, totalWeight, typeOf, VALUE_TYPES, valueText, weightOf, type RowProblems, type ValueType, type VariantRow } from './variants';
+import { evenWeights, MAX_VARIANTS, parseValue, percent, rowProblems, TOTAL, totalWeight, typeOf, VALUE_TYPES, valueText, weightOf, type RowProblems, type ValueType, type VariantRow } from './variants';
 
 interface Draft {
   type: ValueType;
@@ -162,7 +162,7 @@ export function VariantsEditor({ flag, projectId, envId, readOnly, saveLabel }: 
           )}
           {!readOnly && (
             <div className="actions start">
-              <button type="button" className="secondary" onClick={add} disabled={rows.length >= 50} ref={addButton}>
+              <button type="button" className="secondary" onClick={add} disabled={rows.length >= MAX_VARIANTS} ref={addButton}>
                 Add variant
               </button>
               {rows.length > 1 && (

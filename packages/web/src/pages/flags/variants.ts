@@ -1,7 +1,8 @@
 import type { Variant } from '../../api/client';
+import { fields } from '../../api/fields';
 
 /**
- * The variant editor's rules (contract §15), checked in the page as one types; the server checks
+ * The variant editor's rules (docs/variants.md), checked in the page as one types; the server checks
  * them again on save and its message is shown as it is.
  */
 export const VALUE_TYPES = { string: 'String', number: 'Number', boolean: 'Boolean', json: 'JSON' } as const;
@@ -19,8 +20,15 @@ export interface VariantRow {
 
 export const KEY_PATTERN = /^[a-z][a-z0-9_-]*$/;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
-const MAX_VALUE_BYTES = 8 * 1024;
-export const TOTAL = 1000;
+/** The engine's limits (docs/variants.md), through the OpenAPI document. */
+const { valueBytes: MAX_VALUE_BYTES, valueDepth: MAX_DEPTH, variants: MAX_VARIANTS, totalWeight: TOTAL } = fields.variantLimits;
+export { MAX_VARIANTS, TOTAL };
+
+/** Levels of arrays and objects in a JSON value (a scalar: 0). */
+function depthOf(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  return 1 + Math.max(0, ...(Array.isArray(value) ? value : Object.values(value)).map(depthOf));
+}
 
 export function typeOf(variants: readonly Variant[]): ValueType {
   const value = variants[0]?.value;
@@ -69,7 +77,8 @@ export function parseValue(type: ValueType, text: string): { value: unknown } | 
     if (typeof value !== 'object' || value === null) return { problem: 'A JSON object or array (for a single string, number or boolean, choose that value type)' };
   }
   const bytes = new TextEncoder().encode(JSON.stringify(value)).length;
-  if (bytes > MAX_VALUE_BYTES) return { problem: `At most 8 KiB as JSON: this is ${(bytes / 1024).toFixed(1)} KiB` };
+  if (bytes > MAX_VALUE_BYTES) return { problem: `At most ${MAX_VALUE_BYTES / 1024} KiB as JSON: this is ${(bytes / 1024).toFixed(1)} KiB` };
+  if (depthOf(value) > MAX_DEPTH) return { problem: `At most ${MAX_DEPTH} levels of arrays and objects: this has ${depthOf(value)}` };
   return { value };
 }
 

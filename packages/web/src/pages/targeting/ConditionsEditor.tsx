@@ -57,7 +57,7 @@ export function ConditionsEditor({ conditions, onChange, segmentKeys, seenAttrib
               )}
               <div className="field">
                 <label htmlFor={`${field}-operator`}>Operator</label>
-                <select id={`${field}-operator`} value={condition.operator} onChange={(event) => set(index, { operator: event.target.value })}>
+                <select id={`${field}-operator`} value={condition.operator} onChange={(event) => set(index, { operator: event.target.value as Operator })}>
                   {operators.map((key) => (
                     <option key={key} value={key}>
                       {OPERATORS[key].words}

@@ -1,37 +1,49 @@
 import type { Condition, Rule } from '../../api/client';
+import { fields } from '../../api/fields';
+
+/** An operator of the engine (docs/targeting.md), as the server's OpenAPI document names them. */
+export type Operator = Condition['operator'];
 
 /**
- * The operators of contract §14 in words, in the order the select offers them. `values`: how
- * many a condition takes; `anyCase`: whether case_insensitive applies. The server checks every
- * condition again on save and its message is shown as it is.
+ * The operators in words, with an example value. Only the words live here: the engine's table
+ * decides the rest and reaches the dashboard through the OpenAPI document (fields.ts). An operator
+ * the engine adds does not compile here until it has its words.
  */
-export const OPERATORS = {
-  IN: { words: 'is one of', values: 'many', anyCase: true, example: 'beta' },
-  NOT_IN: { words: 'is not one of', values: 'many', anyCase: true, example: 'eu' },
-  STR_CONTAINS: { words: 'contains', values: 'many', anyCase: true, example: 'test' },
-  STR_STARTS_WITH: { words: 'starts with', values: 'many', anyCase: true, example: 'admin-' },
-  STR_ENDS_WITH: { words: 'ends with', values: 'many', anyCase: true, example: '.example.com' },
-  NUM_EQ: { words: '=', values: 'one', anyCase: false, example: '42' },
-  NUM_GT: { words: '>', values: 'one', anyCase: false, example: '42' },
-  NUM_GTE: { words: '≥', values: 'one', anyCase: false, example: '42' },
-  NUM_LT: { words: '<', values: 'one', anyCase: false, example: '42' },
-  NUM_LTE: { words: '≤', values: 'one', anyCase: false, example: '42' },
-  DATE_AFTER: { words: 'after', values: 'one', anyCase: false, example: '2026-12-31T18:00:00Z' },
-  DATE_BEFORE: { words: 'before', values: 'one', anyCase: false, example: '2026-12-31' },
-  SEMVER_EQ: { words: 'version =', values: 'one', anyCase: false, example: '2.4.0' },
-  SEMVER_GT: { words: 'version >', values: 'one', anyCase: false, example: '2.4.0' },
-  SEMVER_GTE: { words: 'version ≥', values: 'one', anyCase: false, example: '2.4.0' },
-  SEMVER_LT: { words: 'version <', values: 'one', anyCase: false, example: '2.4.0' },
-  SEMVER_LTE: { words: 'version ≤', values: 'one', anyCase: false, example: '2.4.0' },
-  REGEX: { words: 'matches regex', values: 'many', anyCase: true, example: '^qa-\\d+$' },
-  IN_CIDR: { words: 'in network', values: 'many', anyCase: false, example: '10.0.0.0/8' },
-  EXISTS: { words: 'exists', values: 'none', anyCase: false, example: '' },
-  IN_SEGMENT: { words: 'is in segment', values: 'many', anyCase: false, example: 'beta' },
-} as const satisfies Record<string, { words: string; values: 'many' | 'one' | 'none'; anyCase: boolean; example: string }>;
-export type Operator = keyof typeof OPERATORS;
+const WORDS: Record<Operator, { words: string; example: string }> = {
+  IN: { words: 'is one of', example: 'beta' },
+  NOT_IN: { words: 'is not one of', example: 'eu' },
+  STR_CONTAINS: { words: 'contains', example: 'test' },
+  STR_STARTS_WITH: { words: 'starts with', example: 'admin-' },
+  STR_ENDS_WITH: { words: 'ends with', example: '.example.com' },
+  NUM_EQ: { words: '=', example: '42' },
+  NUM_GT: { words: '>', example: '42' },
+  NUM_GTE: { words: '≥', example: '42' },
+  NUM_LT: { words: '<', example: '42' },
+  NUM_LTE: { words: '≤', example: '42' },
+  DATE_AFTER: { words: 'after', example: '2026-12-31T18:00:00Z' },
+  DATE_BEFORE: { words: 'before', example: '2026-12-31' },
+  SEMVER_EQ: { words: 'version =', example: '2.4.0' },
+  SEMVER_GT: { words: 'version >', example: '2.4.0' },
+  SEMVER_GTE: { words: 'version ≥', example: '2.4.0' },
+  SEMVER_LT: { words: 'version <', example: '2.4.0' },
+  SEMVER_LTE: { words: 'version ≤', example: '2.4.0' },
+  REGEX: { words: 'matches regex', example: '^qa-\\d+$' },
+  IN_CIDR: { words: 'in network', example: '10.0.0.0/8' },
+  EXISTS: { words: 'exists', example: '' },
+  IN_SEGMENT: { words: 'is in segment', example: 'beta' },
+};
 
-/** What Guidon fills in itself (contract §14); any other name is a custom attribute the app sends. */
-export const BUILT_IN_ATTRIBUTES = ['user_id', 'user_email', 'email_domain', 'environment', 'current_time'] as const;
+/**
+ * The operators in the engine's order, in the order the select offers them: `values`, how many a
+ * condition takes (at most `maxValues`); `anyCase`, whether case_insensitive applies. The server
+ * checks every condition again on save and its message is shown as it is.
+ */
+export const OPERATORS = Object.fromEntries(
+  Object.entries(fields.operators).map(([operator, rules]) => [operator, { ...WORDS[operator as Operator], values: rules.values, maxValues: rules.max_values, anyCase: rules.case_insensitive }]),
+) as Record<Operator, { words: string; example: string; values: 'many' | 'one' | 'none'; maxValues: number; anyCase: boolean }>;
+
+/** What Guidon fills in itself; any other name is a custom attribute the app sends. */
+export const BUILT_IN_ATTRIBUTES = fields.builtInAttributes;
 
 const operatorOf = (condition: Condition) => (OPERATORS as Record<string, (typeof OPERATORS)[Operator]>)[condition.operator];
 
