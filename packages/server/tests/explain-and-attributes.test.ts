@@ -80,6 +80,7 @@ describe('explain: which rule served (POST …/environments/{eid}/explain)', () 
       enabled: false,
       reason: 'Matched user_id targeting rule',
       rule: { id: rules.alice, position: 4, rule_type: 'user_id', rule_value: 'alice', serve: false },
+      prerequisite: null,
     });
     const none = (await explain(project, { user_id: 'bob' })).body.flags;
     assert.deepEqual(none.checkout, { enabled: false, reason: 'No targeting rule matched', rule: null, prerequisite: null });
