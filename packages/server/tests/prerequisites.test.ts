@@ -114,6 +114,18 @@ describe('what may be saved', () => {
     assert.deepEqual(updated.after.prerequisites, [{ flag_key: 'payments', enabled: true }]);
   });
 
+  test('scheduled changes carry prerequisites, checked when saved', async () => {
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const schedules = `${flagsPath(project)}/${ids.later}/schedules`;
+    const refused = await api('POST', schedules, { at, change: { prerequisites: [{ flag_key: 'later' }] } });
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(refused.body.message, /own prerequisite \(later → later\)/);
+    const saved = await api('POST', schedules, { at, change: { prerequisites: [{ flag_key: 'payments', enabled: false }] } });
+    assert.equal(saved.status, 201, saved.text);
+    assert.deepEqual(saved.body.change.prerequisites, [{ flag_key: 'payments', enabled: false }]);
+    assert.equal((await api('DELETE', `${schedules}/${saved.body.id}`)).status, 204);
+  });
+
   test('copy: 409 when a parent is missing in the target, then copied once it is there', async () => {
     const copyPath = `${flagsPath(project)}/${ids.checkout}/copy`;
     const refused = await api('POST', copyPath, { target_environment_id: project.staging });
