@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
 import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
 import { variantOffsets, type Batch, type BatchEnvironment, type FromWorker, type HourCounts, type ToWorker } from './history.protocol.js';
+import { HISTORY_WORKER_URL } from '../../paths.js';
 
 export interface RecorderOptions {
   /** Rows (flag evaluations) waiting, in the current batch or handed to the worker and not yet written, at most; beyond it rows are dropped and counted. */
@@ -182,7 +183,7 @@ export class HistoryRecorder {
 
   /** Starts the worker thread; resolves once it has its database connection. */
   private spawnWorker(): Promise<void> {
-    const worker = new Worker(new URL('./history.worker.js', import.meta.url), { workerData: { database: this.database } });
+    const worker = new Worker(HISTORY_WORKER_URL, { workerData: { database: this.database } });
     this.worker = worker;
     worker.on('exit', (code) => this.onWorkerExit(worker, code));
     return new Promise((resolve, reject) => {
