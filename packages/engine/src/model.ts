@@ -100,6 +100,16 @@ export interface FlagDefinition {
   offVariant?: string | null | undefined;
   /** 0–10 flags of the same set that must be met, in order, before the rules are consulted. */
   prerequisites?: readonly PrerequisiteDefinition[] | null | undefined;
+  /**
+   * What the rollout and variant hashes take in place of `key` (null or absent: `key`), so that a
+   * flag renamed on its way from another system keeps its users' buckets (docs/flags-as-code.md).
+   */
+  bucketingKey?: string | null | undefined;
+}
+
+/** The name a flag's rollout and variant hashes are keyed by: its bucketing key, else its key. */
+export function hashKeyOf(def: Pick<FlagDefinition, 'key' | 'bucketingKey'>): string {
+  return typeof def.bucketingKey === 'string' && def.bucketingKey !== '' ? def.bucketingKey : def.key;
 }
 
 /** A custom attribute's value; null counts as absent. */

@@ -243,16 +243,11 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await changes.start();
   evaluateCache.start();
   attributeWriter.start();
-  // The history worker's thread loads and connects while the routes below are built, and while
-  // the server starts serving: a start does not wait for it (start-up time: docs/performance.md).
-  // What is evaluated meanwhile waits in memory, as between two writes.
-  let historyStarted: Promise<void> = Promise.resolve();
-  app.addHook('onReady', async () => {
-    historyStarted = services.history.start().catch((error: unknown) => app.log.error({ err: error }, 'the history worker did not start: evaluation history is not written'));
-  });
+  // The history worker's thread starts with the first evaluation to write, not with the server
+  // (start-up time: docs/performance.md).
+  app.addHook('onReady', async () => services.history.start());
   webhooks.start();
   app.addHook('onClose', async () => {
-    await historyStarted;
     await services.history.close();
     await attributeWriter.close();
     await webhooks.close();

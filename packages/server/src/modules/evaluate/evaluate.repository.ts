@@ -25,7 +25,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
     db.selectFrom('environments').select(['id', 'key']).where('project_id', '=', project.id).execute(),
     db
       .selectFrom('flags')
-      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'prerequisites'])
+      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'prerequisites', 'bucketing_key'])
       .where('project_id', '=', project.id)
       .orderBy('created_at')
       .orderBy('id')
@@ -55,6 +55,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
       variants: toVariants(row.variants),
       offVariant: row.off_variant,
       prerequisites: toPrerequisiteDefinitions(row.prerequisites),
+      bucketingKey: row.bucketing_key,
     };
     byFlag.set(row.id, flag);
     byEnvironment.get(row.environment_id)?.flags.push(flag);

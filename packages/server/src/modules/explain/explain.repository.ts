@@ -33,7 +33,7 @@ export async function loadEnvironmentForExplain(db: Db, projectId: string, envir
   const [flags, rules, segments] = await Promise.all([
     db
       .selectFrom('flags')
-      .select(['id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'prerequisites'])
+      .select(['id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'prerequisites', 'bucketing_key'])
       .where('environment_id', '=', environmentId)
       .orderBy('created_at')
       .orderBy('id')
@@ -59,6 +59,7 @@ export async function loadEnvironmentForExplain(db: Db, projectId: string, envir
       variants: toVariants(row.variants),
       offVariant: row.off_variant,
       prerequisites: toPrerequisiteDefinitions(row.prerequisites),
+      bucketingKey: row.bucketing_key,
       rules: [],
       stored: [],
     });

@@ -11,7 +11,6 @@ import { flagProblem, Patterns, segmentProblem, type Condition, type RuleType } 
 import { Invalid, InvalidDocument, type Problem } from '../../errors.js';
 import { onFirstUse } from '../../http/compilers.js';
 import { ruleTargetProblems, checkedRuleTarget } from '../flags/rules.checks.js';
-import { checkBucketingKey } from '../flags/bucketing.js';
 import { checkOffVariant, checkRuleVariant, checkVariants, type Variant } from '../flags/variants.js';
 import { conditionProblems, storedConditions } from '../segments/segments.repository.js';
 import { documentJsonSchema, type GuidonDocument } from './document.schemas.js';
@@ -174,7 +173,6 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
       const variantsWrong = shapeWrong(`${base}.variants`) || shapeWrong(`${base}.off_variant`);
       const variants = variantsWrong ? null : checkedOr<Variant[]>(() => checkVariants(entry.variants ?? []), `${base}.variants`);
       const off_variant = variants && checkedOr(() => checkOffVariant(variants, entry.off_variant ?? null), `${base}.off_variant`);
-      if (!shapeWrong(`${base}.bucketing_key`)) checkedOr(() => checkBucketingKey(entry.bucketing_key), `${base}.bucketing_key`);
       const rules: RuleState[] = [];
       if (!shapeWrongAbove(`${base}.rules`)) list<NonNullable<typeof entry.rules>[number]>(entry.rules).forEach((rule, r) => {
         const at = `${base}.rules[${r}]`;

@@ -64,6 +64,8 @@ function flag(sent: FlagDefinition): FlagDefinition {
   if (sent.enabled && sent.prerequisites && sent.prerequisites.length > 0) {
     out.prerequisites = sent.prerequisites.map(({ flagKey, enabled, variants }) => (variants ? { flagKey, enabled: enabled !== false, variants: [...variants] } : { flagKey, enabled: enabled !== false }));
   }
+  // Only when set: a flag without one hashes its key, as every SDK that predates the field does.
+  if (typeof sent.bucketingKey === 'string') out.bucketingKey = sent.bucketingKey;
   return out;
 }
 
