@@ -306,8 +306,8 @@ describe('local mode against a running Guidon', () => {
     assert.equal(c.ruleset()?.format, 2);
     assert.deepEqual(c.evaluate({ user_id: 'vip' }).flag('child_of_beta'), { enabled: true, reason: 'Flag enabled globally' });
     assert.deepEqual(c.evaluate({ user_id: 'someone' }).flag('child_of_beta'), { enabled: false, reason: 'Prerequisite beta not met' });
-    const remote = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'production', context: { user_id: 'someone' } } });
-    assert.deepEqual(remote.body.flags.child_of_beta, c.evaluate({ user_id: 'someone' }).flag('child_of_beta'));
+    // (What evaluate answers for the same is compared in the random environments above; no remote
+    // evaluation here, which would add to the usage counts the tests below read.)
     await eventually(() => c.ruleset() !== undefined, 'ready');
     assert.equal((await request(server, 'PUT', `${flagsPath(project)}/${flagIds.beta}`, { token: user.token, body: { everyone_else: 'rollout' } })).status, 200);
     await within(1000, 'the child on for everyone once its parent is', () => c.evaluate({ user_id: 'someone' }).isEnabled('child_of_beta'));
