@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChangeFeed } from '../src/modules/changes/change-feed.js';
 import { EvaluateCache } from '../src/modules/evaluate/evaluate.cache.js';
-import { sdkKeyHash } from '../src/modules/evaluate/sdk-auth.js';
+import { sdkKeyHash } from '../src/modules/evaluate/sdk-key.js';
 import { StreamHub, type OpenStream } from '../src/modules/streams/streams.hub.js';
 import { eventually, newProject, newUser, request, startServer } from './harness.js';
 

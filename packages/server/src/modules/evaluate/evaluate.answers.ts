@@ -2,7 +2,7 @@ import { NO_VARIANT, OUTCOMES, isPrerequisiteCode } from '@guidon/engine';
 import type { Static } from 'typebox';
 import { noteAttributes } from '../attributes/attributes.seen.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
-import type { CompiledEnvironment } from './evaluate.cache.js';
+import type { EnvironmentView } from './environment-view.js';
 import { contextOf, etagOf, evaluateAll, recordAll, type Evaluated } from './evaluation.js';
 import type { EvaluateBody } from './evaluate.schemas.js';
 
@@ -110,7 +110,7 @@ class AnswerTemplate {
   private readonly chosen: Buffer[];
 
   constructor(
-    private readonly environment: CompiledEnvironment,
+    private readonly environment: EnvironmentView,
     private readonly fragment: (flag: number, code: number, variant: number) => string,
   ) {
     const { rollouts, inRolloutCodes, splits, size } = environment.flagSet;
@@ -230,7 +230,7 @@ export class EnvironmentAnswers {
   /** How many are kept: fewer for large answers, so that they stay within BYTES_PER_ENVIRONMENT (set by the first answer). */
   private capacity = 0;
 
-  constructor(private readonly environment: CompiledEnvironment) {
+  constructor(private readonly environment: EnvironmentView) {
     const count = environment.flagSet.size;
     this.jsonKeys = environment.quotedKeys.map((key, i) => `${i === 0 ? '' : ','}${key}:`);
     this.perFlag = environment.flagSet.hasVariants ? FRAGMENTS * 2 : FRAGMENTS;
@@ -331,7 +331,7 @@ export class EnvironmentAnswers {
 }
 
 /** The variant index of a flag in an evaluation's bytes (codes, then variants when the environment has any: outcomeWidth). */
-const variantAt = (environment: CompiledEnvironment, codes: Uint8Array, flag: number): number => (environment.flagSet.hasVariants ? codes[environment.flagSet.size + flag]! : NO_VARIANT);
+const variantAt = (environment: EnvironmentView, codes: Uint8Array, flag: number): number => (environment.flagSet.hasVariants ? codes[environment.flagSet.size + flag]! : NO_VARIANT);
 
 /** Outcomes one flag usually gives: disabled, its rules' matches, then in/not in rollout, enabled globally or no rule matched. */
 const FRAGMENTS = 8;
@@ -348,7 +348,7 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
  * (evaluate.routes.ts, evaluate.direct.ts): every flag evaluated for the context, the request
  * recorded in history, and the answer.
  */
-export function answerFor(environment: CompiledEnvironment, sent: SentContext | undefined, history: HistoryRecorder): Answer {
+export function answerFor(environment: EnvironmentView & { readonly answers: EnvironmentAnswers }, sent: SentContext | undefined, history: HistoryRecorder): Answer {
   const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
   noteAttributes(environment.environmentId, sent?.custom_attributes);
   const evaluated = evaluateAll(environment, context);

@@ -8,14 +8,15 @@ import type { ChangeFeed } from '../changes/change-feed.js';
 import { currentRevisions } from '../changes/revisions.js';
 import type { BatchEnvironment } from '../history/history.protocol.js';
 import { EnvironmentAnswers } from './evaluate.answers.js';
+import type { EnvironmentView } from './environment-view.js';
 import { loadProjectBySdkKey, type StoredEnvironment, type StoredFlag } from './evaluate.repository.js';
-import { sdkKeyHash } from './sdk-auth.js';
+import { sdkKeyHash } from './sdk-key.js';
 
 /**
  * One environment's flags compiled for evaluation, with every view derived from them: built
  * where the cache loads the project, dropped with it on the next change.
  */
-export class CompiledEnvironment implements BatchEnvironment {
+export class CompiledEnvironment implements EnvironmentView {
   readonly environmentId: string;
   readonly key: string;
   /** Names this flag list in stored history (a new one each time the environment is compiled). */

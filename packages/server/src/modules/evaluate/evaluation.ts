@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { codeOf, variantOf, type EvaluationContext } from '@guidon/engine';
 import { isStorable, toStorable } from '../../http/well-formed.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
-import type { CompiledEnvironment } from './evaluate.cache.js';
+import type { EnvironmentView } from './environment-view.js';
 
 export type { EvaluationContext };
 
@@ -33,7 +33,7 @@ let variants = evaluated.codes.subarray(0);
 let variantsAt = 0;
 
 /** Evaluates every flag of the environment; the result is valid until the next call. */
-export function evaluateAll(environment: CompiledEnvironment, context: EvaluationContext): Evaluated {
+export function evaluateAll(environment: EnvironmentView, context: EvaluationContext): Evaluated {
   const { flagSet } = environment;
   if (environment.outcomeWidth > evaluated.codes.length) evaluated.codes = new Uint8Array(environment.outcomeWidth * 2);
   if (!flagSet.hasVariants) {
@@ -51,7 +51,7 @@ export function evaluateAll(environment: CompiledEnvironment, context: Evaluatio
 const one = new Uint8Array(2);
 
 /** Evaluates one flag and records it in history, as a one-flag evaluate would; returns evaluateFlag's packed code and variant (codeOf, variantOf). */
-export function evaluateOne(history: HistoryRecorder, environment: CompiledEnvironment, index: number, context: EvaluationContext): number {
+export function evaluateOne(history: HistoryRecorder, environment: EnvironmentView, index: number, context: EvaluationContext): number {
   const packed = environment.flagSet.evaluateFlag(context, index);
   one[0] = codeOf(packed);
   one[1] = variantOf(packed);
@@ -60,7 +60,7 @@ export function evaluateOne(history: HistoryRecorder, environment: CompiledEnvir
 }
 
 /** Records the evaluation of every flag of the environment (codes from evaluateAll). */
-export function recordAll(history: HistoryRecorder, environment: CompiledEnvironment, context: EvaluationContext, codes: Uint8Array): void {
+export function recordAll(history: HistoryRecorder, environment: EnvironmentView, context: EvaluationContext, codes: Uint8Array): void {
   if (environment.flagSet.size > 0) history.record(environment, storableUserId(context), codes, environment.flagSet.size);
 }
 
@@ -75,7 +75,7 @@ let scratch = new Uint8Array(1024 + 20);
  * hashes that compact form: the same answer gives the same tag on every instance, a context whose
  * attributes change the answer gets a new one, and 1,000 flags hash 1 KB instead of 60 KB of JSON.
  */
-export function etagOf(environment: CompiledEnvironment, codes: Uint8Array): string {
+export function etagOf(environment: EnvironmentView, codes: Uint8Array): string {
   const count = environment.outcomeWidth;
   if (scratch.length < count + 20) scratch = new Uint8Array((count + 20) * 2);
   scratch.set(environment.keysDigest, 0);

@@ -1,5 +1,4 @@
 /** Which project an SDK request speaks for: its credential, read where each surface takes it, and the rate limit before it. */
-import { createHash } from 'node:crypto';
 import type { FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Unauthorized } from '../../errors.js';
 import type { RateLimits } from '../../rate-limits.js';
@@ -28,9 +27,6 @@ export const anySdkCredential: CredentialReader = (request) => {
   if (typeof authorization === 'string' && /^bearer sdk_/i.test(authorization)) return authorization.slice(7).trim();
   return undefined;
 };
-
-/** Names an SDK key without holding it (stream tokens are readable, and travel in URLs). */
-export const sdkKeyHash = (sdkKey: string): string => createHash('sha256').update(sdkKey).digest('base64url').slice(0, 22);
 
 const missingKey = () => new Unauthorized('Missing or invalid SDK key');
 

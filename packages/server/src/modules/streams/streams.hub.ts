@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.js';
 import { LogThrottle } from '../../log-throttle.js';
 import type { CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
-import { sdkKeyHash } from '../evaluate/sdk-auth.js';
+import { sdkKeyHash } from '../evaluate/sdk-key.js';
 import { rulesetAnswer } from '../local-evaluation/ruleset.document.js';
 
 /** One open Server-Sent Events answer. */
