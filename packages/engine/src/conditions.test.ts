@@ -7,7 +7,7 @@ import { OPERATORS, OUTCOMES, compileFlagSet, conditionProblem, evaluateFlag, mu
 import type { AttributeValue, CompileOptions, Condition, EvaluationContext, FlagDefinition, Operator, RuleDefinition } from './index.js';
 
 // ===========================================================================
-// The reference: contract §2 and §14 read literally, nothing compiled, nothing cached.
+// The reference: docs/api.md and docs/targeting.md read literally, nothing compiled, nothing cached.
 // Written from the contract's words, not from conditions.ts.
 // ===========================================================================
 
@@ -493,7 +493,7 @@ const TABLE: Row[] = [
   { operator: 'EXISTS', values: [], yes: ['', 'x', 0, false], no: [] },
 ];
 
-describe('operators, table-driven (contract §14)', () => {
+describe('operators, table-driven (docs/targeting.md)', () => {
   for (const row of TABLE) {
     const cond = (extra: Partial<Condition> = {}): Condition => ({ attribute: 'a', operator: row.operator, values: row.values, ...extra });
     test(`${row.operator}: present, missing, unparsable, negate, case_insensitive`, () => {
@@ -552,7 +552,7 @@ describe('operators, table-driven (contract §14)', () => {
   });
 });
 
-describe('attributes (contract §14)', () => {
+describe('attributes (docs/targeting.md)', () => {
   test('email_domain is the lower-cased part after the last @, without the @', () => {
     const domainIs = (value: string, email: string | undefined) =>
       holds({ attribute: 'email_domain', operator: 'IN', values: [value] }, email === undefined ? {} : { user_email: email });
@@ -683,7 +683,7 @@ describe('scale and pathological input', () => {
   });
 });
 
-describe('conditionProblem: each message names the condition and its operator (contract §14)', () => {
+describe('conditionProblem: each message names the condition and its operator (docs/targeting.md)', () => {
   const cases: [Condition, RegExp, { inSegment?: boolean }?][] = [
     [{ attribute: 'a', operator: 'LIKE' as Operator, values: ['x'] }, /^conditions\[2\]: unknown operator "LIKE"/],
     [{ attribute: '', operator: 'IN', values: ['x'] }, /^conditions\[2\] \(IN\): an attribute is required$/],
@@ -737,7 +737,7 @@ describe('conditionProblem: each message names the condition and its operator (c
   });
 });
 
-describe('rules and flags around conditions (contract §14)', () => {
+describe('rules and flags around conditions (docs/targeting.md)', () => {
   const rule = (extra: Partial<RuleDefinition>): RuleDefinition => ({ type: 'conditions', value: '', enabled: true, conditions: [{ attribute: 'plan', operator: 'IN', values: ['pro'] }], ...extra });
   const pro: EvaluationContext = { user_id: 'dark_mode_user', custom_attributes: { plan: 'pro' } };
 
@@ -749,7 +749,7 @@ describe('rules and flags around conditions (contract §14)', () => {
   });
 
   test('a per-rule rollout serves the users whose §2 bucket is below it; others go on to the next rule', () => {
-    // bucket(dark_mode, user_1) = 47 (contract §2 vectors).
+    // bucket(dark_mode, user_1) = 47 (docs/api.md vectors).
     const ctx: EvaluationContext = { user_id: 'user_1', custom_attributes: { plan: 'pro' } };
     const def = (percent: number): FlagDefinition => ({ key: 'dark_mode', enabled: true, rolloutPercentage: 0, rules: [rule({ rolloutPercentage: percent }), { type: 'user_id', value: 'user_1', enabled: true, serve: false }] });
     assert.equal(evaluateFlag(def(48), ctx).reason, 'Matched conditions targeting rule');

@@ -76,7 +76,7 @@ function generate(seed: number): { flags: FlagDefinition[]; contexts: Evaluation
   return { flags, contexts };
 }
 
-test('a flag set gives every flag what contract §2 gives it, for any context, whole or one flag at a time', () => {
+test('a flag set gives every flag what docs/api.md gives it, for any context, whole or one flag at a time', () => {
   for (let seed = 1; seed <= 400; seed++) {
     const { flags, contexts } = generate(seed);
     const set = compileFlagSet(flags);
@@ -115,7 +115,7 @@ test('a flag set: lowest rank wins across rule types, and the next context start
 
 /**
  * docs/prerequisites.md read literally, with nothing compiled: a flag's parents evaluated by
- * recursion (a flag on the path is a cycle: not met), then contract §2 (reference above).
+ * recursion (a flag on the path is a cycle: not met), then docs/api.md (reference above).
  */
 function referenceWithPrerequisites(flags: readonly FlagDefinition[], index: number, ctx: EvaluationContext, path: ReadonlySet<number> = new Set()): { enabled: boolean; reason: string } {
   const def = flags[index]!;

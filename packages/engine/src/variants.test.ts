@@ -19,7 +19,7 @@ const colours: VariantDefinition[] = [
 
 const flag = (over: Partial<FlagDefinition> = {}): FlagDefinition => ({ key: 'banner', enabled: true, rolloutPercentage: 0, rules: [], variants: colours, offVariant: 'red', ...over });
 
-test('a user gets the variant chosen by weight as contract §15 (and Unleash) hash it', () => {
+test('a user gets the variant chosen by weight as docs/variants.md (and Unleash) hash it', () => {
   const set = compileFlagSet([flag()]);
   const seen = new Map<string, number>();
   for (let i = 0; i < 2000; i++) {

@@ -1,5 +1,5 @@
 /**
- * @guidon/sdk's values (contract §15) against the real server: getValue and getVariant for string,
+ * @guidon/sdk's values (docs/variants.md) against the real server: getValue and getVariant for string,
  * number and object variants created through the API, on the client and on forContext's set; a
  * value of another JSON type, an unknown flag, a flag without variants and Guidon away all give
  * the default; a change of a variant's value is a change.

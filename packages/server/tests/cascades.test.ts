@@ -1,5 +1,5 @@
 /**
- * Black-box tests of deletion cascades (interface.md "Deletion cascades", contract §6): real server, real port, a fresh database.
+ * Black-box tests of deletion cascades (docs/api.md "Deletion cascades", docs/api.md): real server, real port, a fresh database.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,7 +20,7 @@ const api = (method: string, path: string, body?: unknown) => apiAs(server, user
 describe('deletion cascades', () => {
   const db = () => server.database.db;
 
-  /** Evaluation history through the API (contract §6): the project's, or one environment's. */
+  /** Evaluation history through the API (docs/api.md): the project's, or one environment's. */
   async function history(projectId: string, envId?: string, query = ''): Promise<HistoryItem[]> {
     const path = envId ? `/api/projects/${projectId}/environments/${envId}/evaluations` : `/api/projects/${projectId}/evaluations`;
     const answer = await api('GET', `${path}?limit=500${query}`);

@@ -1,5 +1,5 @@
 /**
- * Flags across environments (contract §13): the side-by-side list and copying a flag to another
+ * Flags across environments (docs/api.md): the side-by-side list and copying a flag to another
  * environment. Real server, real port, fresh database.
  */
 import { after, before, describe, test } from 'node:test';
@@ -125,7 +125,7 @@ describe('POST …/flags/{flag_id}/copy', () => {
     assert.equal((await copy({ target_environment_id: project.production })).status, 400);
     assert.equal((await copy({ target_environment_id: 'nope' })).status, 400);
     assert.equal((await copy({ target_environment_id: project.staging, overwrite: 'yes' })).status, 400);
-    // Bodies are not coerced here either (contract §3): this route's plugin adds a schema of its own,
+    // Bodies are not coerced here either (docs/api.md): this route's plugin adds a schema of its own,
     // and Fastify then built it a default validator, which took "true" and 1 as true.
     assert.equal((await copy({ target_environment_id: project.staging, overwrite: 'true' })).status, 400);
     assert.equal((await copy({ target_environment_id: project.staging, overwrite: 1 })).status, 400);

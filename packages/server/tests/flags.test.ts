@@ -1,5 +1,5 @@
 /**
- * Black-box tests of flags (interface.md "Flags"): real server, real port, a fresh database.
+ * Black-box tests of flags (docs/api.md "Flags"): real server, real port, a fresh database.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

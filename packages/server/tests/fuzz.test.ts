@@ -2,7 +2,7 @@
  * Hostile input, property-based (fast-check): random requests to every route of the route table
  * (read from the running app, so routes added later are fuzzed without a change here), with every
  * kind of credential. Invariants for each request: never a 5xx, the server stays up, an error body
- * is exactly the contract §3 shape, and a refused request leaves the database as it was.
+ * is exactly docs/api.md shape, and a refused request leaves the database as it was.
  *
  * FUZZ_SEED replays a run (the seed is printed); FUZZ_RUNS runs more (default 10,000 per database,
  * so 20,000 in each npm test). FUZZ_SHRINK=1 shrinks a failure to a smaller request.
@@ -418,7 +418,7 @@ describe('fuzz: every route, every credential, hostile input', () => {
           const error = JSON.parse(answer.body.toString()) as Record<string, unknown>;
           let message: unknown;
           if (fuzz.route.startsWith('/ofrep/') && 'errorCode' in error) {
-            // OFREP's own error shape (contract §12) on its routes: errorCode, errorDetails, and the flag's key when there is one.
+            // OFREP's own error shape (docs/sdk.md) on its routes: errorCode, errorDetails, and the flag's key when there is one.
             assert.ok(Object.keys(error).every((key) => ['key', 'errorCode', 'errorDetails'].includes(key)), `OFREP error shape: ${what}`);
             assert.ok(typeof error.errorCode === 'string' && /^[A-Z_]+$/.test(error.errorCode), what);
             message = error.errorDetails ?? '';

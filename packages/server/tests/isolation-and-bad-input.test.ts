@@ -1,7 +1,7 @@
 /**
  * Black-box tests: one user never reaches another user's data (always 404, never 403, never the
  * data), every /api route needs a valid token (401), and hostile or malformed input never gives a
- * 500 and never changes anything (contract §3).
+ * 500 and never changes anything (docs/api.md).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,7 +28,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'Unsupported Media Type',
 };
 
-/** An error answer: the status, JSON, exactly {statusCode, error, message}, and no internals (contract §3). */
+/** An error answer: the status, JSON, exactly {statusCode, error, message}, and no internals (docs/api.md). */
 function assertError(answer: Answer, status: number, what = ''): void {
   assert.equal(answer.status, status, `${what}: got ${answer.status} ${answer.text.slice(0, 300)}`);
   assert.match(answer.headers.get('content-type') ?? '', /^application\/json/, `${what}: JSON error body`);

@@ -1,4 +1,4 @@
-/** What every resource test file checks answers with (interface.md "Resources and their fields", contract §3). */
+/** What every resource test file checks answers with (docs/api.md "Resources and their fields", docs/api.md). */
 import assert from 'node:assert/strict';
 import { request, type Answer, type TestServer, type TestUser } from './harness.js';
 
@@ -18,7 +18,7 @@ export function assertIsoUtc(value: unknown, what: string): void {
   assert.ok(!Number.isNaN(Date.parse(value as string)), `${what} parses`);
 }
 
-/** An error answer: the status, JSON, and exactly {statusCode, error, message} (contract §3). */
+/** An error answer: the status, JSON, and exactly {statusCode, error, message} (docs/api.md). */
 export function assertError(answer: Answer, status: number, what = ''): void {
   assert.equal(answer.status, status, `${what}: status ${answer.status} ${answer.text}`);
   assert.match(answer.headers.get('content-type') ?? '', /^application\/json/, `${what}: JSON error body`);

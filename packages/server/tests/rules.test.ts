@@ -1,5 +1,5 @@
 /**
- * Black-box tests of targeting rules (contract §1): real server, real port, a fresh database.
+ * Black-box tests of targeting rules (docs/api.md): real server, real port, a fresh database.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ after(() => server.close());
 
 const api = (method: string, path: string, body?: unknown) => apiAs(server, user)(method, path, body);
 
-describe('targeting rules (contract §1)', () => {
+describe('targeting rules (docs/api.md)', () => {
   let project: TestProject;
   const rulesOf = (flagId: string, envId?: string) => `${flagsPath(project, envId)}/${flagId}/rules`;
 

@@ -1,5 +1,5 @@
 /**
- * The SDK surfaces of contract §12 over HTTP: ETag / 304 on evaluate, the change stream
+ * The SDK surfaces of docs/sdk.md over HTTP: ETag / 304 on evaluate, the change stream
  * (messages, heartbeats' shape, Last-Event-ID, stream tokens, a rotated key), and OFREP single and
  * bulk (shapes, errors, 304, history, the shared rate limit, CORS).
  */
@@ -314,7 +314,7 @@ describe('the rate limit is shared by evaluate, OFREP and the stream', () => {
   });
 });
 
-describe('open streams per client (contract §12: STREAMS_PER_CLIENT)', () => {
+describe('open streams per client (docs/sdk.md: STREAMS_PER_CLIENT)', () => {
   let server: TestServer;
   const streams: TestStream[] = [];
   after(async () => {

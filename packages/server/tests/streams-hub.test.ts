@@ -43,7 +43,7 @@ describe('StreamHub', () => {
     assert.equal(hub.size, 1);
   });
 
-  test('a stream opened while a key rotation commits is checked at once and closed (contract §12)', async (t) => {
+  test('a stream opened while a key rotation commits is checked at once and closed (docs/sdk.md)', async (t) => {
     const server = await startServer();
     t.after(() => server.close());
     const user = await newUser(server);

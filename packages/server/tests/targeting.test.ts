@@ -70,7 +70,7 @@ const TABLE: Row[] = [
   { operator: 'EXISTS', negate: true, cases: [[{ a: 'x' }, false], ['missing', true]] },
 ];
 
-describe('conditions on any attribute (contract §14)', () => {
+describe('conditions on any attribute (docs/targeting.md)', () => {
   let project: TestProject;
   before(async () => {
     project = await newProject(server, user, 'Conditions');
@@ -243,7 +243,7 @@ describe('conditions on any attribute (contract §14)', () => {
   });
 });
 
-describe('segments (contract §14)', () => {
+describe('segments (docs/targeting.md)', () => {
   let project: TestProject;
   before(async () => {
     project = await newProject(server, user, 'Segments');

@@ -47,7 +47,7 @@ const buttons: Variant[] = [
   { key: 'soft', value: 'Take a look', weight: 200 },
 ];
 
-test('each user gets the variant contract §15 computes, and its value; a boolean flag answers as before', async () => {
+test('each user gets the variant docs/variants.md computes, and its value; a boolean flag answers as before', async () => {
   await variantFlag('button-text', buttons);
   await newFlag(server, user, project, { key: 'plain', enabled: true });
   const seen = new Set<string>();
@@ -134,7 +134,7 @@ test('history rows and the hourly metrics record the variant', async () => {
   assert.equal('variants' in booleanMetrics.totals, false, 'a flag without variants has no variant counts');
 });
 
-test('OFREP serves the value, the variant key and the reasons of contract §15', async () => {
+test('OFREP serves the value, the variant key and the reasons of docs/variants.md', async () => {
   const project4 = await newProject(server, user, 'Variants OFREP');
   const colours: Variant[] = [
     { key: 'red', value: '#f00', weight: 400 },

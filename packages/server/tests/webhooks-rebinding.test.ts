@@ -1,5 +1,5 @@
 /**
- * Issue 18, finding 2 (contract §11): a webhook connects to the address that was checked. A DNS
+ * Issue 18, finding 2 (docs/security.md): a webhook connects to the address that was checked. A DNS
  * server started here answers a webhook's name with a public address, then 127.0.0.1, then the
  * public one again, and so on (TTL 0), as a rebinding attacker's does. The server resolves as in
  * production (the process' system resolver is pointed at that DNS server for the test's zone).
@@ -73,7 +73,7 @@ describe('webhooks against DNS rebinding', () => {
   });
 });
 
-describe('webhook addresses refused (contract §11 ranges)', () => {
+describe('webhook addresses refused (docs/security.md ranges)', () => {
   let server: TestServer;
   let user: TestUser;
 

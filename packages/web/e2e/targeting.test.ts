@@ -1,5 +1,5 @@
 /**
- * Targeting on any attribute (issue 20, contract §14) walked through in Debian's Chromium, by role
+ * Targeting on any attribute (issue 20, docs/targeting.md) walked through in Debian's Chromium, by role
  * and accessible name: a segment is created with its values as chips (typed, pasted as a list,
  * one removed), a bad one is refused with the server's message; a flag gets a conditions rule
  * naming the segment and a version, and a rule that serves off; everyone else is set to off; the
@@ -313,7 +313,7 @@ test('a person targets beta customers on a recent app version, and no one else',
     await focusReturnsTo(page, addAttribute);
     await tryIt('Off', 'No targeting rule matched', 'No rule: No targeting rule matched');
     assert.equal(await page.getByRole('columnheader', { name: 'Variant' }).count(), 0, 'no variant columns for boolean flags');
-    // A flag that serves values (contract §15): its variant and value (compact JSON) in two more columns.
+    // A flag that serves values (docs/variants.md): its variant and value (compact JSON) in two more columns.
     await newFlag(server, user, project, { key: 'button', name: 'Button', enabled: true, variants: [{ key: 'blue', value: { color: 'blue', size: 2 }, weight: 1000 }, { key: 'grey', value: { color: 'grey' }, weight: 0 }], off_variant: 'grey' });
     await page.getByRole('button', { name: 'Evaluate' }).click();
     await page.getByRole('row', { name: 'button On Flag enabled globally No rule: Flag enabled globally blue {"color":"blue","size":2}' }).waitFor();

@@ -1,5 +1,5 @@
 /**
- * Variants (issue 21, contract §15) walked through in Debian's Chromium, by role and accessible
+ * Variants (issue 21, docs/variants.md) walked through in Debian's Chromium, by role and accessible
  * name: a flag gets three string variants whose weights, typed as percentages, show their running
  * total; a total short of 100 % is refused in the page and nothing is stored; "Split evenly"
  * spreads the tenths; the off variant is chosen; a JSON value is checked as it is typed; a rule

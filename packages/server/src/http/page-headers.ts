@@ -2,7 +2,7 @@ import type { onSendAsyncHookHandler } from 'fastify';
 
 /**
  * The headers of every page this origin serves: the dashboard and the API docs (/docs, Swagger
- * UI), which share the origin where the dashboard keeps its login token (contract §18). Scripts
+ * UI), which share the origin where the dashboard keeps its login token (docs/security.md). Scripts
  * come only from this origin (no inline scripts); inline styles are allowed because the dialog
  * library and Swagger UI set element styles. No framing, no sniffing, no referrer (the reset
  * link carries a token in its query).

@@ -30,7 +30,7 @@ export function errorResponses(...statuses: number[]) {
 /**
  * onRoute: the errors any documented route can give, added where its responses do not list them,
  * in the route's own error shape (its 400's schema, else Error): 500, 503 while the database is
- * away (contract §3, with Retry-After), and 413 for a body over 1 MiB. So OpenAPI, and the
+ * away (docs/api.md, with Retry-After), and 413 for a body over 1 MiB. So OpenAPI, and the
  * clients generated from it, know of them without every route repeating them. (415 is left to
  * the routes: the SDK surfaces answer 400 to a body that is not JSON.)
  */

@@ -11,7 +11,7 @@ export const reasonFor = (need: Role) =>
   need === 'owner' ? 'Only an owner of this project can do this.' : 'Viewers can look but not change: ask an owner for the editor role.';
 
 /**
- * The caller's role in the current project (contract §8: the project object carries it) and what
+ * The caller's role in the current project (docs/api.md: the project object carries it) and what
  * it allows. `can('editor')` guards every write an editor may make; controls it refuses are shown
  * disabled with `reason(...)` as their title, never left to fail with a 403.
  */

@@ -8959,7 +8959,7 @@ export interface components {
             user_id: string | null;
             enabled: boolean;
             reason: string;
-            /** @description the variant served (contract §15); null for a flag without variants */
+            /** @description the variant served (docs/variants.md); null for a flag without variants */
             variant: string | null;
             /**
              * Format: date-time
@@ -9308,7 +9308,7 @@ export interface components {
                     rules_count: number;
                     /** @description start of the latest hour with an evaluation of the flag (hourly precision, from the hourly counts); null when never evaluated */
                     last_evaluated_at: string | (never | null);
-                    /** @description the flag's variants in its order with their weights (of 1000), without values; [] for a flag without variants (contract §15) */
+                    /** @description the flag's variants in its order with their weights (of 1000), without values; [] for a flag without variants (docs/variants.md) */
                     variants: {
                         key: string;
                         weight: number;

@@ -16,9 +16,9 @@ export function AppLayout() {
   }, [pathname]);
   const logOut = async () => {
     const viaProvider = session.via() === 'oidc';
-    // The server ends this login token everywhere (contract §18); this browser forgets it either way.
+    // The server ends this login token everywhere (docs/security.md); this browser forgets it either way.
     await logOutMutation.mutateAsync();
-    // Signed in at the OpenID provider: the server sends the browser there to end that session too (contract §17).
+    // Signed in at the OpenID provider: the server sends the browser there to end that session too (docs/security.md).
     if (viaProvider) window.location.assign('/auth/oidc/logout');
     else navigate('/login', { replace: true });
   };

@@ -3,7 +3,7 @@ import { useResendVerification } from '../api/account';
 import { useMe } from '../api/queries';
 
 /**
- * Over every signed-in page while the address is not verified (contract §18): what waits, and a
+ * Over every signed-in page while the address is not verified (docs/security.md): what waits, and a
  * new link on request (the server sends at most 5 an hour; a refusal is said in an alert).
  */
 export function VerifyEmailBanner() {

@@ -11,7 +11,7 @@ type SentContext = NonNullable<Static<typeof EvaluateBody>['context']>;
 /** `{"enabled":…,"reason":"…"}` per outcome code, ready to be spliced into an answer. */
 const OUTCOME_JSON: readonly string[] = OUTCOMES.map(({ enabled, reason }) => JSON.stringify({ enabled, reason }));
 
-/** An evaluate answer: its JSON bytes, and the ETag that hashes it (contract §12). */
+/** An evaluate answer: its JSON bytes, and the ETag that hashes it (docs/sdk.md). */
 export interface Answer {
   readonly body: Buffer;
   readonly etag: string;
@@ -321,7 +321,7 @@ export class EnvironmentAnswers {
     return k < 0 ? this.made(flag, code, variant) : this.fragments[k]!; // past the slots: not kept
   }
 
-  /** `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants (contract §15). */
+  /** `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants (docs/variants.md). */
   private made(flag: number, code: number, variant: number): string {
     const members = variant === NO_VARIANT ? undefined : this.environment.variantMembers[flag]?.[variant];
     // An unmet prerequisite's reason names the parent: the flag's own (docs/prerequisites.md).
@@ -344,7 +344,7 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
 }
 
 /**
- * What evaluate does for a request that passed its checks (contract §2), by whichever path it came
+ * What evaluate does for a request that passed its checks (docs/api.md), by whichever path it came
  * (evaluate.routes.ts, evaluate.direct.ts): every flag evaluated for the context, the request
  * recorded in history, and the answer.
  */

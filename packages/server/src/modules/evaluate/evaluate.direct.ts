@@ -73,7 +73,7 @@ export function hooksTheDirectPathWouldSkip(app: FastifyInstance): string[] {
  * route would answer 200, with the route's own function (answerFor) and headers. Everything else
  * goes to Fastify's route, with the body it has read: CORS (configured), an SDK key not compiled
  * yet, another content type, a body that does not parse or validate, an unknown environment, a
- * request over the rate limit. So validation, errors and their order (contract §2, §3) stay in one
+ * request over the rate limit. So validation, errors and their order (docs/api.md) stay in one
  * place. With the evaluate rate limit on, the direct path counts the request's hit itself (the
  * route's key, request.ip) before it reads the body, with Limit.hitOnce: a request it then hands
  * over carries that outcome, which the route's hook takes instead of counting again, and a refused

@@ -69,7 +69,7 @@ const storableUserId = ({ user_id }: EvaluationContext) => (user_id === undefine
 let scratch = new Uint8Array(1024 + 20);
 
 /**
- * A weak ETag that hashes the answer (contract §12). An answer is fully determined by its flag
+ * A weak ETag that hashes the answer (docs/sdk.md). An answer is fully determined by its flag
  * keys, in order (and variants: keysDigest), and each flag's outcome code (the engine's table,
  * fixed forever) and variant index, so the tag
  * hashes that compact form: the same answer gives the same tag on every instance, a context whose

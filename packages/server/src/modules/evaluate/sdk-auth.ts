@@ -11,7 +11,7 @@ declare module 'fastify' {
   }
 }
 
-/** Where a route reads the SDK key: evaluate takes X-SDK-Key only (interface.md); the newer surfaces also take the usual alternatives. */
+/** Where a route reads the SDK key: evaluate takes X-SDK-Key only (docs/api.md); the newer surfaces also take the usual alternatives. */
 export type CredentialReader = (request: FastifyRequest) => string | undefined;
 
 export const sdkKeyHeader: CredentialReader = (request) => {
@@ -19,7 +19,7 @@ export const sdkKeyHeader: CredentialReader = (request) => {
   return typeof key === 'string' && key !== '' ? key : undefined;
 };
 
-/** X-SDK-Key, X-API-Key, or Authorization: Bearer sdk_… (contract §12). */
+/** X-SDK-Key, X-API-Key, or Authorization: Bearer sdk_… (docs/sdk.md). */
 export const anySdkCredential: CredentialReader = (request) => {
   const key = sdkKeyHeader(request) ?? request.headers['x-api-key'];
   if (typeof key === 'string' && key !== '') return key;
@@ -31,7 +31,7 @@ export const anySdkCredential: CredentialReader = (request) => {
 const missingKey = () => new Unauthorized('Missing or invalid SDK key');
 
 /**
- * The onRequest hook of every SDK route, in contract §2 order: the rate limit (429), then the SDK
+ * The onRequest hook of every SDK route, in docs/api.md order: the rate limit (429), then the SDK
  * key (401). Sets request.sdkProject; synchronously on a cache hit, so the hot path makes no promise.
  */
 export function sdkProjectHook(limits: RateLimits, cache: EvaluateCache, readKey: CredentialReader) {

@@ -165,7 +165,7 @@ export async function flagMetrics(db: Db, flag: { id: string; key: string } | { 
     hour[row.variant] = (hour[row.variant] ?? 0) + Number(row.count);
     variantsByHour.set(toIso(row.hour_start), hour);
   }
-  // Variants only for a flag that served some in the window (contract §15: per-variant counts).
+  // Variants only for a flag that served some in the window (docs/variants.md: per-variant counts).
   const withVariants = variantsByHour.size > 0;
   const buckets = [];
   const totals: { enabled: number; disabled: number; variants?: Record<string, number> } = { enabled: 0, disabled: 0, ...(withVariants ? { variants: {} } : {}) };

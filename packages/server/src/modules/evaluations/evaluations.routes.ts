@@ -9,7 +9,7 @@ import { FlagParams } from '../flags/flags.schemas.js';
 import { flagMetrics, listEvaluations } from './evaluations.repository.js';
 import { EvaluationPage, EvaluationQuery, FlagKeyMetricsQuery, FlagMetrics, MetricsQuery } from './evaluations.schemas.js';
 
-/** Reading evaluation history (contract §6) and per-flag counts; history/ writes them. */
+/** Reading evaluation history (docs/api.md) and per-flag counts; history/ writes them. */
 export const evaluationRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
   const tags = ['history'];
 

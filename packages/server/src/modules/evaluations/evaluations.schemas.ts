@@ -10,7 +10,7 @@ export const EvaluationItem = Type.Object(
     user_id: Type.Union([Type.String(), Type.Null()]),
     enabled: Type.Boolean(),
     reason: Type.String(),
-    variant: Type.Union([Type.String(), Type.Null()], { description: 'the variant served (contract §15); null for a flag without variants' }),
+    variant: Type.Union([Type.String(), Type.Null()], { description: 'the variant served (docs/variants.md); null for a flag without variants' }),
     evaluated_at: Timestamp,
   },
   { $id: 'Evaluation' },
@@ -37,7 +37,7 @@ export const FlagKeyMetricsQuery = Type.Object({
   hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 30, default: 24 })),
 });
 
-/** Per variant key, how often it was served: only for a flag that served variants in the window (contract §15). */
+/** Per variant key, how often it was served: only for a flag that served variants in the window (docs/variants.md). */
 const VariantCounts = Type.Optional(Type.Record(Type.String(), Type.Integer(), { description: 'per variant key, how often it was served; present for a flag that served variants' }));
 
 export const FlagMetrics = Type.Object({

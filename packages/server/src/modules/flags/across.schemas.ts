@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { Timestamp, Uuid } from '../../http/schemas.js';
 
-/** One flag key in one environment, as the side-by-side view shows it (contract §13). */
+/** One flag key in one environment, as the side-by-side view shows it (docs/api.md). */
 const FlagInEnvironment = Type.Object({
   flag_id: Uuid,
   enabled: Type.Boolean(),
@@ -11,7 +11,7 @@ const FlagInEnvironment = Type.Object({
     description: 'start of the latest hour with an evaluation of the flag (hourly precision, from the hourly counts); null when never evaluated',
   }),
   variants: Type.Array(Type.Object({ key: Type.String(), weight: Type.Integer() }), {
-    description: "the flag's variants in its order with their weights (of 1000), without values; [] for a flag without variants (contract §15)",
+    description: "the flag's variants in its order with their weights (of 1000), without values; [] for a flag without variants (docs/variants.md)",
   }),
   off_variant: Type.Union([Type.String(), Type.Null()]),
   prerequisites: Type.Array(Type.Object({ flag_key: Type.String(), enabled: Type.Boolean(), variants: Type.Optional(Type.Array(Type.String())) }), {

@@ -18,7 +18,7 @@ export interface RuleFields {
   priority: number;
   rollout_percentage: number;
   serve: boolean;
-  /** A key of the flag's variants (contract §15), else null. */
+  /** A key of the flag's variants (docs/variants.md), else null. */
   variant: string | null;
 }
 

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { LogThrottle } from '../../log-throttle.js';
 
 /**
- * Open streams per client (contract §12: at most STREAMS_PER_CLIENT per client address and SDK
+ * Open streams per client (docs/sdk.md: at most STREAMS_PER_CLIENT per client address and SDK
  * key), counted where the rate limits count (§4): with Redis, across every instance; otherwise in
  * this process.
  */

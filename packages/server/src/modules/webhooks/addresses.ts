@@ -15,7 +15,7 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | null {
 }
 
 /**
- * Whether webhooks may not connect to this address (contract §11): anything but public unicast.
+ * Whether webhooks may not connect to this address (docs/security.md): anything but public unicast.
  * ipaddr.js names the special ranges: loopback, private, link-local, carrier-grade NAT,
  * unspecified, broadcast, multicast, benchmark (198.18.0.0/15), documentation and the other
  * reserved ones; in IPv6 also unique-local, site-local (fec0::/10), discard, Teredo, local-use

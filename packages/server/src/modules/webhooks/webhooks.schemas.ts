@@ -3,7 +3,7 @@ import { Timestamp, Uuid } from '../../http/schemas.js';
 import { AuditActionRef } from '../changes/changes.schemas.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2000, description: 'http or https' });
-/** An audit action (contract §10) such as flag.toggled, or * for every event. */
+/** An audit action (docs/api.md) such as flag.toggled, or * for every event. */
 const EventName = Type.Union([Type.Literal('*'), AuditActionRef]);
 const Events = Type.Array(EventName, { minItems: 1, maxItems: 100 });
 const WebhookDescription = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]);

@@ -13,7 +13,7 @@ const TYPES: { value: ResourceType; label: string }[] = [
   { value: 'webhook', label: 'Webhooks' },
 ];
 
-/** Every change in the project: who, when, and what it was before and after (contract §10). */
+/** Every change in the project: who, when, and what it was before and after (docs/api.md). */
 export function AuditPage() {
   const { projectId = '' } = useParams();
   const members = useMembers(projectId);

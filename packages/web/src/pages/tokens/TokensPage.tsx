@@ -19,10 +19,10 @@ const EXPIRY = [
   { days: 0, label: 'Never' },
 ];
 
-/** Personal API tokens for scripts and CI (contract §9): per user, so on the account page. */
+/** Personal API tokens for scripts and CI (docs/api.md): per user, so on the account page. */
 export function TokensPage() {
   const me = useMe();
-  // Only an account whose address is verified holds tokens (contract §9): the others see why.
+  // Only an account whose address is verified holds tokens (docs/api.md): the others see why.
   const unverified = me.data?.email_verified === false;
   const tokens = useTokens(me.data?.email_verified === true);
   const projects = useProjects();

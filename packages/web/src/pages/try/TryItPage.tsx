@@ -8,7 +8,7 @@ import { FormError } from '../../components/FormError';
 import { useFocusAfterRemoval } from '../../components/useFocusAfterRemoval';
 import { ruleCondition } from '../targeting/conditions';
 
-/** A flag's answer from evaluate (variant and value only for a flag with variants, contract §15), and which rule served from explain. */
+/** A flag's answer from evaluate (variant and value only for a flag with variants, docs/variants.md), and which rule served from explain. */
 type FlagAnswer = { enabled: boolean; reason: string; variant?: string; value?: unknown; rule?: ServingRule | null };
 type Answer = Record<string, FlagAnswer>;
 type ServingRule = Pick<Rule, 'id' | 'priority' | 'rule_type' | 'rule_value' | 'conditions' | 'serve' | 'rollout_percentage'> & { position: number };
@@ -150,7 +150,7 @@ export function TryItPage() {
   );
 }
 
-/** Custom attributes as name and value rows (contract §14); a value that reads as a number or true/false is sent as one. */
+/** Custom attributes as name and value rows (docs/targeting.md); a value that reads as a number or true/false is sent as one. */
 function AttributeRows({ rows, onChange }: { rows: Attribute[]; onChange: (rows: Attribute[]) => void }) {
   const set = (index: number, changes: Partial<Attribute>) => onChange(rows.map((row, i) => (i === index ? { ...row, ...changes } : row)));
   // After Remove: the name of the row that took its place, else "Add attribute".

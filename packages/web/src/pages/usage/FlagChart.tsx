@@ -11,7 +11,7 @@ const RANGES = [
   { hours: 24 * 7, label: '7 days' },
 ] as const;
 
-/** Counts of the whole range; `variants` only for a flag that served variants (contract §15). */
+/** Counts of the whole range; `variants` only for a flag that served variants (docs/variants.md). */
 type Totals = { enabled: number; disabled: number; variants?: Record<string, number> };
 
 /** Series colours after enabled and disabled, one per variant in turn (styles.css, both themes). */

@@ -37,7 +37,7 @@ export default function UsagePage() {
       ),
   });
 
-  // Rows of a flag with variants record the variant (contract §15): a column only when a row has one.
+  // Rows of a flag with variants record the variant (docs/variants.md): a column only when a row has one.
   const items = history.data?.items ?? [];
   const showVariant = items.some((item) => item.variant != null);
 
