@@ -7231,7 +7231,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description most recently seen first; at most 200; the built-in attributes of contract §14 are not listed */
+                            /** @description most recently seen first; the 200 most recently seen, none unseen for 30 days; the built-in attributes of contract §14 are not listed */
                             items: {
                                 /** @description a custom attribute name that evaluate or OFREP requests carried (values are never kept) */
                                 name: string;

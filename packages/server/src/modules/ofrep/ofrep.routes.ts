@@ -6,6 +6,7 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledEnvironment, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, evaluateOne, notModified, recordAll } from '../evaluate/evaluation.js';
+import { AttributeNumber } from '../evaluate/evaluate.schemas.js';
 import { anySdkCredential, sdkKeyHash, sdkProjectHook } from '../evaluate/sdk-auth.js';
 import { noteOfrepAttributes } from '../attributes/attributes.seen.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
@@ -25,7 +26,7 @@ const OfrepRequest = Type.Object({
       },
       {
         // Contract §14: every other field is a custom attribute, with the same limits as evaluate's.
-        additionalProperties: Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), Type.Number(), Type.Boolean(), Type.Null()]),
+        additionalProperties: Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), AttributeNumber, Type.Boolean(), Type.Null()]),
         maxProperties: CONDITION_LIMITS.customAttributes + 2,
         propertyNames: { minLength: 1, maxLength: CONDITION_LIMITS.attributeNameLength },
         description: 'every other field is a custom attribute (contract §14): a string, a number or a boolean',
