@@ -20,6 +20,10 @@
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
  * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
  * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
+ * BENCH_REFERENCE (default the tag bench-reference, see reference-build.ts; `none` to skip): each case
+ * also starts that build, seeded alike, and measures it in the same rounds (this build and the
+ * reference in alternating order, after the bare server): a second table gives both per CPU-second
+ * and the change in %. A case the reference cannot seed (a feature it does not have) says so.
  * BENCH_SOAK_SECONDS=<n>: instead of the above, one Guidon with BENCH_SOAK_FLAGS (10) flags under
  * load for n seconds, its RSS printed every BENCH_SOAK_EVERY seconds (60).
  */
@@ -28,6 +32,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { referenceBuild, type Reference } from './reference-build.js';
 import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedVariants, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -189,13 +194,13 @@ interface Guidon {
   remove(): Promise<void>;
 }
 
-async function guidon(workers: string, profile = false, pin = true): Promise<Guidon> {
+async function guidon(workers: string, profile = false, pin = true, entry = mainJs): Promise<Guidon> {
   const dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'));
   const databaseUrl = `sqlite:${join(dir, 'guidon.db')}`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const flags = profile && PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const command = [process.execPath, ...START_FLAGS, ...flags, mainJs];
+  const command = [process.execPath, ...START_FLAGS, ...flags, entry];
   const args = pin ? onCpus(SERVER_CPUS, command) : command;
   const child = spawn(args[0]!, args.slice(1), {
     // warn: the seeding requests would log a line each; evaluate logs nothing per request at any level.
@@ -253,21 +258,53 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
 
 const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | tail: p99 ÷ mean, Guidon / bare | paced: req/s, p50 / p99 ms, Guidon (bare) | errors | history recorded / made | busy % / steal % |';
 
+/** The reference build (reference-build.ts), built before the first case; null: this build alone. */
+let reference: Reference | null = null;
+/** Rows of the comparison table, one a case. */
+const comparisons: string[] = [];
+
 async function evaluateCase(flagCount: number, conditions = false, variants = false): Promise<string> {
   const started = Date.now();
+  const caseName = `${flagCount} flags${conditions ? ', conditions' : ''}${variants ? ', variants' : ''}`;
+  const seedOf = (url: string) => (conditions ? seedConditions(url, flagCount) : variants ? seedVariants(url, flagCount) : seed(url, flagCount));
   const server = await guidon('1', true);
-  const sdkKey = conditions ? await seedConditions(server.url, flagCount) : variants ? await seedVariants(server.url, flagCount) : await seed(server.url, flagCount);
+  const sdkKey = await seedOf(server.url);
   sendAttributes = conditions;
   const answer = await sampleAnswer(server.url, sdkKey);
   const ceiling = await bare(answer);
+  let old: { server: Guidon; sdkKey: string } | null = null;
+  if (reference !== null) {
+    const oldServer = await guidon('1', true, true, reference.mainJs);
+    try {
+      old = { server: oldServer, sdkKey: await seedOf(oldServer.url) };
+    } catch (error) {
+      await oldServer.remove();
+      comparisons.push(`| ${caseName} | the reference could not seed this case (${String((error as Error).message).slice(0, 80).replaceAll('|', '/')}) | | | |`);
+    }
+  }
   try {
-    if (PROFILE_DIR) console.error(`profile of Guidon pid ${server.child.pid}: its load starts ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after its start (after the warm-up)`);
+    if (PROFILE_DIR) console.error(`profiles: Guidon pid ${server.child.pid}${old ? `, reference pid ${old.server.child.pid}` : ''}; the load starts about ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after the start (after the warm-up)`);
     const warm = await wrk(server.url, sdkKey, 3); // warm-up: JIT, compiled project
+    if (old) await wrk(old.server.url, old.sdkKey, 3);
     await wrk(ceiling.url, sdkKey, 3);
-    const { as, bs } = await alternate(
-      () => measure(server.child.pid!, server.url, sdkKey),
-      () => measure(ceiling.child.pid!, ceiling.url, sdkKey),
-    );
+    const as: Measure[] = [];
+    const bs: Measure[] = [];
+    const rs: Measure[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      bs.push(await measure(ceiling.child.pid!, ceiling.url, sdkKey));
+      // This build and the reference take turns at going first: the noisy machine hits both alike.
+      if (old && round % 2 === 0) rs.push(await measure(old.server.child.pid!, old.server.url, old.sdkKey));
+      as.push(await measure(server.child.pid!, server.url, sdkKey));
+      if (old && round % 2 === 1) rs.push(await measure(old.server.child.pid!, old.server.url, old.sdkKey));
+    }
+    if (old) {
+      const perCpuOf = (ms: Measure[]) => sum(ms, (m) => m.requests) / sum(ms, (m) => m.cpu);
+      const change = (now: number, then: number) => `${now >= then ? '+' : ''}${((100 * (now - then)) / then).toFixed(1)} %`;
+      const rounds = as.map((m, i) => change(perCpu(m), perCpu(rs[i]!))).join(', ');
+      comparisons.push(`| ${caseName} | ${fmt(perCpuOf(rs))} | ${fmt(perCpuOf(as))} | **${change(perCpuOf(as), perCpuOf(rs))}** | ${rounds} | ${(perCpuOf(rs) / perCpuOf(bs)).toFixed(2)} / ${(perCpuOf(as) / perCpuOf(bs)).toFixed(2)} | ${state([...as, ...rs])} |`);
+      await old.server.remove();
+      old = null;
+    }
     // Latency where the server is not saturated: what an application sees on an ordinary day.
     const pacedBare = await measure(ceiling.child.pid!, ceiling.url, sdkKey, SECONDS, PACE_MS);
     const paced = await measure(server.child.pid!, server.url, sdkKey, SECONDS, PACE_MS);
@@ -281,6 +318,7 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
     const seconds = sum(as, (m) => m.seconds);
     return `| Guidon evaluate, SQLite${conditions ? ', a 3-condition rule per flag (IN of 1,000, SEMVER_GTE, REGEX)' : ''}${variants ? ', half the flags with three variants by weight' : ''} | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${fmt(median(as.map(tail)), 1)} / ${fmt(median(bs.map(tail)), 1)} | ${fmt(paced.requests / paced.seconds)}, ${fmt(paced.p50Ms, 1)} / ${fmt(paced.p99Ms, 1)} (${fmt(pacedBare.requests / pacedBare.seconds)}, ${fmt(pacedBare.p50Ms, 1)} / ${fmt(pacedBare.p99Ms, 1)}) | ${sum([...as, paced], (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
   } finally {
+    if (old) await old.server.remove();
     await stop(ceiling.child, 'SIGKILL');
     await server.remove();
   }
@@ -344,11 +382,18 @@ if (SOAK_SECONDS > 0) {
   await soak();
 } else {
   console.log(`\n${SECONDS} s per measurement, ${ROUNDS} rounds alternated, ${CONNECTIONS} connections, wrk -t1, Node ${process.version}, ${cpus} CPUs (${pinned ? `wrk on CPU ${LOAD_CPUS}, servers on CPU ${SERVER_CPUS}` : 'nothing pinned'}), ${new Date().toISOString()}\n`);
+  reference = referenceBuild();
   console.log(header);
   console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---|---|---:|---|---|');
   for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
   if (WITH_CONDITIONS) console.log(await evaluateCase(100, true));
   if (WITH_VARIANTS) console.log(await evaluateCase(100, false, true));
+  if (reference !== null) {
+    console.log(`\nAgainst the reference build ${reference.name} (${reference.sha.slice(0, 12)}), same rounds, req per server CPU-second (change: this build against the reference)\n`);
+    console.log('| case | reference | this build | change | per round | of bare: reference / this build | busy % / steal % |');
+    console.log('|---|---:|---:|---:|---|---|---|');
+    for (const row of comparisons) console.log(row);
+  }
   sendAttributes = false;
   if (WITH_WORKERS) {
     console.log('\n| case | flags | throughput | per CPU-second | p99 ms | busy % / steal % |');
