@@ -20,10 +20,11 @@
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
  * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
  * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
- * BENCH_REFERENCE (default the tag bench-reference, see reference-build.ts; `none` to skip): each case
- * also starts that build, seeded alike, and measures it in the same rounds (this build and the
- * reference in alternating order, after the bare server): a second table gives both per CPU-second
- * and the change in %. A case the reference cannot seed (a feature it does not have) says so.
+ * BENCH_REFERENCE (default the tags bench-reference and bench-reference-features, see
+ * reference-build.ts; `none` to skip): each case also starts the first reference build that can
+ * seed it (one without conditions cannot seed that case), seeded alike, and measures it in the
+ * same rounds (this build and the reference in alternating order, after the bare server): a second
+ * table gives both per CPU-second and the change in %.
  * BENCH_SOAK_SECONDS=<n>: instead of the above, one Guidon with BENCH_SOAK_FLAGS (10) flags under
  * load for n seconds, its RSS printed every BENCH_SOAK_EVERY seconds (60).
  */
@@ -32,7 +33,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { referenceBuild, type Reference } from './reference-build.js';
+import { referenceBuilds, type Reference } from './reference-build.js';
 import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedVariants, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -258,8 +259,8 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
 
 const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | tail: p99 ÷ mean, Guidon / bare | paced: req/s, p50 / p99 ms, Guidon (bare) | errors | history recorded / made | busy % / steal % |';
 
-/** The reference build (reference-build.ts), built before the first case; null: this build alone. */
-let reference: Reference | null = null;
+/** The reference builds (reference-build.ts), built before the first case; none: this build alone. */
+let references: Reference[] = [];
 /** Rows of the comparison table, one a case. */
 const comparisons: string[] = [];
 
@@ -272,16 +273,20 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
   sendAttributes = conditions;
   const answer = await sampleAnswer(server.url, sdkKey);
   const ceiling = await bare(answer);
-  let old: { server: Guidon; sdkKey: string } | null = null;
-  if (reference !== null) {
+  let old: { server: Guidon; sdkKey: string; reference: Reference } | null = null;
+  for (const reference of references) {
     const oldServer = await guidon('1', true, true, reference.mainJs);
     try {
-      old = { server: oldServer, sdkKey: await seedOf(oldServer.url) };
-    } catch (error) {
-      await oldServer.remove();
-      comparisons.push(`| ${caseName} | the reference could not seed this case (${String((error as Error).message).slice(0, 80).replaceAll('|', '/')}) | | | |`);
+      const oldKey = await seedOf(oldServer.url);
+      // A build that ignores the variants it was sent would answer without them: not the same work.
+      if (variants && !(await sampleAnswer(oldServer.url, oldKey)).includes('"variant"')) throw new Error('no variants');
+      old = { server: oldServer, sdkKey: oldKey, reference };
+      break;
+    } catch {
+      await oldServer.remove(); // a feature it does not have: the next reference
     }
   }
+  if (old === null && references.length > 0) comparisons.push(`| ${caseName} | no reference build could seed this case | | | | | | |`);
   try {
     if (PROFILE_DIR) console.error(`profiles: Guidon pid ${server.child.pid}${old ? `, reference pid ${old.server.child.pid}` : ''}; the load starts about ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after the start (after the warm-up)`);
     const warm = await wrk(server.url, sdkKey, 3); // warm-up: JIT, compiled project
@@ -301,7 +306,7 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
       const perCpuOf = (ms: Measure[]) => sum(ms, (m) => m.requests) / sum(ms, (m) => m.cpu);
       const change = (now: number, then: number) => `${now >= then ? '+' : ''}${((100 * (now - then)) / then).toFixed(1)} %`;
       const rounds = as.map((m, i) => change(perCpu(m), perCpu(rs[i]!))).join(', ');
-      comparisons.push(`| ${caseName} | ${fmt(perCpuOf(rs))} | ${fmt(perCpuOf(as))} | **${change(perCpuOf(as), perCpuOf(rs))}** | ${rounds} | ${(perCpuOf(rs) / perCpuOf(bs)).toFixed(2)} / ${(perCpuOf(as) / perCpuOf(bs)).toFixed(2)} | ${state([...as, ...rs])} |`);
+      comparisons.push(`| ${caseName} | ${old.reference.name} (${old.reference.sha.slice(0, 7)}) | ${fmt(perCpuOf(rs))} | ${fmt(perCpuOf(as))} | **${change(perCpuOf(as), perCpuOf(rs))}** | ${rounds} | ${(perCpuOf(rs) / perCpuOf(bs)).toFixed(2)} / ${(perCpuOf(as) / perCpuOf(bs)).toFixed(2)} | ${state([...as, ...rs])} |`);
       await old.server.remove();
       old = null;
     }
@@ -382,16 +387,16 @@ if (SOAK_SECONDS > 0) {
   await soak();
 } else {
   console.log(`\n${SECONDS} s per measurement, ${ROUNDS} rounds alternated, ${CONNECTIONS} connections, wrk -t1, Node ${process.version}, ${cpus} CPUs (${pinned ? `wrk on CPU ${LOAD_CPUS}, servers on CPU ${SERVER_CPUS}` : 'nothing pinned'}), ${new Date().toISOString()}\n`);
-  reference = referenceBuild();
+  references = referenceBuilds();
   console.log(header);
   console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---|---|---:|---|---|');
   for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
   if (WITH_CONDITIONS) console.log(await evaluateCase(100, true));
   if (WITH_VARIANTS) console.log(await evaluateCase(100, false, true));
-  if (reference !== null) {
-    console.log(`\nAgainst the reference build ${reference.name} (${reference.sha.slice(0, 12)}), same rounds, req per server CPU-second (change: this build against the reference)\n`);
-    console.log('| case | reference | this build | change | per round | of bare: reference / this build | busy % / steal % |');
-    console.log('|---|---:|---:|---:|---|---|---|');
+  if (references.length > 0) {
+    console.log(`\nAgainst a reference build (the first of ${references.map((r) => r.name).join(', ')} that can seed the case), same rounds, req per server CPU-second (change: this build against the reference)\n`);
+    console.log('| case | reference build | reference | this build | change | per round | of bare: reference / this build | busy % / steal % |');
+    console.log('|---|---|---:|---:|---:|---|---|---|');
     for (const row of comparisons) console.log(row);
   }
   sendAttributes = false;

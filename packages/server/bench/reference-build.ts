@@ -3,9 +3,12 @@
  * (evaluate-wrk.bench.ts), so that a change that costs 5 % is seen the day it lands rather than
  * as a drift between runs on a shared machine.
  *
- * BENCH_REFERENCE: a tag, branch or commit (default the tag `bench-reference`; when that tag is
- * missing and e8c63e9, the build issue 30 measured against, is in the history, the tag is created
- * there); `none` measures this build alone. The commit is exported with `git archive` into
+ * BENCH_REFERENCE: tags, branches or commits, comma-separated; a case is measured against the first
+ * that can seed it. Default `bench-reference,bench-reference-features`: when a default tag is
+ * missing and its commit is in the history, the tag is created there: `bench-reference` at
+ * e8c63e9 (the build issue 30 measured main against, 2026-11-22, before conditions and variants),
+ * `bench-reference-features` at d9e0f3f (main at the end of 2026-11-24, with conditions and
+ * variants, for the cases e8c63e9 cannot seed). `none` measures this build alone. The commit is exported with `git archive` into
  * <tmp>/guidon-bench-reference-<sha> (kept between runs: built once) and its server built with the
  * TypeScript compiler of this checkout. Its dependencies: when every package its package-lock.json
  * names is in this checkout's lock at the same version, this checkout's node_modules is linked
@@ -26,9 +29,8 @@ export interface Reference {
   mainJs: string;
 }
 
-const DEFAULT_TAG = 'bench-reference';
-/** The build issue 30 measured main against (docs/performance.md). */
-const DEFAULT_COMMIT = 'e8c63e9';
+/** Default tags and the commits they are created at when missing (docs/performance.md, issue 30). */
+const DEFAULTS: Readonly<Record<string, string>> = { 'bench-reference': 'e8c63e9', 'bench-reference-features': 'd9e0f3f' };
 /** This checkout: dist/bench → packages/server → the repository. */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
 
@@ -63,22 +65,31 @@ function linkDependencies(dir: string): void {
   }
 }
 
-/** Builds (once) and returns the reference, or null with BENCH_REFERENCE=none or when no reference can be found. */
-export function referenceBuild(): Reference | null {
-  const asked = process.env.BENCH_REFERENCE ?? DEFAULT_TAG;
-  if (asked === 'none') return null;
+/** Builds (once each) and returns the references of BENCH_REFERENCE; none with `none` or when none can be found. */
+export function referenceBuilds(): Reference[] {
+  const asked = process.env.BENCH_REFERENCE ?? Object.keys(DEFAULTS).join(',');
+  if (asked === 'none') return [];
+  return asked
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean)
+    .map(referenceBuild)
+    .filter((reference): reference is Reference => reference !== null);
+}
+
+function referenceBuild(asked: string): Reference | null {
   let sha = commitOf(asked);
-  if (sha === null && asked === DEFAULT_TAG) {
-    const fallback = commitOf(DEFAULT_COMMIT);
-    if (fallback === null) {
-      console.warn(`no tag ${DEFAULT_TAG} and no commit ${DEFAULT_COMMIT} in this history: measuring this build alone (set BENCH_REFERENCE to a commit)`);
+  const fallback = DEFAULTS[asked];
+  if (sha === null && fallback !== undefined) {
+    sha = commitOf(fallback);
+    if (sha === null) {
+      console.warn(`no tag ${asked} and no commit ${fallback} in this history: left out (set BENCH_REFERENCE to a commit)`);
       return null;
     }
-    git('tag', DEFAULT_TAG, fallback);
-    console.warn(`tagged ${DEFAULT_COMMIT} as ${DEFAULT_TAG} (the build issue 30 measured against)`);
-    sha = fallback;
+    git('tag', asked, sha);
+    console.warn(`tagged ${fallback} as ${asked}`);
   }
-  if (sha === null) throw new Error(`BENCH_REFERENCE=${asked} is not a commit of this repository`);
+  if (sha === null) throw new Error(`BENCH_REFERENCE: ${asked} is not a commit of this repository`);
   const dir = join(tmpdir(), `guidon-bench-reference-${sha.slice(0, 12)}`);
   const mainJs = join(dir, 'packages', 'server', 'dist', 'src', 'main.js');
   if (existsSync(mainJs)) return { name: asked, sha, mainJs };
