@@ -208,13 +208,22 @@ async function guidon(workers: string, profile = false, pin = true, entry = main
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, WORKERS: workers, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
     stdio: 'inherit',
   });
+  let stopping = false;
+  // A server that dies under load (or is killed from outside) says how, instead of wrk's "connection refused" alone.
+  child.once('exit', (code, signal) => {
+    if (!stopping) console.error(`Guidon ${entry} (pid ${child.pid}) exited: code ${code}, signal ${signal}`);
+  });
   await waitForHealth(url, child);
   return {
     child,
     url,
     databaseUrl,
-    stop: () => stop(child),
+    stop: () => {
+      stopping = true;
+      return stop(child);
+    },
     async remove() {
+      stopping = true;
       await stop(child);
       rmSync(dir, { recursive: true, force: true });
     },
