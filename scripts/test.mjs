@@ -100,16 +100,19 @@ const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'pa
 const onSqlite = run('engine, server, SDK and provider tests on SQLite', ['packages/engine/dist', ...againstTheServer], {});
 const onPostgres = postgres ? run('server, SDK and provider tests on PostgreSQL', againstTheServer, { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
 let apiClient = 0;
+let circles = 0;
 if (only.length === 0) {
   console.log(`\n=== dashboard: API client against the server's OpenAPI document (Node ${process.version}) ===`);
   apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
+  console.log(`\n=== imports go one way: no circle between the files of a package (Node ${process.version}) ===`);
+  circles = spawnSync(process.execPath, ['scripts/import-circles.mjs'], { stdio: 'inherit' }).status ?? 1;
 }
 const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;
 // The container image is built and run once per `npm test`, not on every Node line: runLines sets
 // GUIDON_TEST_IMAGE=0 for the lines after the first (scripts/container/image.test.mjs).
 // Building the image from nothing (its base included) takes several minutes: it gets 40.
 const image = process.env.GUIDON_TEST_IMAGE === '0' ? 0 : run('container image, built and run with Podman (once per run)', ['scripts/container'], {}, 40 * 60_000);
-process.exit(onSqlite || onPostgres || apiClient || dashboard || image);
+process.exit(onSqlite || onPostgres || apiClient || circles || dashboard || image);
 
 /** Runs the whole suite once per line, each under its Node with its build of better-sqlite3. */
 async function runLines(names) {

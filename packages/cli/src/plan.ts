@@ -14,6 +14,8 @@ export interface ImportAnswer {
   update: PlanItem[];
   delete: PlanItem[];
   unchanged: number;
+  /** The environments that need approvals: their part became a change request (id), or would (null, in a dry run). Absent from older servers. */
+  change_requests?: { environment: string; id: string | null }[];
   /** Unleash imports: what was left out, and why. */
   skipped?: { feature: string | null; environment: string | null; what: string; reason: string }[];
 }
@@ -36,6 +38,9 @@ export function planText(answer: ImportAnswer): string {
   if (changes === 0) lines.push(`Nothing to do: ${answer.unchanged} unchanged.`);
   else if (answer.dry_run) lines.push(`Dry run, nothing changed: ${counts}.`);
   else lines.push(`Applied (import ${answer.import_id}): ${counts.replace(/to (create|update|delete)/g, (_, verb: string) => `${verb}d`)}.`);
+  for (const request of answer.change_requests ?? []) {
+    lines.push(request.id === null ? `${request.environment} needs approval: applying makes its changes a change request.` : `${request.environment} needs approval: its changes await review in change request ${request.id}.`);
+  }
   if (answer.skipped && answer.skipped.length > 0) {
     lines.push('', `Skipped (${answer.skipped.length}): not imported, as it could not be mapped exactly:`);
     const skipped = [['FEATURE', 'ENVIRONMENT', 'WHAT', 'WHY']];

@@ -102,6 +102,26 @@ describe('guidon, the command line', { skip }, () => {
       assert.deepEqual(replace.delete.map((item: { key: string; environment: string }) => `${item.environment} ${item.key}`), ['production checkout']);
     });
 
+    test('an environment that needs approvals: its changes become a change request, which the output names (exit 0)', async () => {
+      const staging = `/api/projects/${project.id}/environments/${project.staging}`;
+      assert.equal((await request(server, 'PUT', staging, { token: user.token, body: { approvals_required: 1 } })).status, 200);
+      try {
+        const document = { guidon: 1, environments: [{ key: 'staging', name: 'Staging', approvals_required: 1 }], flags: [{ key: 'reviewed', name: 'Reviewed', environments: { staging: { enabled: true } } }] };
+        const dry = await guidon(['import', '-', '--dry-run'], env, JSON.stringify(document));
+        assert.equal(dry.code, 2, dry.stderr);
+        assert.match(dry.stdout, /^staging needs approval: applying makes its changes a change request\.$/m);
+        const applied = await guidon(['import', '-'], env, JSON.stringify(document));
+        assert.equal(applied.code, 0, applied.stderr);
+        const id = /^staging needs approval: its changes await review in change request ([0-9a-f-]{36})\.$/m.exec(applied.stdout)?.[1];
+        assert.ok(id, applied.stdout);
+        const made = await request(server, 'GET', `/api/projects/${project.id}/change-requests/${id}`, { token: user.token });
+        assert.deepEqual([made.body.status, made.body.changes.map((change: { op: string }) => change.op)], ['open', ['flag.create']]);
+        assert.equal((await request(server, 'GET', flagsPath(project, project.staging), { token: user.token })).body.some((flag: { key: string }) => flag.key === 'reviewed'), false, 'not applied before review');
+      } finally {
+        await request(server, 'PUT', staging, { token: user.token, body: { approvals_required: 0 } });
+      }
+    });
+
     test('an invalid document exits 1 and prints each problem with its path; nothing changes', async () => {
       const before = (await request(server, 'GET', `/api/projects/${project.id}/export`, { token: user.token })).text;
       const document = { guidon: 1, environments: [{ key: 'production', name: 'Production' }], flags: [{ key: 'bad', name: 'Bad', environments: { production: { rollout_percentage: 150, rules: [{ rule_type: 'conditions', conditions: [{ attribute: 'v', operator: 'SEMVER_GT', values: ['2.4'] }] }] } } }] };

@@ -408,3 +408,18 @@ describe('validation helpers', () => {
     assert.equal(looksLikeEmail('alice@exa mple.com'), false);
   });
 });
+
+describe('bucketing key', () => {
+  test('the rollout hashes the bucketing key in place of the flag key', () => {
+    // bucketOf('dark_mode', 'user_1') is 47: a 48% rollout takes user_1 in, a 47% one leaves them out.
+    for (const [n, enabled] of [[48, true], [47, false]] as const) {
+      const set = compileFlagSet([flag({ key: 'night_theme', bucketingKey: 'dark_mode', rolloutPercentage: n })]);
+      assert.equal(OUTCOMES[set.evaluateFlag({ user_id: 'user_1' }, 0) & 255]!.enabled, enabled, String(n));
+    }
+    for (let i = 0; i < 200; i++) {
+      const id = `u-${i}`;
+      const set = compileFlagSet([flag({ key: 'other', bucketingKey: 'beta-ui', rolloutPercentage: 30 })]);
+      assert.equal(OUTCOMES[set.evaluateFlag({ user_id: id }, 0) & 255]!.enabled, bucketOf('beta-ui', id) < 30, id);
+    }
+  });
+});

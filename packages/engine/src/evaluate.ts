@@ -8,7 +8,7 @@
  * the flags whose answer can depend on the context.
  */
 import { ConditionTable } from './conditions.js';
-import { NO_VARIANT } from './model.js';
+import { hashKeyOf, NO_VARIANT } from './model.js';
 import type { Answer, CompiledFlagSet, CompileOptions, EvaluationContext, FlagDefinition, Outcome, ReasonKind, VariantDefinition } from './model.js';
 import { murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
 import { DISABLED_CODE, ENABLED, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, inRolloutCode, notInRolloutCode } from './outcomes.js';
@@ -243,7 +243,7 @@ class FlagSet implements CompiledFlagSet {
       rollout: n,
       inRollout: everyoneElse < 0 ? inRolloutCode(n) : 0,
       notInRollout: everyoneElse < 0 ? notInRolloutCode(n) : 0,
-      bucketPrefix: murmur3_x86_32_state(def.key + ':', 0),
+      bucketPrefix: murmur3_x86_32_state(hashKeyOf(def) + ':', 0),
       variants: compileVariants(def),
     };
   }

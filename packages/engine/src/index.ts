@@ -1,4 +1,4 @@
-export { RULE_TYPES, BUILT_IN_ATTRIBUTES, CONDITION_LIMITS, NO_VARIANT, isRuleType } from './model.js';
+export { RULE_TYPES, BUILT_IN_ATTRIBUTES, CONDITION_LIMITS, NO_VARIANT, isRuleType, hashKeyOf } from './model.js';
 export type { Answer, AttributeValue, CompiledFlagSet, CompileOptions, Condition, EvaluationContext, FlagDefinition, Operator, Outcome, ReasonKind, RuleDefinition, RuleType, VariantDefinition } from './model.js';
 export { compileFlagSet, evaluateFlag, evaluateVariant, codeOf, variantOf, enabledOf, bucketOf } from './evaluate.js';
 export { rolloutIdentifier } from './scratch.js';

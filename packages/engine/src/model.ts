@@ -88,6 +88,16 @@ export interface FlagDefinition {
   variants?: readonly VariantDefinition[] | null | undefined;
   /** The key of the variant served when the flag answers `enabled: false`; required with variants. */
   offVariant?: string | null | undefined;
+  /**
+   * What the rollout and variant hashes take in place of `key` (null or absent: `key`), so that a
+   * flag renamed on its way from another system keeps its users' buckets (docs/flags-as-code.md).
+   */
+  bucketingKey?: string | null | undefined;
+}
+
+/** The name a flag's rollout and variant hashes are keyed by: its bucketing key, else its key. */
+export function hashKeyOf(def: Pick<FlagDefinition, 'key' | 'bucketingKey'>): string {
+  return typeof def.bucketingKey === 'string' && def.bucketingKey !== '' ? def.bucketingKey : def.key;
 }
 
 /** A custom attribute's value; null counts as absent. */

@@ -87,3 +87,19 @@ test('evaluateInto writes the variant of every flag, equal to evaluateFlag, and 
   assert.deepEqual([...variants.subarray(0, 4)], [NO_VARIANT, 0, 0, 0]);
   assert.equal(noWeights.evaluateInto({ user_email: 'a@corp.com' }, codes, variants), true);
 });
+
+test('a bucketing key replaces the flag key in the variant hash and in the rollout hash (docs/flags-as-code.md)', () => {
+  // The same flag under another key, with the old key as its bucketing key, serves everyone what the old one did.
+  const set = compileFlagSet([flag({ key: 'banner', rolloutPercentage: 50 }), flag({ key: 'renamed_banner', bucketingKey: 'banner', rolloutPercentage: 50 }), flag({ key: 'renamed_banner', rolloutPercentage: 50 })]);
+  let moved = 0;
+  for (let i = 0; i < 500; i++) {
+    const ctx: EvaluationContext = { user_id: `user-${i}` };
+    const original = set.evaluateFlag(ctx, 0);
+    assert.equal(set.evaluateFlag(ctx, 1), original, ctx.user_id);
+    if (set.evaluateFlag(ctx, 2) !== original) moved++;
+    assert.equal(set.answer(ctx, 1).kind, set.answer(ctx, 0).kind);
+  }
+  assert.ok(moved > 100, 'without the bucketing key, users change bucket');
+  assert.equal(evaluateVariant(flag({ key: 'x', bucketingKey: null }), { user_id: 'u' })?.key, expectedByWeight('x', 'u', colours));
+  assert.equal(evaluateVariant(flag({ key: 'x', bucketingKey: 'Old.Name:v1' }), { user_id: 'u' })?.key, expectedByWeight('Old.Name:v1', 'u', colours));
+});

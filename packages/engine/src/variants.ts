@@ -3,7 +3,7 @@
  * the serving rule's variant when it names one, else the one chosen by weight as Unleash does.
  */
 import { murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
-import { NO_VARIANT, type FlagDefinition } from './model.js';
+import { hashKeyOf, NO_VARIANT, type FlagDefinition } from './model.js';
 import type { Scratch } from './scratch.js';
 
 /** Unleash's variant hashing seed. */
@@ -52,7 +52,7 @@ export function compileVariants(def: FlagDefinition): VariantPlan | null {
     pinned: Uint8Array.from(def.rules, (rule) => indexOf(rule.variant)),
     only: positive.length === 1 ? variants.indexOf(positive[0]!) : positive.length === 0 ? 0 : -1,
     runningTotals,
-    prefix: murmur3_x86_32_state(def.key + ':', VARIANT_SEED),
+    prefix: murmur3_x86_32_state(hashKeyOf(def) + ':', VARIANT_SEED),
   };
 }
 

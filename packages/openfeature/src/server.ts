@@ -4,6 +4,7 @@
  */
 import { createClient, type ClientOptions, type FlagState, type GuidonClient, type GuidonContext } from '@guidon/sdk';
 import { ServerProvider } from './server-provider.js';
+import { WeightSplits } from './splits.js';
 
 export interface GuidonServerProviderOptions extends Omit<ClientOptions, 'context'> {
   /** A client of your own to build on (then the other options are not used). */
@@ -17,12 +18,20 @@ export interface GuidonServerProviderOptions extends Omit<ClientOptions, 'contex
 export class GuidonServerProvider extends ServerProvider<GuidonClient> {
   readonly metadata = { name: 'Guidon' } as const;
 
+  /** Which flags' weights split (SPLIT rather than STATIC), learnt from OFREP (splits.ts). */
+  private readonly splits: WeightSplits;
+
   constructor(options: GuidonServerProviderOptions) {
     super(options.client ?? createClient(options));
+    this.splits = new WeightSplits(options, this.client);
   }
 
-  protected async read(flagKey: string, context: GuidonContext): Promise<{ state: FlagState }> {
-    return { state: (await this.client.forContext(context)).flag(flagKey) };
+  protected async read(flagKey: string, context: GuidonContext): Promise<{ state: FlagState; weightsChose: boolean }> {
+    const flags = await this.client.forContext(context);
+    const state = flags.flag(flagKey);
+    // The context's other flags are learnt with it: one request, then none until a flag changes.
+    if (this.splits.undecided(flagKey, state)) await this.splits.learn(flags.allFlags(), context);
+    return { state, weightsChose: this.splits.chose(flagKey, state) };
   }
 
   protected answered(): Promise<boolean> {

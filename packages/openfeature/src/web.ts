@@ -4,9 +4,10 @@
  * the last answer in localStorage.
  */
 import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails } from '@openfeature/web-sdk';
-import { createClient, type ClientOptions, type GuidonClient } from '@guidon/sdk';
+import { createClient, type ClientOptions, type GuidonClient, type GuidonContext } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
-import { ProviderCore } from './core.js';
+import { ProviderCore, type FlagType } from './core.js';
+import { WeightSplits } from './splits.js';
 
 export interface GuidonWebProviderOptions extends Omit<ClientOptions, 'context'> {
   /** A client of your own to build on (then the other options are not used). */
@@ -19,18 +20,35 @@ export class GuidonWebProvider implements Provider {
   readonly events = new OpenFeatureEventEmitter();
   readonly client: GuidonClient;
   private readonly core: ProviderCore;
+  /** Which flags' weights split (SPLIT rather than STATIC), learnt from OFREP (splits.ts) for the static context. */
+  private readonly splits: WeightSplits;
+  private context: GuidonContext = {};
 
   constructor(options: GuidonWebProviderOptions) {
     this.client = options.client ?? createClient(options);
     this.core = new ProviderCore(this.client, { ProviderEvents, StandardResolutionReasons, FlagNotFoundError, GeneralError, TypeMismatchError }, this.events);
+    this.splits = new WeightSplits(options, this.client);
+    // A changed flag is asked about again (meanwhile it answers STATIC).
+    this.client.on('change', () => void this.splits.learn(this.client.allFlags(), this.context));
   }
 
   async initialize(context?: EvaluationContext): Promise<void> {
-    await this.core.ensureReady(this.client.identify(toGuidonContext(context)));
+    await this.identify(context);
   }
 
   async onContextChange(_old: EvaluationContext, context: EvaluationContext): Promise<void> {
-    await this.core.ensureReady(this.client.identify(toGuidonContext(context)));
+    await this.identify(context);
+  }
+
+  private async identify(context: EvaluationContext | undefined): Promise<void> {
+    this.context = toGuidonContext(context);
+    await this.core.ensureReady(this.client.identify(this.context));
+    await this.splits.learn(this.client.allFlags(), this.context);
+  }
+
+  private resolve<T>(flagKey: string, type: FlagType, defaultValue: T): ResolutionDetails<T> {
+    const state = this.client.flag(flagKey);
+    return this.core.resolve(flagKey, type, state, defaultValue, this.splits.chose(flagKey, state));
   }
 
   async onClose(): Promise<void> {
@@ -38,18 +56,18 @@ export class GuidonWebProvider implements Provider {
   }
 
   resolveBooleanEvaluation(flagKey: string, defaultValue: boolean): ResolutionDetails<boolean> {
-    return this.core.resolve(flagKey, 'boolean', this.client.flag(flagKey), defaultValue);
+    return this.resolve(flagKey, 'boolean', defaultValue);
   }
 
   resolveStringEvaluation(flagKey: string, defaultValue: string): ResolutionDetails<string> {
-    return this.core.resolve(flagKey, 'string', this.client.flag(flagKey), defaultValue);
+    return this.resolve(flagKey, 'string', defaultValue);
   }
 
   resolveNumberEvaluation(flagKey: string, defaultValue: number): ResolutionDetails<number> {
-    return this.core.resolve(flagKey, 'number', this.client.flag(flagKey), defaultValue);
+    return this.resolve(flagKey, 'number', defaultValue);
   }
 
   resolveObjectEvaluation<T extends JsonValue>(flagKey: string, defaultValue: T): ResolutionDetails<T> {
-    return this.core.resolve(flagKey, 'object', this.client.flag(flagKey), defaultValue);
+    return this.resolve(flagKey, 'object', defaultValue);
   }
 }

@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { ApiPlugin, App } from './http/plugin.js';
 import type { Db } from './db/database.js';
-import { AppError, InvalidDocument, RateLimited, Unavailable } from './errors.js';
+import { AppError, Invalid, InvalidDocument, setRetryAfter, Unavailable } from './errors.js';
 import { documentCommonErrors, ErrorBody } from './http/schemas.js';
 import { buildSerializer, buildValidator } from './http/compilers.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
@@ -39,7 +39,6 @@ import { ofrepErrorBody, ofrepRoutes } from './modules/ofrep/ofrep.routes.js';
 import { streamRoutes } from './modules/streams/streams.routes.js';
 import { openStreamCount } from './modules/streams/open-streams.js';
 import { StreamTokens } from './modules/streams/stream-tokens.js';
-import { Invalid } from './errors.js';
 import { Flag, Rule } from './modules/flags/flags.schemas.js';
 import { flagRoutes } from './modules/flags/flags.routes.js';
 import { acrossRoutes } from './modules/flags/across.routes.js';
@@ -152,7 +151,7 @@ function sendError(error: FastifyError | AppError, request: FastifyRequest, repl
   if (error instanceof AppError) {
     status = error.statusCode;
     message = error.message;
-    if (error instanceof RateLimited || error instanceof Unavailable) reply.header('retry-after', String(error.retryAfterSeconds));
+    setRetryAfter(error, reply);
     if (error instanceof Unavailable) request.log.warn({ err: error.cause }, 'database unavailable');
   } else if (error.validation) {
     // A path id that is not a UUID names nothing that exists.
@@ -244,16 +243,11 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   await changes.start();
   evaluateCache.start();
   attributeWriter.start();
-  // The history worker's thread loads and connects while the routes below are built, and while
-  // the server starts serving: a start does not wait for it (start-up time: docs/performance.md).
-  // What is evaluated meanwhile waits in memory, as between two writes.
-  let historyStarted: Promise<void> = Promise.resolve();
-  app.addHook('onReady', async () => {
-    historyStarted = services.history.start().catch((error: unknown) => app.log.error({ err: error }, 'the history worker did not start: evaluation history is not written'));
-  });
+  // The history worker's thread starts with the first evaluation to write, not with the server
+  // (start-up time: docs/performance.md).
+  app.addHook('onReady', async () => services.history.start());
   webhooks.start();
   app.addHook('onClose', async () => {
-    await historyStarted;
     await services.history.close();
     await attributeWriter.close();
     await webhooks.close();

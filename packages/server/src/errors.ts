@@ -78,3 +78,8 @@ export class Unavailable extends AppError {
     super(503, message);
   }
 }
+
+/** Sets Retry-After for an error that says when to come back (a rate limit, the database away): JSON answers and the sign-in pages alike. */
+export function setRetryAfter(error: AppError, reply: { header(name: string, value: string): unknown }): void {
+  if (error instanceof RateLimited || error instanceof Unavailable) reply.header('retry-after', String(error.retryAfterSeconds));
+}

@@ -94,8 +94,6 @@ describe('change requests', () => {
       ['POST', `${flagsPath(project, project.staging)}/${staging.id}/copy`, { target_environment_id: project.production, overwrite: true }],
       ['POST', `${base}/${flag.id}/schedules`, { at: new Date(Date.now() + 3_600_000).toISOString(), change: { enabled: true } }],
       ['DELETE', `${base}/${flag.id}/schedules/${scheduleId}`],
-      // The import (docs/flags-as-code.md) writes through the same path, and is refused the same way.
-      ['POST', `${p()}/import?dry_run=false`, { guidon: 1, environments: [{ key: 'production', name: 'Production', approvals_required: 1 }], flags: [{ key: 'imported', name: 'Imported', environments: { production: { enabled: true } } }] }],
     ];
     const db = server.database.db;
     const snapshot = async () =>
@@ -329,5 +327,66 @@ describe('change requests', () => {
     assert.equal((await request(server, 'POST', `${p()}/webhooks`, { token: owner.token, body: { url: 'https://hooks.example.com/x', events: ['change_request.merged'] } })).status, 400);
     const filtered = await request(server, 'GET', `${p()}/audit?resource_type=change_request&limit=1`, { token: owner.token });
     assert.equal(filtered.body.items[0].resource_type, 'change_request');
+  });
+  test('an import into a reviewed environment: that part becomes one change request, which the answer names; the rest applies at once; approved and applied, the project exports the document', async () => {
+    const shop = await newProject(server, owner, 'Imported under review');
+    const base = `/api/projects/${shop.id}`;
+    await addMember(server, owner, shop.id, editor, 'editor');
+    const checkout = await newFlag(server, owner, shop, { key: 'checkout', rollout_percentage: 10 });
+    assert.equal((await request(server, 'POST', `${flagsPath(shop)}/${checkout.id}/rules`, { token: owner.token, body: { rule_type: 'user_id', rule_value: 'u1', priority: 5 } })).status, 201);
+    await newFlag(server, owner, shop, { key: 'legacy', enabled: true });
+    assert.equal((await request(server, 'PUT', `${base}/environments/${shop.production}`, { token: owner.token, body: { approvals_required: 1 } })).status, 200);
+    const exported = async () => (await request(server, 'GET', `${base}/export`, { token: owner.token })).body;
+    const before = await exported();
+
+    // The document: a new segment, checkout changed (rollout, bucketing key, one rule changed, one added), legacy gone, fresh new in production and staging.
+    const document = structuredClone(before);
+    document.segments = [{ key: 'beta', name: 'Beta', description: null, conditions: [{ attribute: 'plan', operator: 'IN', values: ['beta'] }] }];
+    const production = document.flags.find((flag: { key: string }) => flag.key === 'checkout').environments.production;
+    Object.assign(production, { rollout_percentage: 30, bucketing_key: 'Checkout.Old' });
+    production.rules[0].rule_value = 'u2';
+    production.rules.push({ ...production.rules[0], rule_type: 'conditions', rule_value: null, conditions: [{ operator: 'IN_SEGMENT', values: ['beta'] }], priority: 1 });
+    const fresh = { enabled: true, rollout_percentage: 0, everyone_else: 'rollout', bucketing_key: null, variants: [], off_variant: null, prerequisites: [], rules: [{ ...production.rules[0], rule_value: 'vip', priority: 0 }] };
+    document.flags = [
+      document.flags.find((flag: { key: string }) => flag.key === 'checkout'),
+      { key: 'fresh', name: 'Fresh', description: null, environments: { production: fresh, staging: { ...fresh, rules: [] } } },
+    ];
+    const importing = (query: string, token = owner.token) => request(server, 'POST', `${base}/import?mode=replace&${query}`, { token, body: document });
+
+    const dry = await importing('dry_run=true');
+    assert.equal(dry.status, 200, dry.text);
+    assert.deepEqual(dry.body.change_requests, [{ environment: 'production', id: null }]);
+    assert.deepEqual(dry.body.create.map((item: { key: string; environment: string | null }) => `${item.environment} ${item.key}`).sort(), ['null beta', 'production fresh', 'staging fresh']);
+
+    const applied = await importing('dry_run=false', editor.token);
+    assert.equal(applied.status, 200, applied.text);
+    assert.equal(applied.body.dry_run, false);
+    assert.equal(applied.body.change_requests.length, 1);
+    const [{ environment, id }] = applied.body.change_requests;
+    assert.equal(environment, 'production');
+    const now = await exported();
+    assert.deepEqual(now.segments.map((segment: { key: string }) => segment.key), ['beta'], 'the segment applied at once');
+    const freshNow = now.flags.find((flag: { key: string }) => flag.key === 'fresh');
+    assert.deepEqual(Object.keys(freshNow.environments), ['staging'], 'staging applied at once; production not');
+    assert.equal(freshNow.environments.staging.enabled, true);
+    const productionOf = (state: { flags: { key: string; environments: Record<string, unknown> }[] }) => state.flags.map((flag) => [flag.key, flag.environments.production ?? null]).filter(([, env]) => env !== null);
+    assert.deepEqual(productionOf(now), productionOf(before), 'production as it was');
+
+    const opened = (await request(server, 'GET', `${base}/change-requests/${id}`, { token: owner.token })).body;
+    assert.equal(opened.status, 'open');
+    assert.equal(opened.author.email, editor.email);
+    assert.equal(opened.environment_id, shop.production);
+    assert.deepEqual(opened.changes.map((change: { op: string }) => change.op), ['flag.create', 'flag.update', 'rule.update', 'rule.create', 'flag.delete']);
+    assert.deepEqual(opened.changes[0].rules.map((rule: { rule_value: string }) => rule.rule_value), ['vip']);
+    const audit = (await request(server, 'GET', `${base}/audit?resource_id=${id}`, { token: owner.token })).body.items;
+    assert.equal(audit[0].action, 'change_request.created');
+    assert.equal(audit[0].import_id, applied.body.import_id, 'the request is part of the import');
+
+    assert.equal((await request(server, 'POST', `${base}/change-requests/${id}/reviews`, { token: owner.token, body: { decision: 'approve' } })).status, 201);
+    const done = await request(server, 'POST', `${base}/change-requests/${id}/apply`, { token: editor.token });
+    assert.equal(done.status, 200, done.text);
+    const again = await importing('dry_run=true');
+    assert.deepEqual([again.body.create, again.body.update, again.body.delete, again.body.change_requests], [[], [], [], []], `approved and applied, the project is the document: ${again.text}`);
+    assert.equal((await exported()).flags.find((flag: { key: string }) => flag.key === 'checkout').environments.production.bucketing_key, 'Checkout.Old');
   });
 });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { DASHBOARD_DIR } from '../src/modules/dashboard/dashboard.routes.js';
+import { DASHBOARD_DIR } from '../src/paths.js';
 import { request, startServer, type TestServer } from './harness.js';
 
 const html = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' };

@@ -57,7 +57,7 @@ async function richProject(name: string, description: string): Promise<TestProje
     { key: 'short', value: { text: 'Buy now', color: '#00f', size: [3] }, weight: 300 },
     { key: 'long', value: { text: 'Buy it now', color: '#f00', size: [] }, weight: 200 },
   ];
-  await flag(project.production, { key: 'button', enabled: true, everyone_else: 'rollout', variants, off_variant: 'control' }, [
+  await flag(project.production, { key: 'button', enabled: true, everyone_else: 'rollout', bucketing_key: 'Button.Legacy', variants, off_variant: 'control' }, [
     { rule_type: 'conditions', conditions: [{ attribute: 'seats', operator: 'NUM_GT', values: ['10'] }, { attribute: 'beta', operator: 'EXISTS', negate: true }], variant: 'long', priority: 5 },
     { rule_type: 'conditions', conditions: [{ operator: 'IN_SEGMENT', values: ['office'] }], serve: false },
   ]);
@@ -112,6 +112,7 @@ describe('export', () => {
     assert.equal(checkout.environments.staging.name, 'Checkout (staging)', 'a name that differs is kept in its environment');
     assert.equal(checkout.environments.production.description, 'new checkout');
     assert.equal(checkout.environments.production.bucketing_key, null);
+    assert.equal(document.flags[0].environments.production.bucketing_key, 'Button.Legacy');
     assert.deepEqual(checkout.environments.production.rules.map((rule: { priority: number }) => rule.priority), [100, 50, 10, 10, 0], 'rules in evaluation order');
     assert.equal(checkout.environments.production.rules[1].rule_value, '@corp.com', 'the stored form');
     assert.deepEqual(checkout.environments.production.prerequisites, []);

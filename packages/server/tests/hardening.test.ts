@@ -451,8 +451,8 @@ describe('exact history counts', () => {
     const testDatabase = await createTestDatabase();
     const { database, environment } = await environmentIn(testDatabase);
     const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });
-    await recorder.start();
-    const dying = recorder['worker'];
+    recorder.start();
+    const dying = recorder['spawnWorker'](); // started now, as the first batch would start it
     dying.postMessage({ type: 'close' }); // the worker closes its database: everything handed to it now fails
     recorder.record(environment, 'lost', Uint8Array.from([1, 0]), 2);
     recorder.handOver();
@@ -496,11 +496,11 @@ describe('a history writer that dies while writing', () => {
     const testDatabase = await createTestDatabase();
     const { database, environment } = await environmentIn(testDatabase);
     const recorder = new HistoryRecorder(testDatabase.config, silent, { flushIntervalMs: 3_600_000 });
-    await recorder.start();
+    recorder.start();
     const release = await holdHistoryTable(testDatabase);
-    const dying = recorder['worker'];
     for (let i = 0; i < 3; i++) recorder.record(environment, `u${i}`, Uint8Array.from([1, 0]), 2);
     recorder.handOver(); // the writer stores rows before counts: it now waits on the table
+    const dying = recorder['worker']!; // started by that batch
     await new Promise((resolve) => setTimeout(resolve, 300));
     const terminated = dying.terminate();
     // Released only once the thread is told to stop: better-sqlite3 must not raise an error into a

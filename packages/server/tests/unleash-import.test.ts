@@ -18,7 +18,6 @@ import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUCKETING_KEY_EVALUATED } from '../src/modules/flags/bucketing.js';
 import { keyOf } from '../src/modules/flags-as-code/unleash.js';
 import { evaluate, freePort, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { seededRandom } from './seeded-random.js';
@@ -253,20 +252,15 @@ describe('import from a real Unleash', { skip }, () => {
     assert.match(reason('two-groups'), /different groups/);
 
     const document = answer.body.document;
-    if (BUCKETING_KEY_EVALUATED) {
-      const checkout = document.flags.find((flag: { name: string }) => flag.name === 'Checkout.V2');
-      assert.equal(checkout.key, 'checkout_v2');
-      assert.equal(checkout.environments.production.bucketing_key, 'Checkout.V2', 'the Unleash name keeps the buckets');
-      assert.equal(document.flags.find((flag: { name: string }) => flag.name === 'shared-bucket').environments.production.bucketing_key, 'shared-group');
-    } else {
-      // Until evaluation hashes bucketing keys, a flag that needs one is not mapped (it would move users).
-      for (const name of ['Checkout.V2', 'shared-bucket']) assert.match(reason(name), /bucketing keys yet/, name);
-    }
+    const checkout = document.flags.find((flag: { name: string }) => flag.name === 'Checkout.V2');
+    assert.equal(checkout.key, 'checkout_v2');
+    assert.equal(checkout.environments.production.bucketing_key, 'Checkout.V2', 'the Unleash name keeps the buckets');
+    assert.equal(document.flags.find((flag: { name: string }) => flag.name === 'shared-bucket').environments.production.bucketing_key, 'shared-group');
     assert.deepEqual(document.segments.map((segment: { key: string }) => segment.key), ['beta_users', 'big_accounts']);
 
     const mapped = document.flags.map((flag: { key: string; name: string; environments: Record<string, { variants: unknown[] }> }) => flag);
     const production = mapped.filter((flag: { environments: Record<string, unknown> }) => flag.environments.production);
-    assert.ok(production.length >= (BUCKETING_KEY_EVALUATED ? 13 : 11), `the mapped flags: ${production.map((flag: { name: string }) => flag.name).join(', ')}`);
+    assert.ok(production.length >= 13, `the mapped flags: ${production.map((flag: { name: string }) => flag.name).join(', ')}`);
 
     const require = createRequire(join(cache, 'package.json'));
     const { startUnleash } = require('unleash-client') as { startUnleash(options: object): Promise<any> };

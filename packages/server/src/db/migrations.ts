@@ -99,7 +99,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('rules_flag_idx').on('rules').column('flag_id').execute();
 
         // History is stored one row per evaluate request, not per flag: the flags' outcomes are
-        // packed one byte each (evaluate/outcomes.ts), against a snapshot of the environment's flag
+        // packed one byte each (packages/engine/src/outcomes.ts), against a snapshot of the environment's flag
         // list. The read API expands them to one item per evaluated flag (docs/adr/0002).
         await db.schema
           .createTable('evaluation_snapshots')

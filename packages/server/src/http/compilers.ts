@@ -24,7 +24,7 @@ export function compileDeferred(): number {
 }
 
 /** `make()`'s value on first call, kept; made by compileDeferred at the latest. */
-function onFirstUse<T>(make: () => T): () => T {
+export function onFirstUse<T>(make: () => T): () => T {
   let value: T | undefined;
   const get = () => {
     if (value === undefined) {

@@ -5362,6 +5362,23 @@ export interface paths {
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
                             };
+                            /** @description the new flag's rules, created in this order */
+                            rules?: {
+                                rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
+                                /** @description the seed types' value; absent or null for conditions */
+                                rule_value?: string | null;
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
+                                enabled?: boolean;
+                                /** @description higher is evaluated first */
+                                priority?: number;
+                                /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                                rollout_percentage?: number;
+                                /** @description what the rule serves to the users it matches (default true) */
+                                serve?: boolean;
+                                /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                                variant?: string | null;
+                            }[];
                         } | {
                             /** @enum {string} */
                             op: "flag.update";
@@ -5780,6 +5797,23 @@ export interface paths {
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
                             };
+                            /** @description the new flag's rules, created in this order */
+                            rules?: {
+                                rule_type: "user_id" | "user_email" | "email_domain" | "conditions";
+                                /** @description the seed types' value; absent or null for conditions */
+                                rule_value?: string | null;
+                                /** @description for rule_type conditions: all must hold (docs/targeting.md) */
+                                conditions?: components["schemas"]["ConditionBody"][] | null;
+                                enabled?: boolean;
+                                /** @description higher is evaluated first */
+                                priority?: number;
+                                /** @description a matched user is served by the rule when their bucket is below it (default 100) */
+                                rollout_percentage?: number;
+                                /** @description what the rule serves to the users it matches (default true) */
+                                serve?: boolean;
+                                /** @description a key of the flag's variants: the users the rule serves get it; null: the weights choose */
+                                variant?: string | null;
+                            }[];
                         } | {
                             /** @enum {string} */
                             op: "flag.update";
@@ -9229,6 +9263,16 @@ export interface components {
             }[];
             /** @description environments, segments and flags (one per environment) the import leaves as they are */
             unchanged: number;
+            /** @description the environments that need approved change requests (approvals_required ≥ 1): the plan's changes to their flags are not applied but made into one change request each, to review and apply (docs/change-management.md) */
+            change_requests: {
+                /** @description the environment's key */
+                environment: string;
+                /**
+                 * Format: uuid
+                 * @description the change request made; null in a dry run (one would be made)
+                 */
+                id: string | null;
+            }[];
         };
         UnleashImportAnswer: {
             mode: "merge" | "replace";
@@ -9264,6 +9308,16 @@ export interface components {
             }[];
             /** @description environments, segments and flags (one per environment) the import leaves as they are */
             unchanged: number;
+            /** @description the environments that need approved change requests (approvals_required ≥ 1): the plan's changes to their flags are not applied but made into one change request each, to review and apply (docs/change-management.md) */
+            change_requests: {
+                /** @description the environment's key */
+                environment: string;
+                /**
+                 * Format: uuid
+                 * @description the change request made; null in a dry run (one would be made)
+                 */
+                id: string | null;
+            }[];
             /** @description everything of the Unleash export that could not be mapped exactly, and why: none of it was imported */
             skipped: {
                 /** @description the Unleash feature's name; null for something not of one feature (a segment) */

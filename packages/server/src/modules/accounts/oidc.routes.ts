@@ -5,7 +5,7 @@ import type { Db } from '../../db/database.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import type { LoginTokens } from './tokens.js';
-import { AppError, Forbidden, Invalid, RateLimited, Unauthorized, Unavailable } from '../../errors.js';
+import { AppError, Forbidden, Invalid, setRetryAfter, Unauthorized } from '../../errors.js';
 import { pageHeaders } from '../../http/page-headers.js';
 import { errorResponses } from '../../http/schemas.js';
 import { LoginResult, RETURN_PATH } from './accounts.schemas.js';
@@ -131,7 +131,7 @@ export const oidcRoutes: ApiPlugin<OidcOptions> = async (app, { db, limits, toke
         request.log.error({ err: error }, 'OpenID sign-in failed');
         return failurePage(reply, 503, 'Guidon could not finish signing you in, and changed nothing. Try again in a moment; if it keeps failing, tell the person who runs Guidon.');
       }
-      if (error instanceof RateLimited || error instanceof Unavailable) reply.header('retry-after', String(error.retryAfterSeconds));
+      setRetryAfter(error, reply);
       return failurePage(reply, error.statusCode, error.message);
     }
   });

@@ -35,9 +35,14 @@ const op = <P extends TProperties>(fields: P, definition: Omit<ChangeOp<TObject<
 const onFlag = (context: OpContext, flagId: string) => ({ ...context.env, flagId });
 
 export const CHANGE_OPS = {
-  'flag.create': op({ flag: CreateFlagBody }, {
+  // `rules`: the new flag's rules, created in this order (a rule.create needs a flag that exists).
+  'flag.create': op({ flag: CreateFlagBody, rules: Type.Optional(Type.Array(CreateRuleBody, { maxItems: 100, description: "the new flag's rules, created in this order" })) }, {
     flagOf: () => null,
-    run: (trx, record, context, change) => createFlagWrite(trx, record, context.env, change.flag),
+    run: async (trx, record, context, change) => {
+      const created = await createFlagWrite(trx, record, context.env, change.flag);
+      for (const rule of change.rules ?? []) await createRuleWrite(trx, record, onFlag(context, created.id), rule);
+      return created;
+    },
   }),
   'flag.update': op({ flag_id: Uuid, set: UpdateFlagBody }, {
     flagOf: (change) => change.flag_id,

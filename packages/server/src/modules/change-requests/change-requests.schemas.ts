@@ -31,7 +31,9 @@ export const DiffItem = Type.Object({
   after: Nullable(Type.Object({}, { additionalProperties: true })),
 });
 
-const Changes = Type.Array(ChangeSchema, { minItems: 1, maxItems: 100 });
+/** The most changes one request holds. */
+export const CHANGE_REQUEST_LIMIT = 100;
+const Changes = Type.Array(ChangeSchema, { minItems: 1, maxItems: CHANGE_REQUEST_LIMIT });
 
 const fields = {
   id: Uuid,

@@ -1,12 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { NotFound } from '../../errors.js';
 import { pageHeaders } from '../../http/page-headers.js';
+import { DASHBOARD_DIR } from '../../paths.js';
 
-/** packages/web/dist, built by `npm run build` (from packages/server/dist/src/modules/dashboard/). */
-export const DASHBOARD_DIR = fileURLToPath(new URL('../../../../../web/dist/', import.meta.url));
 
 /** Paths that belong to the API: an unknown one stays a JSON 404, never the dashboard. */
 const API_PREFIXES = ['/api', '/auth', '/sdk', '/docs', '/health', '/ready', '/ofrep', '/downloads'];

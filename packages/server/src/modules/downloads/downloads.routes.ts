@@ -1,13 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { Type } from 'typebox';
 import type { Config } from '../../config.js';
 import { NotFound } from '../../errors.js';
 import type { ApiPlugin } from '../../http/plugin.js';
+import { DOWNLOADS_DIR } from '../../paths.js';
 
-/** packages/server/dist/downloads, filled by `npm run build` (scripts/pack-clients.mjs). */
-export const DOWNLOADS_DIR = fileURLToPath(new URL('../../../downloads/', import.meta.url));
 
 interface Packed {
   name: string;

@@ -24,7 +24,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
     db.selectFrom('environments').select(['id', 'key']).where('project_id', '=', project.id).execute(),
     db
       .selectFrom('flags')
-      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant'])
+      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key'])
       .where('project_id', '=', project.id)
       .orderBy('created_at')
       .orderBy('id')
@@ -53,6 +53,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
       rules: [],
       variants: toVariants(row.variants),
       offVariant: row.off_variant,
+      bucketingKey: row.bucketing_key,
     };
     byFlag.set(row.id, flag);
     byEnvironment.get(row.environment_id)?.flags.push(flag);

@@ -32,7 +32,7 @@ export async function loadEnvironmentForExplain(db: Db, projectId: string, envir
   const [flags, rules, segments] = await Promise.all([
     db
       .selectFrom('flags')
-      .select(['id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant'])
+      .select(['id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key'])
       .where('environment_id', '=', environmentId)
       .orderBy('created_at')
       .orderBy('id')
@@ -57,6 +57,7 @@ export async function loadEnvironmentForExplain(db: Db, projectId: string, envir
       everyoneElse: row.everyone_else === 'off' ? 'off' : 'rollout',
       variants: toVariants(row.variants),
       offVariant: row.off_variant,
+      bucketingKey: row.bucketing_key,
       rules: [],
       stored: [],
     });

@@ -7,14 +7,15 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import { flagProblem, Patterns, segmentProblem, type Condition, type RuleType } from '@guidon/engine';
 import { Invalid, InvalidDocument, type Problem } from '../../errors.js';
+import { onFirstUse } from '../../http/compilers.js';
 import { ruleTargetProblems, checkedRuleTarget } from '../flags/rules.checks.js';
-import { checkBucketingKey } from '../flags/bucketing.js';
 import { checkOffVariant, checkRuleVariant, checkVariants, type Variant } from '../flags/variants.js';
 import { conditionProblems, storedConditions } from '../segments/segments.repository.js';
 import { documentJsonSchema, type GuidonDocument } from './document.schemas.js';
 import type { EnvironmentState, FlagState, ProjectState, RuleState, SegmentState } from './state.js';
 
-const validateShape = new Ajv({ allErrors: true, strict: false }).compile<GuidonDocument>(documentJsonSchema);
+// Compiled when first used, not at start (docs/performance.md, start-up).
+const shapeValidator = onFirstUse(() => new Ajv({ allErrors: true, strict: false }).compile<GuidonDocument>(documentJsonSchema));
 
 /** `/flags/2/environments/production` → `flags[2].environments.production`. */
 function pathOf(pointer: string, child?: string): string {
@@ -85,6 +86,7 @@ export interface DesiredState extends Omit<ProjectState, 'project'> {
  * it is: in `merge` mode its segments stay, so rules may name them.
  */
 export function checkDocument(input: unknown, current: ProjectState, mode: 'merge' | 'replace'): DesiredState {
+  const validateShape = shapeValidator();
   if (!validateShape(input)) {
     const problems = shapeProblems(validateShape.errors ?? []);
     // Where the shape is wrong, the API's checks would read garbage: they run on the rest.
@@ -167,7 +169,6 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
       const variantsWrong = shapeWrong(`${base}.variants`) || shapeWrong(`${base}.off_variant`);
       const variants = variantsWrong ? null : checkedOr<Variant[]>(() => checkVariants(entry.variants ?? []), `${base}.variants`);
       const off_variant = variants && checkedOr(() => checkOffVariant(variants, entry.off_variant ?? null), `${base}.off_variant`);
-      if (!shapeWrong(`${base}.bucketing_key`)) checkedOr(() => checkBucketingKey(entry.bucketing_key), `${base}.bucketing_key`);
       const rules: RuleState[] = [];
       if (!shapeWrongAbove(`${base}.rules`)) list<NonNullable<typeof entry.rules>[number]>(entry.rules).forEach((rule, r) => {
         const at = `${base}.rules[${r}]`;

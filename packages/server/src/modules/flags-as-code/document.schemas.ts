@@ -96,6 +96,13 @@ const planFields = {
   update: Type.Array(PlanItem),
   delete: Type.Array(PlanItem),
   unchanged: Type.Integer({ description: 'environments, segments and flags (one per environment) the import leaves as they are' }),
+  change_requests: Type.Array(
+    Type.Object({
+      environment: Type.String({ description: "the environment's key" }),
+      id: Type.Union([Uuid, Type.Null()], { description: 'the change request made; null in a dry run (one would be made)' }),
+    }),
+    { description: "the environments that need approved change requests (approvals_required ≥ 1): the plan's changes to their flags are not applied but made into one change request each, to review and apply (docs/change-management.md)" },
+  ),
 };
 
 export const ImportPlan = Type.Object(planFields, { $id: 'ImportPlan' });

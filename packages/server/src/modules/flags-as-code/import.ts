@@ -15,6 +15,9 @@ import { createRule, deleteRule, listRules, updateRule, type RuleFields } from '
 import { ruleChange } from '../flags/rule-writes.js';
 import { createSegment, deleteSegment, listSegments, updateSegment } from '../segments/segments.repository.js';
 import { segmentChange } from '../segments/segments.routes.js';
+import type { RequestedChange } from '../change-requests/change-ops.js';
+import type { FlagCreate, FlagPut } from '../flags/flag-writes.js';
+import type { RuleCreate } from '../flags/rule-writes.js';
 import type { DesiredState } from './document.check.js';
 import { FLAG_FIELDS, pick, sameJson, STORED_FLAG_FIELDS, type FlagField, type FlagState, type ProjectState, type RuleState } from './state.js';
 
@@ -172,4 +175,49 @@ export async function applyImport(trx: Db, record: RecordChange, projectId: stri
     await deleteSegment(trx, segment.id);
     record(segmentChange('segment.deleted', segment, null));
   }
+}
+
+/** A rule of the document as a rule's create or PUT body (the API's fields; no null where the body takes none). */
+function ruleBody(rule: RuleState): RuleCreate {
+  const { rule_type, rule_value, conditions, enabled, priority, rollout_percentage, serve, variant } = rule;
+  return { rule_type, rule_value, ...(conditions ? { conditions } : {}), enabled, priority, rollout_percentage, serve, variant } as RuleCreate;
+}
+
+/** A flag's own fields of the document as a create or PUT body. */
+const flagBody = (flag: FlagState, fields: readonly (typeof STORED_FLAG_FIELDS)[number][]) =>
+  Object.fromEntries(fields.map((field) => [field, field === 'variants' ? flag.variants.map(({ description, ...variant }) => (description == null ? variant : { ...variant, description })) : flag[field]]));
+
+/**
+ * The part of the plan of `desired` over `current` that falls in one environment's flags, as the
+ * changes of a change request (docs/change-management.md): what applyImport would do there, each
+ * change the write its route runs. Read inside the caller's transaction, after the rest of the
+ * import was applied (so the segments its rules name exist).
+ */
+export async function requestedChanges(trx: Db, current: ProjectState, desired: DesiredState, mode: ImportMode, environmentKey: string): Promise<RequestedChange[]> {
+  const plan = planImport(current, desired, mode);
+  const changes: RequestedChange[] = [];
+  for (const item of [...plan.create, ...plan.update, ...plan.delete].filter((entry) => entry.resource === 'flag' && entry.environment === environmentKey)) {
+    const wanted = desired.flags.get(environmentKey)?.get(item.key);
+    const stored = current.flags.get(environmentKey)?.get(item.key);
+    if (!stored) {
+      changes.push({ op: 'flag.create', flag: { key: item.key, ...flagBody(wanted!, STORED_FLAG_FIELDS) } as FlagCreate, rules: wanted!.rules.map(ruleBody) });
+      continue;
+    }
+    const flag_id = stored.id!;
+    if (!wanted) {
+      changes.push({ op: 'flag.delete', flag_id });
+      continue;
+    }
+    const fields = STORED_FLAG_FIELDS.filter((field) => item.fields.includes(field));
+    if (fields.length > 0) changes.push({ op: 'flag.update', flag_id, set: flagBody(wanted, fields) as FlagPut });
+    if (!item.fields.includes('rules')) continue;
+    const change = rulesChange(await listRules(trx, [flag_id]), wanted.rules);
+    for (const rule of change.remove) changes.push({ op: 'rule.delete', flag_id, rule_id: rule.id });
+    for (const [rule, wantedRule] of change.update) {
+      const { id: _id, flag_id: _f, created_at: _c, updated_at: _u, ...fieldsNow } = rule;
+      if (!sameJson(fieldsNow, wantedRule)) changes.push({ op: 'rule.update', flag_id, rule_id: rule.id, set: ruleBody(wantedRule) });
+    }
+    for (const rule of change.create) changes.push({ op: 'rule.create', flag_id, rule: ruleBody(rule) });
+  }
+  return changes;
 }

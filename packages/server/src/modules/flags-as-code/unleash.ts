@@ -10,6 +10,7 @@ import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
 import { parseDate } from '@guidon/engine';
 import { InvalidDocument } from '../../errors.js';
+import { onFirstUse } from '../../http/compilers.js';
 import { DOCUMENT_VERSION, type GuidonDocument } from './document.schemas.js';
 import { checkDocument } from './document.check.js';
 
@@ -70,7 +71,8 @@ type UnleashConstraint = Static<typeof Constraint>;
 type Variant = Static<typeof UnleashVariant>;
 type SegmentDefinition = Static<typeof UnleashSegment>;
 
-const validateInput = new Ajv({ allErrors: false, strict: false }).compile(JSON.parse(JSON.stringify(UnleashInput)) as object);
+// Compiled when first used: at start it cost a tenth of a second that a server importing nothing pays for nothing.
+const inputValidator = onFirstUse(() => new Ajv({ allErrors: false, strict: false }).compile(JSON.parse(JSON.stringify(UnleashInput)) as object));
 
 /** A Guidon key (flag, segment, variant: `^[a-z][a-z0-9_-]*$`, at most 100) made of an Unleash name. */
 export function keyOf(name: string, maxLength = 100): string {
@@ -282,6 +284,7 @@ const sameVariants = (a: readonly Variant[] = [], b: readonly Variant[] = []) =>
 
 /** One export per environment: the input as a list, with the segment definitions sent beside it. */
 function normalizedInput(input: unknown): { exports: UnleashExport[]; definitions: SegmentDefinition[] } {
+  const validateInput = inputValidator();
   if (!validateInput(input)) {
     const [error] = validateInput.errors ?? [];
     throw new InvalidDocument([{ path: error?.instancePath.slice(1).replace(/\//g, '.') ?? '', message: `Not an Unleash export (features-batch/export, several as an array, or {exports, segments}): ${error?.instancePath || 'the body'} ${error?.message ?? ''}`.trim() }]);

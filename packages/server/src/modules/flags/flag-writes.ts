@@ -14,7 +14,6 @@ import { createFlag, deleteFlag, requireFlag, toggleFlag, updateFlag, type FlagS
 import type { CreateFlagBody, UpdateFlagBody } from './flags.schemas.js';
 import { listRules } from './rules.repository.js';
 import { checkOffVariant, checkVariants, type Variant } from './variants.js';
-import { checkBucketingKey } from './bucketing.js';
 
 export type Flag = Awaited<ReturnType<typeof requireFlag>>;
 export type FlagCreate = Static<typeof CreateFlagBody>;
@@ -52,7 +51,7 @@ async function checkedVariantChange(trx: Db, before: Flag, sentVariants: Variant
 
 export async function createFlagWrite(trx: Db, record: RecordChange, scope: EnvironmentScope, body: FlagCreate) {
   const { name, key, description = null, enabled = false, rollout_percentage = 0, everyone_else = 'rollout' } = body;
-  const bucketing_key = checkBucketingKey(body.bucketing_key ?? null);
+  const bucketing_key = body.bucketing_key ?? null;
   const variants = checkVariants(body.variants ?? []);
   const off_variant = checkOffVariant(variants, body.off_variant ?? null);
   const created = await createFlag(trx, await requireEnvironment(trx, scope), { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant, bucketing_key });
@@ -63,7 +62,7 @@ export async function createFlagWrite(trx: Db, record: RecordChange, scope: Envi
 /** A PUT of the flag: only the fields sent change. */
 export async function updateFlagWrite(trx: Db, record: RecordChange, scope: FlagScope, body: FlagPut) {
   const { name, key, description, enabled, rollout_percentage, everyone_else } = body;
-  const bucketing_key = checkBucketingKey(body.bucketing_key);
+  const bucketing_key = body.bucketing_key;
   const sentVariants = body.variants === undefined ? undefined : checkVariants(body.variants);
   const before = await requireFlag(trx, scope);
   const variantFields = sentVariants === undefined && body.off_variant === undefined ? {} : await checkedVariantChange(trx, before, sentVariants, body.off_variant);

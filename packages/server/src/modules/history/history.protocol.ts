@@ -17,7 +17,7 @@ export const bytesPerRequest = (environment: BatchEnvironment): number => enviro
 
 /**
  * A second or so of evaluations, packed: per evaluate request its environment (index into
- * `environments`), time and user id, and per evaluated flag one byte, its outcome code (evaluate/outcomes.ts).
+ * `environments`), time and user id, and per evaluated flag one byte, its outcome code (packages/engine/src/outcomes.ts).
  */
 export interface Batch {
   /** Names the batch in the worker's answer (its counts are kept until that answer says they are stored). */

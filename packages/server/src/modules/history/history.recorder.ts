@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
 import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
 import { variantOffsets, type Batch, type BatchEnvironment, type FromWorker, type HourCounts, type ToWorker } from './history.protocol.js';
+import { HISTORY_WORKER_URL } from '../../paths.js';
 
 export interface RecorderOptions {
   /** Rows (flag evaluations) waiting, in the current batch or handed to the worker and not yet written, at most; beyond it rows are dropped and counted. */
@@ -18,6 +19,9 @@ export interface RecorderOptions {
   /** At shutdown, how long the last flush may take before its rows are given up (and counted). */
   closeTimeoutMs: number;
 }
+
+/** The first prune of history past its retention, after a start. */
+const FIRST_PRUNE_MS = 10_000;
 
 const DEFAULTS: RecorderOptions = {
   // About 16 MB of outcome codes, and 200,000 requests' user ids and times (some 15 MB).
@@ -150,8 +154,8 @@ export class HistoryRecorder {
   private pendingRequests = 0;
   /** Requests in each batch handed to the worker and not yet written. */
   private readonly requestsInBatch = new Map<number, number>();
-  private worker!: Worker;
-  private readonly ready: Promise<void>;
+  /** Started on the first message for it, not with the app: a start does not pay for its thread. */
+  private worker: Worker | undefined;
   private closed: Promise<void> | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private lastDropWarning = 0;
@@ -177,22 +181,21 @@ export class HistoryRecorder {
     options: Partial<RecorderOptions> = {},
   ) {
     this.options = { ...DEFAULTS, ...options };
-    this.ready = this.spawnWorker();
   }
 
-  /** Starts the worker thread; resolves once it has its database connection. */
-  private spawnWorker(): Promise<void> {
-    const worker = new Worker(new URL('./history.worker.js', import.meta.url), { workerData: { database: this.database } });
+  /**
+   * Starts the worker thread, which loads and opens its own database connection. Messages sent
+   * meanwhile wait in its port until it listens.
+   */
+  private spawnWorker(): Worker {
+    const worker = new Worker(HISTORY_WORKER_URL, { workerData: { database: this.database } });
     this.worker = worker;
     worker.on('exit', (code) => this.onWorkerExit(worker, code));
-    return new Promise((resolve, reject) => {
-      worker.once('error', reject);
-      worker.on('error', (error) => this.log.error({ err: error }, 'history worker failed'));
-      worker.on('message', (message: FromWorker) => {
-        if (message.type === 'ready') resolve();
-        else this.onWorkerMessage(message);
-      });
+    worker.on('error', (error) => this.log.error({ err: error }, 'history worker failed'));
+    worker.on('message', (message: FromWorker) => {
+      if (message.type !== 'ready') this.onWorkerMessage(message);
     });
+    return worker;
   }
 
   /** A worker that dies is replaced; what it had been handed and not written yet is lost, and counted. */
@@ -208,14 +211,18 @@ export class HistoryRecorder {
     this.unconfirmedCounts.clear();
     this.settleDeletions(); // the cascade of the environment delete does the rest
     this.log.error({ code, lost }, 'history worker stopped; starting a new one (rows it held are lost and counted as failed; hourly counts are kept)');
-    this.spawnWorker().catch((error: unknown) => this.log.error({ err: error }, 'could not start a history worker'));
+    this.spawnWorker();
   }
 
-  async start(): Promise<void> {
-    await this.ready;
+  /**
+   * Starts handing over every flush interval. The worker's thread starts with the first batch (or
+   * the first prune, FIRST_PRUNE_MS after start), not now: loading Kysely and SQLite in another
+   * isolate competed with the start on a small machine (start-up time: docs/performance.md).
+   */
+  start(): void {
     this.timers.push(setInterval(() => this.handOver(), this.options.flushIntervalMs));
     const prune = () => this.send({ type: 'prune', retentionDays: this.options.retentionDays });
-    prune();
+    this.timers.push(setTimeout(prune, FIRST_PRUNE_MS));
     this.timers.push(setInterval(prune, this.options.pruneIntervalMs));
     for (const timer of this.timers) timer.unref();
   }
@@ -296,10 +303,12 @@ export class HistoryRecorder {
     this.closed ??= (async () => {
       for (const timer of this.timers) clearInterval(timer);
       this.handOver();
+      const worker = this.worker;
+      if (worker === undefined) return this.settleDeletions(); // never needed: nothing to write
       let deadline: NodeJS.Timeout | undefined;
       const finished = await new Promise<boolean>((resolve) => {
-        this.worker.on('message', (message: FromWorker) => message.type === 'closed' && resolve(true));
-        this.worker.once('exit', () => resolve(true)); // a worker that dies now must not hold the shutdown
+        worker.on('message', (message: FromWorker) => message.type === 'closed' && resolve(true));
+        worker.once('exit', () => resolve(true)); // a worker that dies now must not hold the shutdown
         deadline = setTimeout(() => resolve(false), this.options.closeTimeoutMs);
         this.send({ type: 'close' });
       });
@@ -312,7 +321,7 @@ export class HistoryRecorder {
         this.log.error({ dropped, unstoredHourlyCounts: this.unconfirmedCounts.size > 0, timeoutMs: this.options.closeTimeoutMs }, 'history flush did not finish in time at shutdown: rows dropped');
       }
       this.settleDeletions();
-      void this.worker.terminate();
+      void worker.terminate();
     })();
     return this.closed;
   }
@@ -353,11 +362,12 @@ export class HistoryRecorder {
   }
 
   private send(message: ToWorker): void {
+    const worker = this.worker ?? this.spawnWorker();
     if (message.type === 'batch') {
       const { batch } = message;
-      this.worker.postMessage(message, [batch.requestEnvironment.buffer, batch.requestTime.buffer, batch.codes.buffer, batch.users.buffer, batch.userLengths.buffer] as ArrayBuffer[]);
+      worker.postMessage(message, [batch.requestEnvironment.buffer, batch.requestTime.buffer, batch.codes.buffer, batch.users.buffer, batch.userLengths.buffer] as ArrayBuffer[]);
     } else {
-      this.worker.postMessage(message);
+      worker.postMessage(message);
     }
   }
 

@@ -55,6 +55,8 @@ function flag(sent: FlagDefinition): FlagDefinition {
     out.variants = sent.variants.map(({ key, value, weight }) => ({ key, value, weight }));
     out.offVariant = sent.offVariant ?? null;
   }
+  // Only when set: a flag without one hashes its key, as every SDK that predates the field does.
+  if (typeof sent.bucketingKey === 'string') out.bucketingKey = sent.bucketingKey;
   return out;
 }
 

@@ -84,7 +84,7 @@ export class Scheduler {
    * SQLite), and one that dies leaves them to be taken when the lease ends. Whether one is applied
    * is decided again in the transaction that applies it: a status that moves once.
    */
-  private leaseDue(table: 'schedules' | 'change_requests', status: string, dueColumn: 'at' | 'apply_at', now: string, leaseUntil: string): Promise<unknown[]> {
+  private async leaseDue(table: 'schedules' | 'change_requests', status: string, dueColumn: 'at' | 'apply_at', now: string, leaseUntil: string): Promise<unknown[]> {
     const db = this.db as unknown as Kysely<Record<typeof table, { id: string; status: string; claimed_until: string | null } & Record<typeof dueColumn, string>>>;
     let due = db
       .selectFrom(table)
@@ -94,6 +94,10 @@ export class Scheduler {
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
       .orderBy(dueColumn)
       .limit(BATCH);
+    // Looked at first with a plain read: on SQLite an UPDATE takes the write lock even when it
+    // matches nothing, and better-sqlite3 waits for it synchronously, so a writer holding the
+    // database (a backup, another process) would stall the event loop every poll.
+    if ((await due.execute()).length === 0) return [];
     if (this.dialect === 'postgres') due = due.forUpdate().skipLocked();
     return db.updateTable(table).set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', status).returningAll().execute();
   }

@@ -54,7 +54,7 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
   const canEdit = can('editor');
   useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
 
-  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else'>>) => void (await update.mutateAsync(changes));
+  const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else' | 'bucketing_key'>>) => void (await update.mutateAsync(changes));
   const saveLabel = reviewed ? 'Add to request' : undefined;
   const saveRollout = async (value: number) => {
     if (!Number.isInteger(value) || value < 0 || value > 100) return setRolloutError('A whole number from 0 to 100');
@@ -245,18 +245,24 @@ function EveryoneElse({ flag, readOnly, save }: { flag: Flag; readOnly: boolean;
   );
 }
 
-function Details({ flag, save, readOnly, saveLabel = 'Save details' }: { flag: Flag; save: (changes: { name?: string; description?: string | null }) => Promise<void>; readOnly: boolean; saveLabel?: string | undefined }) {
+/** What a bucketing key may be (docs/flags-as-code.md, "Bucketing key"). */
+const BUCKETING_KEY = /^[A-Za-z0-9._~:-]{1,100}$/;
+
+function Details({ flag, save, readOnly, saveLabel = 'Save details' }: { flag: Flag; save: (changes: { name?: string; description?: string | null; bucketing_key?: string | null }) => Promise<void>; readOnly: boolean; saveLabel?: string | undefined }) {
   const [name, setName] = useState(flag.name);
   const [description, setDescription] = useState(flag.description ?? '');
-  const [errors, setErrors] = useState<{ name?: string; form?: string }>({});
+  const [bucketingKey, setBucketingKey] = useState(flag.bucketing_key ?? '');
+  const [errors, setErrors] = useState<{ name?: string; bucketingKey?: string; form?: string }>({});
   const [saved, setSaved] = useState(false);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setSaved(false);
     if (!name.trim()) return setErrors({ name: 'A flag needs a name' });
+    const bucketing = bucketingKey.trim();
+    if (bucketing && !BUCKETING_KEY.test(bucketing)) return setErrors({ bucketingKey: 'Up to 100 of A–Z, a–z, 0–9 and . _ ~ : -' });
     setErrors({});
     try {
-      await save({ name: name.trim(), description: description.trim() || null });
+      await save({ name: name.trim(), description: description.trim() || null, ...(bucketing !== (flag.bucketing_key ?? '') ? { bucketing_key: bucketing || null } : {}) });
       setSaved(true);
     } catch (error) {
       setErrors({ form: (error as Error).message });
@@ -269,6 +275,15 @@ function Details({ flag, save, readOnly, saveLabel = 'Save details' }: { flag: F
         <fieldset className="plain" disabled={readOnly}>
           <Field label="Flag name" value={name} onChange={setName} error={errors.name} maxLength={200} />
           <Field label="Description" value={description} onChange={setDescription} multiline maxLength={2000} />
+          <Field
+            label="Bucketing key"
+            value={bucketingKey}
+            onChange={setBucketingKey}
+            error={errors.bucketingKey}
+            maxLength={100}
+            placeholder={flag.key}
+            hint="Hashed instead of the flag key for the rollout and the variants: set it to a flag's former key (or its name in another system) so users keep their buckets. Empty: the flag key. Changing it moves users."
+          />
           <FormError message={errors.form} />
           <div className="actions start">
             <button type="submit" title={readOnly ? reasonFor('editor') : undefined}>{saveLabel}</button>

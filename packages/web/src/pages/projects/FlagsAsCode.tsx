@@ -218,7 +218,11 @@ function UnleashPanel({ project, canImport }: { project: Project; canImport: boo
 
 function summary(plan: ImportPlan, tense: 'would' | 'done') {
   const verbs = tense === 'done' ? ['created', 'updated', 'deleted'] : ['to create', 'to update', 'to delete'];
-  return `${plan.create.length} ${verbs[0]}, ${plan.update.length} ${verbs[1]}, ${plan.delete.length} ${verbs[2]}, ${plan.unchanged} unchanged`;
+  const counts = `${plan.create.length} ${verbs[0]}, ${plan.update.length} ${verbs[1]}, ${plan.delete.length} ${verbs[2]}, ${plan.unchanged} unchanged`;
+  // An environment that needs approvals gets a change request instead (docs/flags-as-code.md).
+  const reviewed = plan.change_requests.map((request) => request.environment).join(', ');
+  if (!reviewed) return counts;
+  return `${counts}; the changes to ${reviewed} ${tense === 'done' ? 'await approval in a change request (Change requests page)' : 'need approval: applying makes a change request of them'}`;
 }
 
 /** The server's refusal: its message, and each problem of the document with where it is. */

@@ -1,0 +1,17 @@
+import { fileURLToPath } from 'node:url';
+
+/*
+ * Files the server reads or starts, found from this file's folder (packages/server/dist/src/).
+ * They are resolved here, at the root of src/, because dist/src/main.js is this folder's bundle
+ * (scripts/bundle-server.mjs): a URL made relative to a module's own file in a subfolder would
+ * point elsewhere once that module is inside the bundle.
+ */
+
+/** packages/web/dist, built by `npm run build`. */
+export const DASHBOARD_DIR = fileURLToPath(new URL('../../../web/dist/', import.meta.url));
+
+/** packages/server/dist/downloads, filled by `npm run build` (scripts/pack-clients.mjs). */
+export const DOWNLOADS_DIR = fileURLToPath(new URL('../downloads/', import.meta.url));
+
+/** The history writer's thread (modules/history/history.worker.ts), never bundled. */
+export const HISTORY_WORKER_URL = new URL('./modules/history/history.worker.js', import.meta.url);
