@@ -13,7 +13,8 @@
  * TypeScript compiler of this checkout. Its dependencies: when every package its package-lock.json
  * names is in this checkout's lock at the same version, this checkout's node_modules is linked
  * (the workspace packages, @guidon/*, are the reference's own); otherwise `npm ci` installs them
- * (from the npm registry: nothing else is fetched).
+ * (from the npm registry: nothing else is fetched). A reference that bundles its server
+ * (scripts/bundle-server.mjs) is bundled as `npm run build` does.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
@@ -112,6 +113,11 @@ function referenceBuild(asked: string): Reference | null {
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
   const build = spawnSync(process.execPath, [tsc, '-b', 'packages/server'], { cwd: building, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('building the reference failed');
+  // Builds since the start-up work ship dist/src/main.js as one bundle: measure what ships.
+  if (existsSync(join(building, 'scripts', 'bundle-server.mjs'))) {
+    const bundle = spawnSync(process.execPath, ['scripts/bundle-server.mjs'], { cwd: building, stdio: 'inherit' });
+    if (bundle.status !== 0) throw new Error('bundling the reference failed');
+  }
   rmSync(dir, { recursive: true, force: true });
   renameSync(building, dir);
   return { name: asked, sha, mainJs };
