@@ -341,6 +341,46 @@ const variantsEnvCase: Case = {
   },
 };
 
+// Prerequisites (docs/prerequisites.md). One flag with three, one of them chained (its parent has
+// one of its own), read alone with evaluateFlag: its ancestors are evaluated first, each once. An
+// engine without prerequisites (BENCH_ENGINE, a "before") ignores them: the same flags, stage 2 left out.
+const prerequisiteDefs: FlagDefinition[] = [
+  { key: 'payments', enabled: true, rolloutPercentage: 0, rules: [] },
+  { key: 'region', enabled: true, rolloutPercentage: 50, rules: [] },
+  { key: 'root', enabled: true, rolloutPercentage: 0, rules: [{ type: 'user_id', value: 'user-42', enabled: true }] },
+  { key: 'chained', enabled: true, rolloutPercentage: 80, rules: [], prerequisites: [{ flagKey: 'root' }] },
+  { key: 'checkout', enabled: true, rolloutPercentage: 30, rules: [], prerequisites: [{ flagKey: 'payments' }, { flagKey: 'region' }, { flagKey: 'chained' }] },
+] as FlagDefinition[];
+const prerequisiteSet = compileFlagSet(prerequisiteDefs);
+const checkoutIndex = prerequisiteSet.keys.indexOf('checkout');
+const prerequisiteCase: Case = {
+  name: 'a flag with 3 prerequisites (one chained), alone, distinct user ids',
+  opsPerIter: 1,
+  run(n) {
+    let acc = 0;
+    for (let i = 0; i < n; i++) acc += prerequisiteSet.evaluateFlag(contexts[i & MASK]!, checkoutIndex) & 255;
+    return acc;
+  },
+};
+
+// The 100-flag environment above with a third of its flags depending on another (every third on
+// the flag before it, which for some has its own: chains of two).
+const dependentEnvDefs: FlagDefinition[] = envDefs.map((def, f) => (f % 3 === 2 ? { ...def, prerequisites: [{ flagKey: envDefs[f - 1]!.key }] } : def)) as FlagDefinition[];
+const dependentEnvSet = compileFlagSet(dependentEnvDefs);
+const dependentEnvCase: Case = {
+  name: '100-flag environment, a third depending on another, one user (per flag eval)',
+  opsPerIter: dependentEnvSet.size,
+  run(n) {
+    const codes = new Uint8Array(dependentEnvSet.size);
+    let acc = 0;
+    for (let i = 0; i < n; i++) {
+      dependentEnvSet.evaluateInto(contexts[i & MASK]!, codes);
+      acc += codes[i % codes.length]!;
+    }
+    return acc;
+  },
+};
+
 const cases: Case[] = [
   singleFlagCase('disabled flag', disabledFlag, [oneCtx]),
   singleFlagCase('enabled flag, no rules', globalFlag, [oneCtx]),
@@ -352,6 +392,8 @@ const cases: Case[] = [
   ...operatorCases,
   conditionsEnvCase,
   variantsEnvCase,
+  prerequisiteCase,
+  dependentEnvCase,
 ];
 
 // ---------------------------------------------------------------------------
@@ -397,6 +439,7 @@ const lines = [
   `100 flags with a 3-condition rule each: ${fmtNs((results[cases.indexOf(conditionsEnvCase)]!.nsPerOp * conditionsEnvSet.size) / 1000)} µs per user` +
     ` (rules served ${conditionsEnvServed}% of the flag evaluations).`,
   `100 flags, half with variants: ${fmtNs((results[cases.indexOf(variantsEnvCase)]!.nsPerOp * variantsEnvSet.size) / 1000)} µs per user.`,
+  `100 flags, a third depending on another: ${fmtNs((results[cases.indexOf(dependentEnvCase)]!.nsPerOp * dependentEnvSet.size) / 1000)} µs per user.`,
 ];
 console.log(lines.join('\n'));
 if (sink === 0.5) console.log(''); // keep `sink` observable

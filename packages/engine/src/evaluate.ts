@@ -11,13 +11,14 @@ import { ConditionTable } from './conditions.js';
 import { hashKeyOf, NO_VARIANT } from './model.js';
 import type { Answer, CompiledFlagSet, CompileOptions, EvaluationContext, FlagDefinition, Outcome, ReasonKind, VariantDefinition } from './model.js';
 import { murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
-import { DISABLED_CODE, ENABLED, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, inRolloutCode, notInRolloutCode } from './outcomes.js';
+import { DISABLED_CODE, ENABLED, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, PREREQUISITE_CODE, inRolloutCode, isPrerequisiteCode, notInRolloutCode, prerequisiteReason } from './outcomes.js';
+import { compilePrerequisites, firstUnmet, type PrerequisitePlan } from './prerequisites.js';
 import { compileRule, ruleMatches, SeedIndex, type CompiledRule } from './rules.js';
 import { Scratch } from './scratch.js';
 import { chooseVariant, compileVariants, type VariantPlan } from './variants.js';
 
 export { NO_VARIANT } from './model.js';
-export type { CompiledFlagSet, CompileOptions, EvaluationContext, FlagDefinition, RuleDefinition, VariantDefinition } from './model.js';
+export type { CompiledFlagSet, CompileOptions, EvaluationContext, FlagDefinition, PrerequisiteDefinition, RuleDefinition, VariantDefinition } from './model.js';
 
 /** Bucket in [0, 100): murmur3_x86_32(`${flagKey}:${identifier}`, 0) % 100. */
 export function bucketOf(flagKey: string, identifier: string): number {
@@ -51,6 +52,10 @@ interface CompiledFlag {
   /** "<key>:" absorbed into murmur3's state: the bucket hashes only the identifier. */
   readonly bucketPrefix: Murmur3State;
   readonly variants: VariantPlan | null;
+  /** Its prerequisites (stage 2), or null. */
+  readonly prerequisites: PrerequisitePlan | null;
+  /** Per prerequisite, the parent's key (for the reason). */
+  readonly parentKeys: readonly string[];
 }
 
 /** Whether a flag's rules must be tried one by one (conditions, or a rollout of their own) rather than looked up. */
@@ -82,13 +87,32 @@ class FlagSet implements CompiledFlagSet {
   /** 1 for a flag of rolloutOnly or weightsOnly, 2 of varying (the pipeline has run for it, a seed rule or not). */
   private readonly isVarying: Uint8Array;
   private readonly isSplit: Uint8Array;
+  /** The enabled flags with prerequisites, parents before children: evaluated last, once their parents are answered. */
+  private readonly dependents: Uint32Array;
+  /** Per flag with prerequisites, it and its ancestors, parents first: what evaluating it alone evaluates. */
+  private readonly closures: readonly (Uint32Array | null)[];
+  /** Whether a prerequisite names variants: evaluateInto then knows every variant even when not asked for them. */
+  private readonly needsVariants: boolean;
+  /** The codes and variants stage 2 reads: evaluateInto's arrays, or these for one flag's closure. */
+  private readonly ownCodes: Uint8Array;
+  private readonly ownVariants: Uint8Array;
+  private parentCodes: Uint8Array;
+  private parentVariants: Uint8Array | undefined;
 
   constructor(defs: readonly FlagDefinition[], options: CompileOptions) {
     this.size = defs.length;
     this.keys = Object.freeze(defs.map((def) => def.key));
     this.table = new ConditionTable(this.scratch, options);
     this.seeds = new SeedIndex(defs.length, this.scratch);
-    this.flags = defs.map((def, index) => this.compileFlag(def, index));
+    const prerequisites = compilePrerequisites(defs);
+    this.flags = defs.map((def, index) => this.compileFlag(def, index, prerequisites.plans[index]!));
+    this.dependents = Uint32Array.from([...prerequisites.dependents].filter((index) => this.flags[index]!.enabled));
+    this.closures = prerequisites.closures;
+    this.needsVariants = prerequisites.needsVariants;
+    this.ownCodes = new Uint8Array(this.size);
+    this.ownVariants = new Uint8Array(this.size);
+    this.parentCodes = this.ownCodes;
+    this.parentVariants = this.ownVariants;
     this.baseCodes = Uint8Array.from(this.flags, (flag) => (flag.enabled ? Math.max(flag.everyoneElse, 0) : DISABLED_CODE));
     const rollouts = this.flags.flatMap((flag, index) => (flag.enabled && flag.everyoneElse < 0 ? [index] : []));
     this.rollouts = Uint32Array.from(rollouts);
@@ -105,7 +129,8 @@ class FlagSet implements CompiledFlagSet {
       return plan.only >= 0 ? plan.only : NO_VARIANT;
     });
     // Which stages can make a flag's answer differ per context, short of a seed rule naming it.
-    const indexes = (which: (flag: CompiledFlag, index: number) => boolean) => Uint32Array.from(this.flags.flatMap((flag, index) => (flag.enabled && which(flag, index) ? [index] : [])));
+    // A flag with prerequisites is answered after its parents, in the dependents' loop.
+    const indexes = (which: (flag: CompiledFlag, index: number) => boolean) => Uint32Array.from(this.flags.flatMap((flag, index) => (flag.enabled && flag.prerequisites === null && which(flag, index) ? [index] : [])));
     const seedsOnly = (flag: CompiledFlag) => flag.ordered === null;
     this.rolloutOnly = indexes((flag) => seedsOnly(flag) && flag.variants === null && flag.everyoneElse < 0);
     this.weightsOnly = indexes((flag, index) => seedsOnly(flag) && this.isSplit[index] === 1 && flag.everyoneElse >= 0 && ENABLED[flag.everyoneElse] === 1);
@@ -113,6 +138,7 @@ class FlagSet implements CompiledFlagSet {
     this.isVarying = new Uint8Array(this.size);
     for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = 1;
     for (const index of this.varying) this.isVarying[index] = 2;
+    for (const index of this.dependents) this.isVarying[index] = 2;
     this.variants = Object.freeze(defs.map((def, index) => (this.flags[index]!.variants === null ? null : Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))))));
   }
 
@@ -120,11 +146,18 @@ class FlagSet implements CompiledFlagSet {
     return this.table.patterns.size;
   }
 
-  evaluateInto(ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean {
+  evaluateInto(ctx: EvaluationContext, codes: Uint8Array, asked?: Uint8Array): boolean {
     this.scratch.begin(ctx);
     codes.set(this.baseCodes);
+    // Stage 2 reads the parents' variants: known even when the caller does not ask for them.
+    const variants = asked !== undefined || !this.needsVariants ? asked : this.ownVariants;
     const withVariants = variants !== undefined && this.hasVariants;
     if (withVariants) variants.set(this.baseVariants);
+    // Only a set with prerequisites reads them (two field writes cost a one-flag set a third of its time).
+    if (this.dependents.length > 0) {
+      this.parentCodes = codes;
+      this.parentVariants = withVariants ? variants : undefined;
+    }
     let served = false;
     // A seed rule that names the context overrides these below (the pipeline runs for it then).
     const { rolloutOnly, weightsOnly, flags, scratch } = this;
@@ -158,19 +191,56 @@ class FlagSet implements CompiledFlagSet {
       if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1;
       served = true;
     }
+    // Flags with prerequisites, parents first: each reads its parents' answers written above.
+    const { dependents } = this;
+    if (dependents.length === 0) return served;
+    for (let i = 0; i < dependents.length; i++) {
+      const index = dependents[i]!;
+      const packed = this.answerOf(index, ctx);
+      const code = packed & 255;
+      codes[index] = code;
+      if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1;
+      if (packed >= RULE_UNIT || isPrerequisiteCode(code)) served = true;
+    }
     return served;
   }
 
   evaluateFlag(ctx: EvaluationContext, index: number): number {
     this.scratch.begin(ctx);
-    return this.answerOf(index, ctx) & 0xffff;
+    return this.alone(index, ctx) & 0xffff;
   }
 
   answer(ctx: EvaluationContext, index: number): Answer {
     this.scratch.begin(ctx);
-    const packed = this.answerOf(index, ctx);
+    const packed = this.alone(index, ctx);
     const code = packed & 255;
-    return { outcome: OUTCOMES[code]!, variant: variantOf(packed), rule: (packed >>> 16) - 1, kind: this.reasonKind(index, code) };
+    return { outcome: OUTCOMES[code]!, reason: this.reasonOf(index, code), prerequisite: this.prerequisiteOf(index, code), variant: variantOf(packed), rule: (packed >>> 16) - 1, kind: this.reasonKind(index, code) };
+  }
+
+  reasonOf(index: number, code: number): string {
+    const key = this.prerequisiteOf(index, code);
+    return key === null ? OUTCOMES[code]!.reason : prerequisiteReason(key);
+  }
+
+  prerequisiteOf(index: number, code: number): string | null {
+    return isPrerequisiteCode(code) ? (this.flags[index]?.parentKeys[code - PREREQUISITE_CODE] ?? null) : null;
+  }
+
+  /** One flag's packed answer: with prerequisites, its ancestors first, each once, parents before children. */
+  private alone(index: number, ctx: EvaluationContext): number {
+    const closure = this.closures[index];
+    if (closure === null || closure === undefined || !this.flags[index]!.enabled) return this.answerOf(index, ctx);
+    const { ownCodes, ownVariants } = this;
+    this.parentCodes = ownCodes;
+    this.parentVariants = ownVariants;
+    let packed = 0;
+    for (let i = 0; i < closure.length; i++) {
+      const flag = closure[i]!;
+      packed = this.answerOf(flag, ctx);
+      ownCodes[flag] = packed & 255;
+      ownVariants[flag] = ((packed >>> 8) & 255) - 1;
+    }
+    return packed;
   }
 
   reasonKind(index: number, code: number): ReasonKind {
@@ -183,8 +253,13 @@ class FlagSet implements CompiledFlagSet {
     const flag = this.flags[index]!;
     // 1. Disabled: off, rules not consulted.
     if (!flag.enabled) return this.withVariant(flag, DISABLED_CODE, -1);
-    // 2. Prerequisites: a flag that depends on others answers here when one is not met (the stage
-    //    is reserved for them: docs/adr/0007-engine-shape.md).
+    // 2. Prerequisites: off when one is not met, naming the first (its position is in the code);
+    //    the parents were answered before (docs/prerequisites.md).
+    const prerequisites = flag.prerequisites;
+    if (prerequisites !== null) {
+      const unmet = firstUnmet(prerequisites, this.parentCodes, this.parentVariants);
+      if (unmet >= 0) return this.withVariant(flag, PREREQUISITE_CODE + unmet, -1);
+    }
     // 3. Rules: the first that matches the context and whose own rollout takes it serves.
     let bucket = -1;
     const rules = flag.ordered;
@@ -219,7 +294,7 @@ class FlagSet implements CompiledFlagSet {
     return plan === null ? answer : answer | ((chooseVariant(plan, ENABLED[answer & 255] === 1, rank, this.scratch) + 1) << 8);
   }
 
-  private compileFlag(def: FlagDefinition, index: number): CompiledFlag {
+  private compileFlag(def: FlagDefinition, index: number, prerequisites: PrerequisitePlan | null): CompiledFlag {
     const ruleAnswers = new Int32Array(def.rules.length);
     const compiled: CompiledRule[] = [];
     if (def.enabled) {
@@ -245,6 +320,8 @@ class FlagSet implements CompiledFlagSet {
       notInRollout: everyoneElse < 0 ? notInRolloutCode(n) : 0,
       bucketPrefix: murmur3_x86_32_state(hashKeyOf(def) + ':', 0),
       variants: compileVariants(def),
+      prerequisites,
+      parentKeys: prerequisites === null ? [] : (def.prerequisites ?? []).map((p) => p.flagKey),
     };
   }
 }

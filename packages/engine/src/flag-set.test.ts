@@ -112,3 +112,53 @@ test('a flag set: lowest rank wins across rule types, and the next context start
   assert.equal(reasons[codes[0]!], 'Flag enabled globally');
   assert.deepEqual([...set.rollouts], [1]);
 });
+
+/**
+ * docs/prerequisites.md read literally, with nothing compiled: a flag's parents evaluated by
+ * recursion (a flag on the path is a cycle: not met), then contract §2 (reference above).
+ */
+function referenceWithPrerequisites(flags: readonly FlagDefinition[], index: number, ctx: EvaluationContext, path: ReadonlySet<number> = new Set()): { enabled: boolean; reason: string } {
+  const def = flags[index]!;
+  if (!def.enabled) return { enabled: false, reason: 'Flag is globally disabled' };
+  for (const p of def.prerequisites ?? []) {
+    const parent = flags.findIndex((flag) => flag.key === p.flagKey);
+    const met = parent >= 0 && !path.has(parent) && referenceWithPrerequisites(flags, parent, ctx, new Set([...path, index])).enabled === (p.enabled ?? true);
+    if (!met) return { enabled: false, reason: `Prerequisite ${p.flagKey} not met` };
+  }
+  return reference(def, ctx);
+}
+
+test('with prerequisites (chains in any order of the set, state off, missing parents): the set gives what the recursive reading gives', () => {
+  let unmet = 0;
+  for (let seed = 1; seed <= 300; seed++) {
+    const { flags, contexts } = generate(seed);
+    const { next, pick } = random(seed * 7919);
+    // A random rank: a flag names only flags ranked before it (what may be saved has no cycle),
+    // whatever their place in the set.
+    const rank = flags.map(() => next());
+    for (const [i, flag] of flags.entries()) {
+      const earlier = flags.filter((_other, j) => rank[j]! < rank[i]!);
+      if (next() < 0.4) continue;
+      const parents = new Set<string>();
+      for (let n = 1 + Math.floor(next() * 3); n > 0; n--) parents.add(next() < 0.1 || earlier.length === 0 ? 'missing' : pick(earlier).key);
+      flag.prerequisites = [...parents].map((flagKey) => (next() < 0.2 ? { flagKey, enabled: false } : { flagKey }));
+      if (i % 7 === 0) flag.prerequisites = flag.prerequisites.slice(0, 1);
+    }
+    const set = compileFlagSet(flags);
+    const codes = new Uint8Array(flags.length);
+    for (const context of contexts) {
+      const matched = set.evaluateInto(context, codes);
+      let differsFromBase = false;
+      flags.forEach((_flag, i) => {
+        const where = `seed ${seed}, flag ${i}, context ${JSON.stringify(context)}`;
+        const expected = referenceWithPrerequisites(flags, i, context);
+        assert.deepEqual({ enabled: OUTCOMES[codes[i]!]!.enabled, reason: set.reasonOf(i, codes[i]!) }, expected, where);
+        assert.equal(set.evaluateFlag(context, i), codes[i], where);
+        if (expected.reason.startsWith('Prerequisite')) unmet++;
+        if (codes[i] !== set.baseCodes[i] && !set.rollouts.includes(i)) differsFromBase = true;
+      });
+      if (!matched) assert.equal(differsFromBase, false, `seed ${seed}: ${JSON.stringify(context)}`);
+    }
+  }
+  assert.ok(unmet > 1000, `${unmet} unmet prerequisites seen`);
+});

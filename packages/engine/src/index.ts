@@ -1,5 +1,5 @@
 export { RULE_TYPES, BUILT_IN_ATTRIBUTES, CONDITION_LIMITS, NO_VARIANT, isRuleType, hashKeyOf } from './model.js';
-export type { Answer, AttributeValue, CompiledFlagSet, CompileOptions, Condition, EvaluationContext, FlagDefinition, Operator, Outcome, ReasonKind, RuleDefinition, RuleType, VariantDefinition } from './model.js';
+export type { Answer, AttributeValue, CompiledFlagSet, CompileOptions, Condition, EvaluationContext, FlagDefinition, Operator, Outcome, PrerequisiteDefinition, ReasonKind, RuleDefinition, RuleType, VariantDefinition } from './model.js';
 export { compileFlagSet, evaluateFlag, evaluateVariant, codeOf, variantOf, enabledOf, bucketOf } from './evaluate.js';
 export { rolloutIdentifier } from './scratch.js';
 export { normalizeEmailDomain, looksLikeEmail } from './rules.js';
@@ -10,6 +10,8 @@ export type { CheckOptions, RuleConditions } from './limits.js';
 export { Patterns, PATTERN_LIMITS } from './patterns.js';
 export { VARIANT_LIMITS } from './variants.js';
 export { parseDate, parseNumber, parseVersion } from './values.js';
-export { OUTCOMES, DISABLED_CODE, ENABLED_GLOBALLY_CODE, RULE_MATCH_CODES, RULE_OFF_CODES, NO_RULE_MATCHED_CODE, matchCode, inRolloutCode, notInRolloutCode, reasonKind } from './outcomes.js';
+export { OUTCOMES, DISABLED_CODE, ENABLED_GLOBALLY_CODE, RULE_MATCH_CODES, RULE_OFF_CODES, NO_RULE_MATCHED_CODE, PREREQUISITE_CODE, isPrerequisiteCode, prerequisiteReason, matchCode, inRolloutCode, notInRolloutCode, reasonKind } from './outcomes.js';
 export { murmur3_x86_32, murmur3_x86_32_bytes } from './murmur3.js';
 export type { RulesetDocument } from './ruleset.js';
+export { PREREQUISITE_LIMITS, prerequisitesProblem, compilePrerequisites } from './prerequisites.js';
+export type { PrerequisiteFlag } from './prerequisites.js';

@@ -76,6 +76,16 @@ export interface VariantDefinition {
   weight: number;
 }
 
+/**
+ * A flag this one needs (docs/prerequisites.md): the flag of the same set named by key, answering
+ * `enabled` as given (default true) and, when `variants` is given, one of those variants.
+ */
+export interface PrerequisiteDefinition {
+  flagKey: string;
+  enabled?: boolean | undefined;
+  variants?: readonly string[] | null | undefined;
+}
+
 /** rules must already be ordered: highest priority first, ties oldest first. The array index is the rank. */
 export interface FlagDefinition {
   key: string;
@@ -88,6 +98,8 @@ export interface FlagDefinition {
   variants?: readonly VariantDefinition[] | null | undefined;
   /** The key of the variant served when the flag answers `enabled: false`; required with variants. */
   offVariant?: string | null | undefined;
+  /** 0–10 flags of the same set that must be met, in order, before the rules are consulted. */
+  prerequisites?: readonly PrerequisiteDefinition[] | null | undefined;
   /**
    * What the rollout and variant hashes take in place of `key` (null or absent: `key`), so that a
    * flag renamed on its way from another system keeps its users' buckets (docs/flags-as-code.md).
@@ -118,7 +130,7 @@ export interface CompileOptions {
 }
 
 /** OpenFeature's resolution reasons that Guidon gives (docs/sdk.md, OFREP). */
-export type ReasonKind = 'DISABLED' | 'STATIC' | 'TARGETING_MATCH' | 'SPLIT' | 'DEFAULT';
+export type ReasonKind = 'DISABLED' | 'STATIC' | 'TARGETING_MATCH' | 'SPLIT' | 'DEFAULT' | 'PREREQUISITE_FAILED';
 
 export interface Outcome {
   /**
@@ -142,6 +154,10 @@ export interface Answer {
   readonly variant: number;
   /** The rank (index in the flag's rules) of the rule that served, or -1 when none did. */
   readonly rule: number;
+  /** The reason string: the outcome's, or "Prerequisite <key> not met". */
+  readonly reason: string;
+  /** The unmet prerequisite's key, or null. */
+  readonly prerequisite: string | null;
   /** The OpenFeature reason: the outcome's, but SPLIT where the weights chose the variant of a flag otherwise the same for everyone. */
   readonly kind: ReasonKind;
 }
@@ -191,4 +207,8 @@ export interface CompiledFlagSet {
   answer(ctx: EvaluationContext, index: number): Answer;
   /** The OpenFeature reason of the flag at `index` answering `code` (SPLIT where the weights chose; docs/variants.md). */
   reasonKind(index: number, code: number): ReasonKind;
+  /** The reason string of the flag at `index` answering `code`: the outcome's, or for an unmet prerequisite "Prerequisite <key> not met". */
+  reasonOf(index: number, code: number): string;
+  /** The key of the unmet prerequisite that `code` names for the flag at `index`, or null when `code` is not a prerequisite's. */
+  prerequisiteOf(index: number, code: number): string | null;
 }

@@ -22,6 +22,8 @@ const FROZEN: [number, boolean, string, string][] = [
   [208, false, 'Matched user_email targeting rule', 'TARGETING_MATCH'],
   [209, false, 'Matched email_domain targeting rule', 'TARGETING_MATCH'],
   [210, false, 'Matched conditions targeting rule', 'TARGETING_MATCH'],
+  // Prerequisites (docs/prerequisites.md): the unmet one's position; the flag set names its key.
+  ...Array.from({ length: 10 }, (_, i): [number, boolean, string, string] => [211 + i, false, `Prerequisite ${i + 1} not met`, 'PREREQUISITE_FAILED']),
 ];
 
 test('every outcome keeps its code', () => {
@@ -41,4 +43,5 @@ test('rule codes are written out per rule type, not taken from the order of a li
 test('a reason string names its OpenFeature reason; other texts name none', () => {
   for (const outcome of OUTCOMES) assert.equal(reasonKind(outcome.reason), outcome.kind);
   assert.equal(reasonKind('Bootstrap value'), undefined);
+  assert.equal(reasonKind('Prerequisite new_payment_api not met'), 'PREREQUISITE_FAILED');
 });

@@ -15,6 +15,16 @@ export const NO_RULE_MATCHED_CODE = 206;
 /** A rule of each type served with `serve: false`: off, with the rule's reason (docs/targeting.md). */
 export const RULE_OFF_CODES: Readonly<Record<RuleType, number>> = Object.freeze({ user_id: 207, user_email: 208, email_domain: 209, conditions: 210 });
 
+/**
+ * A prerequisite not met: PREREQUISITE_CODE + its position in the flag's prerequisites (0..9), so
+ * that the one byte names which (the flag's definition names its key: the set's reasonOf).
+ */
+export const PREREQUISITE_CODE = 211;
+export const PREREQUISITE_LIMIT = 10;
+export const isPrerequisiteCode = (code: number): boolean => code >= PREREQUISITE_CODE && code < PREREQUISITE_CODE + PREREQUISITE_LIMIT;
+/** The reason string of a flag whose prerequisite `flagKey` is not met (docs/prerequisites.md). */
+export const prerequisiteReason = (flagKey: string): string => `Prerequisite ${flagKey} not met`;
+
 /** The code of a rule of this type that serves `serve`. */
 export const matchCode = (type: RuleType, serve: boolean): number => (serve ? RULE_MATCH_CODES : RULE_OFF_CODES)[type];
 /** 4 + N for "in N% rollout", N = 1..100 (5..104). */
@@ -39,6 +49,7 @@ export const OUTCOMES: readonly Outcome[] = (() => {
   for (let n = 1; n <= 100; n++) add(notInRolloutCode(n), false, `User not in ${n}% rollout`, 'SPLIT');
   add(NO_RULE_MATCHED_CODE, false, 'No targeting rule matched', 'DEFAULT');
   for (const [type, code] of Object.entries(RULE_OFF_CODES)) add(code, false, `Matched ${type} targeting rule`, 'TARGETING_MATCH');
+  for (let p = 0; p < PREREQUISITE_LIMIT; p++) add(PREREQUISITE_CODE + p, false, `Prerequisite ${p + 1} not met`, 'PREREQUISITE_FAILED');
   if (all.length > 256 || all.some((entry) => entry === undefined)) throw new Error('outcome codes must fill 0..n without a gap and fit a byte');
   return Object.freeze(all);
 })();
@@ -50,5 +61,5 @@ const kinds = new Map(OUTCOMES.map((outcome) => [outcome.reason, outcome.kind]))
 
 /** The OpenFeature reason of one of Guidon's reason strings; undefined for any other text. */
 export function reasonKind(reason: string): ReasonKind | undefined {
-  return kinds.get(reason);
+  return kinds.get(reason) ?? (reason.startsWith('Prerequisite ') && reason.endsWith(' not met') ? 'PREREQUISITE_FAILED' : undefined);
 }

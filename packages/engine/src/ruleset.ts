@@ -6,8 +6,12 @@
 import type { Condition, FlagDefinition } from './model.js';
 
 export interface RulesetDocument {
-  /** The document's version: an SDK refuses a format it does not know (and keeps the ruleset it holds). */
-  format: 1;
+  /**
+   * The document's version: an SDK refuses a format it does not know (and keeps the ruleset it
+   * holds). 2 when a flag has prerequisites (an SDK of format 1 would ignore them and answer on
+   * where the flag is off), else 1 (docs/local-evaluation.md).
+   */
+  format: 1 | 2;
   /** The environment's key. */
   environment: string;
   /** The project's revision when the document was built. */

@@ -101,7 +101,10 @@ export class ProviderCore {
     const variant = typeof state.variant === 'string' ? state.variant : undefined;
     const value = variant === undefined ? enabled : state.value;
     if (!isOfType(value, type)) throw new this.kit.TypeMismatchError(`Flag "${flagKey}" serves ${variant === undefined ? 'a boolean' : describe(value)}, not ${type}`);
-    return { value: value as T, variant: variant ?? (enabled ? 'on' : 'off'), reason: this.stale ? this.kit.StandardResolutionReasons.STALE : this.reasonOf(reason, weightsChose), flagMetadata: { reason } };
+    // OFREP's metadata: the unmet prerequisite's key beside the reason that names it (docs/prerequisites.md).
+    const prerequisite = /^Prerequisite (.+) not met$/.exec(reason)?.[1];
+    const flagMetadata = prerequisite === undefined ? { reason } : { reason, prerequisite };
+    return { value: value as T, variant: variant ?? (enabled ? 'on' : 'off'), reason: this.stale ? this.kit.StandardResolutionReasons.STALE : this.reasonOf(reason, weightsChose), flagMetadata };
   }
 
   /** Throws the SDK's error unless the client holds flags from Guidon. */

@@ -91,6 +91,18 @@ describe('GuidonLocalProvider', () => {
     assert.equal((await client.getBooleanDetails('button', false)).errorCode, 'TYPE_MISMATCH');
   });
 
+  test('prerequisites (docs/prerequisites.md): PREREQUISITE_FAILED with the unmet flag, as evaluate answers; a parent toggled changes the child', async () => {
+    const gate = await newFlag(server, user, project, { key: 'gate', enabled: false });
+    await newFlag(server, user, project, { key: 'behind_gate', enabled: true, prerequisites: [{ flag_key: 'gate' }] });
+    const provider = new GuidonLocalProvider({ baseUrl: server.url, apiToken: token, environment: 'production', sendUsage: false });
+    await OpenFeature.setProviderAndWait('local-prerequisites', provider);
+    const client = OpenFeature.getClient('local-prerequisites');
+    await eventually(async () => (await client.getBooleanDetails('behind_gate', true, { targetingKey: 'u' })).reason === 'PREREQUISITE_FAILED', 'the new flags');
+    assert.deepEqual(await client.getBooleanDetails('behind_gate', true, { targetingKey: 'u' }), { flagKey: 'behind_gate', value: false, variant: 'off', reason: 'PREREQUISITE_FAILED', flagMetadata: { reason: 'Prerequisite gate not met', prerequisite: 'gate' } });
+    assert.equal((await request(server, 'POST', `${flagsPath(project)}/${gate.id}/toggle`, { token: user.token })).status, 200);
+    await eventually(async () => (await client.getBooleanValue('behind_gate', false, { targetingKey: 'u' })) === true, 'the child on');
+  });
+
   test('ERROR and the default value when there is no ruleset', async () => {
     const provider = new GuidonLocalProvider({ baseUrl: `http://127.0.0.1:${await freePort()}`, apiToken: 'gdn_x', environment: 'production', timeoutMs: 300, sendUsage: false });
     await OpenFeature.setProviderAndWait('down', provider).catch(() => undefined);

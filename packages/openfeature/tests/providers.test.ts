@@ -130,6 +130,37 @@ describe('OpenFeature against Guidon', () => {
     assert.equal(client.getBooleanValue('checkout', false), await checkoutIsOn());
   });
 
+  test('prerequisites (docs/prerequisites.md): PREREQUISITE_FAILED with the unmet flag in the metadata, from the server, web and stock providers', async () => {
+    const gate = await newFlag(server, user, project, { key: 'gate', enabled: false });
+    await newFlag(server, user, project, { key: 'behind_gate', enabled: true, prerequisites: [{ flag_key: 'gate' }] });
+    await newFlag(server, user, project, { key: 'behind_behind', enabled: true, prerequisites: [{ flag_key: 'behind_gate' }] });
+    const failed = (key: string, parent: string) => ({ flagKey: key, value: false, variant: 'off', reason: 'PREREQUISITE_FAILED', flagMetadata: { reason: `Prerequisite ${parent} not met`, prerequisite: parent } });
+
+    const provider = new GuidonServerProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production' });
+    await OpenFeature.setProviderAndWait('guidon-prerequisites', provider);
+    const client = OpenFeature.getClient('guidon-prerequisites');
+    await eventually(async () => (await client.getBooleanDetails('behind_behind', true, { targetingKey: 'u' })).reason === 'PREREQUISITE_FAILED', 'the new flags');
+    assert.deepEqual(await client.getBooleanDetails('behind_gate', true, { targetingKey: 'u' }), failed('behind_gate', 'gate'));
+    assert.deepEqual(await client.getBooleanDetails('behind_behind', true, { targetingKey: 'u' }), failed('behind_behind', 'behind_gate'));
+
+    const stock = new OFREPProvider({ baseUrl: server.url, headers: [['X-SDK-Key', project.sdk_key]] });
+    await OpenFeature.setProviderAndWait('stock-prerequisites', stock);
+    const stockDetails = await OpenFeature.getClient('stock-prerequisites').getBooleanDetails('behind_behind', true, { targetingKey: 'u' });
+    assert.deepEqual([stockDetails.value, stockDetails.reason, stockDetails.flagMetadata], [false, 'PREREQUISITE_FAILED', { reason: 'Prerequisite behind_gate not met', prerequisite: 'behind_gate' }]);
+
+    const web = new GuidonWebProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', storage: false });
+    await WebOpenFeature.setContext('guidon-prerequisites', { targetingKey: 'u' });
+    await WebOpenFeature.setProviderAndWait('guidon-prerequisites', web);
+    const webClient = WebOpenFeature.getClient('guidon-prerequisites');
+    assert.deepEqual(webClient.getBooleanDetails('behind_gate', true), failed('behind_gate', 'gate'));
+
+    // The parent switched on: the chain answers on.
+    assert.equal((await request(server, 'POST', `${flagsPath(project)}/${gate.id}/toggle`, { token: user.token })).status, 200);
+    await eventually(async () => (await client.getBooleanValue('behind_behind', false, { targetingKey: 'u' })) === true, 'the chain on (server provider)');
+    await eventually(() => webClient.getBooleanValue('behind_behind', false) === true, 'the chain on (web provider)');
+    assert.equal((await client.getBooleanDetails('behind_behind', false, { targetingKey: 'u' })).reason, 'STATIC');
+  });
+
   test('the stock @openfeature/ofrep-provider, unmodified', async () => {
     const provider = new OFREPProvider({ baseUrl: server.url, headers: [['X-SDK-Key', project.sdk_key]] });
     await OpenFeature.setProviderAndWait('stock', provider);

@@ -10,7 +10,7 @@ import { REASON_NO_RULESET } from './reasons.js';
 import { valueOr } from './values.js';
 import type { LocalClient, LocalClientEvents, LocalClientOptions, LocalFlagSet } from './local.js';
 
-export const RULESET_FORMAT: RulesetDocument['format'] = 1;
+export const RULESET_FORMAT: RulesetDocument['format'] = 2;
 
 const NO_FLAGS: LocalFlagSet = {
   isEnabled: () => false,

@@ -15,8 +15,12 @@ import { Follower, Transport } from './transport.js';
 import { Usage, type UsageCounter } from './usage.js';
 import { valueOr } from './values.js';
 
-/** The ruleset format this SDK reads; a document of another format is refused (the previous ruleset is kept). */
-export const RULESET_FORMAT: RulesetDocument['format'] = 1;
+/**
+ * The newest ruleset format this SDK reads (2: flags may have prerequisites; 1: none); a document
+ * of another format is refused (the previous ruleset is kept).
+ */
+export const RULESET_FORMAT: RulesetDocument['format'] = 2;
+const READABLE_FORMATS: readonly unknown[] = [1, 2];
 
 export interface LocalClientOptions {
   /** Where Guidon runs, e.g. https://flags.example.com */
@@ -104,7 +108,7 @@ interface Compiled {
 function documentProblem(document: unknown): string | null {
   if (typeof document !== 'object' || document === null) return 'the ruleset is not a JSON object';
   const doc = document as Partial<RulesetDocument>;
-  if (doc.format !== RULESET_FORMAT) return `ruleset format ${JSON.stringify(doc.format)} is not one this SDK reads (${RULESET_FORMAT}): update @guidon/sdk`;
+  if (!READABLE_FORMATS.includes(doc.format)) return `ruleset format ${JSON.stringify(doc.format)} is not one this SDK reads (${RULESET_FORMAT}): update @guidon/sdk`;
   if (!Array.isArray(doc.flags) || typeof doc.segments !== 'object' || doc.segments === null || typeof doc.environment !== 'string') return 'the ruleset lacks flags, segments or environment';
   return null;
 }
@@ -222,7 +226,7 @@ class LocalFlags implements LocalFlagSet {
 
   reason(key: string): string {
     const packed = this.read(key);
-    if (packed >= 0) return OUTCOMES[codeOf(packed)]!.reason;
+    if (packed >= 0) return this.compiled!.set.reasonOf(this.compiled!.indexes.get(key)!, codeOf(packed));
     return this.compiled ? REASON_UNKNOWN_FLAG : REASON_NO_RULESET;
   }
 
@@ -257,9 +261,12 @@ class LocalFlags implements LocalFlagSet {
   }
 
   private state(index: number, packed: number): LocalFlagState {
-    const outcome = OUTCOMES[codeOf(packed)]!;
+    const code = codeOf(packed);
+    const { enabled } = OUTCOMES[code]!;
+    // An unmet prerequisite's reason names the parent (docs/prerequisites.md).
+    const reason = this.compiled!.set.reasonOf(index, code);
     const chosen = this.chosen(index, packed);
-    return chosen === undefined ? { enabled: outcome.enabled, reason: outcome.reason } : { enabled: outcome.enabled, reason: outcome.reason, variant: chosen.key, value: chosen.value as JsonValue };
+    return chosen === undefined ? { enabled, reason } : { enabled, reason, variant: chosen.key, value: chosen.value as JsonValue };
   }
 }
 

@@ -157,6 +157,7 @@ async function randomEnvironment(server: TestServer, user: TestUser, project: Te
     await api('POST', `/api/projects/${project.id}/segments`, { key, name: key, conditions: Array.from({ length: 1 + r.int(2) }, () => condition(r, [])) });
     segments.push(key);
   }
+  const made: { id: string; key: string; variants: string[] }[] = [];
   for (let f = 0; f < 12; f++) {
     const variants = r.chance(0.4) ? randomVariants(r) : [];
     const flag = await api('POST', flagsPath(project), {
@@ -166,6 +167,7 @@ async function randomEnvironment(server: TestServer, user: TestUser, project: Te
       rollout_percentage: r.pick([0, 0, 100, 10, 50, 1 + r.int(99)]),
       ...(variants.length > 0 ? { variants, off_variant: r.pick(variants).key } : {}),
     });
+    made.push({ id: flag.id, key: flag.key, variants: variants.map((variant) => variant.key) });
     if (r.chance(0.25)) await api('PUT', `${flagsPath(project)}/${flag.id}`, { everyone_else: 'off' });
     for (let n = r.int(5); n > 0; n--) {
       const common = { priority: r.int(4), enabled: r.chance(0.85), ...(r.chance(0.3) ? { rollout_percentage: r.int(101) } : {}), ...(r.chance(0.25) ? { serve: false } : {}) };
@@ -181,6 +183,20 @@ async function randomEnvironment(server: TestServer, user: TestUser, project: Te
       const pinned = variants.length > 0 && !('serve' in common) && r.chance(0.5) ? { variant: r.pick(variants).key } : {};
       await api('POST', `${flagsPath(project)}/${flag.id}/rules`, { ...body, ...common, ...pinned });
     }
+  }
+  // Prerequisites (docs/prerequisites.md) on earlier flags (no cycle), a missing one now and then,
+  // some bound to variants or to the off state; a chain the server finds too deep is left out.
+  for (const [f, flag] of made.entries()) {
+    if (f === 0 || !r.chance(0.4)) continue;
+    const parents = new Map<string, Record<string, unknown>>();
+    for (let n = 1 + r.int(3); n > 0; n--) {
+      const parent = r.chance(0.1) ? { key: 'ghost', variants: [] } : made[r.int(f)]!;
+      const bound = parent.variants.length > 0 && r.chance(0.5) ? { variants: [r.pick(parent.variants)] } : r.chance(0.2) ? { enabled: false } : {};
+      parents.set(parent.key, { flag_key: parent.key, ...bound });
+    }
+    const answer = await request(server, 'PUT', `${flagsPath(project)}/${flag.id}`, { token: user.token, body: { prerequisites: [...parents.values()] } });
+    if (answer.status === 400 && /deeper than/.test(answer.text)) continue;
+    assert.equal(answer.status, 200, answer.text);
   }
 }
 
@@ -228,7 +244,7 @@ describe('local evaluation equals POST /sdk/v1/evaluate', () => {
           }
           compared++;
           for (const { reason, variant } of Object.values(answers[i]!.body.flags as Record<string, { reason: string; variant?: string }>)) {
-            reasons.add(reason.replace(/\d+%/, 'N%'));
+            reasons.add(reason.replace(/\d+%/, 'N%').replace(/^Prerequisite .* not met$/, 'Prerequisite P not met'));
             if (variant !== undefined) variantsServed.add(variant);
           }
         });
@@ -236,7 +252,7 @@ describe('local evaluation equals POST /sdk/v1/evaluate', () => {
     }
     assert.ok(compared >= 10_000, `${compared} contexts`);
     // The random environments reach every kind of answer (else the comparison would prove little).
-    for (const reason of ['Flag is globally disabled', 'Flag enabled globally', 'Matched user_id targeting rule', 'Matched user_email targeting rule', 'Matched email_domain targeting rule', 'Matched conditions targeting rule', 'User in N% rollout', 'User not in N% rollout', 'No targeting rule matched']) {
+    for (const reason of ['Flag is globally disabled', 'Flag enabled globally', 'Matched user_id targeting rule', 'Matched user_email targeting rule', 'Matched email_domain targeting rule', 'Matched conditions targeting rule', 'User in N% rollout', 'User not in N% rollout', 'No targeting rule matched', 'Prerequisite P not met']) {
       assert.ok(reasons.has(reason), `seed ${seed}: no answer "${reason}" in ${[...reasons].join(', ')}`);
     }
     assert.ok(variantsServed.size >= 3, `seed ${seed}: variants served: ${[...variantsServed].join(', ')}`);
@@ -280,6 +296,24 @@ describe('local mode against a running Guidon', () => {
     assert.equal(vip.reason('nope'), 'Flag not in the ruleset');
     assert.deepEqual(c.evaluate({ user_id: 'someone' }).allFlags(), { checkout: { enabled: false, reason: 'Flag is globally disabled' }, beta: { enabled: false, reason: 'No targeting rule matched' } });
     assert.equal(c.ruleset()?.format, 1);
+  });
+
+  test('prerequisites: the local client answers as evaluate does, and a parent toggled changes the child within 1 s', async () => {
+    const child = await newFlag(server, user, project, { key: 'child_of_beta', enabled: true, prerequisites: [{ flag_key: 'beta' }] });
+    const c = local(options({ pollIntervalMs: 60_000 }));
+    assert.equal(await c.ready(), true);
+    await eventually(() => c.ruleset()?.flags.some((flag) => flag.key === 'child_of_beta') === true, 'the child in the ruleset');
+    assert.equal(c.ruleset()?.format, 2);
+    assert.deepEqual(c.evaluate({ user_id: 'vip' }).flag('child_of_beta'), { enabled: true, reason: 'Flag enabled globally' });
+    assert.deepEqual(c.evaluate({ user_id: 'someone' }).flag('child_of_beta'), { enabled: false, reason: 'Prerequisite beta not met' });
+    // (What evaluate answers for the same is compared in the random environments above; no remote
+    // evaluation here, which would add to the usage counts the tests below read.)
+    await eventually(() => c.ruleset() !== undefined, 'ready');
+    assert.equal((await request(server, 'PUT', `${flagsPath(project)}/${flagIds.beta}`, { token: user.token, body: { everyone_else: 'rollout' } })).status, 200);
+    await within(1000, 'the child on for everyone once its parent is', () => c.evaluate({ user_id: 'someone' }).isEnabled('child_of_beta'));
+    assert.equal((await request(server, 'PUT', `${flagsPath(project)}/${flagIds.beta}`, { token: user.token, body: { everyone_else: 'off' } })).status, 200);
+    await within(1000, 'the child off again', () => !c.evaluate({ user_id: 'someone' }).isEnabled('child_of_beta'));
+    assert.equal((await request(server, 'DELETE', `${flagsPath(project)}/${child.id}`, { token: user.token })).status, 204);
   });
 
   test('a change reaches the local client within 1 s (the stream), and the client fetches with If-None-Match', async () => {
@@ -460,9 +494,9 @@ describe('when Guidon is away', () => {
     const seen = errorsOf(c);
     assert.equal(await c.ready(), true);
     assert.equal(c.evaluate().isEnabled('f'), true);
-    document = { format: 2, environment: 'production', revision: 2, rules: 'something new', segments: {} };
+    document = { format: 3, environment: 'production', revision: 2, rules: 'something new', segments: {} };
     etag = 2;
-    await eventually(() => seen.some((error) => error.kind === 'ruleset' && /format 2/.test(error.message)), 'the error event');
+    await eventually(() => seen.some((error) => error.kind === 'ruleset' && /format 3/.test(error.message)), 'the error event');
     assert.equal(c.evaluate().isEnabled('f'), true, 'the previous ruleset is kept');
     assert.equal(c.ruleset()?.revision, 1);
   });

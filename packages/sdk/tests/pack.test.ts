@@ -178,7 +178,7 @@ const [baseUrl, apiToken] = process.argv.slice(2);
 `,
     );
     const { stdout } = await run(process.execPath, ['main.cjs', server.url, token], { cwd: app, timeout: 60_000 });
-    assert.deepEqual(JSON.parse(stdout), { ready: true, checkout: true, reason: 'Matched conditions targeting rule', format: 1, kinds: ['function', 'object', 'function'] });
+    assert.deepEqual(JSON.parse(stdout), { ready: true, checkout: true, reason: 'Matched conditions targeting rule', format: 2, kinds: ['function', 'object', 'function'] });
   });
 
   test('the types: a TypeScript application type-checks against the installed packages (NodeNext)', async () => {

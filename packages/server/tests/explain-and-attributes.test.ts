@@ -62,10 +62,11 @@ describe('explain: which rule served (POST …/environments/{eid}/explain)', () 
       enabled: true,
       reason: 'Matched conditions targeting rule',
       rule: { id: rules.country, position: 3, priority: 20, rule_type: 'conditions', rule_value: null, conditions: [{ attribute: 'country', operator: 'IN', values: ['DE', 'FR'], negate: false, case_insensitive: false }], rollout_percentage: 100, serve: true },
+      prerequisite: null,
     });
     assert.equal(flags.beta_ui.rule.id, rules.segment);
     assert.equal(flags.beta_ui.reason, 'Matched conditions targeting rule');
-    assert.deepEqual(flags.dark_mode, { enabled: false, reason: 'Flag is globally disabled', rule: null });
+    assert.deepEqual(flags.dark_mode, { enabled: false, reason: 'Flag is globally disabled', rule: null, prerequisite: null });
     assert.equal(flags.half.rule, null);
     assert.match(flags.half.reason, /^User (not )?in 50% rollout$/);
 
@@ -79,10 +80,11 @@ describe('explain: which rule served (POST …/environments/{eid}/explain)', () 
       enabled: false,
       reason: 'Matched user_id targeting rule',
       rule: { id: rules.alice, position: 4, rule_type: 'user_id', rule_value: 'alice', serve: false },
+      prerequisite: null,
     });
     const none = (await explain(project, { user_id: 'bob' })).body.flags;
-    assert.deepEqual(none.checkout, { enabled: false, reason: 'No targeting rule matched', rule: null });
-    assert.deepEqual(none.beta_ui, { enabled: false, reason: 'No targeting rule matched', rule: null });
+    assert.deepEqual(none.checkout, { enabled: false, reason: 'No targeting rule matched', rule: null, prerequisite: null });
+    assert.deepEqual(none.beta_ui, { enabled: false, reason: 'No targeting rule matched', rule: null, prerequisite: null });
     // No context at all is {}.
     assert.equal((await explain(project, undefined)).status, 200);
   });

@@ -51,7 +51,7 @@ describe('GET /api/projects/{pid}/flags', () => {
     assert.ok([hourBefore, hourAfter].includes(production.last_evaluated_at), 'the start of the hour of the latest evaluation');
     assert.deepEqual(
       { ...row.environments.staging, updated_at: undefined },
-      { flag_id: stagingCheckout.id, enabled: false, rollout_percentage: 0, rules_count: 0, last_evaluated_at: null, variants: [], off_variant: null, updated_at: undefined },
+      { flag_id: stagingCheckout.id, enabled: false, rollout_percentage: 0, rules_count: 0, last_evaluated_at: null, variants: [], off_variant: null, prerequisites: [], updated_at: undefined },
     );
   });
 

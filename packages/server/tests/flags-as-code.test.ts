@@ -251,7 +251,7 @@ describe('import checks the whole document first', () => {
       environments: [{ key: 'production', name: 'Production' }, { key: 'production', name: 'Again' }, { key: 'staging', name: 'Staging', approvals_required: 2 }],
       segments: [{ key: 'seg', name: 'Seg', conditions: [{ operator: 'IN_SEGMENT', values: ['seg'] }] }],
       flags: [
-        { key: 'ok', name: 'Fine', environments: { production: { enabled: true } } },
+        { key: 'ok', name: 'Fine', environments: { production: { enabled: true, prerequisites: [{ flag_key: 'ok' }] } } },
         { key: 'Bad Key', name: 'x', colour: 'red', environments: { production: { enabeld: true } } },
         {
           key: 'third',
@@ -320,7 +320,7 @@ describe('import checks the whole document first', () => {
       'flags[3].environments.production.rules[2].conditions[1]',
       'flags[3].environments.staging.off_variant',
       'flags[3].environments.staging.rules[0].variant',
-      'flags[3].environments.staging.prerequisites',
+      'flags[0].environments.production.prerequisites',
       'flags[3].environments.qa',
       'flags[4].key',
     ];
@@ -335,6 +335,7 @@ describe('import checks the whole document first', () => {
     assert.match(message('flags[2].environments.staging.variants'), /one JSON type/);
     assert.match(message('flags[3].environments.qa'), /not in the document's environments/);
     assert.match(message('segments[0].conditions[0]'), /a segment cannot use IN_SEGMENT/);
+    assert.match(message('flags[0].environments.production.prerequisites'), /its own prerequisite \(ok → ok\)/);
     assert.match(answer.body.message, /^The document has 22 problems: /);
     assert.equal((await exportOf(project)).text, before, 'a refused import changes nothing');
 
@@ -343,6 +344,31 @@ describe('import checks the whole document first', () => {
     assert.equal(notADocument.body.problems[0].path, '');
     const wrongVersion = await importInto(project, { guidon: 2, environments: [], flags: [] });
     assert.deepEqual(wrongVersion.body.problems, [{ path: 'guidon', message: 'guidon: must be one of 1' }]);
+  });
+});
+
+describe('prerequisites (docs/prerequisites.md)', () => {
+  test('exported and imported: the same document, the same answers; a cycle across the document refused with its chain', async () => {
+    const project = await newProject(server, user, 'Prerequisites as code');
+    const flags = `/api/projects/${project.id}/environments/${project.production}/flags`;
+    await ok(api('POST', flags, { key: 'payments', name: 'payments', enabled: true }));
+    await ok(api('POST', flags, { key: 'exp', name: 'exp', enabled: true, variants: [{ key: 'a', value: 1, weight: 500 }, { key: 'b', value: 2, weight: 500 }], off_variant: 'a' }));
+    await ok(api('POST', flags, { key: 'upsell', name: 'upsell', enabled: true, prerequisites: [{ flag_key: 'payments' }, { flag_key: 'exp', variants: ['b'] }] }));
+    const exported = (await exportOf(project)).body;
+    const upsell = exported.flags.find((flag: { key: string }) => flag.key === 'upsell');
+    assert.deepEqual(upsell.environments.production.prerequisites, [{ enabled: true, flag_key: 'payments' }, { enabled: true, flag_key: 'exp', variants: ['b'] }]);
+    const copy = await newProject(server, user, 'Prerequisites imported');
+    assert.equal((await importInto(copy, exported, '?dry_run=false')).status, 200);
+    assert.deepEqual((await exportOf(copy)).body.flags, exported.flags);
+    for (let i = 0; i < 30; i++) {
+      const ctx = { user_id: `u${i}` };
+      assert.deepEqual((await evaluate(server, copy.sdk_key, 'production', ctx)).body, (await evaluate(server, project.sdk_key, 'production', ctx)).body);
+    }
+    const cyclic = structuredClone(exported);
+    cyclic.flags.find((flag: { key: string }) => flag.key === 'payments').environments.production.prerequisites = [{ flag_key: 'upsell' }];
+    const refused = await importInto(copy, cyclic, '?dry_run=false');
+    assert.equal(refused.status, 400);
+    assert.ok(refused.body.problems.some((problem: { message: string }) => /cycle \((payments → upsell → payments|upsell → payments → upsell)\)/.test(problem.message)), JSON.stringify(refused.body.problems));
   });
 });
 

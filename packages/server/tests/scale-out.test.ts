@@ -96,6 +96,17 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
     await within(1000, 'deletion on B', async () => (await served(b, project, 'shared')) === undefined);
   });
 
+  test('prerequisites (docs/prerequisites.md): a parent toggled on A changes its dependent on B within 1 s', async () => {
+    const project = await newProject(a, user);
+    const parent = await newFlag(a, user, project, { key: 'parent', enabled: true });
+    await newFlag(a, user, project, { key: 'child', enabled: true, prerequisites: [{ flag_key: 'parent' }] });
+    assert.deepEqual(await served(b, project, 'child'), { enabled: true, reason: 'Flag enabled globally' });
+    await request(a, 'POST', `${flagsPath(project)}/${parent.id}/toggle`, { token: user.token });
+    await within(1000, 'the child off on B', async () => (await served(b, project, 'child'))?.reason === 'Prerequisite parent not met');
+    await request(a, 'POST', `${flagsPath(project)}/${parent.id}/toggle`, { token: user.token });
+    await within(1000, 'the child on again on B', async () => (await served(b, project, 'child'))?.enabled === true);
+  });
+
   test('after regenerate-key on A, A rejects the old key at once and B within 1 s', async () => {
     const project = await newProject(a, user);
     assert.equal((await evaluate(b, project.sdk_key, 'production')).status, 200);

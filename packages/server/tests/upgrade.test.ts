@@ -32,8 +32,8 @@ async function oldData(db: Db): Promise<string> {
     if (table === 'users') for (const row of rows as Record<string, unknown>[]) delete row.email_verified_at;
     // Issue 20's columns take their defaults: the seed's behaviour (checked by checkUpgraded's evaluations).
     if (table === 'flags') for (const row of rows as Record<string, unknown>[]) if (row.everyone_else === 'rollout') delete row.everyone_else;
-    // Issue 21's columns are null: no variants (the flags answer as before, checked by checkUpgraded); issue 35's bucketing_key too.
-    const nullColumns: Partial<Record<(typeof tables)[number], string[]>> = { flags: ['variants', 'off_variant', 'bucketing_key'], rules: ['variant'], evaluation_snapshots: ['flag_variants'] };
+    // Issue 21's columns are null: no variants (the flags answer as before, checked by checkUpgraded); issue 35's bucketing_key too; issue 33's prerequisites too.
+    const nullColumns: Partial<Record<(typeof tables)[number], string[]>> = { flags: ['variants', 'off_variant', 'bucketing_key', 'prerequisites'], rules: ['variant'], evaluation_snapshots: ['flag_variants', 'flag_prerequisites'] };
     for (const row of rows as Record<string, unknown>[]) for (const column of nullColumns[table] ?? []) if (row[column] === null) delete row[column];
     // Issue 34's columns take their defaults: no approvals needed, no change counted yet.
     const zeroColumns: Partial<Record<(typeof tables)[number], string[]>> = { environments: ['approvals_required'], flags: ['revision'] };

@@ -55,7 +55,7 @@ describe('flag variants', () => {
   test('a flag without variants answers as before plus variants [] and off_variant null', async () => {
     const project = await newProject(server, user);
     const flag = await newFlag(server, user, project, { key: 'plain', enabled: true, rollout_percentage: 20 });
-    const expectedKeys = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key', 'created_at', 'updated_at'];
+    const expectedKeys = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key', 'prerequisites', 'created_at', 'updated_at'];
     for (const answer of [flag, (await api('GET', `${flagsPath(project)}/${flag.id}`)).body, (await api('GET', flagsPath(project))).body[0]]) {
       assert.deepEqual(Object.keys(answer), expectedKeys);
       assert.deepEqual(answer.variants, []);

@@ -555,5 +555,16 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('schedules_project_idx').on('schedules').columns(['project_id', 'at']).execute();
       },
     },
+    // Prerequisites (issue 33, docs/prerequisites.md): the flags of the environment a flag needs,
+    // a JSON array of {flag_key, enabled, variants?}; null: none. Named by key, so a parent may
+    // be missing (never met) and is found again when created.
+    '0014_prerequisites': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('flags').addColumn('prerequisites', json).execute();
+        // History's snapshot names each flag's prerequisites, so that a row's reason names the
+        // unmet one as evaluated then (its outcome code holds the position).
+        await db.schema.alterTable('evaluation_snapshots').addColumn('flag_prerequisites', json).execute();
+      },
+    },
   };
 }

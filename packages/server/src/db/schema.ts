@@ -110,6 +110,8 @@ export interface FlagsTable {
   revision: ColumnType<number, number | undefined, number>;
   /** Replaces the key in the rollout and variant hashes; null: the key (docs/flags-as-code.md). */
   bucketing_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** docs/prerequisites.md: a JSON array of {flag_key, enabled, variants?}; null: none. */
+  prerequisites: ColumnType<string | object[] | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -162,6 +164,8 @@ export interface EvaluationSnapshotsTable {
   flag_keys: JsonArray;
   /** Per flag, its variant keys in the flag's order, or null for a flag without variants; null when no flag had any. */
   flag_variants: ColumnType<string | (string[] | null)[] | null, string | null | undefined, string | null>;
+  /** Per flag, its prerequisites' keys in order (null: none); null when no flag has any. */
+  flag_prerequisites: ColumnType<string | (string[] | null)[] | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 

@@ -45,6 +45,17 @@ export function useSaveVariants(pid: string, envId: string, flagId: string) {
   });
 }
 
+/** A flag's prerequisites, written as a whole (docs/prerequisites.md); the overview shows them, so it is fetched again. */
+export function useSavePrerequisites(pid: string, envId: string, flagId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { prerequisites: Flag['prerequisites'] }) =>
+      writeOrDraft(client, pid, envId, { op: 'flag.update', flag_id: flagId, set: body }, () => unwrap(api.PUT('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', { ...flagParams(pid, envId, flagId), body }))),
+    onSuccess: (updated) => void (isDrafted(updated) || client.setQueryData(keys.flag(flagId), updated)),
+    onSettled: () => client.invalidateQueries({ queryKey: keys.projectFlags(pid) }),
+  });
+}
+
 /** Deletes the flag; `leave` takes the person off its page before its data goes (see useRemoveMember). */
 export function useDeleteFlag(pid: string, envId: string, flagId: string, leave: () => void) {
   const client = useQueryClient();

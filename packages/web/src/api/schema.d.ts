@@ -1171,10 +1171,12 @@ export interface paths {
                             value: unknown;
                             /** @description a boolean flag: on or off; a flag with variants: the variant's key */
                             variant: string;
-                            reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
+                            reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT" | "PREREQUISITE_FAILED";
                             metadata: {
                                 /** @description Guidon's reason */
                                 reason: string;
+                                /** @description with PREREQUISITE_FAILED: the key of the first prerequisite not met (docs/prerequisites.md) */
+                                prerequisite?: string;
                             };
                         };
                     };
@@ -1336,10 +1338,12 @@ export interface paths {
                                 value: unknown;
                                 /** @description a boolean flag: on or off; a flag with variants: the variant's key */
                                 variant: string;
-                                reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT";
+                                reason: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT" | "PREREQUISITE_FAILED";
                                 metadata: {
                                     /** @description Guidon's reason */
                                     reason: string;
+                                    /** @description with PREREQUISITE_FAILED: the key of the first prerequisite not met (docs/prerequisites.md) */
+                                    prerequisite?: string;
                                 };
                             }[];
                             eventStreams: {
@@ -1496,8 +1500,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @enum {number} */
-                            format: 1;
+                            /** @description 2 when a flag has prerequisites (an SDK that knows only 1 refuses it rather than ignore them), else 1 */
+                            format: 1 | 2;
                             environment: string;
                             /** @description the project's revision when the ruleset was built */
                             revision: number;
@@ -3813,6 +3817,15 @@ export interface paths {
                         off_variant?: string | null;
                         /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                         bucketing_key?: string | null;
+                        /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                        prerequisites?: {
+                            /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                            flag_key: string;
+                            /** @description the state the flag must answer (default true) */
+                            enabled?: boolean;
+                            /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                            variants?: string[] | null;
+                        }[];
                     };
                 };
             };
@@ -4009,6 +4022,15 @@ export interface paths {
                         off_variant?: string | null;
                         /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                         bucketing_key?: string | null;
+                        /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                        prerequisites?: {
+                            /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                            flag_key: string;
+                            /** @description the state the flag must answer (default true) */
+                            enabled?: boolean;
+                            /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                            variants?: string[] | null;
+                        }[];
                     };
                 };
             };
@@ -5039,6 +5061,15 @@ export interface paths {
                             off_variant?: string | null;
                             /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                             bucketing_key?: string | null;
+                            /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                            prerequisites?: {
+                                /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                flag_key: string;
+                                /** @description the state the flag must answer (default true) */
+                                enabled?: boolean;
+                                /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                                variants?: string[] | null;
+                            }[];
                         };
                         note?: string | null;
                     };
@@ -5361,6 +5392,15 @@ export interface paths {
                                 off_variant?: string | null;
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
+                                /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                                prerequisites?: {
+                                    /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                    flag_key: string;
+                                    /** @description the state the flag must answer (default true) */
+                                    enabled?: boolean;
+                                    /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                                    variants?: string[] | null;
+                                }[];
                             };
                             /** @description the new flag's rules, created in this order */
                             rules?: {
@@ -5407,6 +5447,15 @@ export interface paths {
                                 off_variant?: string | null;
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
+                                /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                                prerequisites?: {
+                                    /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                    flag_key: string;
+                                    /** @description the state the flag must answer (default true) */
+                                    enabled?: boolean;
+                                    /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                                    variants?: string[] | null;
+                                }[];
                             };
                         } | {
                             /** @enum {string} */
@@ -5502,6 +5551,15 @@ export interface paths {
                                 off_variant?: string | null;
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
+                                /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                                prerequisites?: {
+                                    /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                    flag_key: string;
+                                    /** @description the state the flag must answer (default true) */
+                                    enabled?: boolean;
+                                    /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                                    variants?: string[] | null;
+                                }[];
                             };
                             note?: string | null;
                         } | {
@@ -5796,6 +5854,15 @@ export interface paths {
                                 off_variant?: string | null;
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
+                                /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                                prerequisites?: {
+                                    /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                    flag_key: string;
+                                    /** @description the state the flag must answer (default true) */
+                                    enabled?: boolean;
+                                    /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                                    variants?: string[] | null;
+                                }[];
                             };
                             /** @description the new flag's rules, created in this order */
                             rules?: {
@@ -5842,6 +5909,15 @@ export interface paths {
                                 off_variant?: string | null;
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
+                                /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                                prerequisites?: {
+                                    /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                    flag_key: string;
+                                    /** @description the state the flag must answer (default true) */
+                                    enabled?: boolean;
+                                    /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                                    variants?: string[] | null;
+                                }[];
                             };
                         } | {
                             /** @enum {string} */
@@ -5937,6 +6013,15 @@ export interface paths {
                                 off_variant?: string | null;
                                 /** @description hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system */
                                 bucketing_key?: string | null;
+                                /** @description 0–10 flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to 5 links, no cycles */
+                                prerequisites?: {
+                                    /** @description a-z, 0-9, _ and -; starts with a letter; unique per environment */
+                                    flag_key: string;
+                                    /** @description the state the flag must answer (default true) */
+                                    enabled?: boolean;
+                                    /** @description with enabled true only: keys of that flag's variants, one of which it must serve */
+                                    variants?: string[] | null;
+                                }[];
                             };
                             note?: string | null;
                         } | {
@@ -7172,6 +7257,8 @@ export interface paths {
                                         rollout_percentage: number;
                                         serve: boolean;
                                     } | null;
+                                    /** @description the key of the first prerequisite not met (the flag is off for it), or null (docs/prerequisites.md) */
+                                    prerequisite: string | null;
                                 };
                             };
                         };
@@ -8770,6 +8857,12 @@ export interface components {
             }[];
             off_variant: string | null;
             bucketing_key: string | null;
+            /** @description docs/prerequisites.md; [] for a flag that needs no other */
+            prerequisites: {
+                flag_key: string;
+                enabled: boolean;
+                variants?: string[];
+            }[];
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
@@ -9221,6 +9314,12 @@ export interface components {
                         weight: number;
                     }[];
                     off_variant: string | null;
+                    /** @description the flags of the same environment this one needs (docs/prerequisites.md); [] for none */
+                    prerequisites: {
+                        flag_key: string;
+                        enabled: boolean;
+                        variants?: string[];
+                    }[];
                     /**
                      * Format: date-time
                      * @description ISO 8601 UTC timestamp

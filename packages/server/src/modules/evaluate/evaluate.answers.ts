@@ -1,4 +1,4 @@
-import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
+import { NO_VARIANT, OUTCOMES, isPrerequisiteCode } from '@guidon/engine';
 import type { Static } from 'typebox';
 import { noteAttributes } from '../attributes/attributes.seen.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
@@ -324,7 +324,9 @@ export class EnvironmentAnswers {
   /** `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants (contract §15). */
   private made(flag: number, code: number, variant: number): string {
     const members = variant === NO_VARIANT ? undefined : this.environment.variantMembers[flag]?.[variant];
-    return this.jsonKeys[flag]! + (members === undefined ? OUTCOME_JSON[code]! : OUTCOME_JSON[code]!.slice(0, -1) + members + '}');
+    // An unmet prerequisite's reason names the parent: the flag's own (docs/prerequisites.md).
+    const outcome = isPrerequisiteCode(code) ? JSON.stringify({ enabled: false, reason: this.environment.flagSet.reasonOf(flag, code) }) : OUTCOME_JSON[code]!;
+    return this.jsonKeys[flag]! + (members === undefined ? outcome : outcome.slice(0, -1) + members + '}');
   }
 }
 

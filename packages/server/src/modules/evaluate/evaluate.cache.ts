@@ -36,6 +36,8 @@ export class CompiledEnvironment implements BatchEnvironment {
   readonly outcomeWidth: number;
   /** Per flag, its variants' keys in order (history's snapshot), or null; null when no flag has variants. */
   readonly flagVariants: readonly (readonly string[] | null)[] | null;
+  /** Per flag, its prerequisites' keys (history's snapshot: the reason of an unmet one), or null; null when no flag has any. */
+  readonly flagPrerequisites: readonly (readonly string[] | null)[] | null;
   /** Per flag and variant index, `,"variant":"<key>","value":<value>`: what a variant flag's answer adds. */
   readonly variantMembers: readonly (readonly string[] | null)[];
   /** Recent answers and the bytes to build new ones (evaluate.answers.ts). */
@@ -61,8 +63,14 @@ export class CompiledEnvironment implements BatchEnvironment {
     this.flagKeys = this.flagSet.keys;
     this.quotedKeys = this.flagKeys.map((key) => JSON.stringify(key));
     const { variants, hasVariants, size } = this.flagSet;
-    // A change of a variant's value changes answers without changing their bytes of codes: the digest carries them.
-    this.keysDigest = hash('sha1', JSON.stringify(hasVariants ? [this.flagKeys, variants] : this.flagKeys), 'buffer');
+    const prerequisites = stored.flags.map((flag) => (flag.prerequisites && flag.prerequisites.length > 0 ? flag.prerequisites.map((p) => p.flagKey) : null));
+    this.flagPrerequisites = prerequisites.some((list) => list !== null) ? prerequisites : null;
+    // A change of a variant's value, or of which parent a prerequisite names, changes answers
+    // without changing their bytes of codes: the digest carries them.
+    const digested: unknown[] = [this.flagKeys];
+    if (hasVariants) digested.push(variants);
+    if (this.flagPrerequisites !== null) digested.push(this.flagPrerequisites);
+    this.keysDigest = hash('sha1', JSON.stringify(digested.length === 1 ? this.flagKeys : digested), 'buffer');
     this.outcomeWidth = hasVariants ? size * 2 : size;
     this.flagVariants = hasVariants ? variants.map((list) => (list === null ? null : list.map((variant) => variant.key))) : null;
     this.variantMembers = variants.map((list) => (list === null ? null : list.map(({ key, value }) => `,"variant":${JSON.stringify(key)},"value":${JSON.stringify(value)}`)));
@@ -83,6 +91,7 @@ export class CompiledEnvironment implements BatchEnvironment {
       flagIds: [this.flagIds[index]!],
       flagKeys: [this.flagKeys[index]!],
       flagVariants: this.flagVariants === null || this.flagVariants[index] === null ? null : [this.flagVariants[index]!],
+      flagPrerequisites: this.flagPrerequisites === null || this.flagPrerequisites[index] === null ? null : [this.flagPrerequisites[index]!],
     });
   }
 }

@@ -1,3 +1,4 @@
+import { toPrerequisiteDefinitions } from '../flags/prerequisites.js';
 import type { Condition, FlagDefinition, RuleDefinition, RuleType, VariantDefinition } from '@guidon/engine';
 import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
@@ -24,7 +25,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
     db.selectFrom('environments').select(['id', 'key']).where('project_id', '=', project.id).execute(),
     db
       .selectFrom('flags')
-      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key'])
+      .select(['id', 'environment_id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'prerequisites', 'bucketing_key'])
       .where('project_id', '=', project.id)
       .orderBy('created_at')
       .orderBy('id')
@@ -53,6 +54,7 @@ export async function loadProjectBySdkKey(db: Db, sdkKey: string): Promise<{ id:
       rules: [],
       variants: toVariants(row.variants),
       offVariant: row.off_variant,
+      prerequisites: toPrerequisiteDefinitions(row.prerequisites),
       bucketingKey: row.bucketing_key,
     };
     byFlag.set(row.id, flag);

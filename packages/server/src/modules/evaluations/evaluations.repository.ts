@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.js';
 import { sql } from 'kysely';
 import { toArray, toIso } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
-import { OUTCOMES } from '@guidon/engine';
+import { OUTCOMES, PREREQUISITE_CODE, isPrerequisiteCode, prerequisiteReason } from '@guidon/engine';
 
 export interface EvaluationFilter {
   environmentIds: string[];
@@ -24,11 +24,18 @@ interface Snapshot {
   flagKeys: string[];
   /** Per flag, its variant keys, or null; null when no flag had variants (then a row holds no variant bytes). */
   flagVariants: (string[] | null)[] | null;
+  flagPrerequisites: (string[] | null)[] | null;
 }
 
-function toSnapshot(row: { flag_ids: string | string[]; flag_keys: string | string[]; flag_variants: string | (string[] | null)[] | null }): Snapshot {
+function toSnapshot(row: { flag_ids: string | string[]; flag_keys: string | string[]; flag_variants: string | (string[] | null)[] | null; flag_prerequisites: string | (string[] | null)[] | null }): Snapshot {
   const variants = row.flag_variants;
-  return { flagIds: toArray(row.flag_ids), flagKeys: toArray(row.flag_keys), flagVariants: typeof variants === 'string' ? (JSON.parse(variants) as (string[] | null)[]) : variants };
+  const prerequisites = row.flag_prerequisites;
+  return {
+    flagIds: toArray(row.flag_ids),
+    flagKeys: toArray(row.flag_keys),
+    flagVariants: typeof variants === 'string' ? (JSON.parse(variants) as (string[] | null)[]) : variants,
+    flagPrerequisites: typeof prerequisites === 'string' ? (JSON.parse(prerequisites) as (string[] | null)[]) : prerequisites,
+  };
 }
 
 const encodeCursor = (cursor: Cursor) => Buffer.from(JSON.stringify([cursor.at, cursor.row, cursor.index])).toString('base64url');
@@ -59,7 +66,7 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
     // LIKE on the JSON text narrows the candidates ('_' is a wildcard there); the parsed list decides.
     const rows = await db
       .selectFrom('evaluation_snapshots')
-      .select(['id', 'flag_ids', 'flag_keys', 'flag_variants'])
+      .select(['id', 'flag_ids', 'flag_keys', 'flag_variants', 'flag_prerequisites'])
       .where('environment_id', 'in', filter.environmentIds)
       .where(sql<string>`cast(${sql.ref('flag_keys')} as text)`, 'like', `%${JSON.stringify(filter.flagKey)}%`)
       .execute();
@@ -97,7 +104,7 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
 
   const missing = [...new Set(rows.map((row) => row.snapshot_id))].filter((id) => !snapshots.has(id));
   if (missing.length > 0) {
-    for (const row of await db.selectFrom('evaluation_snapshots').select(['id', 'flag_ids', 'flag_keys', 'flag_variants']).where('id', 'in', missing).execute()) {
+    for (const row of await db.selectFrom('evaluation_snapshots').select(['id', 'flag_ids', 'flag_keys', 'flag_variants', 'flag_prerequisites']).where('id', 'in', missing).execute()) {
       snapshots.set(row.id, toSnapshot(row));
     }
   }
@@ -109,7 +116,9 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
     for (const index of indexes) {
       if (cursor && row.id === cursor.row && index < cursor.index) continue;
       if (items.length === filter.limit) return { items, next_cursor: encodeCursor({ at: row.evaluated_at, row: row.id, index }) };
-      const outcome = OUTCOMES[row.outcomes[index]!]!;
+      const code = row.outcomes[index]!;
+      const outcome = OUTCOMES[code]!;
+      const parent = isPrerequisiteCode(code) ? snapshot.flagPrerequisites?.[index]?.[code - PREREQUISITE_CODE] : undefined;
       items.push({
         id: `${row.id}-${index}`,
         environment_id: row.environment_id,
@@ -117,7 +126,7 @@ export async function listEvaluations(db: Db, filter: EvaluationFilter) {
         flag_key: snapshot.flagKeys[index]!,
         user_id: row.user_id,
         enabled: outcome.enabled,
-        reason: outcome.reason,
+        reason: parent === undefined ? outcome.reason : prerequisiteReason(parent),
         variant: snapshot.flagVariants?.[index]?.[row.outcomes[snapshot.flagIds.length + index]!] ?? null,
         evaluated_at: row.evaluated_at,
       });

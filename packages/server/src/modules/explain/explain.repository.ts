@@ -1,3 +1,4 @@
+import { toPrerequisiteDefinitions } from '../flags/prerequisites.js';
 import type { Condition, FlagDefinition, RuleDefinition, RuleType } from '@guidon/engine';
 import type { Db } from '../../db/database.js';
 import { toBool } from '../../db/values.js';
@@ -32,7 +33,7 @@ export async function loadEnvironmentForExplain(db: Db, projectId: string, envir
   const [flags, rules, segments] = await Promise.all([
     db
       .selectFrom('flags')
-      .select(['id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key'])
+      .select(['id', 'key', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'prerequisites', 'bucketing_key'])
       .where('environment_id', '=', environmentId)
       .orderBy('created_at')
       .orderBy('id')
@@ -57,6 +58,7 @@ export async function loadEnvironmentForExplain(db: Db, projectId: string, envir
       everyoneElse: row.everyone_else === 'off' ? 'off' : 'rollout',
       variants: toVariants(row.variants),
       offVariant: row.off_variant,
+      prerequisites: toPrerequisiteDefinitions(row.prerequisites),
       bucketingKey: row.bucketing_key,
       rules: [],
       stored: [],

@@ -23,6 +23,7 @@ export const ExplainResult = Type.Object({
       enabled: Type.Boolean(),
       reason: Type.String(),
       rule: Type.Union([ExplainedRule, Type.Null()], { description: 'the rule that served the context; null when none did (the flag is off, a rollout or everyone else served)' }),
+      prerequisite: Type.Union([Type.String(), Type.Null()], { description: 'the key of the first prerequisite not met (the flag is off for it), or null (docs/prerequisites.md)' }),
     }),
   ),
 });

@@ -6,6 +6,8 @@ export interface Explanation {
   reason: string;
   /** The rule that served the context, or null when none did (disabled, rollout, everyone else). */
   rule: ExplainedRule | null;
+  /** The first prerequisite not met (its flag's key), or null (docs/prerequisites.md). */
+  prerequisite: string | null;
 }
 
 /** What each flag gives a context and which rule served it: the engine's answer names the rule (its rank, the index in `rules` and `stored`). */
@@ -13,8 +15,8 @@ export function explainFlags(flags: readonly ExplainFlag[], context: EvaluationC
   const set = compileFlagSet(flags, options);
   return Object.fromEntries(
     flags.map((flag, i) => {
-      const { outcome, rule } = set.answer(context, i);
-      return [flag.key, { enabled: outcome.enabled, reason: outcome.reason, rule: rule >= 0 ? flag.stored[rule]! : null }];
+      const { outcome, reason, prerequisite, rule } = set.answer(context, i);
+      return [flag.key, { enabled: outcome.enabled, reason, rule: rule >= 0 ? flag.stored[rule]! : null, prerequisite }];
     }),
   );
 }

@@ -5,6 +5,8 @@
  * (the functions the routes call), so that an import accepts exactly what the API accepts.
  */
 import { Ajv, type ErrorObject } from 'ajv';
+import { prerequisitesProblem, type PrerequisiteFlag } from '@guidon/engine';
+import { normalizedPrerequisites, toDefinitions, type Prerequisite } from '../flags/prerequisites.js';
 import { flagProblem, Patterns, segmentProblem, type Condition, type RuleType } from '@guidon/engine';
 import { Invalid, InvalidDocument, type Problem } from '../../errors.js';
 import { onFirstUse } from '../../http/compilers.js';
@@ -132,6 +134,8 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
     environments.push({ key: env.key, name: env.name, approvals_required: has });
   });
   const managed = new Set(environments.map((env) => env.key));
+  /** Environment key NUL flag key → the path of the flag's prerequisites there. */
+  const prerequisitePaths = new Map<string, string>();
 
   // Each distinct pattern of the document compiled once, whatever the number of conditions that name it.
   const patterns = new Patterns();
@@ -191,10 +195,8 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
         const target = checkedRuleTarget(type, rule.rule_value, conditions, segmentKeys);
         rules.push({ rule_type: type, rule_value: type === 'conditions' ? null : target.rule_value, conditions: target.conditions, enabled: rule.enabled ?? true, priority, rollout_percentage: rule.rollout_percentage ?? 100, serve, variant: rule.variant ?? null });
       });
-      if ((entry.prerequisites ?? []).length > 0) {
-        // Prerequisites are not in this server yet: refused rather than dropped.
-        add(`${base}.prerequisites`, `${base}.prerequisites: this server does not have prerequisites yet; remove them or import into a server that does`);
-      }
+      const prerequisites = normalizedPrerequisites(entry.prerequisites ?? []);
+      prerequisitePaths.set(`${envKey}\u0000${flag.key}`, `${base}.prerequisites`);
       // Its rules taken together: at most 100, 256 KiB of conditions, what they may cost (docs/targeting.md).
       if (problems.length === before) {
         const limit = flagProblem(rules, segmentConditions, patterns);
@@ -210,11 +212,24 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
         bucketing_key: entry.bucketing_key ?? null,
         variants,
         off_variant: off_variant ?? null,
-        prerequisites: [],
+        prerequisites,
         rules,
       });
     }
   });
+
+  // Prerequisites over each environment as it will be (docs/prerequisites.md): what the document
+  // sets, and in merge mode the flags it leaves as they are.
+  for (const [envKey, wanted] of flags) {
+    const graph = new Map<string, PrerequisiteFlag>();
+    if (mode === 'merge') for (const [key, flag] of current.flags.get(envKey) ?? []) graph.set(key, { key, variants: flag.variants, prerequisites: toDefinitions(flag.prerequisites as Prerequisite[]) });
+    for (const [key, flag] of wanted) graph.set(key, { key, variants: flag.variants, prerequisites: toDefinitions(flag.prerequisites as Prerequisite[]) });
+    for (const [key] of wanted) {
+      const problem = prerequisitesProblem(graph.get(key)!, [...graph.values()]);
+      const path = prerequisitePaths.get(`${envKey}\u0000${key}`);
+      if (problem !== null && path !== undefined) add(path, `${path}: ${problem.replace(/^prerequisites(\[\d+\])?: /, '')}`);
+    }
+  }
 
   if (mode === 'replace') {
     // A segment the document drops must not stay in use by a flag of an environment it does not manage.

@@ -5,6 +5,7 @@
  * functions inside the caller's transaction (ProjectWrites.apply), recording one change per
  * resource changed, as the API's routes record them.
  */
+import { normalizedPrerequisites } from '../flags/prerequisites.js';
 import type { Db } from '../../db/database.js';
 import type { RecordChange } from '../changes/project-writes.js';
 import { createEnvironment, listEnvironments, updateEnvironment } from '../environments/environments.repository.js';
@@ -85,7 +86,7 @@ export function planImport(current: ProjectState, desired: DesiredState, mode: I
 export const isEmpty = (plan: Plan) => plan.create.length + plan.update.length + plan.delete.length === 0;
 
 const ruleFields = (rule: RuleState): RuleFields => ({ ...rule, rule_value: rule.rule_value ?? '' });
-const flagFields = (key: string, flag: FlagState): FlagFields => ({ key, ...pick(flag, STORED_FLAG_FIELDS) });
+const flagFields = (key: string, flag: FlagState): FlagFields => ({ key, ...pick(flag, STORED_FLAG_FIELDS), prerequisites: normalizedPrerequisites(flag.prerequisites) });
 
 type StoredRule = Awaited<ReturnType<typeof listRules>>[number];
 
@@ -149,7 +150,7 @@ export async function applyImport(trx: Db, record: RecordChange, projectId: stri
       record(flagChange('flag.deleted', before, null));
       continue;
     }
-    const fields = item.fields.filter((field): field is Exclude<FlagField, 'rules' | 'prerequisites'> => field !== 'rules' && field !== 'prerequisites');
+    const fields = item.fields.filter((field): field is Exclude<FlagField, 'rules'> => field !== 'rules');
     let flag = before;
     if (fields.length > 0) {
       const all = flagFields(item.key, wanted);

@@ -98,7 +98,7 @@ export async function readProjectState(db: Db, projectId: string): Promise<Proje
   const flagById = new Map<string, FlagState>();
   for (const row of flagRows) {
     const flag = toFlag(row);
-    const state: FlagState = { id: flag.id, ...pick(flag, STORED_FLAG_FIELDS), prerequisites: [], rules: [] };
+    const state: FlagState = { id: flag.id, ...pick(flag, STORED_FLAG_FIELDS), prerequisites: flag.prerequisites, rules: [] };
     flags.get(envKeyOf.get(flag.environment_id)!)?.set(flag.key, state);
     flagById.set(flag.id, state);
   }

@@ -337,7 +337,20 @@ export function fromUnleash(input: unknown): { document: GuidonDocument; skipped
   const flagKeys = new Set<string>();
   const environments = new Map<string, string>();
   const usedSegments = new Set<number>();
-  const dependents = new Set(exports.flatMap((file) => (file.dependencies ?? []).filter((entry) => entry.dependencies.length > 0).map((entry) => entry.feature)));
+  // Dependencies become prerequisites (docs/prerequisites.md): a parent's state, or its variants
+  // (their names made keys as the parent's variants are), evaluated for the same context.
+  const dependencies = new Map<string, { feature: string; enabled: boolean; variants: string[] | null }[]>();
+  for (const file of exports) {
+    for (const entry of file.dependencies ?? []) {
+      const list = entry.dependencies.flatMap((raw) => {
+        const parent = raw as { feature?: unknown; enabled?: unknown; variants?: unknown };
+        if (typeof parent.feature !== 'string') return [];
+        const variants = Array.isArray(parent.variants) && parent.variants.length > 0 ? parent.variants.filter((name): name is string => typeof name === 'string') : null;
+        return [{ feature: parent.feature, enabled: parent.enabled !== false, variants }];
+      });
+      if (list.length > 0) dependencies.set(entry.feature, list);
+    }
+  }
 
   for (const file of exports) {
     const environmentName = file.featureEnvironments?.[0]?.environment;
@@ -351,7 +364,6 @@ export function fromUnleash(input: unknown): { document: GuidonDocument; skipped
       const state = file.featureEnvironments!.find((entry) => entry.featureName === feature.name && entry.environment === environmentName);
       const strategies = (file.featureStrategies ?? []).filter((strategy) => strategy.featureName === feature.name).sort((a, b) => (a.sortOrder ?? 0) - (b.sortOrder ?? 0));
       const problems: string[] = [];
-      if (dependents.has(feature.name)) problems.push('dependencies on other features: this server does not have prerequisites yet');
       if (feature.impressionData) skip(feature.name, environmentName, 'impressionData', 'Guidon records every evaluation in its history instead');
 
       const active = strategies.filter((strategy) => strategy.disabled !== true);
@@ -429,6 +441,34 @@ export function fromUnleash(input: unknown): { document: GuidonDocument; skipped
     }
   }
 
+  /**
+   * Each dependent's prerequisites, where every parent is imported in that environment; a parent
+   * skipped there would leave the child always off, where Unleash may serve it: skipped too.
+   */
+  const linkDependencies = () => {
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const [name, flag] of flags) {
+        const parents = dependencies.get(name);
+        if (parents === undefined) continue;
+        for (const [environment, entry] of Object.entries(flag.environments)) {
+          const missing = parents.find((parent) => flags.get(parent.feature)?.environments[environment] === undefined);
+          if (missing !== undefined) {
+            delete flag.environments[environment];
+            skip(name, environments.get(environment) ?? environment, 'the feature', `it depends on feature "${missing.feature}", which is not imported in this environment`);
+            changed = true;
+            continue;
+          }
+          entry.prerequisites = parents.map((parent) => ({
+            flag_key: flags.get(parent.feature)!.key,
+            ...(parent.enabled ? {} : { enabled: false }),
+            ...(parent.variants === null ? {} : { variants: parent.variants.map((variant) => keyOf(variant)) }),
+          }));
+        }
+      }
+    }
+  };
+
   const document = (): GuidonDocument => ({
     guidon: DOCUMENT_VERSION,
     environments: [...environments].sort().map(([key, name]) => ({ key, name: name.slice(0, 200) })),
@@ -439,6 +479,7 @@ export function fromUnleash(input: unknown): { document: GuidonDocument; skipped
   // What the import's own checks refuse is skipped too, with their message.
   const empty = { project: { name: '', description: null }, environments: [], segments: [], flags: new Map() };
   for (let round = 0; round < 5; round++) {
+    linkDependencies();
     const current = document();
     try {
       checkDocument(current, empty, 'merge');

@@ -5,6 +5,7 @@ import { Conflict, Invalid } from '../../errors.js';
 import { listEnvironments } from '../environments/environments.repository.js';
 import { toFlag, type EveryoneElse } from './flags.repository.js';
 import { storedVariants, toVariants, type Variant } from './variants.js';
+import { checkPrerequisites, environmentGraph, storedPrerequisites, toPrerequisites, type Prerequisite } from './prerequisites.js';
 
 /**
  * Every flag key of the project with its state in each environment (docs/api.md): four reads,
@@ -15,7 +16,7 @@ export async function listProjectFlags(db: Db, projectId: string) {
   const environments = await listEnvironments(db, projectId);
   const flags = await db
     .selectFrom('flags')
-    .select(['id', 'environment_id', 'key', 'name', 'enabled', 'rollout_percentage', 'variants', 'off_variant', 'updated_at'])
+    .select(['id', 'environment_id', 'key', 'name', 'enabled', 'rollout_percentage', 'variants', 'off_variant', 'prerequisites', 'updated_at'])
     .where('project_id', '=', projectId)
     .orderBy('key')
     .execute();
@@ -53,6 +54,7 @@ export async function listProjectFlags(db: Db, projectId: string) {
       // The distribution, not the values (up to 50 × 8 KiB each): those are on the flag itself.
       variants: toVariants(flag.variants).map(({ key, weight }) => ({ key, weight })),
       off_variant: flag.off_variant,
+      prerequisites: toPrerequisites(flag.prerequisites),
       updated_at: toIso(flag.updated_at),
     };
   }
@@ -71,6 +73,7 @@ interface CopySource {
   variants: Variant[];
   off_variant: string | null;
   bucketing_key: string | null;
+  prerequisites: Prerequisite[];
 }
 
 /**
@@ -81,6 +84,10 @@ interface CopySource {
 export async function copyFlag(trx: Db, source: CopySource, target: { id: string; project_id: string }, overwrite: boolean) {
   if (target.id === source.environment_id) throw new Invalid('The target environment is the one the flag is in');
   {
+    // Its prerequisites name flags of the target by key: each must be there (docs/prerequisites.md).
+    const there = new Set((await environmentGraph(trx, target.id)).map((flag) => flag.key));
+    const missing = source.prerequisites.map((p) => p.flag_key).filter((key) => !there.has(key));
+    if (missing.length > 0) throw new Conflict(`Flag ${source.key} needs ${missing.join(', ')}, which the target environment does not have: create or copy ${missing.length === 1 ? 'it' : 'them'} there first`);
     const rules = await trx
       .selectFrom('rules')
       .select(['rule_type', 'rule_value', 'conditions', 'enabled', 'priority', 'rollout_percentage', 'serve', 'variant'])
@@ -89,9 +96,10 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
       .orderBy('created_at')
       .orderBy('id')
       .execute();
-    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else, variants: storedVariants(source.variants), off_variant: source.off_variant, bucketing_key: source.bucketing_key };
+    const fields = { name: source.name, description: source.description, enabled: source.enabled, rollout_percentage: source.rollout_percentage, everyone_else: source.everyone_else, variants: storedVariants(source.variants), off_variant: source.off_variant, bucketing_key: source.bucketing_key, prerequisites: storedPrerequisites(source.prerequisites) };
     const existing = await trx.selectFrom('flags').select(FLAG_COLUMNS).where('environment_id', '=', target.id).where('key', '=', source.key).executeTakeFirst();
     if (existing && !overwrite) throw new Conflict(`A flag with key "${source.key}" already exists in the target environment (send overwrite: true to replace it)`);
+    await checkPrerequisites(trx, target.id, { id: existing?.id ?? null, key: source.key, variants: source.variants, prerequisites: source.prerequisites });
 
     const now = nowIso();
     let flagId: string;
@@ -124,4 +132,4 @@ export async function copyFlag(trx: Db, source: CopySource, target: { id: string
   }
 }
 
-const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key', 'created_at', 'updated_at'] as const;
+const FLAG_COLUMNS = ['id', 'project_id', 'environment_id', 'name', 'key', 'description', 'enabled', 'rollout_percentage', 'everyone_else', 'variants', 'off_variant', 'bucketing_key', 'prerequisites', 'created_at', 'updated_at'] as const;

@@ -14,6 +14,9 @@ const FlagInEnvironment = Type.Object({
     description: "the flag's variants in its order with their weights (of 1000), without values; [] for a flag without variants (contract §15)",
   }),
   off_variant: Type.Union([Type.String(), Type.Null()]),
+  prerequisites: Type.Array(Type.Object({ flag_key: Type.String(), enabled: Type.Boolean(), variants: Type.Optional(Type.Array(Type.String())) }), {
+    description: 'the flags of the same environment this one needs (docs/prerequisites.md); [] for none',
+  }),
   updated_at: Timestamp,
 });
 

@@ -14,6 +14,7 @@ import { createFlag, deleteFlag, requireFlag, toggleFlag, updateFlag, type FlagS
 import type { CreateFlagBody, UpdateFlagBody } from './flags.schemas.js';
 import { listRules } from './rules.repository.js';
 import { checkOffVariant, checkVariants, type Variant } from './variants.js';
+import { checkPrerequisites, normalizedPrerequisites, refuseIfNamed } from './prerequisites.js';
 
 export type Flag = Awaited<ReturnType<typeof requireFlag>>;
 export type FlagCreate = Static<typeof CreateFlagBody>;
@@ -54,7 +55,10 @@ export async function createFlagWrite(trx: Db, record: RecordChange, scope: Envi
   const bucketing_key = body.bucketing_key ?? null;
   const variants = checkVariants(body.variants ?? []);
   const off_variant = checkOffVariant(variants, body.off_variant ?? null);
-  const created = await createFlag(trx, await requireEnvironment(trx, scope), { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant, bucketing_key });
+  const prerequisites = normalizedPrerequisites(body.prerequisites ?? []);
+  const environment = await requireEnvironment(trx, scope);
+  await checkPrerequisites(trx, environment.id, { id: null, key, variants, prerequisites });
+  const created = await createFlag(trx, environment, { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant, bucketing_key, prerequisites });
   record(flagChange('flag.created', null, created));
   return created;
 }
@@ -66,10 +70,15 @@ export async function updateFlagWrite(trx: Db, record: RecordChange, scope: Flag
   const sentVariants = body.variants === undefined ? undefined : checkVariants(body.variants);
   const before = await requireFlag(trx, scope);
   const variantFields = sentVariants === undefined && body.off_variant === undefined ? {} : await checkedVariantChange(trx, before, sentVariants, body.off_variant);
-  const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else, bucketing_key, ...variantFields }));
+  const prerequisites = body.prerequisites === undefined ? undefined : normalizedPrerequisites(body.prerequisites);
+  if (key !== undefined && key !== before.key) await refuseIfNamed(trx, before.environment_id, before.key, 're-keyed');
+  if (prerequisites !== undefined || sentVariants !== undefined || (key !== undefined && key !== before.key)) {
+    await checkPrerequisites(trx, before.environment_id, { id: before.id, key: key ?? before.key, variants: 'variants' in variantFields ? (variantFields.variants as Variant[]) : before.variants, prerequisites: prerequisites ?? before.prerequisites });
+  }
+  const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else, bucketing_key, prerequisites, ...variantFields }));
   // Switching it on or off is a toggle however it is sent (the dashboard's switch sets the
   // state with PUT): a webhook for flag.toggled hears every flip.
-  const sameVariants = JSON.stringify([before.variants, before.off_variant]) === JSON.stringify([after.variants, after.off_variant]);
+  const sameVariants = JSON.stringify([before.variants, before.off_variant, before.prerequisites]) === JSON.stringify([after.variants, after.off_variant, after.prerequisites]);
   const onlySwitched = before.enabled !== after.enabled && sameVariants && [name, key, description, rollout_percentage, everyone_else, bucketing_key].every((value, i) => value === undefined || value === [before.name, before.key, before.description, before.rollout_percentage, before.everyone_else, before.bucketing_key][i]);
   record(flagChange(onlySwitched ? 'flag.toggled' : 'flag.updated', before, after));
   return after;
@@ -84,6 +93,7 @@ export async function toggleFlagWrite(trx: Db, record: RecordChange, scope: Flag
 
 export async function deleteFlagWrite(trx: Db, record: RecordChange, scope: FlagScope): Promise<void> {
   const flag = await requireFlag(trx, scope);
+  await refuseIfNamed(trx, flag.environment_id, flag.key, 'deleted');
   await deleteFlag(trx, flag.id);
   record(flagChange('flag.deleted', flag, null));
 }

@@ -6,6 +6,7 @@ import { newId, nowIso, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 import type { EnvironmentScope } from '../environments/environments.repository.js';
 import { storedVariants, toVariants, type Variant } from './variants.js';
+import { storedPrerequisites, toPrerequisites, type Prerequisite } from './prerequisites.js';
 
 const COLUMNS = [
   'flags.id',
@@ -20,6 +21,7 @@ const COLUMNS = [
   'flags.variants',
   'flags.off_variant',
   'flags.bucketing_key',
+  'flags.prerequisites',
   'flags.created_at',
   'flags.updated_at',
 ] as const;
@@ -36,6 +38,8 @@ export interface FlagFields {
   off_variant: string | null;
   /** Hashed instead of the key (docs/flags-as-code.md); null: the key. */
   bucketing_key: string | null;
+  /** docs/prerequisites.md: [] for none (stored as null). */
+  prerequisites: Prerequisite[];
 }
 
 export type EveryoneElse = 'rollout' | 'off';
@@ -58,17 +62,22 @@ export function toFlag(row: Omit<Selectable<FlagsTable>, 'revision'>) {
     variants: toVariants(row.variants),
     off_variant: row.off_variant,
     bucketing_key: row.bucketing_key,
+    prerequisites: toPrerequisites(row.prerequisites),
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
   };
 }
 
 /** The columns of flag fields as stored. */
-function stored(fields: FlagFields): Omit<FlagFields, 'variants'> & { variants: string | null };
-function stored(fields: Partial<FlagFields>): Omit<Partial<FlagFields>, 'variants'> & { variants?: string | null };
+function stored(fields: FlagFields): Omit<FlagFields, 'variants' | 'prerequisites'> & { variants: string | null; prerequisites: string | null };
+function stored(fields: Partial<FlagFields>): Omit<Partial<FlagFields>, 'variants' | 'prerequisites'> & { variants?: string | null; prerequisites?: string | null };
 function stored(fields: Partial<FlagFields>) {
-  const { variants, ...rest } = fields;
-  return variants === undefined ? rest : { ...rest, variants: storedVariants(variants) };
+  const { variants, prerequisites, ...rest } = fields;
+  return {
+    ...rest,
+    ...(variants === undefined ? {} : { variants: storedVariants(variants) }),
+    ...(prerequisites === undefined ? {} : { prerequisites: storedPrerequisites(prerequisites) }),
+  };
 }
 
 const duplicateKey = (key: string) => `A flag with key "${key}" already exists in this environment`;

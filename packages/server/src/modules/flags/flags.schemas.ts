@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { VARIANT_LIMITS } from '@guidon/engine';
+import { PREREQUISITE_LIMITS, VARIANT_LIMITS } from '@guidon/engine';
 import { Description, Name, Timestamp, Uuid } from '../../http/schemas.js';
 import { Conditions } from '../segments/segments.schemas.js';
 
@@ -28,6 +28,18 @@ export const OffVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null
 export const BucketingKey = Type.Union([Type.String({ pattern: '^[A-Za-z0-9._~:-]{1,100}$', minLength: 1, maxLength: 100 }), Type.Null()], {
   description: "hashed instead of the flag's key for the rollout bucket and the variant (1–100 of A-Z a-z 0-9 . _ ~ : -); null: the key. Keeps users' buckets when a flag is renamed or comes from another system",
 });
+/** docs/prerequisites.md: a flag of the same environment this one needs. */
+export const PrerequisiteBody = Type.Object({
+  flag_key: FlagKey,
+  enabled: Type.Optional(Type.Boolean({ description: 'the state the flag must answer (default true)' })),
+  variants: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: VARIANT_LIMITS.variants, description: "with enabled true only: keys of that flag's variants, one of which it must serve" }), Type.Null()])),
+});
+export const Prerequisites = Type.Array(PrerequisiteBody, {
+  maxItems: PREREQUISITE_LIMITS.perFlag,
+  description: `0–${PREREQUISITE_LIMITS.perFlag} flags of the same environment, by key, that must be met (in order; the first unmet is named) before the rules are consulted; chains up to ${PREREQUISITE_LIMITS.depth} links, no cycles`,
+});
+const Prerequisite = Type.Object({ flag_key: Type.String(), enabled: Type.Boolean(), variants: Type.Optional(Type.Array(Type.String())) });
+
 export const RuleVariant = Type.Union([Type.String({ maxLength: 100 }), Type.Null()], { description: "a key of the flag's variants: the users the rule serves get it; null: the weights choose" });
 
 export const Flag = Type.Object(
@@ -44,6 +56,7 @@ export const Flag = Type.Object(
     variants: Type.Array(Variant, { description: 'docs/variants.md; [] for a flag that serves only on/off' }),
     off_variant: Type.Union([Type.String(), Type.Null()]),
     bucketing_key: Type.Union([Type.String(), Type.Null()]),
+    prerequisites: Type.Array(Prerequisite, { description: 'docs/prerequisites.md; [] for a flag that needs no other' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -60,6 +73,7 @@ export const CreateFlagBody = Type.Object({
   variants: Type.Optional(Variants),
   off_variant: Type.Optional(OffVariant),
   bucketing_key: Type.Optional(BucketingKey),
+  prerequisites: Type.Optional(Prerequisites),
 });
 
 export const UpdateFlagBody = Type.Object({
@@ -72,6 +86,7 @@ export const UpdateFlagBody = Type.Object({
   variants: Type.Optional(Variants),
   off_variant: Type.Optional(OffVariant),
   bucketing_key: Type.Optional(BucketingKey),
+  prerequisites: Type.Optional(Prerequisites),
 });
 
 export const FlagParams = Type.Object({ project_id: Uuid, env_id: Uuid, flag_id: Uuid });

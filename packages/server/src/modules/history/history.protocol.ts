@@ -10,6 +10,8 @@ export interface BatchEnvironment {
    * set, each request's bytes are the flags' codes, then one variant index per flag (255: none).
    */
   flagVariants?: readonly (readonly string[] | null)[] | null | undefined;
+  /** Per flag, its prerequisites' keys (null: none); null when no flag has any (docs/prerequisites.md). */
+  flagPrerequisites?: readonly (readonly string[] | null)[] | null | undefined;
 }
 
 /** Bytes a request of this environment takes in a batch's codes. */

@@ -132,7 +132,7 @@ class BatchBuilder {
 }
 
 /** Only the data: the compiled environment also holds functions, which cannot cross to a thread. */
-const describe = ({ environmentId, snapshotId, flagIds, flagKeys, flagVariants }: BatchEnvironment): BatchEnvironment => ({ environmentId, snapshotId, flagIds, flagKeys, flagVariants: flagVariants ?? null });
+const describe = ({ environmentId, snapshotId, flagIds, flagKeys, flagVariants, flagPrerequisites }: BatchEnvironment): BatchEnvironment => ({ environmentId, snapshotId, flagIds, flagKeys, flagVariants: flagVariants ?? null, flagPrerequisites: flagPrerequisites ?? null });
 
 function grow<T extends Uint32Array | Int32Array | Float64Array | Uint8Array>(array: T, length: number): T {
   const bigger = new (array.constructor as new (length: number) => T)(length);

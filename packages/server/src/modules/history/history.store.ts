@@ -210,6 +210,7 @@ export class HistoryStore {
           flag_ids: JSON.stringify(env.flagIds),
           flag_keys: JSON.stringify(env.flagKeys),
           flag_variants: env.flagVariants == null ? null : JSON.stringify(env.flagVariants),
+          flag_prerequisites: env.flagPrerequisites == null ? null : JSON.stringify(env.flagPrerequisites),
           created_at: nowIso(),
         })),
       )

@@ -7,7 +7,7 @@ export const RulesetQuery = Type.Object({
 
 export const Ruleset = Type.Object(
   {
-    format: Type.Literal(1),
+    format: Type.Union([Type.Literal(1), Type.Literal(2)], { description: '2 when a flag has prerequisites (an SDK that knows only 1 refuses it rather than ignore them), else 1' }),
     environment: Type.String(),
     revision: Type.Integer({ description: "the project's revision when the ruleset was built" }),
     flags: Type.Array(Type.Unknown(), { description: 'flag definitions as the engine compiles them, in evaluation order' }),

@@ -10,8 +10,13 @@ import { Negotiator } from '@fastify/accept-negotiator';
 import type { Condition, FlagDefinition, RuleDefinition, RulesetDocument } from '@guidon/engine';
 import type { CompiledEnvironment } from '../evaluate/evaluate.cache.js';
 
-/** The document's format: an SDK refuses a format it does not know (and keeps its previous ruleset). */
+/**
+ * The document's format: an SDK refuses a format it does not know (and keeps its previous
+ * ruleset). 2 when a flag has prerequisites: an SDK that knows only 1 would ignore them and answer
+ * on where the flag is off (docs/local-evaluation.md); 1 otherwise, so older SDKs keep working.
+ */
 export const RULESET_FORMAT: RulesetDocument['format'] = 1;
+export const RULESET_FORMAT_PREREQUISITES: RulesetDocument['format'] = 2;
 
 export interface RulesetAnswer {
   readonly body: Buffer;
@@ -55,6 +60,10 @@ function flag(sent: FlagDefinition): FlagDefinition {
     out.variants = sent.variants.map(({ key, value, weight }) => ({ key, value, weight }));
     out.offVariant = sent.offVariant ?? null;
   }
+  // A disabled flag answers off before its prerequisites are consulted: not needed either.
+  if (sent.enabled && sent.prerequisites && sent.prerequisites.length > 0) {
+    out.prerequisites = sent.prerequisites.map(({ flagKey, enabled, variants }) => (variants ? { flagKey, enabled: enabled !== false, variants: [...variants] } : { flagKey, enabled: enabled !== false }));
+  }
   // Only when set: a flag without one hashes its key, as every SDK that predates the field does.
   if (typeof sent.bucketingKey === 'string') out.bucketingKey = sent.bucketingKey;
   return out;
@@ -74,7 +83,8 @@ export function rulesetDocument(environment: CompiledEnvironment, revision: numb
     const conditions = environment.segments.get(key);
     if (conditions) segments[key] = conditions.map(condition);
   }
-  return { format: RULESET_FORMAT, environment: environment.key, revision, flags, segments };
+  const format = flags.some((f) => f.prerequisites !== undefined) ? RULESET_FORMAT_PREREQUISITES : RULESET_FORMAT;
+  return { format, environment: environment.key, revision, flags, segments };
 }
 
 /**

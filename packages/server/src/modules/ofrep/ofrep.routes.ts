@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { AppError } from '../../errors.js';
-import { CONDITION_LIMITS, NO_VARIANT, OUTCOMES, codeOf, variantOf } from '@guidon/engine';
+import { CONDITION_LIMITS, NO_VARIANT, OUTCOMES, codeOf, isPrerequisiteCode, variantOf } from '@guidon/engine';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledEnvironment, type EvaluateCache } from '../evaluate/evaluate.cache.js';
@@ -46,8 +46,11 @@ const OfrepFlag = Type.Object({
   key: Type.String(),
   value: Type.Unknown({ description: 'a boolean flag: true or false; a flag with variants: its variant\'s value (contract §15)' }),
   variant: Type.String({ description: 'a boolean flag: on or off; a flag with variants: the variant\'s key' }),
-  reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC'), Type.Literal('DEFAULT')]),
-  metadata: Type.Object({ reason: Type.String({ description: "Guidon's reason" }) }),
+  reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC'), Type.Literal('DEFAULT'), Type.Literal('PREREQUISITE_FAILED')]),
+  metadata: Type.Object({
+    reason: Type.String({ description: "Guidon's reason" }),
+    prerequisite: Type.Optional(Type.String({ description: 'with PREREQUISITE_FAILED: the key of the first prerequisite not met (docs/prerequisites.md)' })),
+  }),
 });
 
 const OfrepBulk = Type.Object({
@@ -110,6 +113,12 @@ const FRAGMENTS: readonly string[] = OUTCOMES.map(({ enabled, reason, kind }) =>
  */
 function ofrepMembers(environment: CompiledEnvironment, flag: number, code: number, variant: number): string {
   const members = variant === NO_VARIANT ? undefined : environment.variantMembers[flag]?.[variant];
+  if (isPrerequisiteCode(code)) {
+    // PREREQUISITE_FAILED, with the unmet flag's key (docs/prerequisites.md).
+    const { flagSet } = environment;
+    const metadata = JSON.stringify({ reason: flagSet.reasonOf(flag, code), prerequisite: flagSet.prerequisiteOf(flag, code) });
+    return `${members === undefined ? '"value":false,"variant":"off"' : members.slice(1)},"reason":"PREREQUISITE_FAILED","metadata":${metadata}`;
+  }
   if (members === undefined) return FRAGMENTS[code]!;
   const { reason } = OUTCOMES[code]!;
   return `${members.slice(1)},"reason":"${environment.flagSet.reasonKind(flag, code)}","metadata":${JSON.stringify({ reason })}`;

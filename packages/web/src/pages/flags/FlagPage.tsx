@@ -11,6 +11,7 @@ import { ErrorState, Loading } from '../../components/States';
 import { ago, evaluatedAgo, isStale } from '../../components/time';
 import { RulesEditor } from './RulesEditor';
 import { VariantsEditor } from './VariantsEditor';
+import { PrerequisitesEditor } from './PrerequisitesEditor';
 import { reasonFor, useRole } from '../../api/roles';
 import { RoleNote } from '../../components/RoleNote';
 import { AuditList } from '../audit/AuditList';
@@ -173,6 +174,8 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
 
           <VariantsEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} saveLabel={saveLabel} />
 
+          <PrerequisitesEditor projectId={projectId} environment={environment} flag={flag} readOnly={!canEdit} saveLabel={reviewed ? 'Add to request' : undefined} />
+
           <RulesEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} />
 
           <SchedulesPanel projectId={projectId} environment={environment} flag={stored} readOnly={!canEdit} />
@@ -313,7 +316,8 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
       await copyFlag.mutateAsync({ target_environment_id: target, overwrite });
       setMessage({ ok: true, text: `Copied ${flag.key} to ${name}, with its rules.` });
     } catch (error) {
-      const text = error instanceof ApiError && error.status === 409 ? `${name} already has ${flag.key}. Tick "Replace it" to overwrite it there.` : (error as Error).message;
+      // 409: the key is there already, or a prerequisite is not (its message names it).
+      const text = error instanceof ApiError && error.status === 409 && /already exists/.test(error.message) ? `${name} already has ${flag.key}. Tick "Replace it" to overwrite it there.` : (error as Error).message;
       setMessage({ ok: false, text });
     }
   };
@@ -321,7 +325,7 @@ function CopyToEnvironment({ flag, environment, environments }: { flag: Flag; en
   return (
     <section className="panel">
       <h3>Copy to environment</h3>
-      <p className="muted">Copies the name, description, on/off, rollout, everyone else, variants and rules.</p>
+      <p className="muted">Copies the name, description, on/off, rollout, everyone else, variants, prerequisites and rules.</p>
       <form onSubmit={copy} noValidate className="inline-form">
         <div className="field">
           <label htmlFor="copy-target">Target environment</label>

@@ -186,6 +186,7 @@ const FlagRow = memo(function FlagRow({ row, envs, toggle, readOnly }: { row: Pr
             </div>
             {state.rules_count > 0 && <span className="muted small">{plural(state.rules_count, 'rule')}</span>}
             {state.variants.length > 0 && <span className="muted small block">{distribution(state.variants)}</span>}
+            {state.prerequisites.length > 0 && <span className="muted small block">needs {state.prerequisites.map((p) => p.flag_key).join(', ')}</span>}
           </td>
         );
       })}

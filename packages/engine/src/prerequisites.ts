@@ -1,0 +1,209 @@
+/**
+ * Prerequisites (docs/prerequisites.md): a flag that needs other flags of its set in a given state.
+ * Compiled with the set: each prerequisite becomes the parent's index, the state it must have and
+ * the variant indexes it accepts, and the set gets one order, parents before children, in which
+ * every flag is evaluated once per context. What may be saved (self, cycles, depth, variants) is
+ * checked here too, for the server to call at every save.
+ */
+import { NO_VARIANT, type FlagDefinition, type PrerequisiteDefinition } from './model.js';
+import { ENABLED, PREREQUISITE_LIMIT } from './outcomes.js';
+
+export const PREREQUISITE_LIMITS = Object.freeze({
+  /** Prerequisites of one flag. */
+  perFlag: PREREQUISITE_LIMIT,
+  /** Links in a chain: a flag whose parents have none is at depth 1. */
+  depth: 5,
+});
+
+/** One flag's prerequisites, compiled. */
+export interface PrerequisitePlan {
+  /** Per prerequisite, the parent's index in the set, or -1 (missing, or part of a cycle: never met). */
+  readonly parents: Int32Array;
+  /** Per prerequisite, 1 when the parent must answer enabled, 0 when it must answer disabled. */
+  readonly enabled: Uint8Array;
+  /** Per prerequisite, null, or per variant index (0..255) 1 when that variant of the parent is accepted. */
+  readonly accepted: readonly (Uint8Array | null)[];
+}
+
+/** What compiling a set's prerequisites gives. */
+export interface CompiledPrerequisites {
+  /** Per flag, its plan, or null for a flag without prerequisites. */
+  readonly plans: readonly (PrerequisitePlan | null)[];
+  /** The flags with prerequisites, parents before children. */
+  readonly dependents: Uint32Array;
+  /** Per flag with prerequisites, it and every flag it depends on, parents before children (what evaluating it alone evaluates); else null. */
+  readonly closures: readonly (Uint32Array | null)[];
+  /** Whether a prerequisite names variants: then the parents' variants must be known. */
+  readonly needsVariants: boolean;
+}
+
+export function compilePrerequisites(defs: readonly FlagDefinition[]): CompiledPrerequisites {
+  const indexOf = new Map<string, number>();
+  defs.forEach((def, index) => {
+    if (!indexOf.has(def.key)) indexOf.set(def.key, index);
+  });
+  const listed = defs.map((def) => (def.prerequisites ?? []).slice(0, PREREQUISITE_LIMIT));
+  const parentsOf = listed.map((list) => Int32Array.from(list, (p) => indexOf.get(p.flagKey) ?? -1));
+  // Depth-first, parents first; an edge back into the path (a cycle) is cut: that prerequisite is never met.
+  const state = new Uint8Array(defs.length); // 0 new, 1 on the path, 2 done
+  const order: number[] = [];
+  const visit = (root: number) => {
+    const stack: [number, number][] = [[root, 0]];
+    state[root] = 1;
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const [flag, next] = top;
+      const parents = parentsOf[flag]!;
+      if (next < parents.length) {
+        top[1]++;
+        const parent = parents[next]!;
+        if (parent < 0) continue;
+        if (state[parent] === 1) parents[next] = -1;
+        else if (state[parent] === 0) {
+          state[parent] = 1;
+          stack.push([parent, 0]);
+        }
+        continue;
+      }
+      state[flag] = 2;
+      order.push(flag);
+      stack.pop();
+    }
+  };
+  for (let i = 0; i < defs.length; i++) if (state[i] === 0) visit(i);
+  const position = new Int32Array(defs.length);
+  order.forEach((flag, at) => (position[flag] = at));
+
+  let needsVariants = false;
+  const plans = defs.map((def, index): PrerequisitePlan | null => {
+    const list = listed[index]!;
+    if (list.length === 0) return null;
+    const parents = parentsOf[index]!;
+    const accepted = list.map((p, k) => {
+      if (p.variants === undefined || p.variants === null) return null;
+      needsVariants = true;
+      const mask = new Uint8Array(256);
+      const parent = parents[k]!;
+      const variants = parent >= 0 ? (defs[parent]!.variants ?? []) : [];
+      for (const key of p.variants) {
+        const at = variants.findIndex((variant) => variant.key === key);
+        if (at >= 0 && at !== NO_VARIANT) mask[at] = 1;
+      }
+      return mask;
+    });
+    return { parents, enabled: Uint8Array.from(list, (p) => (p.enabled === false ? 0 : 1)), accepted };
+  });
+  const dependents = Uint32Array.from(order.filter((flag) => plans[flag] !== null));
+  const closures = plans.map((plan, index) => {
+    if (plan === null) return null;
+    const seen = new Set<number>([index]);
+    const todo = [index];
+    while (todo.length > 0) {
+      const flag = todo.pop()!;
+      for (const parent of plans[flag]?.parents ?? []) {
+        if (parent >= 0 && !seen.has(parent)) {
+          seen.add(parent);
+          todo.push(parent);
+        }
+      }
+    }
+    return Uint32Array.from([...seen].sort((a, b) => position[a]! - position[b]!));
+  });
+  return { plans, dependents, closures, needsVariants };
+}
+
+/**
+ * The position of the first prerequisite of `plan` not met by the parents' codes and variants
+ * (`variants` undefined: no flag of the set has any), or -1 when all are met.
+ */
+export function firstUnmet(plan: PrerequisitePlan, codes: Uint8Array, variants: Uint8Array | undefined): number {
+  const { parents, enabled, accepted } = plan;
+  for (let k = 0; k < parents.length; k++) {
+    const parent = parents[k]!;
+    if (parent < 0 || ENABLED[codes[parent]!] !== enabled[k]) return k;
+    const mask = accepted[k];
+    if (mask !== null && mask !== undefined && (variants === undefined || mask[variants[parent]!] !== 1)) return k;
+  }
+  return -1;
+}
+
+/** A flag as the checks below read it: what the API stores. */
+export interface PrerequisiteFlag {
+  key: string;
+  variants?: readonly { key: string }[] | null | undefined;
+  prerequisites?: readonly PrerequisiteDefinition[] | null | undefined;
+}
+
+/**
+ * What is wrong with `flag`'s prerequisites among the environment's `others` (the other flags, as
+ * stored), as a message that names the chain, or null. A parent that does not exist is allowed
+ * (never met until it does); its variants cannot be checked then.
+ */
+export function prerequisitesProblem(flag: PrerequisiteFlag, others: readonly PrerequisiteFlag[]): string | null {
+  const list = flag.prerequisites ?? [];
+  if (list.length > PREREQUISITE_LIMITS.perFlag) return `prerequisites: at most ${PREREQUISITE_LIMITS.perFlag}`;
+  const byKey = new Map<string, PrerequisiteFlag>();
+  for (const other of others) if (other.key !== flag.key) byKey.set(other.key, other);
+  byKey.set(flag.key, flag);
+  const seen = new Set<string>();
+  for (const [k, p] of list.entries()) {
+    const where = `prerequisites[${k}]`;
+    if (typeof p.flagKey !== 'string' || p.flagKey === '') return `${where}: flag_key is required`;
+    if (p.flagKey === flag.key) return `${where}: a flag cannot be its own prerequisite (${flag.key} → ${flag.key})`;
+    if (seen.has(p.flagKey)) return `${where}: ${p.flagKey} is named twice`;
+    seen.add(p.flagKey);
+    if (p.variants !== undefined && p.variants !== null) {
+      if (p.enabled === false) return `${where}: variants only with enabled true (${flag.key} → ${p.flagKey})`;
+      if (p.variants.length === 0) return `${where}: variants, when given, holds at least one key (${flag.key} → ${p.flagKey})`;
+      const parent = byKey.get(p.flagKey);
+      if (parent === undefined) return `${where}: ${p.flagKey} does not exist, so its variants cannot be named (${flag.key} → ${p.flagKey})`;
+      const keys = new Set((parent.variants ?? []).map((variant) => variant.key));
+      const unknown = p.variants.find((key) => !keys.has(key));
+      if (unknown !== undefined) return `${where}: ${p.flagKey} has no variant "${unknown}" (${flag.key} → ${p.flagKey})`;
+    }
+  }
+  // Cycles and depth over the whole graph as it would be saved: the longest chain from this flag
+  // up, and the longest from any flag down through it.
+  const parentsOf = (key: string) => (byKey.get(key)?.prerequisites ?? []).map((p) => p.flagKey).filter((parent) => byKey.has(parent));
+  const up = new Map<string, number>();
+  const upChain = (key: string, path: string[]): string | number => {
+    const known = up.get(key);
+    if (known !== undefined) return known;
+    if (path.includes(key)) return [...path.slice(path.indexOf(key)), key].join(' → ');
+    let depth = 0;
+    for (const parent of parentsOf(key)) {
+      const got = upChain(parent, [...path, key]);
+      if (typeof got === 'string') return got;
+      depth = Math.max(depth, got + 1);
+    }
+    up.set(key, depth);
+    return depth;
+  };
+  const cycle = upChain(flag.key, []);
+  if (typeof cycle === 'string') return `prerequisites: a cycle (${cycle})`;
+  // Children of each flag, to find the deepest descendant chain through this flag.
+  const children = new Map<string, string[]>();
+  for (const [key] of byKey) for (const parent of parentsOf(key)) children.set(parent, [...(children.get(parent) ?? []), key]);
+  const down = (key: string, path: string[]): string[] => {
+    let best: string[] = [key];
+    for (const child of children.get(key) ?? []) {
+      if (path.includes(child)) continue;
+      const chain = down(child, [...path, child]);
+      if (chain.length + 1 > best.length) best = [key, ...chain];
+    }
+    return best;
+  };
+  const longestUp = (key: string): string[] => {
+    const parents = parentsOf(key);
+    if (parents.length === 0) return [key];
+    let best: string[] = [];
+    for (const parent of parents) {
+      const chain = longestUp(parent);
+      if (chain.length > best.length) best = chain;
+    }
+    return [...best, key];
+  };
+  const chain = [...longestUp(flag.key), ...down(flag.key, [flag.key]).slice(1)];
+  if (chain.length - 1 > PREREQUISITE_LIMITS.depth) return `prerequisites: a chain deeper than ${PREREQUISITE_LIMITS.depth} links (${[...chain].reverse().join(' → ')})`;
+  return null;
+}
