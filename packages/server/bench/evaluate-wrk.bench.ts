@@ -20,6 +20,11 @@
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
  * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
  * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
+ * BENCH_REFERENCE (default the tags bench-reference and bench-reference-features, see
+ * reference-build.ts; `none` to skip): each case also starts the first reference build that can
+ * seed it (one without conditions cannot seed that case), seeded alike, and measures it in the
+ * same rounds (this build and the reference in alternating order, after the bare server): a second
+ * table gives both per CPU-second and the change in %.
  * BENCH_SOAK_SECONDS=<n>: instead of the above, one Guidon with BENCH_SOAK_FLAGS (10) flags under
  * load for n seconds, its RSS printed every BENCH_SOAK_EVERY seconds (60).
  */
@@ -28,6 +33,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { referenceBuilds, type Reference } from './reference-build.js';
 import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedVariants, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -47,6 +53,8 @@ const PACE_MS = Number(process.env.BENCH_PACE_MS ?? 12);
 const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
 /** Node's flags as `npm start` runs the server (package.json; docs/deploy.md says why). */
 const START_FLAGS = ['--max-semi-space-size=32'];
+/** BENCH_NODE_FLAGS: more Node flags for every Guidon server of the run (both builds), e.g. `--trace-gc`. */
+const EXTRA_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const CLOCK_TICKS = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
 
 const cpus = availableParallelism();
@@ -189,26 +197,35 @@ interface Guidon {
   remove(): Promise<void>;
 }
 
-async function guidon(workers: string, profile = false, pin = true): Promise<Guidon> {
+async function guidon(workers: string, profile = false, pin = true, entry = mainJs): Promise<Guidon> {
   const dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'));
   const databaseUrl = `sqlite:${join(dir, 'guidon.db')}`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const flags = profile && PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const command = [process.execPath, ...START_FLAGS, ...flags, mainJs];
+  const command = [process.execPath, ...START_FLAGS, ...EXTRA_FLAGS, ...flags, entry];
   const args = pin ? onCpus(SERVER_CPUS, command) : command;
   const child = spawn(args[0]!, args.slice(1), {
     // warn: the seeding requests would log a line each; evaluate logs nothing per request at any level.
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, WORKERS: workers, RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', LOG_LEVEL: 'warn' },
     stdio: 'inherit',
   });
+  let stopping = false;
+  // A server that dies under load (or is killed from outside) says how, instead of wrk's "connection refused" alone.
+  child.once('exit', (code, signal) => {
+    if (!stopping) console.error(`Guidon ${entry} (pid ${child.pid}) exited: code ${code}, signal ${signal}`);
+  });
   await waitForHealth(url, child);
   return {
     child,
     url,
     databaseUrl,
-    stop: () => stop(child),
+    stop: () => {
+      stopping = true;
+      return stop(child);
+    },
     async remove() {
+      stopping = true;
       await stop(child);
       rmSync(dir, { recursive: true, force: true });
     },
@@ -253,21 +270,57 @@ async function alternate(a: () => Promise<Measure>, b: () => Promise<Measure>) {
 
 const header = '| case | flags | answer bytes | server req per CPU-s | bare node:http req per CPU-s | ratio: median (per round) | req/s | server CPU % | p50 / p99 ms (medians) | bare p99 ms | tail: p99 ÷ mean, Guidon / bare | paced: req/s, p50 / p99 ms, Guidon (bare) | errors | history recorded / made | busy % / steal % |';
 
+/** The reference builds (reference-build.ts), built before the first case; none: this build alone. */
+let references: Reference[] = [];
+/** Rows of the comparison table, one a case. */
+const comparisons: string[] = [];
+
 async function evaluateCase(flagCount: number, conditions = false, variants = false): Promise<string> {
   const started = Date.now();
+  const caseName = `${flagCount} flags${conditions ? ', conditions' : ''}${variants ? ', variants' : ''}`;
+  const seedOf = (url: string) => (conditions ? seedConditions(url, flagCount) : variants ? seedVariants(url, flagCount) : seed(url, flagCount));
   const server = await guidon('1', true);
-  const sdkKey = conditions ? await seedConditions(server.url, flagCount) : variants ? await seedVariants(server.url, flagCount) : await seed(server.url, flagCount);
+  const sdkKey = await seedOf(server.url);
   sendAttributes = conditions;
   const answer = await sampleAnswer(server.url, sdkKey);
   const ceiling = await bare(answer);
+  let old: { server: Guidon; sdkKey: string; reference: Reference } | null = null;
+  for (const reference of references) {
+    const oldServer = await guidon('1', true, true, reference.mainJs);
+    try {
+      const oldKey = await seedOf(oldServer.url);
+      // A build that ignores the variants it was sent would answer without them: not the same work.
+      if (variants && !(await sampleAnswer(oldServer.url, oldKey)).includes('"variant"')) throw new Error('no variants');
+      old = { server: oldServer, sdkKey: oldKey, reference };
+      break;
+    } catch {
+      await oldServer.remove(); // a feature it does not have: the next reference
+    }
+  }
+  if (old === null && references.length > 0) comparisons.push(`| ${caseName} | no reference build could seed this case | | | | | | |`);
   try {
-    if (PROFILE_DIR) console.error(`profile of Guidon pid ${server.child.pid}: its load starts ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after its start (after the warm-up)`);
+    if (PROFILE_DIR) console.error(`profiles: Guidon pid ${server.child.pid}${old ? `, reference pid ${old.server.child.pid}` : ''}; the load starts about ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after the start (after the warm-up)`);
     const warm = await wrk(server.url, sdkKey, 3); // warm-up: JIT, compiled project
+    if (old) await wrk(old.server.url, old.sdkKey, 3);
     await wrk(ceiling.url, sdkKey, 3);
-    const { as, bs } = await alternate(
-      () => measure(server.child.pid!, server.url, sdkKey),
-      () => measure(ceiling.child.pid!, ceiling.url, sdkKey),
-    );
+    const as: Measure[] = [];
+    const bs: Measure[] = [];
+    const rs: Measure[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      bs.push(await measure(ceiling.child.pid!, ceiling.url, sdkKey));
+      // This build and the reference take turns at going first: the noisy machine hits both alike.
+      if (old && round % 2 === 0) rs.push(await measure(old.server.child.pid!, old.server.url, old.sdkKey));
+      as.push(await measure(server.child.pid!, server.url, sdkKey));
+      if (old && round % 2 === 1) rs.push(await measure(old.server.child.pid!, old.server.url, old.sdkKey));
+    }
+    if (old) {
+      const perCpuOf = (ms: Measure[]) => sum(ms, (m) => m.requests) / sum(ms, (m) => m.cpu);
+      const change = (now: number, then: number) => `${now >= then ? '+' : ''}${((100 * (now - then)) / then).toFixed(1)} %`;
+      const rounds = as.map((m, i) => change(perCpu(m), perCpu(rs[i]!))).join(', ');
+      comparisons.push(`| ${caseName} | ${old.reference.name} (${old.reference.sha.slice(0, 7)}) | ${fmt(perCpuOf(rs))} | ${fmt(perCpuOf(as))} | **${change(perCpuOf(as), perCpuOf(rs))}** | ${rounds} | ${(perCpuOf(rs) / perCpuOf(bs)).toFixed(2)} / ${(perCpuOf(as) / perCpuOf(bs)).toFixed(2)} | ${state([...as, ...rs])} |`);
+      await old.server.remove();
+      old = null;
+    }
     // Latency where the server is not saturated: what an application sees on an ordinary day.
     const pacedBare = await measure(ceiling.child.pid!, ceiling.url, sdkKey, SECONDS, PACE_MS);
     const paced = await measure(server.child.pid!, server.url, sdkKey, SECONDS, PACE_MS);
@@ -281,6 +334,7 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
     const seconds = sum(as, (m) => m.seconds);
     return `| Guidon evaluate, SQLite${conditions ? ', a 3-condition rule per flag (IN of 1,000, SEMVER_GTE, REGEX)' : ''}${variants ? ', half the flags with three variants by weight' : ''} | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${fmt(median(as.map(tail)), 1)} / ${fmt(median(bs.map(tail)), 1)} | ${fmt(paced.requests / paced.seconds)}, ${fmt(paced.p50Ms, 1)} / ${fmt(paced.p99Ms, 1)} (${fmt(pacedBare.requests / pacedBare.seconds)}, ${fmt(pacedBare.p50Ms, 1)} / ${fmt(pacedBare.p99Ms, 1)}) | ${sum([...as, paced], (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
   } finally {
+    if (old) await old.server.remove();
     await stop(ceiling.child, 'SIGKILL');
     await server.remove();
   }
@@ -344,11 +398,18 @@ if (SOAK_SECONDS > 0) {
   await soak();
 } else {
   console.log(`\n${SECONDS} s per measurement, ${ROUNDS} rounds alternated, ${CONNECTIONS} connections, wrk -t1, Node ${process.version}, ${cpus} CPUs (${pinned ? `wrk on CPU ${LOAD_CPUS}, servers on CPU ${SERVER_CPUS}` : 'nothing pinned'}), ${new Date().toISOString()}\n`);
+  references = referenceBuilds();
   console.log(header);
   console.log('|---|---:|---:|---:|---:|---|---:|---:|---|---:|---|---|---:|---|---|');
   for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
   if (WITH_CONDITIONS) console.log(await evaluateCase(100, true));
   if (WITH_VARIANTS) console.log(await evaluateCase(100, false, true));
+  if (references.length > 0) {
+    console.log(`\nAgainst a reference build (the first of ${references.map((r) => r.name).join(', ')} that can seed the case), same rounds, req per server CPU-second (change: this build against the reference)\n`);
+    console.log('| case | reference build | reference | this build | change | per round | of bare: reference / this build | busy % / steal % |');
+    console.log('|---|---|---:|---:|---:|---|---|---|');
+    for (const row of comparisons) console.log(row);
+  }
   sendAttributes = false;
   if (WITH_WORKERS) {
     console.log('\n| case | flags | throughput | per CPU-second | p99 ms | busy % / steal % |');

@@ -134,6 +134,24 @@ describe('POST /sdk/v1/evaluate', () => {
     assert.equal(noBody.status, 400);
   });
 
+  test('a custom attribute number that is not finite (1e400, which JSON.parse reads as Infinity) is 400: evaluate and OFREP, single and bulk', async () => {
+    await newFlag(server, user, project, { key: 'finite', enabled: true });
+    for (const number of ['1e400', '-1e400']) {
+      const answer = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: `{"environment":"production","context":{"custom_attributes":{"seats":${number}}}}` });
+      assert.equal(answer.status, 400, answer.text);
+      assert.deepEqual(Object.keys(answer.body).sort(), ['error', 'message', 'statusCode']);
+      const single = await request(server, 'POST', '/ofrep/v1/evaluate/flags/finite', { sdkKey: project.sdk_key, body: `{"context":{"targetingKey":"u","seats":${number}}}` });
+      assert.equal(single.status, 400, single.text);
+      assert.deepEqual([single.body.key, single.body.errorCode], ['finite', 'INVALID_CONTEXT']);
+      const bulk = await request(server, 'POST', '/ofrep/v1/evaluate/flags', { sdkKey: project.sdk_key, body: `{"context":{"targetingKey":"u","seats":${number}}}` });
+      assert.equal(bulk.status, 400, bulk.text);
+      assert.equal(bulk.body.errorCode, 'INVALID_CONTEXT');
+    }
+    // The largest finite numbers still pass.
+    const largest = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: '{"environment":"production","context":{"custom_attributes":{"seats":1.7976931348623157e308,"debt":-1.7976931348623157e308}}}' });
+    assert.equal(largest.status, 200, largest.text);
+  });
+
   test('401 for a missing or unknown SDK key, checked before the body', async () => {
     const missing = await request(server, 'POST', '/sdk/v1/evaluate', { body: { environment: 'production' } });
     assert.equal(missing.status, 401);

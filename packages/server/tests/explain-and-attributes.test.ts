@@ -1,7 +1,7 @@
 /**
  * Issue 20's two dashboard aids, through HTTP on the database of the pass: explain (which rule
  * served a context, for Try it; it records nothing) and the custom attribute names an environment
- * has seen (names only, at most 200, gone with the environment).
+ * has seen (names only, the 200 most recently seen within 30 days, gone with the environment).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -162,32 +162,65 @@ describe('attributes seen (GET …/environments/{eid}/attributes)', () => {
     assert.deepEqual(await names(project, project.staging), ['region', 'tier']);
   });
 
-  test('at most 200 names per environment', async () => {
+  test('the 200 most recently seen names: junk names are pushed out by a name seen later, in memory and in the table', async () => {
     const project = await newProject(server, owner, 'Many attributes');
     const batch = (prefix: string) => Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`${prefix}${i}`, i]));
-    for (const prefix of ['a', 'b', 'c']) assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: batch(prefix) })).status, 200);
-    await eventually(async () => (await names(project)).length === 200, '200 names');
-    // One more flush: nothing past the cap arrives.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    const all = await names(project);
+    const junk = async (first: string, second: string) => {
+      for (const prefix of [first, second]) assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: batch(prefix) })).status, 200);
+      await eventually(async () => (await names(project)).filter((name) => name.startsWith(second)).length === 100, `the ${second} names`);
+    };
+    // Anyone holding the SDK key can send 200 junk names: they do not keep a real name out.
+    await junk('a', 'b');
+    assert.equal((await names(project)).length, 200);
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: { plan: 'pro' } })).status, 200);
+    await eventually(async () => (await names(project)).includes('plan'), 'plan offered after 200 junk names');
+    let all = await names(project);
     assert.equal(all.length, 200);
-    assert.ok(!all.some((name) => name.startsWith('c')), 'the third hundred was not kept');
+    assert.ok(!all.includes('a0'), 'the least recently seen name made room');
+    // 200 newer junk names push it out; seen again later, it is offered again.
+    await junk('c', 'd');
+    all = await names(project);
+    assert.equal(all.length, 200);
+    assert.ok(!all.includes('plan') && all.every((name) => /^[cd]/.test(name)), 'the 200 most recent: c and d');
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: { plan: 'pro' } })).status, 200);
+    await eventually(async () => (await names(project)).includes('plan'), 'plan seen again');
+    assert.equal((await names(project)).length, 200);
+    const rows = await server.database.db.selectFrom('environment_attributes').select('name').where('environment_id', '=', project.production).execute();
+    assert.equal(rows.length, 200, 'the table keeps 200 too');
   });
 
-  test('the cap holds in the table too: after a restart the memory is empty, the table already full', async () => {
+  test('a name not seen for 30 days is not offered, and the table forgets it', async () => {
+    const project = await newProject(server, owner, 'Old attributes');
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: { plan: 'pro', legacy_tier: 'gold' } })).status, 200);
+    await eventually(async () => (await names(project)).length === 2, 'both names');
+    const aged = new Date(Date.now() - 31 * 24 * 3600 * 1000).toISOString();
+    const month = new Date(Date.now() - 29 * 24 * 3600 * 1000).toISOString();
+    await server.database.db.updateTable('environment_attributes').set({ last_seen_at: aged }).where('environment_id', '=', project.production).where('name', '=', 'legacy_tier').execute();
+    await server.database.db.updateTable('environment_attributes').set({ last_seen_at: month }).where('environment_id', '=', project.production).where('name', '=', 'plan').execute();
+    assert.deepEqual(await names(project), ['plan'], '31 days unseen: not offered; 29 days: still offered');
+    // The next names stored for the environment delete it from the table.
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: { region: 'eu' } })).status, 200);
+    await eventually(async () => (await names(project)).includes('region'), 'region');
+    const rows = await server.database.db.selectFrom('environment_attributes').select('name').where('environment_id', '=', project.production).orderBy('name').execute();
+    assert.deepEqual(rows.map((row) => row.name), ['plan', 'region']);
+  });
+
+  test('after a restart the memory is empty and the table full: a new name takes the least recent one\'s place', async () => {
     const project = await newProject(server, owner, 'Full table');
-    // As a previous run of the server left it: 200 names, seen long ago.
-    const long = '2020-01-01T00:00:00.000Z';
+    // As a previous run of the server left it: 200 names, seen a day ago.
+    const before = new Date(Date.now() - 24 * 3600 * 1000).toISOString();
     await server.database.db
       .insertInto('environment_attributes')
-      .values(Array.from({ length: 200 }, (_, i) => ({ environment_id: project.production, name: `x${i}`, first_seen_at: long, last_seen_at: long })))
+      .values(Array.from({ length: 200 }, (_, i) => ({ environment_id: project.production, name: `x${String(i).padStart(3, '0')}`, first_seen_at: before, last_seen_at: before })))
       .execute();
-    assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: { fresh: 1, x0: 'again' } })).status, 200);
-    const x0 = () => server.database.db.selectFrom('environment_attributes').select('last_seen_at').where('environment_id', '=', project.production).where('name', '=', 'x0').executeTakeFirstOrThrow();
-    await eventually(async () => new Date((await x0()).last_seen_at).toISOString() !== long, 'x0 seen again');
+    assert.equal((await evaluate(server, project.sdk_key, 'production', { custom_attributes: { fresh: 1, x000: 'again' } })).status, 200);
+    const x000 = () => server.database.db.selectFrom('environment_attributes').select('last_seen_at').where('environment_id', '=', project.production).where('name', '=', 'x000').executeTakeFirstOrThrow();
+    await eventually(async () => new Date((await x000()).last_seen_at).toISOString() !== before, 'x000 seen again');
     const all = await names(project);
     assert.equal(all.length, 200);
-    assert.ok(!all.includes('fresh'), 'no name past the cap');
+    assert.ok(all.includes('fresh') && all.includes('x000'));
+    // Of the 199 equally old names, the last by name made room.
+    assert.ok(!all.includes('x199') && all.includes('x198'));
   });
 
   test('removed with the environment', async () => {

@@ -918,7 +918,7 @@ export interface paths {
                         context?: {
                             user_id?: string | null;
                             user_email?: string | null;
-                            /** @description attributes that conditions can name (contract §14) */
+                            /** @description attributes that conditions can name (docs/targeting.md) */
                             custom_attributes?: {
                                 [key: string]: string | number | boolean | (never | null);
                             } | null;
@@ -938,7 +938,7 @@ export interface paths {
                                 [key: string]: {
                                     enabled: boolean;
                                     reason: string;
-                                    /** @description only for a flag with variants (contract §15): the variant served */
+                                    /** @description only for a flag with variants (docs/variants.md): the variant served */
                                     variant?: string;
                                     /** @description only for a flag with variants: the variant's value */
                                     value?: unknown;
@@ -1146,7 +1146,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description every other field is a custom attribute (contract §14): a string, a number or a boolean */
+                        /** @description every other field is a custom attribute (docs/targeting.md): a string, a number or a boolean */
                         context?: {
                             /** @description Guidon user_id */
                             targetingKey?: string;
@@ -1167,7 +1167,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             key: string;
-                            /** @description a boolean flag: true or false; a flag with variants: its variant's value (contract §15) */
+                            /** @description a boolean flag: true or false; a flag with variants: its variant's value (docs/variants.md) */
                             value: unknown;
                             /** @description a boolean flag: on or off; a flag with variants: the variant's key */
                             variant: string;
@@ -1312,7 +1312,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description every other field is a custom attribute (contract §14): a string, a number or a boolean */
+                        /** @description every other field is a custom attribute (docs/targeting.md): a string, a number or a boolean */
                         context?: {
                             /** @description Guidon user_id */
                             targetingKey?: string;
@@ -1334,7 +1334,7 @@ export interface paths {
                         "application/json": {
                             flags: {
                                 key: string;
-                                /** @description a boolean flag: true or false; a flag with variants: its variant's value (contract §15) */
+                                /** @description a boolean flag: true or false; a flag with variants: its variant's value (docs/variants.md) */
                                 value: unknown;
                                 /** @description a boolean flag: on or off; a flag with variants: the variant's key */
                                 variant: string;
@@ -7224,7 +7224,7 @@ export interface paths {
                         context?: {
                             user_id?: string | null;
                             user_email?: string | null;
-                            /** @description attributes that conditions can name (contract §14) */
+                            /** @description attributes that conditions can name (docs/targeting.md) */
                             custom_attributes?: {
                                 [key: string]: string | number | boolean | (never | null);
                             } | null;
@@ -7352,7 +7352,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description most recently seen first; at most 200; the built-in attributes of contract §14 are not listed */
+                            /** @description most recently seen first; the 200 most recently seen, none unseen for 30 days; the built-in attributes of docs/targeting.md are not listed */
                             items: {
                                 /** @description a custom attribute name that evaluate or OFREP requests carried (values are never kept) */
                                 name: string;

@@ -4,6 +4,7 @@ import { toIso } from '../../db/values.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import { errorResponses, EnvironmentParams, Timestamp } from '../../http/schemas.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
+import { ATTRIBUTE_NAMES_LIMIT, oldestOffered } from './attributes.seen.js';
 
 const AttributeList = Type.Object({
   items: Type.Array(
@@ -12,7 +13,7 @@ const AttributeList = Type.Object({
       first_seen_at: Timestamp,
       last_seen_at: Timestamp,
     }),
-    { description: 'most recently seen first; at most 200; the built-in attributes of contract §14 are not listed' },
+    { description: 'most recently seen first; the 200 most recently seen, none unseen for 30 days; the built-in attributes of docs/targeting.md are not listed' },
   ),
 });
 
@@ -27,8 +28,11 @@ export const attributeRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
       .selectFrom('environment_attributes')
       .select(['name', 'first_seen_at', 'last_seen_at'])
       .where('environment_id', '=', environment.id)
+      // The writer deletes what is older or past the limit when it next stores names for this environment.
+      .where('last_seen_at', '>=', oldestOffered())
       .orderBy('last_seen_at', 'desc')
       .orderBy('name')
+      .limit(ATTRIBUTE_NAMES_LIMIT)
       .execute();
     return { items: rows.map((row) => ({ name: row.name, first_seen_at: toIso(row.first_seen_at), last_seen_at: toIso(row.last_seen_at) })) };
   });

@@ -3,12 +3,18 @@ import { Type } from 'typebox';
 
 const OptionalText = Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()]));
 
+/**
+ * A custom attribute's number: finite. JSON has no Infinity, but JSON.parse reads 1e400 as one,
+ * which no condition can compare and no SDK can serialize back.
+ */
+export const AttributeNumber = Type.Number({ minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE, description: 'a finite number' });
+
 /** Contract §14: at most 100 attributes, names of 1–64 characters, values a string, a number or a boolean (null: absent). */
 export const CustomAttributes = Type.Union([
-  Type.Record(Type.String(), Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), Type.Number(), Type.Boolean(), Type.Null()]), {
+  Type.Record(Type.String(), Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), AttributeNumber, Type.Boolean(), Type.Null()]), {
     maxProperties: CONDITION_LIMITS.customAttributes,
     propertyNames: { minLength: 1, maxLength: CONDITION_LIMITS.attributeNameLength },
-    description: 'attributes that conditions can name (contract §14)',
+    description: 'attributes that conditions can name (docs/targeting.md)',
   }),
   Type.Null(),
 ]);
@@ -30,7 +36,7 @@ export const EvaluateResult = Type.Object({
     Type.Object({
       enabled: Type.Boolean(),
       reason: Type.String(),
-      variant: Type.Optional(Type.String({ description: 'only for a flag with variants (contract §15): the variant served' })),
+      variant: Type.Optional(Type.String({ description: 'only for a flag with variants (docs/variants.md): the variant served' })),
       value: Type.Optional(Type.Unknown({ description: "only for a flag with variants: the variant's value" })),
     }),
   ),

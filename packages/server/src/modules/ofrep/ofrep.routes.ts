@@ -6,6 +6,7 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledEnvironment, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, evaluateOne, notModified, recordAll } from '../evaluate/evaluation.js';
+import { AttributeNumber } from '../evaluate/evaluate.schemas.js';
 import { anySdkCredential, sdkProjectHook } from '../evaluate/sdk-auth.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
 import { noteOfrepAttributes } from '../attributes/attributes.seen.js';
@@ -13,7 +14,7 @@ import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { StreamTokens } from '../streams/stream-tokens.js';
 
 /**
- * OFREP, the OpenFeature Remote Evaluation Protocol (contract §12): any OpenFeature OFREP
+ * OFREP, the OpenFeature Remote Evaluation Protocol (docs/sdk.md): any OpenFeature OFREP
  * provider evaluates Guidon's flags through it. Same semantics, rate limit and history as evaluate.
  */
 
@@ -26,10 +27,10 @@ const OfrepRequest = Type.Object({
       },
       {
         // Contract §14: every other field is a custom attribute, with the same limits as evaluate's.
-        additionalProperties: Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), Type.Number(), Type.Boolean(), Type.Null()]),
+        additionalProperties: Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), AttributeNumber, Type.Boolean(), Type.Null()]),
         maxProperties: CONDITION_LIMITS.customAttributes + 2,
         propertyNames: { minLength: 1, maxLength: CONDITION_LIMITS.attributeNameLength },
-        description: 'every other field is a custom attribute (contract §14): a string, a number or a boolean',
+        description: 'every other field is a custom attribute (docs/targeting.md): a string, a number or a boolean',
       },
     ),
   ),
@@ -44,7 +45,7 @@ function ofrepContext(context: Static<typeof OfrepRequest>['context']) {
 
 const OfrepFlag = Type.Object({
   key: Type.String(),
-  value: Type.Unknown({ description: 'a boolean flag: true or false; a flag with variants: its variant\'s value (contract §15)' }),
+  value: Type.Unknown({ description: 'a boolean flag: true or false; a flag with variants: its variant\'s value (docs/variants.md)' }),
   variant: Type.String({ description: 'a boolean flag: on or off; a flag with variants: the variant\'s key' }),
   reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC'), Type.Literal('DEFAULT'), Type.Literal('PREREQUISITE_FAILED')]),
   metadata: Type.Object({
@@ -77,7 +78,7 @@ const EnvironmentHeader = Type.Object({ 'x-environment': Type.Optional(Type.Stri
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** 'ofrep': errors answer in OFREP's shape (ofrepErrorBody) instead of contract §3's. */
+    /** 'ofrep': errors answer in OFREP's shape (ofrepErrorBody) instead of docs/api.md's. */
     errorShape?: 'ofrep';
   }
 }
@@ -103,7 +104,7 @@ export function ofrepErrorBody(request: FastifyRequest, status: number, message:
   return { ...(key === undefined ? {} : { key }), errorCode, errorDetails: message };
 }
 
-/** `"value":…,"variant":…,"reason":…,"metadata":{…}` for each outcome code, ready to splice (contract §12). */
+/** `"value":…,"variant":…,"reason":…,"metadata":{…}` for each outcome code, ready to splice (docs/sdk.md). */
 const FRAGMENTS: readonly string[] = OUTCOMES.map(({ enabled, reason, kind }) => JSON.stringify({ value: enabled, variant: enabled ? 'on' : 'off', reason: kind, metadata: { reason } }).slice(1, -1));
 
 /**
