@@ -8,7 +8,7 @@ import type { AttributeValue, CompileOptions, Condition, EvaluationContext, Flag
 
 // ===========================================================================
 // The reference: docs/api.md and docs/targeting.md read literally, nothing compiled, nothing cached.
-// Written from the contract's words, not from conditions.ts.
+// Written from docs/targeting.md's words, not from conditions.ts.
 // ===========================================================================
 
 interface Answer {

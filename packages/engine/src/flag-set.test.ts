@@ -4,7 +4,7 @@ import { OUTCOMES, RULE_TYPES, compileFlagSet, murmur3_x86_32, normalizeEmailDom
 import type { EvaluationContext, FlagDefinition, RuleDefinition } from './index.js';
 
 /**
- * Contract §2 read literally, with nothing compiled: the first enabled rule (in the given order)
+ * docs/api.md read literally, with nothing compiled: the first enabled rule (in the given order)
  * that matches, else the rollout bucket, else enabled globally. The compiled set must agree.
  */
 function reference(def: FlagDefinition, ctx: EvaluationContext): { enabled: boolean; reason: string } {

@@ -15,7 +15,7 @@ const FROZEN: [number, boolean, string, string][] = [
   [4, true, 'Matched email_domain targeting rule', 'TARGETING_MATCH'],
   ...Array.from({ length: 100 }, (_, i): [number, boolean, string, string] => [5 + i, true, `User in ${i + 1}% rollout`, 'SPLIT']),
   ...Array.from({ length: 100 }, (_, i): [number, boolean, string, string] => [105 + i, false, `User not in ${i + 1}% rollout`, 'SPLIT']),
-  // Contract §14: conditions, everyone_else "off", and rules that serve false.
+  // docs/targeting.md: conditions, everyone_else "off", and rules that serve false.
   [205, true, 'Matched conditions targeting rule', 'TARGETING_MATCH'],
   [206, false, 'No targeting rule matched', 'DEFAULT'],
   [207, false, 'Matched user_id targeting rule', 'TARGETING_MATCH'],

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import murmurhash3js from 'murmurhash3js';
 import { NO_VARIANT, codeOf, compileFlagSet, evaluateVariant, variantOf, type EvaluationContext, type FlagDefinition, type VariantDefinition } from './evaluate.js';
 
-/** Contract §15, computed with another library's murmur3: the first variant whose running total reaches the target. */
+/** docs/variants.md, computed with another library's murmur3: the first variant whose running total reaches the target. */
 function expectedByWeight(flagKey: string, identifier: string, variants: readonly VariantDefinition[]): string {
   const target = (murmurhash3js.x86.hash32(unescape(encodeURIComponent(`${flagKey}:${identifier}`)), 86028157) % 1000) + 1;
   let total = 0;

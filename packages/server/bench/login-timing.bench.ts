@@ -1,6 +1,5 @@
 /**
- * npm run bench:login: does login take the same time for a known and an unknown email (contract
- * §5)? The real server (dist/src/main.js) on a fresh SQLite file; LOGIN_TRIES (default 200)
+ * npm run bench:login: does login take the same time for a known and an unknown email (docs/security.md)? The real server (dist/src/main.js) on a fresh SQLite file; LOGIN_TRIES (default 200)
  * failed logins for a registered email (wrong password) and as many for unregistered ones,
  * interleaved, one at a time, each from its own client address (X-Forwarded-For from loopback) so
  * the failed-login limit does not answer instead. Prints the medians and their difference

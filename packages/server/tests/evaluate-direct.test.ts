@@ -189,7 +189,7 @@ describe('evaluate: the direct path with the rate limit on', () => {
     }
   });
 
-  test('over the limit: the same 429 as the route, with Retry-After, in the contract\'s error shape', async () => {
+  test('over the limit: the same 429 as the route, with Retry-After, in the error shape of docs/api.md', async () => {
     const answers = { direct: [] as (Answer & { id: string })[], fastify: [] as (Answer & { id: string })[] };
     for (const [ip, path] of [['203.0.113.3', 'direct'], ['203.0.113.4', 'fastify']] as const) {
       for (let i = 1; i <= LIMIT + 2; i++) answers[path].push(await send(ip, path));

@@ -19,7 +19,7 @@ describe('POST /sdk/v1/evaluate', () => {
     await newFlag(server, user, p, { key: 'off', enabled: false, rollout_percentage: 100 });
     await newFlag(server, user, p, { key: 'on', enabled: true });
     await newFlag(server, user, p, { key: 'zero', enabled: true, rollout_percentage: 0 });
-    // Contract §2 vector: (dark_mode, user_1) → bucket 47.
+    // docs/api.md vector: (dark_mode, user_1) → bucket 47.
     await newFlag(server, user, p, { key: 'dark_mode', enabled: true, rollout_percentage: 48 });
     await newFlag(server, user, p, { key: 'dark_mode', enabled: true, rollout_percentage: 47 }, p.staging);
     const targeted = await newFlag(server, user, p, { key: 'targeted', enabled: true });
@@ -62,7 +62,7 @@ describe('POST /sdk/v1/evaluate', () => {
     assert.deepEqual(answer.body, { flags: {} });
   });
 
-  test('bucketing follows the contract vectors and falls back to user_email, then "anonymous"', async () => {
+  test('bucketing follows the vectors of docs/api.md and falls back to user_email, then "anonymous"', async () => {
     const p = await newProject(server, user, 'buckets');
     // (new_checkout, alice@example.com) → 13; (f, anonymous) → 71; (beta-ui, u-123) → 25; (flag, user123) → 78
     await newFlag(server, user, p, { key: 'new_checkout', enabled: true, rollout_percentage: 14 });

@@ -263,7 +263,7 @@ describe('targeting rules (docs/api.md)', () => {
   });
 
   test('evaluate: a matching rule turns the flag on for a user outside the rollout', async () => {
-    // Contract §2 vector: (flag, user123) → bucket 78, so a 10% rollout leaves user123 out.
+    // docs/api.md vector: (flag, user123) → bucket 78, so a 10% rollout leaves user123 out.
     const { rules } = await flagWithRules('flag', { enabled: true, rollout_percentage: 10 });
     const result = async () => (await evaluate(server, project.sdk_key, 'production', { user_id: 'user123', user_email: 'u@corp.io' })).body.flags.flag;
     assert.deepEqual(await result(), { enabled: false, reason: 'User not in 10% rollout' });

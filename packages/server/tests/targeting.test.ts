@@ -1,5 +1,5 @@
 /**
- * Contract §14 through HTTP, on the database of the pass: conditions on any attribute (every
+ * docs/targeting.md through HTTP, on the database of the pass: conditions on any attribute (every
  * operator × present / missing / unparsable / negate / case_insensitive), per-rule rollout and
  * serve, everyone_else, custom attributes, segments, and what OFREP passes through.
  */
@@ -123,7 +123,7 @@ describe('conditions on any attribute (docs/targeting.md)', () => {
     assert.equal((await api('POST', rules, { rule_type: 'user_id', rule_value: 'u-off', priority: 1, serve: false })).status, 201);
     const got = async (context: Record<string, unknown>) => (await evaluate(server, project.sdk_key, 'production', context)).body.flags.layered;
     assert.deepEqual(await got({ user_id: 'user_1', custom_attributes: { region: 'eu', plan: 'enterprise', app: '3.0.0' } }), { enabled: false, reason: 'Matched conditions targeting rule' });
-    // Contract §2 buckets (flag "layered"): found by trying ids, the same for every run.
+    // docs/api.md buckets (flag "layered"): found by trying ids, the same for every run.
     const { murmur3_x86_32 } = await import('@guidon/engine');
     const bucket = (id: string) => murmur3_x86_32(`layered:${id}`, 0) % 100;
     const inside = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].find((id) => bucket(id) < 50)!;

@@ -1,5 +1,5 @@
 /**
- * Contract §15 through HTTP, on the database of the pass: what evaluate, OFREP, history and the
+ * docs/variants.md through HTTP, on the database of the pass: what evaluate, OFREP, history and the
  * metrics answer for flags with variants. (The management API's validation is variants-api.test.ts.)
  */
 import { after, before, test } from 'node:test';
@@ -26,7 +26,7 @@ interface Variant {
   weight: number;
 }
 
-/** Contract §15 computed with another library's murmur3: the first variant whose running weight total reaches the target. */
+/** docs/variants.md computed with another library's murmur3: the first variant whose running weight total reaches the target. */
 function expectedVariant(flagKey: string, identifier: string, variants: readonly Variant[]): Variant {
   const target = (murmurhash3js.x86.hash32(Buffer.from(`${flagKey}:${identifier}`, 'utf8').toString('latin1'), 86028157) % 1000) + 1;
   let total = 0;

@@ -1,7 +1,7 @@
 import type { RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 
-/** Contract §3: every error body. */
+/** docs/api.md: every error body. */
 export const ErrorBody = Type.Object(
   {
     statusCode: Type.Integer(),

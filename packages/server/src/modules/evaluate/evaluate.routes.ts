@@ -17,7 +17,7 @@ export const evaluateRoutes: ApiPlugin<{ config: Readonly<Config>; limits: RateL
   app.post('/sdk/v1/evaluate', {
     // Applications call this thousands of times a second: no per-request log lines (errors are still logged).
     logLevel: 'warn',
-    // Contract §2 order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
+    // docs/api.md order: rate limit (429), SDK key (401), then the body (400), then the environment (404).
     onRequest: sdkProjectHook(limits, evaluateCache, sdkKeyHeader),
     preParsing: bodyReadBefore,
     schema: {

@@ -9,7 +9,7 @@ const OptionalText = Type.Optional(Type.Union([Type.String({ maxLength: 1024 }),
  */
 export const AttributeNumber = Type.Number({ minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE, description: 'a finite number' });
 
-/** Contract §14: at most 100 attributes, names of 1–64 characters, values a string, a number or a boolean (null: absent). */
+/** docs/targeting.md: at most 100 attributes, names of 1–64 characters, values a string, a number or a boolean (null: absent). */
 export const CustomAttributes = Type.Union([
   Type.Record(Type.String(), Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), AttributeNumber, Type.Boolean(), Type.Null()]), {
     maxProperties: CONDITION_LIMITS.customAttributes,

@@ -26,7 +26,7 @@ const OfrepRequest = Type.Object({
         email: Type.Optional(Type.String({ maxLength: 1024, description: 'Guidon user_email' })),
       },
       {
-        // Contract §14: every other field is a custom attribute, with the same limits as evaluate's.
+        // docs/targeting.md: every other field is a custom attribute, with the same limits as evaluate's.
         additionalProperties: Type.Union([Type.String({ maxLength: CONDITION_LIMITS.customAttributeLength }), AttributeNumber, Type.Boolean(), Type.Null()]),
         maxProperties: CONDITION_LIMITS.customAttributes + 2,
         propertyNames: { minLength: 1, maxLength: CONDITION_LIMITS.attributeNameLength },

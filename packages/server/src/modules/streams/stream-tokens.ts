@@ -12,8 +12,7 @@ export interface StreamScope {
 }
 
 /**
- * Stream tokens, for a browser EventSource that cannot send the SDK key as a header (contract
- * §12): JWT HS256 under a key of their own, short-lived and scoped. One is issued per scope and
+ * Stream tokens, for a browser EventSource that cannot send the SDK key as a header (docs/sdk.md): JWT HS256 under a key of their own, short-lived and scoped. One is issued per scope and
  * reused for half its lifetime, so handing them out costs the hot path nothing.
  */
 export class StreamTokens {
