@@ -198,7 +198,7 @@ describe('service endpoints', () => {
     ];
     for (const [method, path] of expected) assert.ok(paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`);
     const flagSchema = answer.body.components.schemas.Flag;
-    assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['bucketing_key', 'created_at', 'description', 'enabled', 'environment_id', 'everyone_else', 'id', 'key', 'name', 'off_variant', 'project_id', 'rollout_percentage', 'updated_at', 'variants']);
+    assert.deepEqual(Object.keys(flagSchema.properties).sort(), ['bucketing_key', 'created_at', 'description', 'enabled', 'environment_id', 'everyone_else', 'id', 'key', 'name', 'off_variant', 'prerequisites', 'project_id', 'rollout_percentage', 'updated_at', 'variants']);
     // The errors any route can give are on every documented route, in the route's own error shape (documentCommonErrors).
     const errorSchema = (path: string, method: string, status: number) => (paths[path]?.[method] as any)?.responses?.[status]?.content?.['application/json']?.schema;
     for (const status of [413, 500, 503]) assert.equal(errorSchema('/api/projects', 'post', status)?.$ref, '#/components/schemas/Error', `POST /api/projects documents ${status}`);
