@@ -95,8 +95,9 @@ describe('OpenFeature against Guidon', () => {
     const reason = async () => (await client.getBooleanDetails('everyone', false, { targetingKey: 'u' })).reason;
     assert.equal(await reason(), 'STATIC');
     await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
-    proxy.cutStreams();
+    proxy.cutStreams(true); // and refused until released: a quick reconnect cannot hide the outage
     await eventually(async () => (await reason()) === 'STALE', 'STALE while the stream is away');
+    proxy.releaseStreams();
     await eventually(async () => (await reason()) === 'STATIC', 'STATIC again once it is back');
   });
 

@@ -10,8 +10,13 @@ export interface CuttingProxy {
   url: string;
   /** Requests forwarded, by path (without the query), answered or not. */
   forwarded: string[];
-  /** Cuts every open stream (GET /sdk/v1/stream) on both sides, as a network failure would. */
-  cutStreams(): void;
+  /**
+   * Cuts every open stream (GET /sdk/v1/stream) on both sides, as a network failure would; with
+   * `hold`, new streams are refused (503) until releaseStreams(), so the outage lasts as long as
+   * the test needs to look at it.
+   */
+  cutStreams(hold?: boolean): void;
+  releaseStreams(): void;
   /** The next request to `path` reaches the server; its answer is read and lost: the client's connection is cut instead. */
   loseNextAnswer(path: string): Promise<void>;
   close(): Promise<void>;
@@ -21,10 +26,15 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   const streams = new Set<{ client: Socket; upstream: http.ClientRequest }>();
   const losing = new Map<string, () => void>();
   const forwarded: string[] = [];
+  let held = false;
   const agent = new http.Agent({ keepAlive: false });
   const proxy = http.createServer((request: IncomingMessage, response: ServerResponse) => {
     const path = new URL(request.url ?? '/', 'http://proxy').pathname;
     forwarded.push(path);
+    if (held && path === '/sdk/v1/stream') {
+      response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"statusCode":503,"error":"Service Unavailable","message":"held by the test"}');
+      return;
+    }
     const lost = losing.get(path);
     if (lost) losing.delete(path);
     const upstream = http.request(`${target}${request.url}`, { method: request.method, headers: request.headers, agent }, (answer) => {
@@ -54,12 +64,16 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   return {
     url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
     forwarded,
-    cutStreams() {
+    cutStreams(hold = false) {
+      held = hold;
       for (const { client, upstream } of streams) {
         client.destroy();
         upstream.destroy();
       }
       streams.clear();
+    },
+    releaseStreams() {
+      held = false;
     },
     loseNextAnswer(path) {
       return new Promise<void>((resolve) => losing.set(path, resolve));
