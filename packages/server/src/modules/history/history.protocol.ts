@@ -85,7 +85,6 @@ export type ToWorker =
   | { type: 'close' };
 
 export type FromWorker =
-  | { type: 'ready' }
   /** rows + discarded + failed = the batch's rows; countsStored false: the hourly counts must be handed over again. */
   | { type: 'written'; batchId: number; rows: number; discarded: number; failed: number; countsStored: boolean }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string; details?: Record<string, unknown> }

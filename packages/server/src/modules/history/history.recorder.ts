@@ -192,9 +192,7 @@ export class HistoryRecorder {
     this.worker = worker;
     worker.on('exit', (code) => this.onWorkerExit(worker, code));
     worker.on('error', (error) => this.log.error({ err: error }, 'history worker failed'));
-    worker.on('message', (message: FromWorker) => {
-      if (message.type !== 'ready') this.onWorkerMessage(message);
-    });
+    worker.on('message', (message: FromWorker) => this.onWorkerMessage(message));
     return worker;
   }
 

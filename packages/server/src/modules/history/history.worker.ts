@@ -66,4 +66,3 @@ port.on('message', (message: ToWorker) => {
     .then(() => handle(message))
     .catch((error: unknown) => post({ type: 'log', level: 'error', message: 'history worker step failed', details: { error: String(error) } }));
 });
-post({ type: 'ready' });
