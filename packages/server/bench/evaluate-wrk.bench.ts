@@ -23,8 +23,9 @@
  * BENCH_REFERENCE (default the tags bench-reference and bench-reference-features, see
  * reference-build.ts; `none` to skip): each case also starts the first reference build that can
  * seed it (one without conditions cannot seed that case), seeded alike, and measures it in the
- * same rounds (this build and the reference in alternating order, after the bare server): a second
- * table gives both per CPU-second and the change in %.
+ * same rounds (this build and the reference in alternating order, after the bare server), each round
+ * after the first in new processes of both (BENCH_FRESH_PROCESSES): a second table gives both per
+ * CPU-second and the change in %.
  * BENCH_SOAK_SECONDS=<n>: instead of the above, one Guidon with BENCH_SOAK_FLAGS (10) flags under
  * load for n seconds, its RSS printed every BENCH_SOAK_EVERY seconds (60).
  */
@@ -45,6 +46,14 @@ const WITH_CONDITIONS = process.env.BENCH_CONDITIONS !== '0';
 /** Issue 21's case: 100 flags, half with three variants by weight (BENCH_VARIANTS=0 leaves it out). */
 const WITH_VARIANTS = process.env.BENCH_VARIANTS !== '0';
 const WITH_WORKERS = process.env.BENCH_WORKERS !== '0';
+/**
+ * Each round after the first measures both builds in new processes (restarted on their seeded
+ * databases, warmed again): the same build measured against itself differed by up to 15 % between
+ * one pair of processes and the next on this machine, and stayed that far apart for as long as the
+ * two processes lived (docs/performance.md), so one pair per case decided a whole case.
+ * BENCH_FRESH_PROCESSES=0: the same two processes for every round, as before.
+ */
+const FRESH_PROCESSES = process.env.BENCH_FRESH_PROCESSES !== '0';
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
 /** Paced load: each connection waits this long before its next request (50 connections: about 4,000 req/s, well under either server's ceiling). */
@@ -193,12 +202,13 @@ interface Guidon {
   databaseUrl: string;
   /** SIGTERM: the server flushes the buffered history first. */
   stop(): Promise<void>;
+  /** Stops it and starts the same build on the same database: a new process (see FRESH_PROCESSES). */
+  restart(): Promise<Guidon>;
   /** Stops it and deletes its database. */
   remove(): Promise<void>;
 }
 
-async function guidon(workers: string, profile = false, pin = true, entry = mainJs): Promise<Guidon> {
-  const dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'));
+async function guidon(workers: string, profile = false, pin = true, entry = mainJs, dir = mkdtempSync(join(tmpdir(), 'guidon-bench-'))): Promise<Guidon> {
   const databaseUrl = `sqlite:${join(dir, 'guidon.db')}`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -220,6 +230,11 @@ async function guidon(workers: string, profile = false, pin = true, entry = main
     child,
     url,
     databaseUrl,
+    restart: async () => {
+      stopping = true;
+      await stop(child);
+      return guidon(workers, profile, pin, entry, dir);
+    },
     stop: () => {
       stopping = true;
       return stop(child);
@@ -279,7 +294,7 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
   const started = Date.now();
   const caseName = `${flagCount} flags${conditions ? ', conditions' : ''}${variants ? ', variants' : ''}`;
   const seedOf = (url: string) => (conditions ? seedConditions(url, flagCount) : variants ? seedVariants(url, flagCount) : seed(url, flagCount));
-  const server = await guidon('1', true);
+  let server = await guidon('1', true);
   const sdkKey = await seedOf(server.url);
   sendAttributes = conditions;
   const answer = await sampleAnswer(server.url, sdkKey);
@@ -300,13 +315,19 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
   if (old === null && references.length > 0) comparisons.push(`| ${caseName} | no reference build could seed this case | | | | | | |`);
   try {
     if (PROFILE_DIR) console.error(`profiles: Guidon pid ${server.child.pid}${old ? `, reference pid ${old.server.child.pid}` : ''}; the load starts about ${((Date.now() - started) / 1000 + 3).toFixed(1)} s after the start (after the warm-up)`);
-    const warm = await wrk(server.url, sdkKey, 3); // warm-up: JIT, compiled project
+    const warmups = [await wrk(server.url, sdkKey, 3)]; // warm-up: JIT, compiled project
     if (old) await wrk(old.server.url, old.sdkKey, 3);
     await wrk(ceiling.url, sdkKey, 3);
     const as: Measure[] = [];
     const bs: Measure[] = [];
     const rs: Measure[] = [];
     for (let round = 0; round < ROUNDS; round++) {
+      if (FRESH_PROCESSES && round > 0 && old) {
+        server = await server.restart();
+        warmups.push(await wrk(server.url, sdkKey, 3));
+        old.server = await old.server.restart();
+        await wrk(old.server.url, old.sdkKey, 3);
+      }
       bs.push(await measure(ceiling.child.pid!, ceiling.url, sdkKey));
       // This build and the reference take turns at going first: the noisy machine hits both alike.
       if (old && round % 2 === 0) rs.push(await measure(old.server.child.pid!, old.server.url, old.sdkKey));
@@ -325,7 +346,7 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
     const pacedBare = await measure(ceiling.child.pid!, ceiling.url, sdkKey, SECONDS, PACE_MS);
     const paced = await measure(server.child.pid!, server.url, sdkKey, SECONDS, PACE_MS);
     await server.stop();
-    const made = 1 + sum([...as, paced], (m) => m.requests - m.non2xx) + warm.requests - warm.non2xx; // the sample answer, the measurements, the warm-up
+    const made = 1 + [...as, paced, ...warmups].reduce((total, m) => total + m.requests - m.non2xx, 0); // the sample answer, the measurements, the warm-ups
     const guidonPerCpu = sum(as, (m) => m.requests) / sum(as, (m) => m.cpu);
     const barePerCpu = sum(bs, (m) => m.requests) / sum(bs, (m) => m.cpu);
     const ratios = as.map((m, i) => perCpu(m) / perCpu(bs[i]!));
