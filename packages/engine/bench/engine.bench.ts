@@ -381,6 +381,55 @@ const dependentEnvCase: Case = {
   },
 };
 
+// A parent that is always off (disabled), and a chain of 5 links all met (docs/prerequisites.md):
+// the child alone with evaluateFlag (the dashboard's Try it, OFREP single), and an environment in
+// which a fifth of the flags need a disabled flag and another fifth a flag on a rollout.
+const offParentSet = compileFlagSet([
+  { key: 'payments', enabled: false, rolloutPercentage: 0, rules: [] },
+  { key: 'checkout', enabled: true, rolloutPercentage: 30, rules: [{ type: 'user_id', value: 'user-42', enabled: true }], prerequisites: [{ flagKey: 'payments' }] },
+] as FlagDefinition[]);
+const offParentCase: Case = {
+  name: 'a flag whose parent is disabled, alone, distinct user ids',
+  opsPerIter: 1,
+  run(n) {
+    let acc = 0;
+    for (let i = 0; i < n; i++) acc += offParentSet.evaluateFlag(contexts[i & MASK]!, 1) & 255;
+    return acc;
+  },
+};
+const chainDefs = Array.from({ length: 6 }, (_, f) => ({
+  key: `link_${f}`,
+  enabled: true,
+  rolloutPercentage: f === 5 ? 30 : 100,
+  rules: [{ type: 'user_id', value: `vip-${f}`, enabled: true }],
+  ...(f > 0 ? { prerequisites: [{ flagKey: `link_${f - 1}` }] } : {}),
+})) as FlagDefinition[];
+const chainSet = compileFlagSet(chainDefs);
+const chainCase: Case = {
+  name: 'a chain of 5 links, all met, the last alone, distinct user ids',
+  opsPerIter: 1,
+  run(n) {
+    let acc = 0;
+    for (let i = 0; i < n; i++) acc += chainSet.evaluateFlag(contexts[i & MASK]!, 5) & 255;
+    return acc;
+  },
+};
+const offParentEnvDefs: FlagDefinition[] = envDefs.map((def, f) => (f % 5 === 1 || f % 5 === 3 ? { ...def, prerequisites: [{ flagKey: envDefs[f - 1]!.key }] } : def)) as FlagDefinition[];
+const offParentEnvSet = compileFlagSet(offParentEnvDefs);
+const offParentEnvCase: Case = {
+  name: '100-flag environment, a fifth needing a disabled flag, a fifth a rollout, one user (per flag eval)',
+  opsPerIter: offParentEnvSet.size,
+  run(n) {
+    const codes = new Uint8Array(offParentEnvSet.size);
+    let acc = 0;
+    for (let i = 0; i < n; i++) {
+      offParentEnvSet.evaluateInto(contexts[i & MASK]!, codes);
+      acc += codes[i % codes.length]!;
+    }
+    return acc;
+  },
+};
+
 const cases: Case[] = [
   singleFlagCase('disabled flag', disabledFlag, [oneCtx]),
   singleFlagCase('enabled flag, no rules', globalFlag, [oneCtx]),
@@ -394,6 +443,9 @@ const cases: Case[] = [
   variantsEnvCase,
   prerequisiteCase,
   dependentEnvCase,
+  offParentCase,
+  chainCase,
+  offParentEnvCase,
 ];
 
 // ---------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import { ConditionTable } from './conditions.js';
 import { hashKeyOf, NO_VARIANT } from './model.js';
 import type { Answer, CompiledFlagSet, CompileOptions, EvaluationContext, FlagDefinition, Outcome, ReasonKind, VariantDefinition } from './model.js';
 import { murmur3_x86_32, murmur3_x86_32_state, type Murmur3State } from './murmur3.js';
-import { DISABLED_CODE, ENABLED, ENABLED_GLOBALLY_CODE, NO_RULE_MATCHED_CODE, OUTCOMES, PREREQUISITE_CODE, inRolloutCode, isPrerequisiteCode, notInRolloutCode, prerequisiteReason } from './outcomes.js';
-import { compilePrerequisites, firstUnmet, type PrerequisitePlan } from './prerequisites.js';
+import { DISABLED_CODE, ENABLED, OUTCOMES, PREREQUISITE_CODE, everyoneElseCode, inRolloutCode, isPrerequisiteCode, notInRolloutCode, prerequisiteReason } from './outcomes.js';
+import { compilePrerequisites, firstUnmet, foldPrerequisites, type PrerequisitePlan } from './prerequisites.js';
 import { compileRule, ruleMatches, SeedIndex, type CompiledRule } from './rules.js';
 import { Scratch } from './scratch.js';
 import { chooseVariant, compileVariants, type VariantPlan } from './variants.js';
@@ -37,7 +37,10 @@ const RULE_UNIT = 1 << 16;
 
 /** One flag, compiled for the pipeline. */
 interface CompiledFlag {
+  /** Whether the pipeline runs for it; false: it answers offCode for every context. */
   readonly enabled: boolean;
+  /** Its answer when not enabled: disabled, or a prerequisite never met (the position in the code, docs/prerequisites.md). */
+  readonly offCode: number;
   /** Its rules tried one by one, in order; null when its seed rules (if any) are in the set's SeedIndex. */
   readonly ordered: readonly CompiledRule[] | null;
   /** Whether it has seed rules in the SeedIndex. */
@@ -105,7 +108,8 @@ class FlagSet implements CompiledFlagSet {
     this.table = new ConditionTable(this.scratch, options);
     this.seeds = new SeedIndex(defs.length, this.scratch);
     const prerequisites = compilePrerequisites(defs);
-    this.flags = defs.map((def, index) => this.compileFlag(def, index, prerequisites.plans[index]!));
+    const neverMet = foldPrerequisites(defs, prerequisites);
+    this.flags = defs.map((def, index) => this.compileFlag(def, index, prerequisites.plans[index]!, neverMet[index]!));
     this.dependents = Uint32Array.from([...prerequisites.dependents].filter((index) => this.flags[index]!.enabled));
     this.closures = prerequisites.closures;
     this.needsVariants = prerequisites.needsVariants;
@@ -113,7 +117,7 @@ class FlagSet implements CompiledFlagSet {
     this.ownVariants = new Uint8Array(this.size);
     this.parentCodes = this.ownCodes;
     this.parentVariants = this.ownVariants;
-    this.baseCodes = Uint8Array.from(this.flags, (flag) => (flag.enabled ? Math.max(flag.everyoneElse, 0) : DISABLED_CODE));
+    this.baseCodes = Uint8Array.from(this.flags, (flag) => (flag.enabled ? Math.max(flag.everyoneElse, 0) : flag.offCode));
     const rollouts = this.flags.flatMap((flag, index) => (flag.enabled && flag.everyoneElse < 0 ? [index] : []));
     this.rollouts = Uint32Array.from(rollouts);
     this.inRolloutCodes = Uint8Array.from(rollouts, (index) => this.flags[index]!.inRollout);
@@ -251,8 +255,8 @@ class FlagSet implements CompiledFlagSet {
   /** The pipeline: the flag's answer for the scratch's context, packed (pack). */
   private answerOf(index: number, ctx: EvaluationContext): number {
     const flag = this.flags[index]!;
-    // 1. Disabled: off, rules not consulted.
-    if (!flag.enabled) return this.withVariant(flag, DISABLED_CODE, -1);
+    // 1. Disabled: off, rules not consulted (or a prerequisite never met, folded at compile time).
+    if (!flag.enabled) return this.withVariant(flag, flag.offCode, -1);
     // 2. Prerequisites: off when one is not met, naming the first (its position is in the code);
     //    the parents were answered before (docs/prerequisites.md).
     const prerequisites = flag.prerequisites;
@@ -294,10 +298,12 @@ class FlagSet implements CompiledFlagSet {
     return plan === null ? answer : answer | ((chooseVariant(plan, ENABLED[answer & 255] === 1, rank, this.scratch) + 1) << 8);
   }
 
-  private compileFlag(def: FlagDefinition, index: number, prerequisites: PrerequisitePlan | null): CompiledFlag {
+  private compileFlag(def: FlagDefinition, index: number, prerequisites: PrerequisitePlan | null, neverMet: number): CompiledFlag {
+    // A prerequisite that no context meets answers for every context, as a disabled flag does.
+    const enabled = def.enabled && neverMet < 0;
     const ruleAnswers = new Int32Array(def.rules.length);
     const compiled: CompiledRule[] = [];
-    if (def.enabled) {
+    if (enabled) {
       def.rules.forEach((rule, rank) => {
         const one = compileRule(rule, rank, this.table);
         if (one === null) return;
@@ -305,12 +311,13 @@ class FlagSet implements CompiledFlagSet {
         compiled.push(one);
       });
     }
-    const ordered = def.enabled && triedInOrder(def) ? compiled : null;
+    const ordered = enabled && triedInOrder(def) ? compiled : null;
     if (ordered === null) for (const rule of compiled) this.seeds.add(index, rule);
     const n = def.rolloutPercentage;
-    const everyoneElse = def.everyoneElse === 'off' ? NO_RULE_MATCHED_CODE : !(n > 0) ? ENABLED_GLOBALLY_CODE : n >= 100 ? inRolloutCode(100) : -1;
+    const everyoneElse = everyoneElseCode(def);
     return {
-      enabled: def.enabled,
+      enabled,
+      offCode: def.enabled ? PREREQUISITE_CODE + neverMet : DISABLED_CODE,
       ordered,
       indexed: ordered === null && compiled.length > 0,
       ruleAnswers,

@@ -4,7 +4,7 @@
  * writes codes; the server's answers, history, OFREP and the OpenFeature providers all read this
  * table.
  */
-import type { Outcome, ReasonKind, RuleType } from './model.js';
+import type { FlagDefinition, Outcome, ReasonKind, RuleType } from './model.js';
 
 export const DISABLED_CODE = 0;
 export const ENABLED_GLOBALLY_CODE = 1;
@@ -34,6 +34,12 @@ const NOT_IN_ROLLOUT_BASE = 104;
 
 export const inRolloutCode = (percentage: number): number => IN_ROLLOUT_BASE + percentage;
 export const notInRolloutCode = (percentage: number): number => NOT_IN_ROLLOUT_BASE + percentage;
+
+/** Stage 4's code for whom no rule served, when it does not depend on the bucket (everyone_else off, a rollout of 0 or 100), else -1. */
+export function everyoneElseCode(def: Pick<FlagDefinition, 'everyoneElse' | 'rolloutPercentage'>): number {
+  const n = def.rolloutPercentage;
+  return def.everyoneElse === 'off' ? NO_RULE_MATCHED_CODE : !(n > 0) ? ENABLED_GLOBALLY_CODE : n >= 100 ? inRolloutCode(100) : -1;
+}
 
 /** Every outcome, indexed by code (0..n without a gap, each fits a byte). */
 export const OUTCOMES: readonly Outcome[] = (() => {

@@ -131,3 +131,86 @@ test('what may be saved', () => {
   assert.match(prerequisitesProblem({ key: 'f0', prerequisites: [needs('top')] }, [...chain.slice(1), { key: 'f5', prerequisites: [needs('f4')] }, { key: 'top' }])!, /deeper than 5/);
   assert.match(prerequisitesProblem({ key: 'c', prerequisites: Array.from({ length: 11 }, (_, i) => needs(`p${i}`)) }, others)!, /at most 10/);
 });
+
+test('a parent that answers the same for every context is folded: the child answers off naming it, as its base code, with no rule consulted', () => {
+  const variants = [{ key: 'a', value: 'A', weight: 1000 }, { key: 'b', value: 'B', weight: 0 }];
+  const defs = [
+    flag('off', { enabled: false }),
+    flag('child', { rolloutPercentage: 50, rules: [{ type: 'user_id', value: 'vip', enabled: true }], prerequisites: [needs('off')] }),
+    flag('grandchild', { prerequisites: [needs('child')] }),
+    flag('always_on'),
+    flag('not_wanted_on', { prerequisites: [needs('always_on', { enabled: false })] }),
+    flag('only_a', { variants, offVariant: 'b' }),
+    flag('wants_b', { prerequisites: [needs('always_on'), needs('only_a', { variants: ['b'] })] }),
+    flag('missing', { prerequisites: [needs('nowhere')] }),
+  ];
+  const set = compileFlagSet(defs);
+  const expected: Record<string, string> = { child: 'off', grandchild: 'child', not_wanted_on: 'always_on', wants_b: 'only_a', missing: 'nowhere' };
+  for (const [key, parent] of Object.entries(expected)) {
+    const i = set.keys.indexOf(key);
+    assert.equal(set.reasonOf(i, set.baseCodes[i]!), `Prerequisite ${parent} not met`, `${key}: folded into its base code`);
+    assert.ok(!set.rollouts.includes(i), `${key}: no rollout to run`);
+  }
+  for (const user_id of ['vip', 'u1', 'u2', 'u3']) {
+    const got = answers(defs, { user_id });
+    for (const [key, parent] of Object.entries(expected)) assert.deepEqual([got[key]!.enabled, got[key]!.prerequisite], [false, parent], `${key} for ${user_id}`);
+    // Nothing but the base codes: no rule served, so the whole-set answer says so.
+    assert.equal(compileFlagSet(defs).evaluateInto({ user_id }, new Uint8Array(defs.length)), false);
+  }
+});
+
+test('not folded where an earlier prerequisite varies per context: its reason comes first for whom it is not met', () => {
+  const defs = [flag('half', { rolloutPercentage: 50 }), flag('off', { enabled: false }), flag('child', { prerequisites: [needs('half'), needs('off')] })];
+  const reasons = new Set<string>();
+  for (let u = 0; u < 40; u++) reasons.add(answers(defs, { user_id: `user-${u}` }).child!.reason);
+  assert.deepEqual([...reasons].sort(), ['Prerequisite half not met', 'Prerequisite off not met']);
+});
+
+test('folded or not, every flag answers as a plain recursive reading of the prerequisites would (random sets)', () => {
+  let seed = 7;
+  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const variants = [{ key: 'a', value: 'A', weight: 700 }, { key: 'b', value: 'B', weight: 300 }];
+  const single = [{ key: 'a', value: 'A', weight: 1000 }, { key: 'b', value: 'B', weight: 0 }];
+  for (let round = 0; round < 150; round++) {
+    const defs: FlagDefinition[] = [];
+    for (let f = 0; f < 8; f++) {
+      const shape = pick(['disabled', 'on', 'off', 'rollout', 'rule', 'variants', 'single']);
+      const def = flag(`f${f}`, {
+        enabled: shape !== 'disabled',
+        rolloutPercentage: shape === 'rollout' ? 40 : shape === 'on' ? 100 : 0,
+        ...(shape === 'off' ? { everyoneElse: 'off' as const } : {}),
+        ...(shape === 'rule' ? { everyoneElse: 'off' as const, rules: [{ type: 'user_id' as const, value: 'user-1', enabled: true }] } : {}),
+        ...(shape === 'variants' ? { variants, offVariant: 'b' } : shape === 'single' ? { variants: single, offVariant: 'b' } : {}),
+      });
+      // Parents among the earlier flags only: no cycles.
+      const count = f === 0 ? 0 : Math.floor(random() * 3);
+      const parents = new Set(Array.from({ length: count }, () => `f${Math.floor(random() * f)}`));
+      if (random() < 0.1) parents.add('missing');
+      if (parents.size > 0) def.prerequisites = [...parents].map((key) => (random() < 0.3 ? needs(key, { enabled: false }) : random() < 0.3 ? needs(key, { variants: ['a'] }) : needs(key)));
+      defs.push(def);
+    }
+    const byKey = new Map(defs.map((def) => [def.key, def]));
+    for (let u = 0; u < 6; u++) {
+      const ctx = { user_id: `user-${u}` };
+      const reference = (def: FlagDefinition): { enabled: boolean; reason: string; variant: string | null } => {
+        const alone = compileFlagSet([{ ...def, prerequisites: [] }]);
+        const own = alone.evaluateFlag(ctx, 0);
+        const variantKey = (packed: number) => alone.variants[0]?.[variantOf(packed)]?.key ?? null;
+        if (!def.enabled) return { enabled: false, reason: OUTCOMES[codeOf(own)]!.reason, variant: variantKey(own) };
+        for (const p of def.prerequisites ?? []) {
+          const parentDef = byKey.get(p.flagKey);
+          const parent = parentDef === undefined ? null : reference(parentDef);
+          const met = parent !== null && parent.enabled === (p.enabled !== false) && (p.variants === undefined || p.variants === null || p.variants.includes(parent.variant ?? ''));
+          if (!met) return { enabled: false, reason: `Prerequisite ${p.flagKey} not met`, variant: def.variants ? def.offVariant! : null };
+        }
+        return { enabled: OUTCOMES[codeOf(own)]!.enabled, reason: OUTCOMES[codeOf(own)]!.reason, variant: variantKey(own) };
+      };
+      const got = answers(defs, ctx);
+      for (const def of defs) {
+        const { enabled, reason, variant } = got[def.key]!;
+        assert.deepEqual({ enabled, reason, variant }, reference(def), `round ${round}, ${def.key} for ${ctx.user_id}: ${JSON.stringify(defs)}`);
+      }
+    }
+  }
+});

@@ -6,7 +6,8 @@
  * checked here too, for the server to call at every save.
  */
 import { NO_VARIANT, type FlagDefinition, type PrerequisiteDefinition } from './model.js';
-import { ENABLED, PREREQUISITE_LIMIT } from './outcomes.js';
+import { DISABLED_CODE, ENABLED, PREREQUISITE_CODE, PREREQUISITE_LIMIT, everyoneElseCode } from './outcomes.js';
+import { compileVariants } from './variants.js';
 
 export const PREREQUISITE_LIMITS = Object.freeze({
   /** Prerequisites of one flag. */
@@ -110,6 +111,55 @@ export function compilePrerequisites(defs: readonly FlagDefinition[]): CompiledP
     return Uint32Array.from([...seen].sort((a, b) => position[a]! - position[b]!));
   });
   return { plans, dependents, closures, needsVariants };
+}
+
+/**
+ * Per flag, the position of a prerequisite that no context meets, or -1. A parent that answers the
+ * same for every context (disabled; no rules and everyone else not by bucket; or itself folded)
+ * decides its prerequisite at compile time. Folded only where every prerequisite before that one is
+ * met for every context, so that the position is the one evaluation would find. Such a flag answers
+ * off naming that parent without its parents being evaluated (docs/prerequisites.md, "Order of
+ * evaluation"). A parent that does not exist, or closes a cycle, is never met: folded too.
+ */
+export function foldPrerequisites(defs: readonly FlagDefinition[], compiled: CompiledPrerequisites): Int32Array {
+  const neverMet = new Int32Array(defs.length).fill(-1);
+  // Per flag, its answer when the same for every context (code | (variant + 1) << 8, 0 above the code: no variant), else -1.
+  const fixed = defs.map((def, index) => (compiled.plans[index] === null || !def.enabled ? fixedAnswer(def, null) : -1));
+  for (const index of compiled.dependents) {
+    const def = defs[index]!;
+    if (!def.enabled) continue;
+    const { parents, enabled, accepted } = compiled.plans[index]!;
+    let k = 0;
+    for (; k < parents.length; k++) {
+      const parent = parents[k]!;
+      const answer = parent < 0 ? -1 : fixed[parent]!;
+      if (parent >= 0 && answer < 0) break; // the parent's answer depends on the context
+      const mask = accepted[k];
+      const met = parent >= 0 && ENABLED[answer & 255] === enabled[k] && (mask === null || mask === undefined || mask[((answer >>> 8) & 255) - 1] === 1);
+      if (!met) {
+        neverMet[index] = k;
+        fixed[index] = fixedAnswer(def, PREREQUISITE_CODE + k);
+        break;
+      }
+    }
+    // Every prerequisite met for every context: the flag's own answer decides.
+    if (k === parents.length) fixed[index] = fixedAnswer(def, null);
+  }
+  return neverMet;
+}
+
+/** A flag's answer when the same for every context (code | (variant + 1) << 8), else -1; `off`: the code it answers off with, whatever its rules. */
+function fixedAnswer(def: FlagDefinition, off: number | null): number {
+  let code = off ?? (def.enabled ? -1 : DISABLED_CODE);
+  if (code < 0) {
+    if (def.rules.some((rule) => rule.enabled === true)) return -1;
+    code = everyoneElseCode(def);
+    if (code < 0) return -1;
+  }
+  const plan = compileVariants(def);
+  if (plan === null) return code;
+  const variant = ENABLED[code] === 1 ? plan.only : plan.off;
+  return variant < 0 ? -1 : code | ((variant + 1) << 8);
 }
 
 /**

@@ -142,3 +142,27 @@ export async function seedVariants(url: string, count: number): Promise<string> 
   }
   return project.sdk_key;
 }
+
+/**
+ * Prerequisites (docs/prerequisites.md): `count` flags as seed() makes them, and half of them need
+ * another: per ten flags, flag 1 needs flag 0, then 3 needs 1, 5 needs 3, 7 needs 5 and 9 needs 7,
+ * chains of 1 to 5 links. Flag 0 of a ten is off (disabled) in every second ten, so those chains are
+ * off for everyone, and a 50% rollout in the others, so those depend on the user.
+ */
+export async function seedPrerequisites(url: string, count: number): Promise<string> {
+  const { token, project, production } = await benchProject(url);
+  const flags = `/api/projects/${project.id}/environments/${production.id}/flags`;
+  for (let i = 0; i < count; i++) {
+    const kind = i % 4;
+    const parent = i % 10 === 1 ? i - 1 : i % 2 === 1 ? i - 2 : -1;
+    const flag = await call(url, 'POST', flags, token, {
+      name: `Flag ${i}`,
+      key: `flag_${i}`,
+      enabled: kind !== 0,
+      rollout_percentage: kind === 2 ? 50 : 0,
+      ...(parent >= 0 ? { prerequisites: [{ flag_key: `flag_${parent}` }] } : {}),
+    });
+    if (kind === 3) await call(url, 'POST', `${flags}/${flag.id}/rules`, token, { rule_type: 'user_id', rule_value: `vip-${i}` });
+  }
+  return project.sdk_key;
+}

@@ -16,7 +16,7 @@
  * (BENCH_PACE_MS between answer and next request per connection, default 12): latency when
  * the server is not the bottleneck.
  *
- * BENCH_FLAGS (default "10,100,1000"; empty: none), BENCH_CONDITIONS=0 (leaves out issue 20's case), BENCH_VARIANTS=0 (issue 21's), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
+ * BENCH_FLAGS (default "10,100,1000"; empty: none), BENCH_CONDITIONS=0 (leaves out issue 20's case), BENCH_VARIANTS=0 (issue 21's), BENCH_PREREQUISITES=0 (the prerequisites case), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
  * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
  * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
@@ -35,7 +35,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { referenceBuilds, type Reference } from './reference-build.js';
-import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedVariants, waitForHealth } from './bench-seed.js';
+import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedPrerequisites, seedVariants, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -45,6 +45,8 @@ const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').filter
 const WITH_CONDITIONS = process.env.BENCH_CONDITIONS !== '0';
 /** Issue 21's case: 100 flags, half with three variants by weight (BENCH_VARIANTS=0 leaves it out). */
 const WITH_VARIANTS = process.env.BENCH_VARIANTS !== '0';
+/** 100 flags, half needing another in chains of 1–5 links, some off for everyone (BENCH_PREREQUISITES=0 leaves it out). */
+const WITH_PREREQUISITES = process.env.BENCH_PREREQUISITES !== '0';
 const WITH_WORKERS = process.env.BENCH_WORKERS !== '0';
 /**
  * Each round after the first measures both builds in new processes (restarted on their seeded
@@ -290,10 +292,10 @@ let references: Reference[] = [];
 /** Rows of the comparison table, one a case. */
 const comparisons: string[] = [];
 
-async function evaluateCase(flagCount: number, conditions = false, variants = false): Promise<string> {
+async function evaluateCase(flagCount: number, conditions = false, variants = false, prerequisites = false): Promise<string> {
   const started = Date.now();
-  const caseName = `${flagCount} flags${conditions ? ', conditions' : ''}${variants ? ', variants' : ''}`;
-  const seedOf = (url: string) => (conditions ? seedConditions(url, flagCount) : variants ? seedVariants(url, flagCount) : seed(url, flagCount));
+  const caseName = `${flagCount} flags${conditions ? ', conditions' : ''}${variants ? ', variants' : ''}${prerequisites ? ', prerequisites' : ''}`;
+  const seedOf = (url: string) => (conditions ? seedConditions(url, flagCount) : variants ? seedVariants(url, flagCount) : prerequisites ? seedPrerequisites(url, flagCount) : seed(url, flagCount));
   let server = await guidon('1', true);
   const sdkKey = await seedOf(server.url);
   sendAttributes = conditions;
@@ -306,6 +308,7 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
       const oldKey = await seedOf(oldServer.url);
       // A build that ignores the variants it was sent would answer without them: not the same work.
       if (variants && !(await sampleAnswer(oldServer.url, oldKey)).includes('"variant"')) throw new Error('no variants');
+      if (prerequisites && !(await sampleAnswer(oldServer.url, oldKey)).includes('"Prerequisite ')) throw new Error('no prerequisites');
       old = { server: oldServer, sdkKey: oldKey, reference };
       break;
     } catch {
@@ -353,7 +356,7 @@ async function evaluateCase(flagCount: number, conditions = false, variants = fa
     const p99 = median(as.map((m) => m.p99Ms));
     const p50 = median(as.map((m) => m.p50Ms));
     const seconds = sum(as, (m) => m.seconds);
-    return `| Guidon evaluate, SQLite${conditions ? ', a 3-condition rule per flag (IN of 1,000, SEMVER_GTE, REGEX)' : ''}${variants ? ', half the flags with three variants by weight' : ''} | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${fmt(median(as.map(tail)), 1)} / ${fmt(median(bs.map(tail)), 1)} | ${fmt(paced.requests / paced.seconds)}, ${fmt(paced.p50Ms, 1)} / ${fmt(paced.p99Ms, 1)} (${fmt(pacedBare.requests / pacedBare.seconds)}, ${fmt(pacedBare.p50Ms, 1)} / ${fmt(pacedBare.p99Ms, 1)}) | ${sum([...as, paced], (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
+    return `| Guidon evaluate, SQLite${conditions ? ', a 3-condition rule per flag (IN of 1,000, SEMVER_GTE, REGEX)' : ''}${variants ? ', half the flags with three variants by weight' : ''}${prerequisites ? ', half the flags needing another: chains of 1–5 links from a disabled flag (off for everyone) or a 50% rollout' : ''} | ${flagCount} | ${answer.length} | ${fmt(guidonPerCpu)} | ${fmt(barePerCpu)} | **${median(ratios).toFixed(2)}** (${ratios.map((r) => r.toFixed(2)).join(', ')}) | ${fmt(sum(as, (m) => m.requests) / seconds)} | ${fmt((100 * sum(as, (m) => m.cpu)) / seconds)} | ${fmt(p50, 1)} / ${fmt(p99, 1)} | ${fmt(median(bs.map((m) => m.p99Ms)), 1)} | ${fmt(median(as.map(tail)), 1)} / ${fmt(median(bs.map(tail)), 1)} | ${fmt(paced.requests / paced.seconds)}, ${fmt(paced.p50Ms, 1)} / ${fmt(paced.p99Ms, 1)} (${fmt(pacedBare.requests / pacedBare.seconds)}, ${fmt(pacedBare.p50Ms, 1)} / ${fmt(pacedBare.p99Ms, 1)}) | ${sum([...as, paced], (m) => m.errors + m.non2xx)} | ${await historyShare(server.databaseUrl, flagCount, made)} | ${state([...as, ...bs])} |`;
   } finally {
     if (old) await old.server.remove();
     await stop(ceiling.child, 'SIGKILL');
@@ -425,6 +428,7 @@ if (SOAK_SECONDS > 0) {
   for (const count of FLAG_COUNTS) console.log(await evaluateCase(count));
   if (WITH_CONDITIONS) console.log(await evaluateCase(100, true));
   if (WITH_VARIANTS) console.log(await evaluateCase(100, false, true));
+  if (WITH_PREREQUISITES) console.log(await evaluateCase(100, false, false, true));
   if (references.length > 0) {
     console.log(`\nAgainst a reference build (the first of ${references.map((r) => r.name).join(', ')} that can seed the case), same rounds, req per server CPU-second (change: this build against the reference)\n`);
     console.log('| case | reference build | reference | this build | change | per round | of bare: reference / this build | busy % / steal % |');
