@@ -394,7 +394,7 @@ async function startServer(mainJs: string, dir: string): Promise<Server> {
 
 interface Result {
   build: string;
-  toggles: { p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number; patched: number; maxFiles: number }[];
+  toggles: { toggleMs: number; first: number; p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number; patched: number; maxFiles: number }[];
   openSeconds: number;
   openErrors: number;
   kibPerStream: number;
@@ -442,6 +442,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const cpuBefore = serverCpu();
       const toggledAt = now();
       await server.toggle();
+      const toggleMs = now() - toggledAt;
       const evaluated = await during;
       const loadCpu = loadCpuPerMs * 3000; // the paced load ran for 3 s after the toggle
       const report = () =>
@@ -467,6 +468,8 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const errors = reports.flatMap((report) => report.errors);
       if (errors.length > 0) console.log(`${build}, toggle ${round}: ${errors.length} errors, e.g. ${[...new Set(errors)].slice(0, 3).join('; ')}`);
       toggles.push({
+        toggleMs,
+        first: latencies[0] ?? NaN,
         p50: percentile(latencies, 50),
         p99: percentile(latencies, 99),
         max: latencies.at(-1) ?? NaN,
@@ -507,12 +510,12 @@ async function main(): Promise<void> {
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
   const f = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(0));
   console.log(`\nmachine busy ${busyPct.toFixed(0)} % (steal ${stealPct.toFixed(0)} %), load average ${loadAverage()}\n`);
-  console.log('| build | toggle | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | by patch | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| build | toggle | toggle answered ms | first ms | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | by patch | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const result of results) {
     result.toggles.forEach((toggle, i) =>
       console.log(
-        `| ${result.build} | ${i + 1} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${toggle.patched} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} | ${toggle.maxFiles} |`,
+        `| ${result.build} | ${i + 1} | ${f(toggle.toggleMs)} | ${f(toggle.first)} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${toggle.patched} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} | ${toggle.maxFiles} |`,
       ),
     );
   }
