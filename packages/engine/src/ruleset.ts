@@ -25,7 +25,7 @@ export interface RulesetDocument {
 
 /**
  * The change from one ruleset document to the next, as the stream's `refetchRuleset` message
- * carries it (docs/local-evaluation.md, "The stream"). It applies to the document whose ETag is
+ * carries it (docs/local-evaluation.md, "Freshness: the stream"). It applies to the document whose ETag is
  * `from`, and only to it: applied there, it gives the document GET /sdk/v1/ruleset answers for the
  * message's revision, deep-equal, in the same order.
  */

@@ -389,7 +389,7 @@ class LocalModeClient implements LocalClient {
   }
 
   /**
-   * A stream's refetchRuleset message (docs/local-evaluation.md, "The stream"): nothing to do when
+   * A stream's refetchRuleset message (docs/local-evaluation.md, "Freshness: the stream"): nothing to do when
    * it names the ETag held; its patch applied when it starts from the ETag held, and the document
    * it makes held as a fetched one would be. False (the follower fetches) in every other case: no
    * patch, another ETag, a patch that does not fit or a document refused.

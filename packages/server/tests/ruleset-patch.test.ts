@@ -1,5 +1,5 @@
 /**
- * The change in the stream message (docs/local-evaluation.md, "The stream"): a local-mode SDK's
+ * The change in the stream message (docs/local-evaluation.md, "Freshness: the stream"): a local-mode SDK's
  * `refetchRuleset` carries a patch from the ruleset the instance sent before. Over HTTP: applied
  * to the document whose ETag is its `from`, each patch gives exactly what GET /sdk/v1/ruleset
  * answers for the message's revision (deep-equal, and byte for byte: its JSON hashes to the

@@ -127,7 +127,7 @@ function textsOf(answer: RulesetAnswer): NonNullable<RulesetAnswer['texts']> {
 }
 
 /**
- * The patch from one answer's document to another's (docs/local-evaluation.md, "The stream"), as
+ * The patch from one answer's document to another's (docs/local-evaluation.md, "Freshness: the stream"), as
  * JSON text, or null when it would not pay: larger than PATCH_MAX_BYTES, or more than half the
  * flags changed (the SDKs then fetch). Applied to `from`'s document by the engine's
  * applyRulesetPatch, it gives `to`'s, deep-equal and in the same order.
