@@ -12,6 +12,7 @@ export { VARIANT_LIMITS } from './variants.js';
 export { parseDate, parseNumber, parseVersion } from './values.js';
 export { OUTCOMES, DISABLED_CODE, ENABLED_GLOBALLY_CODE, RULE_MATCH_CODES, RULE_OFF_CODES, NO_RULE_MATCHED_CODE, PREREQUISITE_CODE, isPrerequisiteCode, prerequisiteReason, matchCode, inRolloutCode, notInRolloutCode, reasonKind } from './outcomes.js';
 export { murmur3_x86_32, murmur3_x86_32_bytes } from './murmur3.js';
-export type { RulesetDocument } from './ruleset.js';
+export type { RulesetDocument, RulesetPatch } from './ruleset.js';
+export { applyRulesetPatch } from './ruleset.js';
 export { PREREQUISITE_LIMITS, prerequisitesProblem, compilePrerequisites } from './prerequisites.js';
 export type { PrerequisiteFlag } from './prerequisites.js';

@@ -6,7 +6,7 @@
  * ETag while it is away) and it stays as it is while Guidon is away; usage.ts reports what was
  * counted.
  */
-import { codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type RulesetDocument } from '@guidon/engine';
+import { applyRulesetPatch, codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type RulesetDocument } from '@guidon/engine';
 import { Emitter } from './emitter.js';
 import { GuidonError } from './errors.js';
 import type { FlagState, GuidonContext, JsonValue, ValueOf } from './model.js';
@@ -290,6 +290,8 @@ class LocalModeClient implements LocalClient {
   private readonly counting: boolean;
   private compiled: Compiled | undefined;
   private etag: string | undefined;
+  /** Ruleset requests under way: a patch is not applied meanwhile (their answer could be older than it); the fetch runs again instead. */
+  private fetching = 0;
   private closed: Promise<void> | undefined;
   private readonly firstFetch: Promise<boolean>;
 
@@ -304,6 +306,7 @@ class LocalModeClient implements LocalClient {
       pollIntervalMs: options.pollIntervalMs ?? 30_000,
       fetchOnce: () => this.fetchRuleset(`/sdk/v1/ruleset?${query}`),
       holds: () => this.compiled !== undefined,
+      handled: (data) => this.applyMessage(data),
       emit: (event, ...args) => this.events.emit(event, ...args),
     });
     this.counting = options.sendUsage !== false;
@@ -373,10 +376,33 @@ class LocalModeClient implements LocalClient {
 
   /** GET /sdk/v1/ruleset with the ETag of the ruleset held, for the follower; resolves the failure, or undefined. */
   private async fetchRuleset(path: string): Promise<GuidonError | undefined> {
-    const answer = await this.transport.request(path, { etag: this.compiled ? this.etag : undefined });
+    this.fetching++;
+    let answer;
+    try {
+      answer = await this.transport.request(path, { etag: this.compiled ? this.etag : undefined });
+    } finally {
+      this.fetching--;
+    }
     if (answer.kind === 'failed') return answer.error;
     const problem = answer.kind === 'ok' ? this.hold(answer.body, answer.etag) : null;
     return problem === null ? undefined : new GuidonError(`Ruleset refused: ${problem}`, 'ruleset');
+  }
+
+  /**
+   * A stream's refetchRuleset message (docs/local-evaluation.md, "Freshness: the stream"): nothing to do when
+   * it names the ETag held; its patch applied when it starts from the ETag held, and the document
+   * it makes held as a fetched one would be. False (the follower fetches) in every other case: no
+   * patch, another ETag, a patch that does not fit or a document refused.
+   */
+  private applyMessage(data: string): boolean {
+    const compiled = this.compiled;
+    if (compiled === undefined || this.etag === undefined || this.fetching > 0) return false;
+    const message = JSON.parse(data) as { type?: unknown; revision?: unknown; etag?: unknown; patch?: { from?: unknown } } | null;
+    if (message?.type !== 'refetchRuleset' || typeof message.etag !== 'string') return false;
+    if (message.etag === this.etag) return true;
+    if (typeof message.revision !== 'number' || message.patch?.from !== this.etag) return false;
+    const document = applyRulesetPatch(compiled.document, message.patch, message.revision);
+    return document !== null && this.hold(document, message.etag) === null;
   }
 
   /** Compiles and holds a document; returns why it was refused (the previous one is kept), or null. */

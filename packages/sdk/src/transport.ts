@@ -183,6 +183,11 @@ export interface FollowOptions {
   /** Whether the client holds Guidon's data (answered or kept): only such data goes stale. */
   holds: () => boolean;
   emit: <E extends keyof HealthEvents>(event: E, ...args: Parameters<HealthEvents[E]>) => void;
+  /**
+   * A message that asks for a fetch, before it: true when the client brought its state up to date
+   * from the message itself (the local client's patch, docs/local-evaluation.md), and no fetch follows.
+   */
+  handled?: (data: string) => boolean;
   /** Changes were announced (or may have been missed while the stream was away), before the fetch. */
   onChange?: () => void;
   /** The stream broke: changes may be missed until it is back. */
@@ -287,7 +292,7 @@ export class Follower {
           body,
           (message) => {
             if (message.id !== undefined) this.lastEventId = message.id;
-            if (message.event === 'message' && message.data.includes(this.options.refetch)) this.changed();
+            if (message.event === 'message' && message.data.includes(this.options.refetch) && !this.handles(message.data)) this.changed();
           },
           rearm,
         );
@@ -307,6 +312,16 @@ export class Follower {
       }
       this.schedulePoll();
       await this.pause(Math.max(backoffMs(attempt++), error.retryAfterMs ?? 0, this.transport.waitMs()));
+    }
+  }
+
+  /** Whether the client took the message's content itself; false (a fetch follows) when the data is not current or the client throws. */
+  private handles(data: string): boolean {
+    if (!this.current || !this.options.handled) return false;
+    try {
+      return this.options.handled(data);
+    } catch {
+      return false;
     }
   }
 

@@ -316,7 +316,7 @@ describe('local mode against a running Guidon', () => {
     assert.equal((await request(server, 'DELETE', `${flagsPath(project)}/${child.id}`, { token: user.token })).status, 204);
   });
 
-  test('a change reaches the local client within 1 s (the stream), and the client fetches with If-None-Match', async () => {
+  test('a change reaches the local client within 1 s (the stream)', async () => {
     const c = local(options({ pollIntervalMs: 60_000 }));
     assert.equal(await c.ready(), true);
     const changes: number[] = [];
@@ -330,6 +330,64 @@ describe('local mode against a running Guidon', () => {
       assert.ok(Date.now() - started <= 1000);
     }
     assert.ok(changes.length >= 3);
+  });
+
+  /** A fetch that counts the ruleset requests (and may change an answer's ETag): the requests still go to the server. */
+  const rulesetCounter = (rewriteFirstEtag?: string) => {
+    const counted = { ruleset: 0, streams: 0 };
+    const counting: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (String(input).includes('/sdk/v1/stream')) counted.streams++;
+      if (!String(input).includes('/sdk/v1/ruleset')) return response;
+      if (++counted.ruleset > 1 || rewriteFirstEtag === undefined) return response;
+      // As if this answer came from elsewhere with another ETag (another instance's older revision).
+      const headers = new Headers(response.headers);
+      headers.set('etag', rewriteFirstEtag);
+      headers.delete('content-encoding');
+      headers.delete('content-length');
+      return new Response(await response.text(), { status: response.status, headers });
+    };
+    return { counted, counting };
+  };
+
+  test('a change travels in the stream message: the client applies its patch, fetches no ruleset, and holds what a fetch gives', async () => {
+    const { counted, counting } = rulesetCounter();
+    const c = local(options({ pollIntervalMs: 60_000, fetch: counting }));
+    assert.equal(await c.ready(), true);
+    await eventually(() => counted.streams === 1, 'the stream opened');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the server follows the stream
+    const fetchedAtStart = counted.ruleset;
+    const changes: string[][] = [];
+    c.on('change', ({ keys }) => changes.push(keys));
+    for (let i = 0; i < 3; i++) {
+      const before = c.evaluate().isEnabled('checkout');
+      await toggle('checkout');
+      await eventually(() => c.evaluate().isEnabled('checkout') !== before, `toggle ${i} seen locally`);
+    }
+    assert.equal(counted.ruleset, fetchedAtStart, 'no ruleset request: the patches carried the changes');
+    assert.deepEqual(changes, [['checkout'], ['checkout'], ['checkout']], 'a change event per patch, naming the flag');
+    const fresh = await request(server, 'GET', '/sdk/v1/ruleset?environment=production', { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(c.ruleset(), fresh.body, 'the patched ruleset is the one the server answers');
+  });
+
+  test('a client holding another ETag than the patch starts from fetches the ruleset, and then holds the current one', async () => {
+    const { counted, counting } = rulesetCounter('W/"from-elsewhere"');
+    const c = local(options({ pollIntervalMs: 60_000, fetch: counting }));
+    assert.equal(await c.ready(), true);
+    await eventually(() => counted.streams === 1, 'the stream opened');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the server follows the stream
+    const fetchedAtStart = counted.ruleset;
+    const before = c.evaluate().isEnabled('checkout');
+    await toggle('checkout');
+    await eventually(() => c.evaluate().isEnabled('checkout') !== before, 'the toggle seen locally');
+    assert.equal(counted.ruleset, fetchedAtStart + 1, 'the patch did not start from its ETag: one fetch');
+    const fresh = await request(server, 'GET', '/sdk/v1/ruleset?environment=production', { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(c.ruleset(), fresh.body);
+    // Its ETag is now the server's: the next change travels as a patch.
+    const again = c.evaluate().isEnabled('checkout');
+    await toggle('checkout');
+    await eventually(() => c.evaluate().isEnabled('checkout') !== again, 'the next toggle seen locally');
+    assert.equal(counted.ruleset, fetchedAtStart + 1, 'the next change is patched');
   });
 
   test('polling with ETag when the stream is off', async () => {

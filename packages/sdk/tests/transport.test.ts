@@ -92,7 +92,14 @@ describe('Retry-After through both clients', () => {
   });
 
   test("local client: a request's 429 holds every request until its Retry-After, a fetch the stream asks for included", async () => {
-    const { token, toggle } = await project();
+    const { user, project: p, token } = await project();
+    // A change too large for the stream message's patch (docs/local-evaluation.md: over 16 KiB), so that the client must fetch it.
+    let made = 0;
+    const largeChange = () =>
+      request(server, 'POST', flagsPath(p), {
+        token: user.token,
+        body: { key: `large_${++made}`, name: 'large', enabled: true, variants: ['x', 'y', 'z'].map((key, i) => ({ key, value: key.repeat(7000), weight: i === 0 ? 400 : 300 })), off_variant: 'x' },
+      });
     // An address of its own: its budget of 100 a minute is this test's alone.
     const address = '10.9.9.9';
     const calls = recordingFetch(address);
@@ -104,10 +111,10 @@ describe('Retry-After through both clients', () => {
     for (let i = 0; i < 100; i++) {
       if ((await request(server, 'GET', '/sdk/v1/ruleset?environment=production', { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': address } })).status === 429) break;
     }
-    await toggle();
+    assert.equal((await largeChange()).status, 201);
     await eventually(() => seen.some((error) => error.status === 429), 'the fetch the first change asked for, refused');
     const sent = calls.to('/sdk/v1/ruleset').length;
-    await toggle();
+    assert.equal((await largeChange()).status, 201);
     await eventually(() => seen.filter((error) => error.status === 429).length >= 2, 'the second change, read from the stream');
     assert.equal(calls.to('/sdk/v1/ruleset').length, sent, 'nothing sent while the Retry-After runs');
     assert.ok(seen.at(-1)!.retryAfterMs! > 0, seen.at(-1)!.message);

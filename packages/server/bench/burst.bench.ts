@@ -2,13 +2,15 @@
  * `node packages/server/dist/bench/burst.bench.js`: ten thousand local-evaluation clients, one
  * change. Each client does on the wire what `@guidon/sdk` in local mode does: fetches the ruleset
  * (GET /sdk/v1/ruleset, gzip, keeps its ETag), holds GET /sdk/v1/stream with an API token, and on
- * each `refetchRuleset` fetches the ruleset again with If-None-Match on a new connection (the
- * SDK's keep-alive connection has timed out by then), unless the event names the ETag it holds.
+ * each `refetchRuleset` does nothing when the event names the ETag it holds, takes the event's
+ * patch when it starts from the ETag it holds (docs/local-evaluation.md: it then holds the new
+ * ruleset once the event has arrived and is parsed), and otherwise fetches the ruleset again with
+ * If-None-Match on a new connection (the SDK's keep-alive connection has timed out by then).
  *
  * The clients are BENCH_CLIENT_PROCESSES (4) processes of this file, each from its own loopback
  * source addresses (one per client: 127.<process>.x.y), with raw sockets and no parsing beyond
- * status, headers and length, so that the machine's CPU goes to the server. A client holds the new
- * ruleset when the last byte of its 200 has arrived. The server is `node main.js` on a fresh
+ * status, headers and length (and the events' JSON), so that the machine's CPU goes to the server. A
+ * client holds the new ruleset when the last byte of its 200 has arrived, or its patch is parsed. The server is `node main.js` on a fresh
  * SQLite file (BENCH_DATABASE=postgres: two instances on one PostgreSQL database behind nginx,
  * which the bench installs with apt-get when missing), seeded with BENCH_FLAGS (100) flags, rate
  * limits off, log level warn. The bench raises its children's open-file limit (ulimit -n) to the
@@ -55,7 +57,7 @@ interface Target {
 }
 
 type ToClients = { type: 'open'; target: Target; count: number; addressBase: number } | { type: 'arm' } | { type: 'report' } | { type: 'close' };
-type FromClients = { type: 'opened'; errors: number } | { type: 'report'; arrivals: number[]; skipped: number; unchanged: number; errors: string[] };
+type FromClients = { type: 'opened'; errors: number } | { type: 'report'; arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[] };
 
 /** One HTTP/1.1 exchange on a new connection: status, headers (lower-case) and the body's length, once it has all arrived. */
 function exchange(target: Target, localAddress: string, head: string): Promise<{ status: number; headers: Map<string, string> }> {
@@ -90,12 +92,13 @@ function exchange(target: Target, localAddress: string, head: string): Promise<{
 class Client {
   etag = '';
   armed = false;
-  private tail = '';
+  /** The stream's text since the last complete event. */
+  private pending = '';
 
   constructor(
     private readonly target: Target,
     private readonly address: string,
-    private readonly seen: { arrivals: number[]; skipped: number; unchanged: number; errors: string[] },
+    private readonly seen: { arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[] },
   ) {}
 
   private rulesetHead(etag: string): string {
@@ -116,6 +119,24 @@ class Client {
     }
   }
 
+  /** As the SDK: nothing when it names the ETag held; its patch when that starts from the ETag held (the client holds the new ruleset once the message is parsed); else a fetch. */
+  private changed(message: { etag: string; patch?: { from: string } }): void {
+    if (message.etag === this.etag) {
+      if (this.armed) this.seen.skipped++;
+      return;
+    }
+    if (message.patch?.from === this.etag) {
+      this.etag = message.etag;
+      if (this.armed) {
+        this.seen.arrivals.push(now());
+        this.seen.patched++;
+        this.armed = false;
+      }
+      return;
+    }
+    this.fetch().catch((error: Error) => this.seen.errors.push(error.message));
+  }
+
   open(): Promise<void> {
     return new Promise((resolve, reject) => {
       const socket: Socket = connect({ host: this.target.host, port: this.target.port, localAddress: this.address });
@@ -130,17 +151,15 @@ class Client {
           started = true;
           resolve();
         }
-        // An event split between two reads is still seen, once: the search starts in the last read's end.
-        const text = this.tail + chunk;
-        const at = text.indexOf('"refetchRuleset"', Math.max(0, this.tail.length - 16));
-        this.tail = text.slice(-200);
-        if (at < 0) return;
-        const etag = /"etag":"((?:[^"\\]|\\.)*)"/.exec(text.slice(at))?.[1];
-        if (etag !== undefined && JSON.parse(`"${etag}"`) === this.etag) {
-          if (this.armed) this.seen.skipped++;
-          return;
+        // Whole events only (one may be split between reads); comments and other fields are skipped.
+        this.pending += chunk;
+        let end: number;
+        while ((end = this.pending.indexOf('\n\n')) >= 0) {
+          const event = this.pending.slice(0, end);
+          this.pending = this.pending.slice(end + 2);
+          const data = /^data: (.*)$/m.exec(event)?.[1];
+          if (data !== undefined && data.includes('"refetchRuleset"')) this.changed(JSON.parse(Buffer.from(data, 'latin1').toString('utf8')));
         }
-        this.fetch().catch((error: Error) => this.seen.errors.push(error.message));
       });
       socket.on('error', (error) => (started ? this.seen.errors.push(`stream: ${error.message}`) : reject(error)));
     });
@@ -148,7 +167,7 @@ class Client {
 }
 
 async function runClients(): Promise<void> {
-  const seen = { arrivals: [] as number[], skipped: 0, unchanged: 0, errors: [] as string[] };
+  const seen = { arrivals: [] as number[], skipped: 0, unchanged: 0, patched: 0, errors: [] as string[] };
   let clients: Client[] = [];
   process.on('message', async (message: ToClients) => {
     if (message.type === 'open') {
@@ -170,7 +189,7 @@ async function runClients(): Promise<void> {
       }
       process.send!({ type: 'opened', errors } satisfies FromClients);
     } else if (message.type === 'arm') {
-      Object.assign(seen, { arrivals: [], skipped: 0, unchanged: 0, errors: [] });
+      Object.assign(seen, { arrivals: [], skipped: 0, unchanged: 0, patched: 0, errors: [] });
       for (const client of clients) client.armed = true;
     } else if (message.type === 'report') {
       process.send!({ type: 'report', ...seen } satisfies FromClients);
@@ -203,8 +222,17 @@ async function runLoad(target: Target, seconds: number): Promise<void> {
         let sentAt = 0;
         let buffer = '';
         let n = c;
+        let waiting = false;
+        let done = false;
+        const finish = () => {
+          if (done) return;
+          done = true;
+          socket.destroy();
+          resolve();
+        };
         const send = () => {
-          if (now() > ends) return void (socket.destroy(), resolve());
+          if (now() > ends || socket.destroyed) return finish();
+          waiting = true;
           sentAt = now();
           socket.write(requests[n++ % requests.length]!);
         };
@@ -217,14 +245,22 @@ async function runLoad(target: Target, seconds: number): Promise<void> {
           const length = Number(/content-length: (\d+)/i.exec(buffer.slice(0, end))?.[1] ?? 0);
           if (buffer.length < end + 4 + length) return;
           if (!buffer.startsWith('HTTP/1.1 200')) failures++;
+          waiting = false;
           samples.push([sentAt, now() - sentAt]);
           buffer = buffer.slice(end + 4 + length);
           next += intervalMs;
           setTimeout(send, Math.max(0, next - now()));
         });
         socket.on('error', () => {
-          failures++;
-          resolve();
+          if (!done) failures++;
+          finish();
+        });
+        // A connection the server (or nginx: keepalive_requests) closes ends this connection's share,
+        // with its unanswered request a failure. Without this, a close with no error (a destroyed
+        // socket's later writes fail silently) left the run waiting for good: the PostgreSQL mode's stall.
+        socket.on('close', () => {
+          if (!done && waiting) failures++;
+          finish();
         });
       });
     }),
@@ -292,7 +328,7 @@ function startNginx(dir: string, port: number, upstreams: number[]): ChildProces
     // Four workers, each accepting its share (reuseport): a worker holds two descriptors per stream, and one process may hold 20,000 here.
     `worker_processes 4; daemon off; pid ${dir}/nginx.pid; error_log stderr error; worker_rlimit_nofile 20000;
 events { worker_connections 19000; }
-http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
+http { access_log off; keepalive_requests 1000000; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
   upstream guidon { ${upstreams.map((p) => `server 127.0.0.1:${p};`).join(' ')} keepalive 64; }
   server { listen 127.0.0.1:${port} backlog=4096 reuseport; location / { proxy_pass http://guidon; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; proxy_buffering off; proxy_read_timeout 60s; } } }`,
   );
@@ -358,7 +394,7 @@ async function startServer(mainJs: string, dir: string): Promise<Server> {
 
 interface Result {
   build: string;
-  toggles: { p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number; maxFiles: number }[];
+  toggles: { toggleMs: number; first: number; p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number; patched: number; maxFiles: number }[];
   openSeconds: number;
   openErrors: number;
   kibPerStream: number;
@@ -406,6 +442,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const cpuBefore = serverCpu();
       const toggledAt = now();
       await server.toggle();
+      const toggleMs = now() - toggledAt;
       const evaluated = await during;
       const loadCpu = loadCpuPerMs * 3000; // the paced load ran for 3 s after the toggle
       const report = () =>
@@ -431,6 +468,8 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const errors = reports.flatMap((report) => report.errors);
       if (errors.length > 0) console.log(`${build}, toggle ${round}: ${errors.length} errors, e.g. ${[...new Set(errors)].slice(0, 3).join('; ')}`);
       toggles.push({
+        toggleMs,
+        first: latencies[0] ?? NaN,
         p50: percentile(latencies, 50),
         p99: percentile(latencies, 99),
         max: latencies.at(-1) ?? NaN,
@@ -439,6 +478,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
         evaluateP99: percentile(burst, 99),
         evaluateFailures: evaluated.failures,
         skipped: reports.reduce((sum, report) => sum + report.skipped, 0),
+        patched: reports.reduce((sum, report) => sum + report.patched, 0),
         maxFiles,
       });
       console.log(`${build}, toggle ${round}: ${JSON.stringify(toggles.at(-1))}`);
@@ -470,12 +510,12 @@ async function main(): Promise<void> {
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
   const f = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(0));
   console.log(`\nmachine busy ${busyPct.toFixed(0)} % (steal ${stealPct.toFixed(0)} %), load average ${loadAverage()}\n`);
-  console.log('| build | toggle | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| build | toggle | toggle answered ms | first ms | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | by patch | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const result of results) {
     result.toggles.forEach((toggle, i) =>
       console.log(
-        `| ${result.build} | ${i + 1} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} | ${toggle.maxFiles} |`,
+        `| ${result.build} | ${i + 1} | ${f(toggle.toggleMs)} | ${f(toggle.first)} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${toggle.patched} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} | ${toggle.maxFiles} |`,
       ),
     );
   }

@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { LogThrottle } from '../../log-throttle.js';
-import type { CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
+import type { CompiledEnvironment, CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
-import { rulesetAnswer } from '../local-evaluation/ruleset.document.js';
+import { rulesetAnswer, rulesetPatch, type RulesetAnswer } from '../local-evaluation/ruleset.document.js';
 
 /** One open Server-Sent Events answer. */
 export interface OpenStream {
@@ -34,11 +34,16 @@ export function refetchMessage(revision: number): string {
 /**
  * The message a local-mode SDK's stream gets for a change (docs/local-evaluation.md), with the
  * ETag of the environment's new ruleset: an SDK that holds it (a change of another environment,
- * two changes it fetched at once) need not fetch it.
+ * two changes it fetched at once) need not fetch it. With `patch` (JSON text, rulesetPatch), the
+ * change itself: an SDK holding the document the patch starts from applies it instead of fetching.
  */
-export function rulesetMessage(revision: number, etag: string): string {
-  return `id: ${revision}\nevent: message\ndata: ${JSON.stringify({ type: 'refetchRuleset', revision, etag })}\n\n`;
+export function rulesetMessage(revision: number, etag: string, patch: string | null = null): string {
+  const data = JSON.stringify({ type: 'refetchRuleset', revision, etag });
+  return `id: ${revision}\nevent: message\ndata: ${patch === null ? data : `${data.slice(0, -1)},"patch":${patch}}`}\n\n`;
 }
+
+/** Streams written to between two turns of the event loop when a change fans out (about 5 ms of writes). */
+const WRITE_SLICE = 500;
 
 /** A stream's heartbeats are spread over this many ticks of the heartbeat period, so that each tick writes to a slice of the streams, not all at once. */
 const HEARTBEAT_SLICES = 15;
@@ -53,7 +58,17 @@ const HEARTBEAT_SLICES = 15;
  */
 export class StreamHub {
   private readonly byProject = new Map<string, Set<OpenStream>>();
+  /**
+   * Per project and environment, the ruleset this instance last told its local-mode SDKs about
+   * (or the one their streams opened on): the next change's patch starts from it. An SDK holding
+   * another one (fetched from another instance, or a message missed) does not match the patch's
+   * `from` and fetches.
+   */
+  private readonly sent = new Map<string, Map<string, RulesetAnswer>>();
   private readonly pending = new Map<string, NodeJS.Timeout>();
+  /** Per project, the change being written to its streams (settled, never rejected): the next one waits for it. */
+  private readonly sending = new Map<string, Promise<void>>();
+  private closed = false;
   private readonly heartbeat: NodeJS.Timeout;
   /** The streams by the heartbeat slice they are in; one slice gets its comment line per tick. */
   private readonly slices: Set<OpenStream>[] = Array.from({ length: HEARTBEAT_SLICES }, () => new Set());
@@ -89,6 +104,12 @@ export class StreamHub {
     let streams = this.byProject.get(stream.projectId);
     if (!streams) this.byProject.set(stream.projectId, (streams = new Set()));
     streams.add(stream);
+    if (stream.kind === 'ruleset') {
+      let sent = this.sent.get(stream.projectId);
+      if (!sent) this.sent.set(stream.projectId, (sent = new Map()));
+      const environment = openedFrom.environments.get(stream.environment);
+      if (!sent.has(stream.environment) && environment) sent.set(stream.environment, rulesetAnswer(environment, openedFrom.revision));
+    }
     // The slice just beaten: its first comment line comes one period after it opened.
     const slice = this.slices[(this.tick + HEARTBEAT_SLICES - 1) % HEARTBEAT_SLICES]!;
     slice.add(stream);
@@ -99,7 +120,10 @@ export class StreamHub {
   remove(stream: OpenStream): void {
     const streams = this.byProject.get(stream.projectId);
     if (!streams?.delete(stream)) return;
-    if (streams.size === 0) this.byProject.delete(stream.projectId);
+    if (streams.size === 0) {
+      this.byProject.delete(stream.projectId);
+      this.sent.delete(stream.projectId);
+    }
     this.sliceOf.get(stream)?.delete(stream);
     this.sliceOf.delete(stream);
   }
@@ -110,12 +134,14 @@ export class StreamHub {
    * over two seconds rather than all at once.
    */
   close(): void {
+    this.closed = true;
     this.unsubscribe();
     clearInterval(this.heartbeat);
     for (const timer of this.pending.values()) clearTimeout(timer);
     this.pending.clear();
     for (const streams of [...this.byProject.values()]) for (const stream of [...streams]) stream.close(1000 + Math.floor(Math.random() * 2000));
     this.byProject.clear();
+    this.sent.clear();
     for (const slice of this.slices) slice.clear();
     this.sliceOf.clear();
   }
@@ -126,7 +152,17 @@ export class StreamHub {
       projectId,
       setTimeout(() => {
         this.pending.delete(projectId);
-        this.refresh(projectId).then(
+        // After the project's previous change is written to every stream: each stream gets the changes in order.
+        const run = (this.sending.get(projectId) ?? Promise.resolve()).then(() => this.refresh(projectId));
+        const settled = run.then(
+          () => undefined,
+          () => undefined,
+        );
+        this.sending.set(projectId, settled);
+        void settled.then(() => {
+          if (this.sending.get(projectId) === settled) this.sending.delete(projectId);
+        });
+        run.then(
           () => {
             if (this.failureLog.recovered()) this.log.info('open streams: changes are sent again');
           },
@@ -149,17 +185,34 @@ export class StreamHub {
     const message = project ? refetchMessage(project.revision) : '';
     // Per environment: its ruleset, built once here for every SDK about to fetch it, and its ETag.
     const forRuleset = new Map<string, string>();
+    let written = 0;
     for (const stream of [...streams]) {
+      // A slice at a time, other requests (evaluate) served in between: 10,000 writes at once held them 100 ms and more.
+      if (++written % WRITE_SLICE === 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (this.closed) return;
+      }
+      if (!streams.has(stream)) continue; // gone meanwhile
       const ruleset = stream.kind === 'ruleset';
       const environment = project?.environments.get(stream.environment);
       if (!project || !environment || (!ruleset && stream.keyHash !== keyHash)) stream.close();
       else if (!ruleset) stream.write(message);
       else {
         let forEnvironment = forRuleset.get(stream.environment);
-        if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = rulesetMessage(project.revision, rulesetAnswer(environment, project.revision).etag)));
+        if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = this.rulesetChange(projectId, environment, project.revision)));
         stream.write(forEnvironment);
       }
     }
+  }
+
+  /** The message for an environment's change, with the patch from the ruleset last sent when it is small; what it sends is remembered for the next. */
+  private rulesetChange(projectId: string, environment: CompiledEnvironment, revision: number): string {
+    const answer = rulesetAnswer(environment, revision);
+    let sent = this.sent.get(projectId);
+    if (!sent) this.sent.set(projectId, (sent = new Map()));
+    const before = sent.get(environment.key);
+    sent.set(environment.key, answer);
+    return rulesetMessage(revision, answer.etag, before === undefined || before.etag === answer.etag ? null : rulesetPatch(before, answer));
   }
 
   private beat(): void {
