@@ -59,4 +59,4 @@ STOPSIGNAL SIGTERM
 # Liveness (the process serves); orchestrators that route traffic should also probe /ready.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "--max-semi-space-size=32", "/app/packages/server/dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=32", "--min-semi-space-size=32", "/app/packages/server/dist/src/main.js"]

@@ -1,7 +1,7 @@
 // The image's figures for docs/performance.md, beside the same server run directly by Node as the
 // baseline, alternated (A, B, A, B …) so that both see the same machine: the time from start to
 // the first 200 of /ready on a fresh SQLite database, and the server's resident memory 5 s later
-// with nothing to do; and the image without --max-semi-space-size=32. Run after the image test built localhost/guidon-test:latest:
+// with nothing to do; and the image without its semi-space flags (the CMD's --max-semi-space-size=32 --min-semi-space-size=32). Run after the image test built localhost/guidon-test:latest:
 //   node scripts/container/measure.mjs [rounds, default 5]
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -39,7 +39,7 @@ async function container(port, command = []) {
 async function direct(port) {
   const dir = mkdtempSync(join(tmpdir(), 'guidon-measure-'));
   const started = performance.now();
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', join(root, 'packages/server/dist/src/main.js')], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port) }, stdio: 'ignore' });
+  const child = spawn(process.execPath, ['--max-semi-space-size=32', '--min-semi-space-size=32', join(root, 'packages/server/dist/src/main.js')], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port) }, stdio: 'ignore' });
   const readyMs = await untilReady(`http://127.0.0.1:${port}`, started);
   await sleep(5000);
   const rss = rssMiB(child.pid);

@@ -62,8 +62,16 @@ const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
 const PACE_MS = Number(process.env.BENCH_PACE_MS ?? 12);
 /** BENCH_MAIN_JS: another build of the server to measure (e.g. the one before a change). */
 const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
-/** Node's flags as `npm start` runs the server (package.json; docs/deploy.md says why). */
-const START_FLAGS = ['--max-semi-space-size=32'];
+/**
+ * Node's flags as a build's `npm start` runs its server (its package.json; docs/deploy.md says
+ * why): each build is measured as it is deployed, so a change of those flags shows as a change.
+ */
+function startFlagsOf(entry: string): string[] {
+  const root = join(dirname(entry), '..', '..', '..', '..');
+  const start: string = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts?.start ?? '';
+  const flags = /node ((?:--\S+ )*)packages\/server\/dist\/src\/main\.js/.exec(start)?.[1] ?? '';
+  return flags.split(' ').filter(Boolean);
+}
 /** BENCH_NODE_FLAGS: more Node flags for every Guidon server of the run (both builds), e.g. `--trace-gc`. */
 const EXTRA_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const CLOCK_TICKS = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
@@ -215,7 +223,7 @@ async function guidon(workers: string, profile = false, pin = true, entry = main
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const flags = profile && PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const command = [process.execPath, ...START_FLAGS, ...EXTRA_FLAGS, ...flags, entry];
+  const command = [process.execPath, ...startFlagsOf(entry), ...EXTRA_FLAGS, ...flags, entry];
   const args = pin ? onCpus(SERVER_CPUS, command) : command;
   const child = spawn(args[0]!, args.slice(1), {
     // warn: the seeding requests would log a line each; evaluate logs nothing per request at any level.
