@@ -21,6 +21,25 @@ export interface TestServer {
 }
 
 /**
+ * Two servers on one new database, as two instances behind a load balancer; `close` stops both
+ * and drops the database. For a suite: `before(async () => ({ a, b, close } = await startTwoInstances()))`.
+ */
+export async function startTwoInstances(): Promise<{ a: TestServer; b: TestServer; close: () => Promise<void> }> {
+  const database = await createTestDatabase();
+  const a = await startServer({}, { database });
+  const b = await startServer({}, { database });
+  return {
+    a,
+    b,
+    close: async () => {
+      await a.close();
+      await b.close();
+      await database.drop();
+    },
+  };
+}
+
+/**
  * Starts the service as main.ts would, on 127.0.0.1 (or options.host) and a free port, on a fresh
  * database (see test-database.ts), sending its emails to a mailbox of its own (SMTP_URL: '' for
  * none). Rate limits are off unless the test sets them (a file registers far more users than 60 a

@@ -12,9 +12,9 @@ import { Migrator, type Kysely } from 'kysely';
 import { openDatabase } from '../src/db/database.js';
 import { migrations } from '../src/db/migrations.js';
 import { hashPassword } from '../src/modules/accounts/passwords.js';
-import { newProject, newFlag, flagsPath, newUser, request, startServer, verifyEmail, eventually, type TestServer, type TestUser } from './harness.js';
+import { newProject, newFlag, flagsPath, newUser, request, startServer, startTwoInstances, verifyEmail, eventually, type TestServer, type TestUser } from './harness.js';
 import { linkToken, type Mail, type Mailbox } from './mailbox.js';
-import { createTestDatabase, type TestDatabase } from './test-database.js';
+import { createTestDatabase } from './test-database.js';
 
 const PASSWORD = 'correct horse battery';
 let counter = 0;
@@ -442,19 +442,11 @@ describe('finding 8: leaving a project needs a login or an owner token', () => {
 });
 
 describe('log out (docs/api.md, Account): that login token ends on every instance at once', () => {
-  let database: TestDatabase;
   let a: TestServer;
   let b: TestServer;
-  before(async () => {
-    database = await createTestDatabase();
-    a = await startServer({}, { database });
-    b = await startServer({}, { database });
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await database?.drop();
-  });
+  let close: (() => Promise<void>) | undefined;
+  before(async () => ({ a, b, close } = await startTwoInstances()));
+  after(() => close?.());
 
   test('POST /auth/logout: 204; the token is 401 on its next use on both instances; the user’s other logins and API tokens go on', async () => {
     const user = await newUser(a, 'logout');

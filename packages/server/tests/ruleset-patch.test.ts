@@ -12,9 +12,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hash } from 'node:crypto';
 import { applyRulesetPatch, type RulesetDocument } from '@guidon/engine';
-import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, startTwoInstances, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { openStream, type TestStream } from './stream-client.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
+import { onPostgres } from './test-database.js';
 
 async function apiToken(server: TestServer, user: TestUser, projectId: string): Promise<string> {
   const created = await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', project_id: projectId, role: 'viewer' } });
@@ -212,20 +212,11 @@ describe('the patch in refetchRuleset', () => {
 });
 
 describe('two instances on PostgreSQL: the patch of the instance a client follows', { skip: onPostgres ? false : 'runs in the PostgreSQL pass of npm test' }, () => {
-  let database: TestDatabase;
   let a: TestServer;
   let b: TestServer;
-
-  before(async () => {
-    database = await createTestDatabase();
-    a = await startServer({}, { database });
-    b = await startServer({}, { database });
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await database?.drop();
-  });
+  let close: (() => Promise<void>) | undefined;
+  before(async () => ({ a, b, close } = await startTwoInstances()));
+  after(() => close?.());
 
   test('changes made through the other instance reach the stream as patches that give its document', async () => {
     const owner = await newUser(b);

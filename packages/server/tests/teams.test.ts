@@ -7,9 +7,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addMember, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, verifyEmail, type TestServer, type TestUser } from './harness.js';
+import { addMember, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, startTwoInstances, verifyEmail, type TestServer, type TestUser } from './harness.js';
 import { linkToken } from './mailbox.js';
-import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 async function register(server: TestServer, email: string, invitation_token?: string) {
   return request(server, 'POST', '/auth/register', { body: { email, password: 'correct horse battery', invitation_token } });
@@ -205,24 +204,18 @@ describe('closed sign-up (ALLOW_REGISTRATION=false)', () => {
 });
 
 describe('API tokens', () => {
-  let database: TestDatabase;
   let a: TestServer;
   let b: TestServer;
+  let close: (() => Promise<void>) | undefined;
   let owner: TestUser;
   let editor: TestUser;
 
   before(async () => {
-    database = await createTestDatabase();
-    a = await startServer({}, { database });
-    b = await startServer({}, { database });
+    ({ a, b, close } = await startTwoInstances());
     owner = await newUser(a, 'token-owner');
     editor = await newUser(a, 'token-editor');
   });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await database?.drop();
-  });
+  after(() => close?.());
 
   const create = (user: TestUser, body: Record<string, unknown>) => request(a, 'POST', '/api/tokens', { token: user.token, body });
 
