@@ -90,12 +90,15 @@ describe('OpenFeature against Guidon', () => {
   test('GuidonServerProvider: a stream cut makes its answers STALE until the client caught up, then its own reasons again', async (t) => {
     const proxy = await startCuttingProxy(server.url);
     t.after(() => proxy.close());
-    await OpenFeature.setProviderAndWait('cut', new GuidonServerProvider({ baseUrl: proxy.url, sdkKey: project.sdk_key, environment: 'production', pollIntervalMs: 60_000 }));
+    await OpenFeature.setProviderAndWait('cut', new GuidonServerProvider({ baseUrl: proxy.url, sdkKey: project.sdk_key, environment: 'production', pollIntervalMs: 60_000, keepLastKnownOnError: true }));
     const client = OpenFeature.getClient('cut');
     const reason = async () => (await client.getBooleanDetails('everyone', false, { targetingKey: 'u' })).reason;
     assert.equal(await reason(), 'STATIC');
     await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
-    proxy.cutStreams(true); // and refused until released: a quick reconnect cannot hide the outage
+    // Refused until released, and every other request too: neither a quick reconnect nor a fetch
+    // (one a change announced just before the cut starts) can end the outage before it is seen;
+    // the flags a failed fetch leaves are the last known ones (keepLastKnownOnError), answered STALE.
+    proxy.cutStreams('everything');
     await eventually(async () => (await reason()) === 'STALE', 'STALE while the stream is away');
     proxy.releaseStreams();
     await eventually(async () => (await reason()) === 'STATIC', 'STATIC again once it is back');

@@ -13,9 +13,11 @@ export interface CuttingProxy {
   /**
    * Cuts every open stream (GET /sdk/v1/stream) on both sides, as a network failure would; with
    * `hold`, new streams are refused (503) until releaseStreams(), so the outage lasts as long as
-   * the test needs to look at it.
+   * the test needs to look at it; with `hold: 'everything'`, every other request too (Guidon
+   * away): no fetch can bring the client up to date meanwhile, as a change announced just before
+   * the cut would otherwise do.
    */
-  cutStreams(hold?: boolean): void;
+  cutStreams(hold?: boolean | 'everything'): void;
   releaseStreams(): void;
   /** The next request to `path` reaches the server; its answer is read and lost: the client's connection is cut instead. */
   loseNextAnswer(path: string): Promise<void>;
@@ -26,12 +28,12 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   const streams = new Set<{ client: Socket; upstream: http.ClientRequest }>();
   const losing = new Map<string, () => void>();
   const forwarded: string[] = [];
-  let held = false;
+  let held: boolean | 'everything' = false;
   const agent = new http.Agent({ keepAlive: false });
   const proxy = http.createServer((request: IncomingMessage, response: ServerResponse) => {
     const path = new URL(request.url ?? '/', 'http://proxy').pathname;
     forwarded.push(path);
-    if (held && path === '/sdk/v1/stream') {
+    if ((held && path === '/sdk/v1/stream') || held === 'everything') {
       response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"statusCode":503,"error":"Service Unavailable","message":"held by the test"}');
       return;
     }
