@@ -63,11 +63,20 @@ export function useDeleteFlag(pid: string, envId: string, flagId: string, leave:
     mutationFn: () => writeOrDraft(client, pid, envId, { op: 'flag.delete', flag_id: flagId }, () => unwrap(api.DELETE('/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}', flagParams(pid, envId, flagId)))),
     onSuccess: (result) => {
       if (isDrafted(result)) return;
+      // Out of the overview before the page that lists it shows (its refetch comes after): the deleted flag never flashes there.
+      client.setQueryData(keys.projectFlags(pid), (flags: ProjectFlag[] | undefined) => flags && withoutFlag(flags, flagId));
       leave();
       client.removeQueries({ queryKey: keys.flag(flagId) });
       return client.invalidateQueries({ queryKey: keys.projectFlags(pid) });
     },
   });
+}
+
+/** The overview without one environment's flag; a key left in no environment goes too. */
+function withoutFlag(flags: ProjectFlag[], flagId: string): ProjectFlag[] {
+  return flags
+    .map((flag) => ({ ...flag, environments: Object.fromEntries(Object.entries(flag.environments).filter(([, state]) => state.flag_id !== flagId)) }))
+    .filter((flag) => Object.keys(flag.environments).length > 0);
 }
 
 /** Copies the flag with its rules to another environment of the project. */
