@@ -1,5 +1,6 @@
 import type { CompiledFlagSet } from '@guidon/engine';
 import type { BatchEnvironment } from '../history/history.protocol.js';
+import type { CountingBase } from '../history/history.recorder.js';
 
 /**
  * What evaluating and answering read of a compiled environment (evaluate.cache.ts's
@@ -17,6 +18,8 @@ export interface EnvironmentView extends BatchEnvironment {
   readonly outcomeWidth: number;
   /** Per flag and variant index, `,"variant":"<key>","value":<value>`. */
   readonly variantMembers: readonly (readonly string[] | null)[];
+  /** What history counts of a request no targeting rule matched (history.recorder.ts). */
+  readonly countingBase: CountingBase;
   /** History's view of evaluating only the flag at `index`. */
   oneFlagView(index: number): BatchEnvironment;
 }

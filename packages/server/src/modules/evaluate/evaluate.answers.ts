@@ -380,6 +380,6 @@ export function answerFor(environment: EnvironmentView & { readonly answers: Env
   const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
   noteAttributes(environment.environmentId, sent?.custom_attributes);
   const evaluated = evaluateAll(environment, context);
-  recordAll(history, environment, context, evaluated.codes);
+  recordAll(history, environment, context, evaluated);
   return environment.answers.answer(evaluated);
 }

@@ -7,6 +7,7 @@ import { LogThrottle } from '../../log-throttle.js';
 import type { ChangeFeed } from '../changes/change-feed.js';
 import { currentRevisions } from '../changes/revisions.js';
 import type { BatchEnvironment } from '../history/history.protocol.js';
+import { countingBase, type CountingBase } from '../history/history.recorder.js';
 import type { RulesetAnswer } from '../local-evaluation/ruleset.document.js';
 import { EnvironmentAnswers } from './evaluate.answers.js';
 import type { EnvironmentView } from './environment-view.js';
@@ -44,6 +45,7 @@ export class CompiledEnvironment implements EnvironmentView {
   readonly variantMembers: readonly (readonly string[] | null)[];
   /** Recent answers and the bytes to build new ones (evaluate.answers.ts). */
   readonly answers: EnvironmentAnswers;
+  readonly countingBase: CountingBase;
   /** The flags as loaded (evaluation order) and the project's segments: what the local-evaluation ruleset is built from. */
   readonly definitions: readonly StoredFlag[];
   readonly segments: ReadonlyMap<string, readonly Condition[]>;
@@ -80,6 +82,7 @@ export class CompiledEnvironment implements EnvironmentView {
     this.variantMembers = variants.map((list) => (list === null ? null : list.map(({ key, value }) => `,"variant":${JSON.stringify(key)},"value":${JSON.stringify(value)}`)));
     this.indexes = new Map(this.flagKeys.map((key, i) => [key, i]));
     this.answers = new EnvironmentAnswers(this);
+    this.countingBase = countingBase(this.flagSet);
   }
 
   /** The position of a flag in the environment, or -1. */

@@ -59,9 +59,9 @@ export function evaluateOne(history: HistoryRecorder, environment: EnvironmentVi
   return packed;
 }
 
-/** Records the evaluation of every flag of the environment (codes from evaluateAll). */
-export function recordAll(history: HistoryRecorder, environment: EnvironmentView, context: EvaluationContext, codes: Uint8Array): void {
-  if (environment.flagSet.size > 0) history.record(environment, storableUserId(context), codes, environment.flagSet.size);
+/** Records the evaluation of every flag of the environment (what evaluateAll gave). */
+export function recordAll(history: HistoryRecorder, environment: EnvironmentView, context: EvaluationContext, { codes, ruleMatched }: Evaluated): void {
+  if (environment.flagSet.size > 0) history.record(environment, storableUserId(context), codes, environment.flagSet.size, ruleMatched ? undefined : environment.countingBase);
 }
 
 const storableUserId = ({ user_id }: EvaluationContext) => (user_id === undefined ? null : isStorable(user_id) ? user_id : toStorable(user_id));

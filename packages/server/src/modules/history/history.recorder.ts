@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
-import { NO_VARIANT, OUTCOMES } from '@guidon/engine';
+import { NO_VARIANT, OUTCOMES, type CompiledFlagSet } from '@guidon/engine';
 import { variantOffsets, type Batch, type BatchEnvironment, type FromWorker, type HourCounts, type ToWorker } from './history.protocol.js';
 import { HISTORY_WORKER_URL } from '../../paths.js';
 
@@ -39,6 +39,26 @@ const HOUR_MS = 60 * 60 * 1000;
 /** 1 where the outcome code means enabled: counting reads a byte, not an object, per flag. */
 const ENABLED_CODE = Uint8Array.from(OUTCOMES, (outcome) => Number(outcome.enabled));
 
+/**
+ * What a request's outcome codes are when no targeting rule matched it: the flag set's base codes,
+ * except at its rollout and split flags (`varying`), which alone may differ (the engine's
+ * invariant, which the answer template relies on too). Such a request counts only its varying
+ * flags; the others are added at hand-over, once per environment, as many times as such requests
+ * came (at 1,000 flags with a quarter rollouts: a quarter of the counting).
+ */
+export interface CountingBase {
+  readonly varying: Uint32Array;
+  /** 1 where the flag's base code is enabled and the flag is not varying; 0 elsewhere. */
+  readonly fixedEnabled: Uint8Array;
+}
+
+export function countingBase(flagSet: CompiledFlagSet): CountingBase {
+  const varying = Uint32Array.from(new Set([...flagSet.rollouts, ...flagSet.splits])).sort();
+  const fixedEnabled = Uint8Array.from(flagSet.baseCodes, (code) => ENABLED_CODE[code]!);
+  for (const index of varying) fixedEnabled[index] = 0;
+  return { varying, fixedEnabled };
+}
+
 interface EnvironmentCounts {
   environment: BatchEnvironment;
   enabled: Uint32Array;
@@ -48,6 +68,9 @@ interface EnvironmentCounts {
    * two took a third off the count's instructions at 1,000 flags (docs/performance.md).
    */
   evaluations: number;
+  /** The base of the requests counted by it (CountingBase), and how many they were. */
+  base?: CountingBase;
+  unmatched: number;
   /** With variants: per flag, per variant (HourCounts.variants). */
   variants?: Uint32Array;
   variantOffsets?: Int32Array;
@@ -233,15 +256,17 @@ export class HistoryRecorder {
   /**
    * Called by evaluate after answering: codes[0..count) are the outcome codes of the environment's
    * flags, in order, followed by their variant indexes (codes[count..2 count)) when the environment has variants.
+   * `unmatched`: no targeting rule matched the request, so its codes are that base's but at its
+   * varying flags (CountingBase); undefined: any codes.
    */
-  record(environment: BatchEnvironment, userId: string | null, codes: Uint8Array, count: number): void {
+  record(environment: BatchEnvironment, userId: string | null, codes: Uint8Array, count: number, unmatched?: CountingBase): void {
     const now = Date.now();
     const hour = Math.floor(now / HOUR_MS);
     if (hour !== this.hour) {
       this.handOver(); // the counts so far belong to the hour that just ended
       this.hour = hour;
     }
-    this.count(environment, codes, count);
+    this.count(environment, codes, count, unmatched);
     this.stats.recorded += count;
     if (this.pendingRows + count > this.options.maxPendingRows || this.pendingRequests >= this.options.maxPendingRequests) {
       this.drop(count);
@@ -283,7 +308,8 @@ export class HistoryRecorder {
     if (this.batch.requests === 0 && (!withCounts || (this.counts.size === 0 && this.carriedCounts.length === 0))) return;
     const counts: HourCounts[] = [];
     if (withCounts) {
-      for (const { environment, enabled, evaluations, variants } of this.counts.values()) {
+      for (const { environment, enabled, evaluations, base, unmatched, variants } of this.counts.values()) {
+        if (base !== undefined && unmatched > 0) for (let i = 0; i < enabled.length; i++) enabled[i]! += unmatched * base.fixedEnabled[i]!;
         const disabled = Uint32Array.from(enabled, (on) => evaluations - on);
         counts.push({ environment: describe(environment), hourStart: new Date(this.hour * HOUR_MS).toISOString(), enabled, disabled, ...(variants ? { variants } : {}) });
       }
@@ -330,10 +356,10 @@ export class HistoryRecorder {
     return this.closed;
   }
 
-  private count(environment: BatchEnvironment, codes: Uint8Array, count: number): void {
+  private count(environment: BatchEnvironment, codes: Uint8Array, count: number, unmatched: CountingBase | undefined): void {
     let counts = this.counts.get(environment);
     if (!counts) {
-      counts = { environment, enabled: new Uint32Array(count), evaluations: 0 };
+      counts = { environment, enabled: new Uint32Array(count), evaluations: 0, base: unmatched, unmatched: 0 };
       if (environment.flagVariants != null) {
         const { offsets, length } = variantOffsets(environment);
         counts.variants = new Uint32Array(length);
@@ -343,7 +369,17 @@ export class HistoryRecorder {
     }
     counts.evaluations++;
     const { enabled, variants, variantOffsets: offsets } = counts;
-    for (let i = 0; i < count; i++) enabled[i]! += ENABLED_CODE[codes[i]!]!;
+    counts.base ??= unmatched;
+    if (unmatched !== undefined && unmatched === counts.base) {
+      counts.unmatched++;
+      const { varying } = unmatched;
+      for (let j = 0; j < varying.length; j++) {
+        const i = varying[j]!;
+        enabled[i]! += ENABLED_CODE[codes[i]!]!;
+      }
+    } else {
+      for (let i = 0; i < count; i++) enabled[i]! += ENABLED_CODE[codes[i]!]!;
+    }
     if (variants !== undefined && offsets !== undefined) {
       for (let i = 0; i < count; i++) {
         const at = offsets[i]!;

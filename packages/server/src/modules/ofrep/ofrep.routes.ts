@@ -177,12 +177,13 @@ export const ofrepRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: Evaluat
   }, async (request, reply) => {
     const environment = environmentOf(request.sdkProject, environmentName(request));
     const context = ofrepContext(request.body.context);
-    const { codes } = evaluateAll(environment, context);
+    const evaluated = evaluateAll(environment, context);
+    const { codes } = evaluated;
     let flags = '[';
     const { size, hasVariants } = environment.flagSet;
     for (let i = 0; i < size; i++) flags += `${i === 0 ? '' : ','}${keyPrefix(environment.quotedKeys[i]!)}${ofrepMembers(environment, i, codes[i]!, hasVariants ? codes[size + i]! : NO_VARIANT)}}`;
     flags += ']';
-    recordAll(history, environment, context, codes);
+    recordAll(history, environment, context, evaluated);
     // The ETag covers the evaluated flags, not the stream token beside them (which is renewed).
     const etag = etagOf(environment, codes);
     reply.header('etag', etag);
