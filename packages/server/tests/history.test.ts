@@ -139,26 +139,49 @@ describe('evaluation history API', () => {
       third: { enabled: true, rollout_percentage: 33 },
       ruled: { enabled: true },
       half_ruled: { enabled: true, rollout_percentage: 50 },
+      // Variants: one that always serves the same (not varying), one split by weight (varying).
+      pinned: { enabled: true, variants: [{ key: 'a', value: 'a', weight: 1000 }, { key: 'b', value: 'b', weight: 0 }], off_variant: 'b' },
+      split: { enabled: true, variants: [{ key: 'a', value: 'a', weight: 500 }, { key: 'b', value: 'b', weight: 500 }], off_variant: 'a' },
     };
-    for (const [key, flag] of Object.entries(fields)) ids[key] = (await newFlag(server, user, counted, { key, ...flag })).id;
+    for (const [key, { variants, off_variant, ...flag }] of Object.entries(fields)) {
+      ids[key] = (await newFlag(server, user, counted, { key, ...flag })).id;
+      if (variants) assert.equal((await request(server, 'PUT', `${flagsPath(counted)}/${ids[key]}`, { token: user.token, body: { variants, off_variant } })).status, 200);
+    }
     for (const key of ['ruled', 'half_ruled']) {
       const rule = await request(server, 'POST', `${flagsPath(counted)}/${ids[key]}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'vip', serve: key !== 'ruled' } });
       assert.equal(rule.status, 201);
     }
-    const expected: Record<string, { enabled: number; disabled: number }> = Object.fromEntries(Object.keys(fields).map((key) => [key, { enabled: 0, disabled: 0 }]));
+    const expected: Record<string, { enabled: number; disabled: number; variants?: Record<string, number> }> = Object.fromEntries(Object.keys(fields).map((key) => [key, { enabled: 0, disabled: 0 }]));
+    const countVariant = (key: string, variant: string | undefined) => {
+      if (variant === undefined) return;
+      const counts = (expected[key]!.variants ??= {});
+      counts[variant] = (counts[variant] ?? 0) + 1;
+    };
     const users = [...Array.from({ length: 30 }, (_, i) => `user-${i}`), 'vip', 'vip', 'user-3'];
     for (const userId of users) {
       const answer = await evaluate(server, counted.sdk_key, 'production', { user_id: userId });
       assert.equal(answer.status, 200);
-      for (const [key, { enabled }] of Object.entries(answer.body.flags)) expected[key]![enabled ? 'enabled' : 'disabled']++;
+      for (const [key, { enabled, variant }] of Object.entries(answer.body.flags)) {
+        expected[key]![enabled ? 'enabled' : 'disabled']++;
+        countVariant(key, variant);
+      }
     }
     for (const userId of ['vip', 'user-7', 'user-8']) {
-      const bulk = await request<{ flags: { key: string; value: boolean }[] }>(server, 'POST', '/ofrep/v1/evaluate/flags', { sdkKey: counted.sdk_key, body: { context: { targetingKey: userId } } });
+      // OFREP: a boolean flag's value is whether it is on; a variant flag's says nothing of that, so it is asked to evaluate.
+      const bulk = await request<{ flags: { key: string; value: unknown; variant?: string }[] }>(server, 'POST', '/ofrep/v1/evaluate/flags', { sdkKey: counted.sdk_key, body: { context: { targetingKey: userId } } });
       assert.equal(bulk.status, 200);
-      for (const { key, value } of bulk.body.flags) expected[key]![value ? 'enabled' : 'disabled']++;
+      const answer = await evaluate(server, counted.sdk_key, 'production', { user_id: userId });
+      for (const { key, value } of bulk.body.flags) {
+        const { enabled, variant } = answer.body.flags[key]!;
+        if (typeof value === 'boolean') assert.equal(value, enabled, key);
+        expected[key]![enabled ? 'enabled' : 'disabled'] += 2; // the OFREP request and this evaluate
+        countVariant(key, variant);
+        countVariant(key, variant);
+      }
     }
     assert.ok(expected.half!.enabled > 0 && expected.half!.disabled > 0, 'the 50 % rollout answered both ways');
-    assert.deepEqual(expected.ruled, { enabled: users.length, disabled: 3 }, 'the rule served vip off, twice by evaluate and once by OFREP');
+    assert.deepEqual(expected.ruled, { enabled: users.length + 2, disabled: 4 }, 'the rule served vip off, three times by evaluate and once by OFREP');
+    assert.ok(expected.split!.variants!.a! > 0 && expected.split!.variants!.b! > 0, 'the split served both variants');
     const totals = async () => {
       const all: Record<string, unknown> = {};
       for (const key of Object.keys(fields)) all[key] = (await request(server, 'GET', `${flagsPath(counted)}/${ids[key]}/metrics`, { token: user.token })).body.totals;

@@ -50,13 +50,25 @@ export interface CountingBase {
   readonly varying: Uint32Array;
   /** 1 where the flag's base code is enabled and the flag is not varying; 0 elsewhere. */
   readonly fixedEnabled: Uint8Array;
+  /** The flags' base variants, NO_VARIANT at varying flags. */
+  readonly fixedVariants: Uint8Array;
 }
 
 export function countingBase(flagSet: CompiledFlagSet): CountingBase {
   const varying = Uint32Array.from(new Set([...flagSet.rollouts, ...flagSet.splits])).sort();
   const fixedEnabled = Uint8Array.from(flagSet.baseCodes, (code) => ENABLED_CODE[code]!);
-  for (const index of varying) fixedEnabled[index] = 0;
-  return { varying, fixedEnabled };
+  const fixedVariants = Uint8Array.from(flagSet.baseVariants);
+  for (const index of varying) {
+    fixedEnabled[index] = 0;
+    fixedVariants[index] = NO_VARIANT;
+  }
+  return { varying, fixedEnabled, fixedVariants };
+}
+
+/** A flag's variant counted (variants: per flag, per variant; offsets: where each flag's start, -1 for a flag without). */
+function countVariant(variants: Uint32Array, offsets: Int32Array, flag: number, variant: number): void {
+  const at = offsets[flag]!;
+  if (at >= 0 && variant !== NO_VARIANT) variants[at + variant]!++;
 }
 
 interface EnvironmentCounts {
@@ -308,8 +320,14 @@ export class HistoryRecorder {
     if (this.batch.requests === 0 && (!withCounts || (this.counts.size === 0 && this.carriedCounts.length === 0))) return;
     const counts: HourCounts[] = [];
     if (withCounts) {
-      for (const { environment, enabled, evaluations, base, unmatched, variants } of this.counts.values()) {
-        if (base !== undefined && unmatched > 0) for (let i = 0; i < enabled.length; i++) enabled[i]! += unmatched * base.fixedEnabled[i]!;
+      for (const { environment, enabled, evaluations, base, unmatched, variants, variantOffsets: offsets } of this.counts.values()) {
+        if (base !== undefined && unmatched > 0) {
+          for (let i = 0; i < enabled.length; i++) {
+            enabled[i]! += unmatched * base.fixedEnabled[i]!;
+            const variant = base.fixedVariants[i]!;
+            if (variants !== undefined && offsets !== undefined && offsets[i]! >= 0 && variant !== NO_VARIANT) variants[offsets[i]! + variant]! += unmatched;
+          }
+        }
         const disabled = Uint32Array.from(enabled, (on) => evaluations - on);
         counts.push({ environment: describe(environment), hourStart: new Date(this.hour * HOUR_MS).toISOString(), enabled, disabled, ...(variants ? { variants } : {}) });
       }
@@ -376,17 +394,12 @@ export class HistoryRecorder {
       for (let j = 0; j < varying.length; j++) {
         const i = varying[j]!;
         enabled[i]! += ENABLED_CODE[codes[i]!]!;
+        if (variants !== undefined && offsets !== undefined) countVariant(variants, offsets, i, codes[count + i]!);
       }
-    } else {
-      for (let i = 0; i < count; i++) enabled[i]! += ENABLED_CODE[codes[i]!]!;
+      return;
     }
-    if (variants !== undefined && offsets !== undefined) {
-      for (let i = 0; i < count; i++) {
-        const at = offsets[i]!;
-        const variant = codes[count + i]!;
-        if (at >= 0 && variant !== NO_VARIANT) variants[at + variant]!++;
-      }
-    }
+    for (let i = 0; i < count; i++) enabled[i]! += ENABLED_CODE[codes[i]!]!;
+    if (variants !== undefined && offsets !== undefined) for (let i = 0; i < count; i++) countVariant(variants, offsets, i, codes[count + i]!);
   }
 
   private drop(count: number): void {
