@@ -65,7 +65,7 @@ export function countingBase(flagSet: CompiledFlagSet): CountingBase {
   return { varying, fixedEnabled, fixedVariants };
 }
 
-/** A flag's variant counted (variants: per flag, per variant; offsets: where each flag's start, -1 for a flag without). */
+/** A flag's variant counted (variants: per flag, per variant; offsets: where each flag's counts start, -1 for a flag without variants). */
 function countVariant(variants: Uint32Array, offsets: Int32Array, flag: number, variant: number): void {
   const at = offsets[flag]!;
   if (at >= 0 && variant !== NO_VARIANT) variants[at + variant]!++;
