@@ -25,12 +25,20 @@ export function EnvironmentsPage() {
   const canEdit = can('editor');
   const setApprovals = useSetApprovals(projectId);
   const [approvalsError, setApprovalsError] = useState<string | null>(null);
+  // The number just chosen, per environment, shown until the save and the refetch are done: the
+  // select would otherwise snap back to the stored number meanwhile, and a second key press
+  // would start from there.
+  const [chosen, setChosen] = useState<Record<string, number>>({});
   const changeApprovals = async (env: Environment, approvals_required: number) => {
     setApprovalsError(null);
+    setChosen((now) => ({ ...now, [env.id]: approvals_required }));
     try {
       await setApprovals.mutateAsync({ envId: env.id, approvals_required });
     } catch (error) {
       setApprovalsError(`${env.name} not changed: ${(error as Error).message}`);
+    } finally {
+      // A later choice made while this one saved stays shown.
+      setChosen(({ [env.id]: last, ...others }) => (last === approvals_required ? others : { ...others, [env.id]: last! }));
     }
   };
 
@@ -60,7 +68,7 @@ export function EnvironmentsPage() {
                         <label htmlFor={`approvals-${env.id}`}>
                           Approvals needed<span className="visually-hidden"> for changes to {env.name}</span>
                         </label>
-                        <select id={`approvals-${env.id}`} value={env.approvals_required} onChange={(event) => void changeApprovals(env, Number(event.target.value))}>
+                        <select id={`approvals-${env.id}`} value={chosen[env.id] ?? env.approvals_required} onChange={(event) => void changeApprovals(env, Number(event.target.value))}>
                           {[0, 1, 2, 3, 4, 5].map((count) => (
                             <option key={count} value={count}>
                               {count === 0 ? 'None' : count}
