@@ -151,6 +151,10 @@ async function screenshots(dir: string, token: string, projectId: string, stagin
   await forEachScreenshotView(dir, browser, async (page: Page, view) => {
     await signIn(page, server.url, token);
     if (stage === 'draft') {
+      // The owner's view: how many approvals each environment needs, Production at one.
+      await page.goto(`${server.url}/projects/${projectId}/environments`);
+      await page.getByLabel('Approvals needed for changes to Production').waitFor();
+      await page.screenshot({ path: join(dir, `environments-${view.suffix}.png`), fullPage: view.fullPage });
       await page.goto(`${server.url}/projects/${projectId}/flags/${stagingId}/${stagingFlag}`);
       const schedules = page.getByRole('region', { name: 'Scheduled changes' });
       await schedules.getByRole('list', { name: 'Pending scheduled changes' }).waitFor();
