@@ -65,10 +65,10 @@ export function countingBase(flagSet: CompiledFlagSet): CountingBase {
   return { varying, fixedEnabled, fixedVariants };
 }
 
-/** A flag's variant counted (variants: per flag, per variant; offsets: where each flag's counts start, -1 for a flag without variants). */
-function countVariant(variants: Uint32Array, offsets: Int32Array, flag: number, variant: number): void {
+/** A flag's variant counted `times` (variants: per flag, per variant; offsets: where each flag's counts start, -1 for a flag without variants). */
+function countVariant(variants: Uint32Array, offsets: Int32Array, flag: number, variant: number, times = 1): void {
   const at = offsets[flag]!;
-  if (at >= 0 && variant !== NO_VARIANT) variants[at + variant]!++;
+  if (at >= 0 && variant !== NO_VARIANT) variants[at + variant]! += times;
 }
 
 interface EnvironmentCounts {
@@ -324,8 +324,7 @@ export class HistoryRecorder {
         if (base !== undefined && unmatched > 0) {
           for (let i = 0; i < enabled.length; i++) {
             enabled[i]! += unmatched * base.fixedEnabled[i]!;
-            const variant = base.fixedVariants[i]!;
-            if (variants !== undefined && offsets !== undefined && offsets[i]! >= 0 && variant !== NO_VARIANT) variants[offsets[i]! + variant]! += unmatched;
+            if (variants !== undefined && offsets !== undefined) countVariant(variants, offsets, i, base.fixedVariants[i]!, unmatched);
           }
         }
         const disabled = Uint32Array.from(enabled, (on) => evaluations - on);
