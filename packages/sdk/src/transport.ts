@@ -200,6 +200,8 @@ export class Follower {
   readonly refresh: () => Promise<boolean>;
   /** Whether the data is current: since the last successful fetch, nothing failed and the stream did not break. */
   private current = false;
+  /** How many times the data fell stale: a fetch asked before the last fall does not make it current. */
+  private falls = 0;
   private failures = 0;
   private closed = false;
   private pollTimer: ReturnType<typeof setTimeout> | undefined;
@@ -228,6 +230,7 @@ export class Follower {
   }
 
   private async fetch(): Promise<boolean> {
+    const fallsBefore = this.falls;
     // Whatever the client does with an answer, nothing it throws reaches the application.
     const error = await this.options.fetchOnce().catch((caught: unknown) => new GuidonError(`Could not use Guidon's answer: ${messageOf(caught)}`, 'http'));
     if (this.closed) return false;
@@ -238,7 +241,9 @@ export class Follower {
       return false;
     }
     this.failures = 0;
-    if (!this.current) {
+    // An answer asked before the stream broke says nothing of the changes since: the fetch that
+    // follows (the reconnect's, or the next poll) makes the data current.
+    if (!this.current && this.falls === fallsBefore) {
       this.current = true;
       this.options.emit('ready');
     }
@@ -249,6 +254,7 @@ export class Follower {
   private fall(): void {
     if (!this.current) return;
     this.current = false;
+    this.falls++;
     if (this.options.holds()) this.options.emit('stale');
   }
 

@@ -281,6 +281,27 @@ describe('@guidon/sdk against a running Guidon', () => {
     await eventually(() => remote.isEnabled('checkout') !== before && local.evaluate().isEnabled('checkout') !== before, 'a change over the streams opened again');
   });
 
+  test('an answer asked before the stream broke does not make the client ready again; the fetch after the reconnect does', async (t) => {
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
+    const events: string[] = [];
+    for (const event of ['ready', 'stale'] as const) remote.on(event, () => events.push(event));
+    assert.equal(await remote.ready(), true);
+    await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    const before = remote.isEnabled('checkout');
+    const held = proxy.holdNextAnswer('/sdk/v1/evaluate');
+    await toggle(); // announced over the stream: the client asks, and its answer is held
+    await held.reached;
+    proxy.cutStreams(true);
+    await eventually(() => events.join() === 'ready,stale', 'stale once the stream broke');
+    held.release();
+    await eventually(() => remote.isEnabled('checkout') !== before, 'the held answer applied');
+    assert.deepEqual(events, ['ready', 'stale'], 'its answer predates the cut: changes since may be missed');
+    proxy.releaseStreams();
+    await eventually(() => events.join() === 'ready,stale,ready', 'ready after the reconnect caught up');
+  });
+
   test('a process that never calls close() still ends: no timer of the SDK holds it', async (t) => {
     const child = spawn(process.execPath, [new URL('./exit-child.js', import.meta.url).pathname, server.url, project.sdk_key], { stdio: ['ignore', 'pipe', 'inherit'] });
     t.after(() => child.kill());
