@@ -45,8 +45,11 @@ export function rulesetMessage(revision: number, etag: string, patch: string | n
   return `id: ${revision}\nevent: message\ndata: ${patch === null ? data : `${data.slice(0, -1)},"patch":${patch}}`}\n\n`;
 }
 
-/** Streams written to between two turns of the event loop when a change fans out (about 5 ms of writes). */
-const WRITE_SLICE = 500;
+/**
+ * Streams written to between two turns of the event loop when a change fans out: about 1 ms of
+ * writes, so evaluate requests wait no longer (500 held them 10–20 ms; docs/performance.md).
+ */
+const WRITE_SLICE = 100;
 
 /** A stream's heartbeats are spread over this many ticks of the heartbeat period, so that each tick writes to a slice of the streams, not all at once. */
 const HEARTBEAT_SLICES = 15;
