@@ -22,7 +22,8 @@
  * process): its p99 while quiet (streams open, BENCH_QUIET_SECONDS 16 s, so a heartbeat falls in
  * it) and over the requests sent within 2 s after each toggle. The server's RSS before and after
  * opening the streams gives its memory per stream. BENCH_BASE_MAIN_JS=<another build's main.js>
- * runs that build first, the same way, in the same run.
+ * runs that build first, the same way, in the same run. BENCH_CLIENT_NICE=19 runs the clients
+ * at the lowest priority: how the server does when 10,000 clients do not take its CPUs.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,6 +39,8 @@ import { busyBetween, cpuJiffies, loadAverage, median, processCpuSeconds } from 
 
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 10_000);
 const PROCESSES = Number(process.env.BENCH_CLIENT_PROCESSES ?? 4);
+/** The client processes' nice value: 19 leaves the CPUs to the server first, as clients on other machines would. */
+const CLIENT_NICE = Number(process.env.BENCH_CLIENT_NICE ?? 0);
 const FLAGS = Number(process.env.BENCH_FLAGS ?? 100);
 const TOGGLES = Number(process.env.BENCH_TOGGLES ?? 3);
 const EVALUATE_RPS = Number(process.env.BENCH_EVALUATE_RPS ?? 4000);
@@ -271,9 +274,10 @@ async function runLoad(target: Target, seconds: number): Promise<void> {
 
 // ---- the coordinator -----------------------------------------------------------------------
 
-/** A child of this file with the open-file limit raised to the hard limit (ulimit -n). */
-function child(args: string[]): ChildProcess {
-  return fork(here, args, { execPath: 'sh', execArgv: ['-c', `ulimit -n $(ulimit -Hn) && exec "${process.execPath}" "$0" "$@"`], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** A child of this file with the open-file limit raised to the hard limit (ulimit -n), at `nice` when given. */
+function child(args: string[], nice = 0): ChildProcess {
+  const niced = nice === 0 ? '' : `nice -n ${nice} `;
+  return fork(here, args, { execPath: 'sh', execArgv: ['-c', `ulimit -n $(ulimit -Hn) && exec ${niced}"${process.execPath}" "$0" "$@"`], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 }
 
 const once = <T>(process: ChildProcess, type?: string) =>
@@ -406,7 +410,7 @@ interface Result {
 async function measure(build: string, mainJs: string): Promise<Result> {
   const dir = mkdtempSync(join(tmpdir(), 'guidon-burst-bench-'));
   const server = await startServer(mainJs, dir);
-  const clients = Array.from({ length: PROCESSES }, () => child(['clients']));
+  const clients = Array.from({ length: PROCESSES }, () => child(['clients'], CLIENT_NICE));
   const loader = child(['load']);
   try {
     const rssBefore = server.pids.reduce((sum, pid) => sum + rssMb(pid), 0);
@@ -504,7 +508,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
 async function main(): Promise<void> {
   const builds = [...(process.env.BENCH_BASE_MAIN_JS ? [['base', process.env.BENCH_BASE_MAIN_JS]] : []), ['this build', join(dirname(here), '..', 'src', 'main.js')]] as const;
   const before = cpuJiffies();
-  console.log(`burst bench: ${CLIENTS} clients in ${PROCESSES} processes, ${FLAGS} flags, ${ON_POSTGRES ? 'two instances on PostgreSQL behind nginx' : 'one instance on SQLite'}, evaluate paced at ${EVALUATE_RPS}/s; load average ${loadAverage()}; open-file limit ${readFileSync('/proc/self/limits', 'utf8').match(/Max open files\s+(\d+)\s+(\d+)/)?.slice(1).join(' / ')}; somaxconn ${readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim()}`);
+  console.log(`burst bench: ${CLIENTS} clients in ${PROCESSES} processes${CLIENT_NICE === 0 ? '' : ` at nice ${CLIENT_NICE}`}, ${FLAGS} flags, ${ON_POSTGRES ? 'two instances on PostgreSQL behind nginx' : 'one instance on SQLite'}, evaluate paced at ${EVALUATE_RPS}/s; load average ${loadAverage()}; open-file limit ${readFileSync('/proc/self/limits', 'utf8').match(/Max open files\s+(\d+)\s+(\d+)/)?.slice(1).join(' / ')}; somaxconn ${readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim()}`);
   const results: Result[] = [];
   for (const [build, mainJs] of builds) results.push(await measure(build, mainJs));
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
