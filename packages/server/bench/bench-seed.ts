@@ -1,21 +1,33 @@
 /** What the benchmarks share: starting and watching a server, an HTTP call to the API, and the project they load. */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 
 export { freePort } from '../tests/harness.js';
 
-/** Resolves once GET url + path answers 2xx; throws if the server exits first or after 30 s. */
-export async function waitForHealth(url: string, child: ChildProcess, path = '/health'): Promise<void> {
-  const deadline = Date.now() + 30_000;
+/** Resolves once GET url + path answers 2xx; throws if the server exits first or after timeoutMs. */
+export async function waitForHealth(url: string, child: ChildProcess, path = '/health', timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     if (await fetch(url + path).then((r) => r.ok, () => false)) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url}${path} did not answer`);
+}
+
+/**
+ * Node's flags as a build's `npm start` runs its server (its package.json; docs/deploy.md says
+ * why): each build is measured as it is deployed, so a change of those flags shows as a change.
+ */
+export function startFlagsOf(entry: string): string[] {
+  const root = join(dirname(entry), '..', '..', '..', '..');
+  const start: string = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts?.start ?? '';
+  const flags = /node ((?:--\S+ )*)packages\/server\/dist\/src\/main\.js/.exec(start)?.[1] ?? '';
+  return flags.split(' ').filter(Boolean);
 }
 
 /** The processes a process started (the workers of WORKERS). */

@@ -35,7 +35,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { referenceBuilds, type Reference } from './reference-build.js';
-import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedPrerequisites, seedVariants, waitForHealth } from './bench-seed.js';
+import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedPrerequisites, seedVariants, startFlagsOf, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -62,16 +62,6 @@ const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 0);
 const PACE_MS = Number(process.env.BENCH_PACE_MS ?? 12);
 /** BENCH_MAIN_JS: another build of the server to measure (e.g. the one before a change). */
 const mainJs = process.env.BENCH_MAIN_JS ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main.js');
-/**
- * Node's flags as a build's `npm start` runs its server (its package.json; docs/deploy.md says
- * why): each build is measured as it is deployed, so a change of those flags shows as a change.
- */
-function startFlagsOf(entry: string): string[] {
-  const root = join(dirname(entry), '..', '..', '..', '..');
-  const start: string = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts?.start ?? '';
-  const flags = /node ((?:--\S+ )*)packages\/server\/dist\/src\/main\.js/.exec(start)?.[1] ?? '';
-  return flags.split(' ').filter(Boolean);
-}
 /** BENCH_NODE_FLAGS: more Node flags for every Guidon server of the run (both builds), e.g. `--trace-gc`. */
 const EXTRA_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const CLOCK_TICKS = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
