@@ -14,15 +14,18 @@
  * the conditions case), then collection is switched on for BENCH_COUNTED_REQUESTS (2,000) and off
  * again (callgrind_control), and the server stopped. The figure: instructions of the main thread
  * (where evaluate runs) per counted request; all threads beside it (the history writer batches
- * by time, which valgrind slows, so that one is indicative only).
+ * by time, which valgrind slows, so that one is indicative only). Valgrind makes the counted
+ * window some 50 times longer than it is, so the work timers do (the revision check every second,
+ * the scheduler, hand-overs) would weigh 50 times too much: the same length of time without a
+ * request is counted next, and subtracted.
  *
  * Cases as evaluate-wrk.bench.ts: BENCH_FLAGS ("10,100,1000"), BENCH_CONDITIONS=0,
  * BENCH_VARIANTS=0 leave cases out. BENCH_REFERENCE as there (`none`: this build alone).
  * BENCH_INSTRUCTIONS_KEEP=<dir>: the servers also run with --perf-basic-prof, and each case's
  * callgrind files are kept in <dir>/<case>-<build> with the perf map, for callgrind-summary.js
  * (which functions took them).
- * valgrind is Debian's package, installed with apt-get when missing. About 1–3 minutes per case
- * and build.
+ * valgrind is Debian's package, installed with apt-get when missing. About 40 s to 2 minutes per process
+ * (BENCH_INSTRUCTION_RUNS of them per build and case): some 20–30 minutes in all.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,6 +39,12 @@ import { AGENTS, freePort, seed, seedConditions, seedVariants, startFlagsOf, wai
 const WARM = Number(process.env.BENCH_WARM_REQUESTS ?? 10_000);
 const COUNTED = Number(process.env.BENCH_COUNTED_REQUESTS ?? 2000);
 const CONNECTIONS = 8;
+/**
+ * Processes per build and case; the median is the figure. The same build gave the same count
+ * within 1 % in most processes, but some processes of e8c63e9 ran 15–20 % more (V8 chose other
+ * code: object literals through the runtime, map migrations), as timing once showed it bimodal.
+ */
+const RUNS = Number(process.env.BENCH_INSTRUCTION_RUNS ?? 3);
 const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').filter(Boolean).map(Number);
 const KEEP = process.env.BENCH_INSTRUCTIONS_KEEP;
 /**
@@ -143,12 +152,15 @@ function totalOf(file: string): number {
 }
 
 interface Count {
+  /** Per request, less what the same time without requests took (timers: valgrind makes the window ~50 times longer than it is). */
   mainThread: number;
   allThreads: number;
+  /** What was subtracted from the main thread's, per request. */
+  idleMainThread: number;
 }
 
 /** Per request: main thread and all threads, for one build in one case. Null when the build cannot do the case. */
-async function count(entry: string, build: string, each: Case): Promise<Count | null> {
+async function countOnce(entry: string, build: string, each: Case): Promise<Count | null> {
   const dir = mkdtempSync(join(tmpdir(), 'guidon-instructions-'));
   const databaseUrl = `sqlite:${join(dir, 'guidon.db')}`;
   try {
@@ -166,16 +178,20 @@ async function count(entry: string, build: string, each: Case): Promise<Count | 
     try {
       await evaluate(counted.url, sdkKey, 1, WARM, each.attributes);
       control(counted.child.pid!, ['-i', 'on']);
+      const began = performance.now();
       await evaluate(counted.url, sdkKey, 1 + WARM, COUNTED, each.attributes);
-      control(counted.child.pid!, ['-d']); // what the counted requests took; the dump at exit has the rest
+      const took = performance.now() - began;
+      control(counted.child.pid!, ['-d']); // dump 1: the counted requests
+      await new Promise((resolve) => setTimeout(resolve, took));
+      control(counted.child.pid!, ['-d']); // dump 2: as long again, without a request
     } finally {
       await stop(counted.child);
     }
-    // The dump (-d) of the counted requests: one file a thread, callgrind.out.1-01 the main thread.
-    const files = readdirSync(dir).filter((name) => /^callgrind\.out\.1-\d+$/.test(name));
-    const mainThread = totalOf(join(dir, 'callgrind.out.1-01'));
-    if (mainThread === 0) throw new Error(`callgrind counted nothing (${dir}/valgrind.log)`);
-    const allThreads = files.reduce((sum, name) => sum + totalOf(join(dir, name)), 0);
+    // One file a dump and thread: callgrind.out.<dump>-01 is the main thread's.
+    const files = readdirSync(dir).filter((name) => /^callgrind\.out\.[12]-\d+$/.test(name));
+    const of = (dump: number, thread?: string) => files.filter((name) => name.startsWith(`callgrind.out.${dump}-${thread ?? ''}`)).reduce((sum, name) => sum + totalOf(join(dir, name)), 0);
+    if (of(1, '01') === 0) throw new Error(`callgrind counted nothing (${dir}/valgrind.log)`);
+    const result = { mainThread: (of(1, '01') - of(2, '01')) / COUNTED, allThreads: (of(1) - of(2)) / COUNTED, idleMainThread: of(2, '01') / COUNTED };
     if (KEEP) {
       const kept = join(KEEP, `${each.name}-${build}`.replace(/[^\w.-]+/g, '-'));
       rmSync(kept, { recursive: true, force: true });
@@ -185,10 +201,22 @@ async function count(entry: string, build: string, each: Case): Promise<Count | 
       if (existsSync(map)) renameSync(map, join(kept, basename(map)));
       writeFileSync(join(kept, 'requests'), String(COUNTED));
     }
-    return { mainThread: mainThread / COUNTED, allThreads: allThreads / COUNTED };
+    return result;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** RUNS processes: the median by main thread, and every run's main thread count. */
+async function count(entry: string, build: string, each: Case): Promise<(Count & { runs: number[] }) | null> {
+  const counts: Count[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    const counted = await countOnce(entry, build, each);
+    if (!counted) return null;
+    counts.push(counted);
+  }
+  counts.sort((a, b) => a.mainThread - b.mainThread);
+  return { ...counts[Math.floor(counts.length / 2)]!, runs: counts.map((counted) => counted.mainThread) };
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en');
@@ -196,17 +224,18 @@ const change = (now: number, then: number) => `${now >= then ? '+' : ''}${((100 
 
 ensureValgrind();
 const references = referenceBuilds();
-console.log(`instructions bench: ${WARM} requests to warm, ${COUNTED} counted, ${CONNECTIONS} connections, Node ${process.version}; references: ${references.map((r) => `${r.name} (${r.sha.slice(0, 7)})`).join(', ') || 'none'}`);
+console.log(`instructions bench: ${RUNS} processes a build and case, ${WARM} requests to warm, ${COUNTED} counted, ${CONNECTIONS} connections, Node ${process.version}; references: ${references.map((r) => `${r.name} (${r.sha.slice(0, 7)})`).join(', ') || 'none'}`);
 const rows: string[] = [];
 for (const each of cases) {
   const ours = await count(mainJs, 'this-build', each);
   if (!ours) throw new Error(`this build could not do the case ${each.name}`);
-  let row = `| ${each.name} | ${fmt(ours.mainThread)} | ${fmt(ours.allThreads)} |`;
+  const runs = (counted: { runs: number[] }) => counted.runs.map((value) => `${(value / 1000).toFixed(1)}k`).join(', ');
+  let row = `| ${each.name} | ${fmt(ours.mainThread)} (${fmt(ours.idleMainThread)}; ${runs(ours)}) | ${fmt(ours.allThreads)} |`;
   let compared = false;
   for (const reference of references) {
     const theirs = await count(reference.mainJs, reference.sha.slice(0, 7), each);
     if (!theirs) continue;
-    row += ` ${reference.name} (${reference.sha.slice(0, 7)}) | ${fmt(theirs.mainThread)} | **${change(ours.mainThread, theirs.mainThread)}** | ${fmt(theirs.allThreads)} |`;
+    row += ` ${reference.name} (${reference.sha.slice(0, 7)}) | ${fmt(theirs.mainThread)} (${fmt(theirs.idleMainThread)}; ${runs(theirs)}) | **${change(ours.mainThread, theirs.mainThread)}** | ${fmt(theirs.allThreads)} |`;
     compared = true;
     break;
   }
@@ -214,6 +243,6 @@ for (const each of cases) {
   console.log(row);
   rows.push(row);
 }
-console.log('\n| case | main thread, this build | all threads, this build | reference | main thread, reference | main thread: change | all threads, reference |');
+console.log('\n| case | main thread, this build (idle, subtracted; each run) | all threads, this build | reference | main thread, reference (idle, subtracted; each run) | main thread: change | all threads, reference |');
 console.log('|---|---:|---:|---|---:|---:|---:|');
 for (const row of rows) console.log(row);

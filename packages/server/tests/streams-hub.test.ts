@@ -1,21 +1,27 @@
 /** The server's stream hub on its own. */
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChangeFeed } from '../src/modules/changes/change-feed.js';
 import { EvaluateCache } from '../src/modules/evaluate/evaluate.cache.js';
 import { sdkKeyHash } from '../src/modules/evaluate/sdk-key.js';
-import { StreamHub, type OpenStream } from '../src/modules/streams/streams.hub.js';
+import { StreamHub, type OpenStream, type StreamHubOptions } from '../src/modules/streams/streams.hub.js';
 import { eventually, newProject, newUser, request, startServer } from './harness.js';
+
+/** A server with a user and a project, and a hub of the test's own beside the server's, on its database. */
+async function hubOnItsOwn(t: TestContext, options: StreamHubOptions) {
+  const server = await startServer();
+  t.after(() => server.close());
+  const user = await newUser(server);
+  const project = await newProject(server, user);
+  const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
+  const hub = new StreamHub(server.database.db, cache, server.app.log, options);
+  t.after(() => hub.close());
+  return { server, user, project, cache, hub };
+}
 
 describe('StreamHub', () => {
   test('heartbeats, a message per invalidation, and streams of a rotated-out key closed', async (t) => {
-    const server = await startServer();
-    t.after(() => server.close());
-    const user = await newUser(server);
-    const project = await newProject(server, user);
-    const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
-    const hub = new StreamHub(server.database.db, cache, server.app.log, { heartbeatMs: 20, coalesceMs: 10 });
-    t.after(() => hub.close());
+    const { project, cache, hub } = await hubOnItsOwn(t, { heartbeatMs: 20, coalesceMs: 10 });
     const compiled = await cache.project(project.sdk_key);
     assert.ok(compiled);
     const fake = (keyHash: string, environment = 'production') => {
@@ -44,14 +50,8 @@ describe('StreamHub', () => {
   });
 
   test('a quiet project\'s change is sent at once; one that follows within the window waits for its end', async (t) => {
-    const server = await startServer();
-    t.after(() => server.close());
-    const user = await newUser(server);
-    const project = await newProject(server, user);
-    const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
     // A window longer than the test: a message that waited for it would never come.
-    const hub = new StreamHub(server.database.db, cache, server.app.log, { heartbeatMs: 60_000, coalesceMs: 60_000 });
-    t.after(() => hub.close());
+    const { project, cache, hub } = await hubOnItsOwn(t, { heartbeatMs: 60_000, coalesceMs: 60_000 });
     const compiled = await cache.project(project.sdk_key);
     assert.ok(compiled);
     const written: string[] = [];
@@ -66,13 +66,7 @@ describe('StreamHub', () => {
   });
 
   test('a stream opened while a key rotation commits is checked at once and closed (docs/sdk.md)', async (t) => {
-    const server = await startServer();
-    t.after(() => server.close());
-    const user = await newUser(server);
-    const project = await newProject(server, user);
-    const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
-    const hub = new StreamHub(server.database.db, cache, server.app.log, { heartbeatMs: 60_000, coalesceMs: 10 });
-    t.after(() => hub.close());
+    const { server, user, project, cache, hub } = await hubOnItsOwn(t, { heartbeatMs: 60_000, coalesceMs: 10 });
     // The stream was authorized against the project compiled under the old key…
     const openedFrom = await cache.project(project.sdk_key);
     assert.ok(openedFrom);
