@@ -238,6 +238,9 @@ export class Follower {
       this.failures++;
       this.options.emit('error', error);
       this.fall();
+      // Tried again after the back-off, also while the stream is open (no poll runs then): a
+      // failed catch-up after a reconnect would otherwise leave the data stale until the next change.
+      this.schedulePoll();
       return false;
     }
     this.failures = 0;
