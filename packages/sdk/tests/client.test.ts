@@ -302,6 +302,22 @@ describe('@guidon/sdk against a running Guidon', () => {
     await eventually(() => events.join() === 'ready,stale,ready', 'ready after the reconnect caught up');
   });
 
+  test('a catch-up request that fails after the stream is back is tried again: the client does not stay stale while the stream is open', async (t) => {
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
+    const events: string[] = [];
+    for (const event of ['ready', 'stale'] as const) remote.on(event, () => events.push(event));
+    assert.equal(await remote.ready(), true);
+    await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    proxy.cutStreams(true);
+    await eventually(() => events.join() === 'ready,stale', 'stale once the stream broke');
+    const lost = proxy.loseNextAnswer('/sdk/v1/evaluate'); // the reconnect's catch-up fails
+    proxy.releaseStreams();
+    await lost;
+    await eventually(() => events.join() === 'ready,stale,ready', 'ready after the catch-up was tried again');
+  });
+
   test('a process that never calls close() still ends: no timer of the SDK holds it', async (t) => {
     const child = spawn(process.execPath, [new URL('./exit-child.js', import.meta.url).pathname, server.url, project.sdk_key], { stdio: ['ignore', 'pipe', 'inherit'] });
     t.after(() => child.kill());
