@@ -30,6 +30,14 @@ export function startFlagsOf(entry: string): string[] {
   return flags.split(' ').filter(Boolean);
 }
 
+/** Stops a server process (SIGTERM: it closes as in production) and resolves once it has exited. */
+export function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill(signal);
+  return exited;
+}
+
 /** The processes a process started (the workers of WORKERS). */
 export function childrenOf(pid: number): number[] {
   try {

@@ -35,7 +35,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { referenceBuilds, type Reference } from './reference-build.js';
-import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedPrerequisites, seedVariants, startFlagsOf, waitForHealth } from './bench-seed.js';
+import { AGENTS, childrenOf, freePort, recorded, rssMb, seed, seedConditions, seedPrerequisites, seedVariants, startFlagsOf, stop, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -177,12 +177,6 @@ async function measure(pid: number, url: string, sdkKey: string, seconds = SECON
   return { ...load, cpu, busyPct: (100 * (m1.busy - m0.busy)) / total, stealPct: (100 * (m1.steal - m0.steal)) / total };
 }
 
-function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill(signal);
-  return exited;
-}
 
 /** A bare node:http server answering `body` (the bytes of a real Guidon answer) to every request. */
 async function bare(body: Buffer): Promise<{ child: ChildProcess; url: string }> {

@@ -34,7 +34,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { referenceBuilds } from './reference-build.js';
-import { AGENTS, freePort, seed, seedConditions, seedVariants, startFlagsOf, waitForHealth } from './bench-seed.js';
+import { AGENTS, freePort, seed, seedConditions, seedVariants, startFlagsOf, stop, waitForHealth } from './bench-seed.js';
 
 const WARM = Number(process.env.BENCH_WARM_REQUESTS ?? 10_000);
 const COUNTED = Number(process.env.BENCH_COUNTED_REQUESTS ?? 2000);
@@ -113,12 +113,6 @@ async function evaluate(url: string, sdkKey: string, first: number, count: numbe
   return sample;
 }
 
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  return exited;
-}
 
 async function start(entry: string, databaseUrl: string, valgrindOut?: string): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
