@@ -4,7 +4,7 @@
  * restart or a cut, forContext's cache, a process that ends without close(), and two instances
  * on PostgreSQL.
  */
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -281,7 +281,8 @@ describe('@guidon/sdk against a running Guidon', () => {
     await eventually(() => remote.isEnabled('checkout') !== before && local.evaluate().isEnabled('checkout') !== before, 'a change over the streams opened again');
   });
 
-  test('an answer asked before the stream broke does not make the client ready again; the fetch after the reconnect does', async (t) => {
+  /** A remote client through a cutting proxy, ready, its stream open, its ready and stale events noted. */
+  const behindProxy = async (t: TestContext) => {
     const proxy = await startCuttingProxy(server.url);
     t.after(() => proxy.close());
     const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
@@ -289,6 +290,11 @@ describe('@guidon/sdk against a running Guidon', () => {
     for (const event of ['ready', 'stale'] as const) remote.on(event, () => events.push(event));
     assert.equal(await remote.ready(), true);
     await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    return { proxy, remote, events };
+  };
+
+  test('an answer asked before the stream broke does not make the client ready again; the fetch after the reconnect does', async (t) => {
+    const { proxy, remote, events } = await behindProxy(t);
     const before = remote.isEnabled('checkout');
     const held = proxy.holdNextAnswer('/sdk/v1/evaluate');
     await toggle(); // announced over the stream: the client asks, and its answer is held
@@ -303,13 +309,7 @@ describe('@guidon/sdk against a running Guidon', () => {
   });
 
   test('a catch-up request that fails after the stream is back is tried again: the client does not stay stale while the stream is open', async (t) => {
-    const proxy = await startCuttingProxy(server.url);
-    t.after(() => proxy.close());
-    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
-    const events: string[] = [];
-    for (const event of ['ready', 'stale'] as const) remote.on(event, () => events.push(event));
-    assert.equal(await remote.ready(), true);
-    await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    const { proxy, events } = await behindProxy(t);
     proxy.cutStreams(true);
     await eventually(() => events.join() === 'ready,stale', 'stale once the stream broke');
     const lost = proxy.loseNextAnswer('/sdk/v1/evaluate'); // the reconnect's catch-up fails
