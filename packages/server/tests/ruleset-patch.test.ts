@@ -30,6 +30,13 @@ async function fetchRuleset(server: { url: string }, token: string, etag?: strin
   return { status: answer.status, document: answer.body as RulesetDocument, etag: answer.headers.get('etag')! };
 }
 
+/**
+ * The stream's headers for a client holding `held`: its revision as Last-Event-ID, as a client
+ * that fetched before it opened the stream says (else a stream opened within 10 s of a change
+ * begins with a message of its own, docs/sdk.md).
+ */
+const since = (token: string, held: { document: RulesetDocument }) => ({ ...bearer(token), 'last-event-id': String(held.document.revision) });
+
 /** The ETag the server gives a document's bytes (ruleset.document.ts): equal only when the patched document is the server's byte for byte. */
 const etagOf = (document: RulesetDocument) => `W/"${hash('sha1', JSON.stringify(document), 'base64url')}"`;
 
@@ -93,7 +100,7 @@ describe('the patch in refetchRuleset', () => {
   test('each patch gives the fetched document: adds, rules, variants, segments, prerequisites (format 1 ↔ 2), a re-key, a delete; an old client fetches the same', async () => {
     await newFlag(server, owner, project, { key: 'first', enabled: true });
     const start = await fetchRuleset(server, token);
-    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer(token));
+    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, since(token, start));
     const client = new Follower(stream, start);
     const fresh = () => fetchRuleset(server, token);
     try {
@@ -164,7 +171,7 @@ describe('the patch in refetchRuleset', () => {
 
   test('the patch starts only from the ETag of the document before: a client holding another one finds no match and fetches', async () => {
     const start = await fetchRuleset(server, token);
-    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer(token));
+    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, since(token, start));
     const client = new Follower(stream, start);
     try {
       const flag = await newFlag(server, owner, project, { key: 'c', enabled: true });
@@ -183,7 +190,7 @@ describe('the patch in refetchRuleset', () => {
 
   test('a large change sends no patch (over 16 KiB): the client fetches; the next small change patches from the fetched document', async () => {
     const start = await fetchRuleset(server, token);
-    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, bearer(token));
+    const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, since(token, start));
     const client = new Follower(stream, start);
     try {
       const big = (letter: string) => letter.repeat(7000);
@@ -226,7 +233,7 @@ describe('two instances on PostgreSQL: the patch of the instance a client follow
     // The client fetched from B (a load balancer) and follows A: the ETags hash the bytes, so they match.
     const start = await fetchRuleset(b, token);
     assert.equal((await fetchRuleset(a, token)).etag, start.etag);
-    const stream = await openStream(`${a.url}/sdk/v1/stream?environment=production`, bearer(token));
+    const stream = await openStream(`${a.url}/sdk/v1/stream?environment=production`, since(token, start));
     const client = new Follower(stream, start);
     try {
       await request(b, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: owner.token });

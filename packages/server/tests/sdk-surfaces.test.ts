@@ -110,12 +110,17 @@ describe('GET /sdk/v1/stream', () => {
     assert.equal(missing.body.statusCode, 400);
   });
 
+  /** The project's stored revision, as a client that fetched it names it in Last-Event-ID. */
+  const revisionOf = async (project: TestProject) =>
+    String((await server.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow()).revision);
+
   test('a toggle reaches the stream within 1 s as refetchEvaluation with the revision as id; other projects hear nothing', async () => {
     const project = await newProject(server, user);
     const other = await newProject(server, user, 'other');
     const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
-    const stream = await open('/sdk/v1/stream?environment=production', { authorization: `Bearer ${project.sdk_key}` });
-    const quiet = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': other.sdk_key });
+    // Clients that hold the current revisions: a stream opened without one so soon after a change would begin with a message.
+    const stream = await open('/sdk/v1/stream?environment=production', { authorization: `Bearer ${project.sdk_key}`, 'last-event-id': await revisionOf(project) });
+    const quiet = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': other.sdk_key, 'last-event-id': await revisionOf(other) });
     assert.equal(stream.status, 200);
     assert.match(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
     assert.equal(stream.messages.length, 0);
@@ -132,6 +137,31 @@ describe('GET /sdk/v1/stream', () => {
     assert.match(message!.id ?? '', /^\d+$/);
     assert.match(stream.raw, /^retry: \d+/);
     assert.equal(quiet.messages.length, 0);
+  });
+
+  test('opened without Last-Event-ID within 10 s of a change, a stream begins with a message; later, with the revision it starts from (an id without data)', { timeout: 30_000 }, async () => {
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
+    const toggledAt = Date.now();
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    // A client fetched after the change compiled (so the stream opens on the current view), and
+    // opens its stream after the change's message went out: its first fetch may have come before
+    // the change, so the stream tells it to fetch again.
+    assert.equal((await evaluate(server, project.sdk_key, 'production', {})).body.flags.f?.enabled, true);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const current = await revisionOf(project);
+    const late = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key });
+    await eventually(() => late.messages.length === 1, 'a message at once');
+    assert.equal(late.messages[0]!.id, current);
+    assert.equal(JSON.parse(late.messages[0]!.data).type, 'refetchEvaluation');
+
+    // 10 s after the change: the stream starts with its revision as an id line (an EventSource
+    // sends it back as Last-Event-ID when it reconnects), and no message.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, toggledAt + 10_500 - Date.now())));
+    const quiet = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key });
+    await eventually(() => quiet.raw.includes(`id: ${current}\n\n`), 'the id line');
+    assert.equal(quiet.messages.length, 0);
+    assert.equal(late.messages.length, 1);
   });
 
   test('Last-Event-ID older than the current revision gets a message at once; the current one gets none', async () => {

@@ -48,6 +48,14 @@ export function rulesetMessage(revision: number, etag: string, patch: string | n
  */
 const WRITE_SLICE = 100;
 
+/**
+ * How long after a change a stream that opens without Last-Event-ID is told to refetch at once:
+ * its client's first fetch may have been answered before the change, and the change's message
+ * went out before the stream was there (docs/sdk.md). Longer than an SDK's request timeout (5 s)
+ * plus its stream's opening; a client that fetched before the change and took longer is not covered.
+ */
+export const RECENT_CHANGE_MS = 10_000;
+
 /** A stream's heartbeats are spread over this many ticks of the heartbeat period, so that each tick writes to a slice of the streams, not all at once. */
 const HEARTBEAT_SLICES = 15;
 
@@ -69,6 +77,8 @@ export class StreamHub {
    */
   private readonly sent = new Map<string, Map<string, RulesetAnswer>>();
   private readonly pending = new Map<string, NodeJS.Timeout>();
+  /** When each project last changed, as this instance heard of it; forgotten after RECENT_CHANGE_MS. */
+  private readonly lastChange = new Map<string, number>();
   /** Per project, the change being written to its streams (settled, never rejected): the next one waits for it. */
   private readonly sending = new Map<string, Promise<void>>();
   private closed = false;
@@ -87,7 +97,10 @@ export class StreamHub {
     private readonly log: FastifyBaseLogger,
     private readonly options: StreamHubOptions = { heartbeatMs: 15_000, coalesceMs: 50 },
   ) {
-    this.unsubscribe = cache.onInvalidate((projectId) => this.changed(projectId));
+    this.unsubscribe = cache.onInvalidate((projectId) => {
+      this.lastChange.set(projectId, Date.now());
+      this.changed(projectId);
+    });
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs / HEARTBEAT_SLICES);
     this.heartbeat.unref();
   }
@@ -118,6 +131,12 @@ export class StreamHub {
     slice.add(stream);
     this.sliceOf.set(stream, slice);
     if (!this.cache.holds(openedFrom)) this.changed(stream.projectId);
+  }
+
+  /** Whether the project changed within RECENT_CHANGE_MS. */
+  changedLately(projectId: string): boolean {
+    const at = this.lastChange.get(projectId);
+    return at !== undefined && Date.now() - at < RECENT_CHANGE_MS;
   }
 
   remove(stream: OpenStream): void {
@@ -220,6 +239,10 @@ export class StreamHub {
 
   private beat(): void {
     this.tick = (this.tick + 1) % HEARTBEAT_SLICES;
+    if (this.tick === 0) {
+      const forgotten = Date.now() - RECENT_CHANGE_MS;
+      for (const [projectId, at] of this.lastChange) if (at <= forgotten) this.lastChange.delete(projectId);
+    }
     for (const stream of this.slices[this.tick]!) stream.write(':\n\n');
   }
 }

@@ -133,13 +133,17 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       connection: 'close',
     } as OutgoingHttpHeaders);
     raw.socket?.setNoDelay(true);
-    // Reconnect after 1 s; a client that saw an older revision than the current one refetches at once.
+    // Reconnect after 1 s. A client that saw another revision than the current one refetches at
+    // once; so does one that names none shortly after a change (its first fetch may have been
+    // answered before it, docs/sdk.md). Any other learns the revision it starts from: an id
+    // without data, which an EventSource keeps for its Last-Event-ID when it reconnects.
     raw.write('retry: 1000\n\n');
     const lastEventId = request.headers['last-event-id'];
     const kind = access ? 'ruleset' : 'evaluation';
-    if (typeof lastEventId === 'string' && lastEventId !== String(project.revision)) {
+    const named = typeof lastEventId === 'string';
+    if (named ? lastEventId !== String(project.revision) : hub.changedLately(project.projectId)) {
       raw.write(access ? rulesetMessage(project.revision, rulesetAnswer(compiled, project.revision).etag) : refetchMessage(project.revision));
-    }
+    } else if (!named) raw.write(`id: ${project.revision}\n\n`);
 
     stream = {
       projectId: project.projectId,
