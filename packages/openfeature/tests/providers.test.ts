@@ -190,8 +190,11 @@ describe('OpenFeature against Guidon', () => {
     });
     t.after(() => child.kill());
     const steps = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+    // A step the child never reports (a change it missed) fails here, not at the file's timeout.
     const nextStep = async () => {
-      const { value, done } = await steps.next();
+      let timer: NodeJS.Timeout | undefined;
+      const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the child reported no step within 20 s')), 20_000)));
+      const { value, done } = await Promise.race([steps.next(), silent]).finally(() => clearTimeout(timer));
       assert.ok(!done, 'the child ended early');
       return JSON.parse(value as string);
     };
