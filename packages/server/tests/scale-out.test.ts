@@ -1,13 +1,14 @@
 /**
  * Several instances on one PostgreSQL database (and one Redis): what one instance changes, the
- * others serve within a second; rate limits are shared; Redis going away breaks nothing, for
- * evaluate and for the streams.
+ * others serve (how soon is measured, not asserted: the PostgreSQL pass of npm run bench:burst,
+ * docs/performance.md); rate limits are shared; Redis going away breaks nothing, for evaluate and
+ * for the streams.
  * Runs in the PostgreSQL pass of npm test (scripts/test.mjs).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { evaluate, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { evaluate, eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 import { openStream, type TestStream } from './stream-client.js';
 
@@ -37,16 +38,6 @@ class TestRedis {
     const exited = new Promise((resolve) => this.process?.once('exit', resolve));
     this.process?.kill('SIGKILL');
     await exited;
-  }
-}
-
-/** Polls until check() holds; fails after `withinMs` (the propagation targets of issue 4 are 1 s). */
-async function within(withinMs: number, what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -81,49 +72,49 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
   const served = async (server: TestServer, project: TestProject, key: string) =>
     (await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: clientIp(), body: { environment: 'production', context: { user_id: 'u1' } } })).body.flags?.[key];
 
-  test('a toggle, a rule change and a flag deletion on A are served by B within 1 s', async () => {
+  test('a toggle, a rule change and a flag deletion on A are served by B', async () => {
     const project = await newProject(a, user);
     const flag = await newFlag(a, user, project, { key: 'shared', enabled: false });
     assert.equal((await served(b, project, 'shared'))?.enabled, false); // compiled on B now
 
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
-    await within(1000, 'toggle on B', async () => (await served(b, project, 'shared'))?.enabled === true);
+    await eventually(async () => (await served(b, project, 'shared'))?.enabled === true, 'toggle on B');
 
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'u1' } });
-    await within(1000, 'rule on B', async () => (await served(b, project, 'shared'))?.reason === 'Matched user_id targeting rule');
+    await eventually(async () => (await served(b, project, 'shared'))?.reason === 'Matched user_id targeting rule', 'rule on B');
 
     await request(a, 'DELETE', `${flagsPath(project)}/${flag.id}`, { token: user.token });
-    await within(1000, 'deletion on B', async () => (await served(b, project, 'shared')) === undefined);
+    await eventually(async () => (await served(b, project, 'shared')) === undefined, 'deletion on B');
   });
 
-  test('prerequisites (docs/prerequisites.md): a parent toggled on A changes its dependent on B within 1 s', async () => {
+  test('prerequisites (docs/prerequisites.md): a parent toggled on A changes its dependent on B', async () => {
     const project = await newProject(a, user);
     const parent = await newFlag(a, user, project, { key: 'parent', enabled: true });
     await newFlag(a, user, project, { key: 'child', enabled: true, prerequisites: [{ flag_key: 'parent' }] });
     assert.deepEqual(await served(b, project, 'child'), { enabled: true, reason: 'Flag enabled globally' });
     await request(a, 'POST', `${flagsPath(project)}/${parent.id}/toggle`, { token: user.token });
-    await within(1000, 'the child off on B', async () => (await served(b, project, 'child'))?.reason === 'Prerequisite parent not met');
+    await eventually(async () => (await served(b, project, 'child'))?.reason === 'Prerequisite parent not met', 'the child off on B');
     await request(a, 'POST', `${flagsPath(project)}/${parent.id}/toggle`, { token: user.token });
-    await within(1000, 'the child on again on B', async () => (await served(b, project, 'child'))?.enabled === true);
+    await eventually(async () => (await served(b, project, 'child'))?.enabled === true, 'the child on again on B');
   });
 
-  test('after regenerate-key on A, A rejects the old key at once and B within 1 s', async () => {
+  test('after regenerate-key on A, A rejects the old key at once and B', async () => {
     const project = await newProject(a, user);
     assert.equal((await evaluate(b, project.sdk_key, 'production')).status, 200);
     assert.equal((await evaluate(a, project.sdk_key, 'production')).status, 200);
     const rotated = await request(a, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
     assert.equal((await evaluate(a, project.sdk_key, 'production')).status, 401);
-    await within(1000, 'old key rejected on B', async () => (await evaluate(b, project.sdk_key, 'production')).status === 401);
+    await eventually(async () => (await evaluate(b, project.sdk_key, 'production')).status === 401, 'old key rejected on B');
     assert.equal((await evaluate(b, rotated.body.sdk_key, 'production')).status, 200);
   });
 
-  test('deleting an environment, then the project, on A is seen by B within 1 s', async () => {
+  test('deleting an environment, then the project, on A is seen by B', async () => {
     const project = await newProject(a, user);
     assert.equal((await evaluate(b, project.sdk_key, 'staging')).status, 200);
     await request(a, 'DELETE', `/api/projects/${project.id}/environments/${project.staging}`, { token: user.token });
-    await within(1000, 'environment gone on B', async () => (await evaluate(b, project.sdk_key, 'staging')).status === 404);
+    await eventually(async () => (await evaluate(b, project.sdk_key, 'staging')).status === 404, 'environment gone on B');
     await request(a, 'DELETE', `/api/projects/${project.id}`, { token: user.token });
-    await within(1000, 'project gone on B', async () => (await evaluate(b, project.sdk_key, 'production')).status === 401);
+    await eventually(async () => (await evaluate(b, project.sdk_key, 'production')).status === 401, 'project gone on B');
   });
 
   test('history written by both instances at once loses nothing, and the hourly counts add up', async () => {
@@ -135,7 +126,7 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
     );
     assert.ok((await Promise.all(calls)).every((answer) => answer.status === 200));
     const items = async () => (await request(a, 'GET', `/api/projects/${project.id}/evaluations?limit=500`, { token: user.token })).body.items as { user_id: string }[];
-    await within(5000, 'all 240 history items', async () => (await items()).length === 240);
+    await eventually(async () => (await items()).length === 240, 'all 240 history items');
     assert.equal(new Set((await items()).map((item) => item.user_id)).size, 120);
     const metrics = await request(b, 'GET', `${flagsPath(project)}/${one.id}/metrics?hours=1`, { token: user.token });
     assert.deepEqual(metrics.body.totals, { enabled: 120, disabled: 0 });
@@ -173,7 +164,7 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
         assert.ok(Number(refused.headers.get('retry-after')) >= 1);
       }
       held[0]!.close();
-      await within(2000, 'the place given back on A taken on B', async () => (await open(b)).status === 200);
+      await eventually(async () => (await open(b)).status === 200, 'the place given back on A taken on B');
     } finally {
       for (const stream of streams) stream.close();
     }
@@ -198,17 +189,17 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
       await redis.start();
     }
     // Reconnected, B's subscriber checks revisions and drops what changed meanwhile.
-    await within(10_000, 'the toggle made during the outage on B', async () => (await served(b, project, 'resilient'))?.enabled === true);
+    await eventually(async () => (await served(b, project, 'resilient'))?.enabled === true, 'the toggle made during the outage on B', 20_000);
     const ip = clientIp();
-    await within(10_000, 'rate limiting back with Redis', async () => {
+    await eventually(async () => {
       let status = 200;
       for (let i = 0; i < 201 && status === 200; i++) {
         status = (await request(a, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: ip, body: { environment: 'production' } })).status;
       }
       return status === 429;
-    });
+    }, 'rate limiting back with Redis', 20_000);
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
-    await within(1000, 'toggle on B through pub/sub again', async () => (await served(b, project, 'resilient'))?.enabled === false);
+    await eventually(async () => (await served(b, project, 'resilient'))?.enabled === false, 'toggle on B through pub/sub again');
   });
 
   test('streams: a toggle on A reaches a stream on B by pub/sub, by the revision check while Redis is stopped, by pub/sub again after', async () => {
@@ -232,24 +223,24 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
 
       let seen = [onB.messages.length, onC.messages.length];
       await toggle();
-      await within(1000, 'the toggle on the stream on B (pub/sub)', told(onB, seen[0]!));
-      await within(1000, 'the toggle on the stream on C', told(onC, seen[1]!));
+      await eventually(told(onB, seen[0]!), 'the toggle on the stream on B (pub/sub)');
+      await eventually(told(onC, seen[1]!), 'the toggle on the stream on C');
 
       await redis.stop();
       try {
         seen = [onB.messages.length, onC.messages.length];
         await toggle();
         // Without Redis, C's revision check finds the new revision and tells its stream.
-        await within(3000, 'the toggle on the stream on C without Redis (revision check)', told(onC, seen[1]!));
+        await eventually(told(onC, seen[1]!), 'the toggle on the stream on C without Redis (revision check)');
       } finally {
         await redis.start();
       }
       // B, back on Redis, checks revisions once and tells its stream of the change it missed.
-      await within(10_000, 'the toggle made during the outage on the stream on B', told(onB, seen[0]!));
+      await eventually(told(onB, seen[0]!), 'the toggle made during the outage on the stream on B', 20_000);
       seen = [onB.messages.length, onC.messages.length];
       await toggle();
-      await within(1000, 'a toggle on the stream on B through pub/sub again', told(onB, seen[0]!));
-      await within(1000, 'and on C', told(onC, seen[1]!));
+      await eventually(told(onB, seen[0]!), 'a toggle on the stream on B through pub/sub again');
+      await eventually(told(onC, seen[1]!), 'and on C');
     } finally {
       await c.close();
     }
@@ -272,26 +263,26 @@ describe('two instances on PostgreSQL without Redis', { skip: onPostgres ? false
     await database?.drop();
   });
 
-  test("an import applied on A reaches B's evaluate within 1 s (docs/flags-as-code.md)", async () => {
+  test("an import applied on A reaches B's evaluate (docs/flags-as-code.md)", async () => {
     const owner = await newUser(a, 'importer');
     const project = await newProject(a, owner, 'Imported');
     assert.deepEqual((await evaluate(b, project.sdk_key, 'production')).body.flags, {}, 'B has compiled the project before the import');
     const document = { guidon: 1, environments: [{ key: 'production', name: 'Production' }], flags: [{ key: 'imported', name: 'Imported', environments: { production: { enabled: true } } }] };
     const applied = await request(a, 'POST', `/api/projects/${project.id}/import?dry_run=false`, { token: owner.token, body: document });
     assert.equal(applied.status, 200, applied.text);
-    await within(1000, 'the imported flag on B', async () => (await evaluate(b, project.sdk_key, 'production')).body.flags?.imported?.enabled === true);
+    await eventually(async () => (await evaluate(b, project.sdk_key, 'production')).body.flags?.imported?.enabled === true, 'the imported flag on B');
   });
 
-  test('LISTEN/NOTIFY carries a toggle and a key rotation from A to B within 1 s', async () => {
+  test('LISTEN/NOTIFY carries a toggle and a key rotation from A to B', async () => {
     const user = await newUser(a);
     const project = await newProject(a, user);
     const flag = await newFlag(a, user, project, { key: 'notified', enabled: false });
     const servedByB = async () => (await evaluate(b, project.sdk_key, 'production')).body.flags?.notified?.enabled;
     assert.equal(await servedByB(), false);
     await request(a, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
-    await within(1000, 'toggle on B', async () => (await servedByB()) === true);
+    await eventually(async () => (await servedByB()) === true, 'toggle on B');
     await request(a, 'POST', `/api/projects/${project.id}/regenerate-key`, { token: user.token });
-    await within(1000, 'old key rejected on B', async () => (await evaluate(b, project.sdk_key, 'production')).status === 401);
+    await eventually(async () => (await evaluate(b, project.sdk_key, 'production')).status === 401, 'old key rejected on B');
   });
 
   test('the revision check catches a change whose notification never came', async () => {
@@ -304,7 +295,7 @@ describe('two instances on PostgreSQL without Redis', { skip: onPostgres ? false
       // Written straight to the database, as if the notification were lost: only the revision moves.
       await a.database.db.updateTable('flags').set({ enabled: true }).where('id', '=', flag.id).execute();
       await a.database.db.updateTable('projects').set((eb) => ({ revision: eb('revision', '+', 1) })).where('id', '=', project.id).execute();
-      await within(2000, 'C reloads after its revision check', async () => (await evaluate(c, project.sdk_key, 'production')).body.flags.quiet?.enabled === true);
+      await eventually(async () => (await evaluate(c, project.sdk_key, 'production')).body.flags.quiet?.enabled === true, 'C reloads after its revision check');
     } finally {
       await c.close();
     }
