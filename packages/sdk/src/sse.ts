@@ -10,13 +10,20 @@ export interface SseMessage {
  * global EventSource) and in browsers. Calls onMessage per message and onActivity for every chunk
  * (heartbeat comments included); resolves when the body ends, rejects when reading fails.
  */
-export async function readSse(body: ReadableStream<Uint8Array>, onMessage: (message: SseMessage) => void, onActivity: () => void): Promise<void> {
+export async function readSse(
+  body: ReadableStream<Uint8Array>,
+  onMessage: (message: SseMessage) => void,
+  onActivity: () => void,
+  /** The last event id, at the end of each block that set one: also a block without data (no message), which a server may send to say where the stream starts. */
+  onLastEventId: (id: string) => void = () => undefined,
+): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
   let event = '';
   let data: string[] = [];
   let id: string | undefined;
+  let idSet = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -32,6 +39,8 @@ export async function readSse(body: ReadableStream<Uint8Array>, onMessage: (mess
         const line = buffer.slice(consumed, newline.index);
         consumed = newline.index + newline[0].length;
         if (line === '') {
+          if (idSet) onLastEventId(id!);
+          idSet = false;
           if (data.length > 0) onMessage({ event: event || 'message', data: data.join('\n'), id });
           event = '';
           data = [];
@@ -44,7 +53,10 @@ export async function readSse(body: ReadableStream<Uint8Array>, onMessage: (mess
         if (value.startsWith(' ')) value = value.slice(1);
         if (field === 'data') data.push(value);
         else if (field === 'event') event = value;
-        else if (field === 'id' && !value.includes('\0')) id = value;
+        else if (field === 'id' && !value.includes('\0')) {
+          id = value;
+          idSet = true;
+        }
       }
       buffer = buffer.slice(consumed);
     }

@@ -300,10 +300,11 @@ export class Follower {
         await readSse(
           body,
           (message) => {
-            if (message.id !== undefined) this.lastEventId = message.id;
             if (message.event === 'message' && message.data.includes(this.options.refetch) && !this.handles(message.data)) this.changed();
           },
           rearm,
+          // The revision of each message, or the one the stream started from: sent back when it reconnects.
+          (id) => (this.lastEventId = id),
         );
         error = new GuidonError('The stream ended', 'stream');
       } catch (caught) {

@@ -309,6 +309,28 @@ describe('@guidon/sdk against a running Guidon', () => {
     await eventually(() => events.join() === 'ready,stale,ready', 'ready after the catch-up was tried again');
   });
 
+  test('a stream that starts from a revision (an id line without data) is reopened with it as Last-Event-ID', { timeout: 30_000 }, async (t) => {
+    // 10 s after the project's last change a stream opens with an id line, not a message (docs/sdk.md).
+    await toggle();
+    const changedAt = Date.now();
+    const stored = await server.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, changedAt + 10_500 - Date.now())));
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    const sent: (string | null)[] = [];
+    const noting: typeof fetch = async (input, init) => {
+      if (String(input).includes('/sdk/v1/stream')) sent.push(new Headers(init?.headers).get('last-event-id'));
+      return fetch(input, init);
+    };
+    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000, fetch: noting }));
+    assert.equal(await remote.ready(), true);
+    await eventually(() => sent.length === 1, 'the stream open');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // its first bytes read
+    proxy.cutStreams();
+    await eventually(() => sent.length === 2, 'the stream opened again');
+    assert.deepEqual(sent, [null, String(stored.revision)]);
+  });
+
   test('a process that never calls close() still ends: no timer of the SDK holds it', async (t) => {
     const child = spawn(process.execPath, [new URL('./exit-child.js', import.meta.url).pathname, server.url, project.sdk_key], { stdio: ['ignore', 'pipe', 'inherit'] });
     t.after(() => child.kill());

@@ -32,6 +32,17 @@ describe('readSse', () => {
     assert.deepEqual(await parse([...text]), expected, 'one character per chunk');
   });
 
+  test('an id without data dispatches no message but sets the last event id, as a message\'s id does', async () => {
+    const ids: string[] = [];
+    const messages: SseMessage[] = [];
+    await readSse(bodyOf(['retry: 1000\n\nid: 41\n\n: heartbeat\n\nid: 42\ndata: x\n\ndata: y\n\n']), (message) => messages.push(message), () => undefined, (id) => ids.push(id));
+    assert.deepEqual(messages, [
+      { event: 'message', data: 'x', id: '42' },
+      { event: 'message', data: 'y', id: '42' },
+    ]);
+    assert.deepEqual(ids, ['41', '42'], 'once per block that names one');
+  });
+
   test('multi-byte characters split between chunks survive', async () => {
     const bytes = new TextEncoder().encode('data: é ✓\n\n');
     const body = new ReadableStream<Uint8Array>({

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { openStream, type TestStream } from './stream-client.js';
+import { createTestDatabase } from './test-database.js';
 
 const ofrep = (server: TestServer, sdkKey: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
   request(server, 'POST', `/ofrep/v1/evaluate/flags${path}`, { headers: { 'x-sdk-key': sdkKey, ...headers }, body });
@@ -152,6 +153,26 @@ describe('GET /sdk/v1/stream', () => {
     await eventually(() => quiet.raw.includes(`id: ${current}\n\n`), 'the id line');
     assert.equal(quiet.messages.length, 0);
     assert.equal(late.messages.length, 1);
+  });
+
+  test('an instance in its first 10 s counts every project as just changed: a change made before it started is not known to it', async () => {
+    const database = await createTestDatabase();
+    const before = await startServer({}, { database });
+    const owner = await newUser(before);
+    const project = await newProject(before, owner);
+    await newFlag(before, owner, project, { key: 'f', enabled: true });
+    await before.close();
+    const after = await startServer({}, { database });
+    try {
+      assert.equal((await evaluate(after, project.sdk_key, 'production', {})).body.flags.f?.enabled, true); // compiled: the stream opens on the current view
+      const stream = await openStream(`${after.url}/sdk/v1/stream?environment=production`, { 'x-sdk-key': project.sdk_key });
+      streams.push(stream);
+      await eventually(() => stream.messages.length === 1, 'a message at once');
+      assert.equal(JSON.parse(stream.messages[0]!.data).type, 'refetchEvaluation');
+    } finally {
+      await after.close();
+      await database.drop();
+    }
   });
 
   test('Last-Event-ID older than the current revision gets a message at once; the current one gets none', async () => {

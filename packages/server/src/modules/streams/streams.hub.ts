@@ -54,7 +54,7 @@ const WRITE_SLICE = 100;
  * went out before the stream was there (docs/sdk.md). Longer than an SDK's request timeout (5 s)
  * plus its stream's opening; a client that fetched before the change and took longer is not covered.
  */
-export const RECENT_CHANGE_MS = 10_000;
+const RECENT_CHANGE_MS = 10_000;
 
 /** A stream's heartbeats are spread over this many ticks of the heartbeat period, so that each tick writes to a slice of the streams, not all at once. */
 const HEARTBEAT_SLICES = 15;
@@ -79,6 +79,7 @@ export class StreamHub {
   private readonly pending = new Map<string, NodeJS.Timeout>();
   /** When each project last changed, as this instance heard of it; forgotten after RECENT_CHANGE_MS. */
   private readonly lastChange = new Map<string, number>();
+  private readonly startedAt = Date.now();
   /** Per project, the change being written to its streams (settled, never rejected): the next one waits for it. */
   private readonly sending = new Map<string, Promise<void>>();
   private closed = false;
@@ -133,10 +134,12 @@ export class StreamHub {
     if (!this.cache.holds(openedFrom)) this.changed(stream.projectId);
   }
 
-  /** Whether the project changed within RECENT_CHANGE_MS. */
+  /**
+   * Whether the project changed within RECENT_CHANGE_MS; in the first RECENT_CHANGE_MS of this
+   * instance, every project may have (a change made just before it started is not known here).
+   */
   changedLately(projectId: string): boolean {
-    const at = this.lastChange.get(projectId);
-    return at !== undefined && Date.now() - at < RECENT_CHANGE_MS;
+    return Date.now() - (this.lastChange.get(projectId) ?? this.startedAt) < RECENT_CHANGE_MS;
   }
 
   remove(stream: OpenStream): void {
