@@ -64,7 +64,7 @@ export function EnvironmentsPage() {
                       {env.approvals_required > 0 && !can('owner') && <span className="badge role">needs {env.approvals_required === 1 ? '1 approval' : `${env.approvals_required} approvals`}</span>}
                     </div>
                     {can('owner') && (
-                      <div className="row-actions">
+                      <div className="row-actions approvals">
                         <label htmlFor={`approvals-${env.id}`}>
                           Approvals needed<span className="visually-hidden"> for changes to {env.name}</span>
                         </label>
