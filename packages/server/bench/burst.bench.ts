@@ -24,6 +24,7 @@
  * opening the streams gives its memory per stream. BENCH_BASE_MAIN_JS=<another build's main.js>
  * runs that build first, the same way, in the same run. BENCH_CLIENT_NICE=19 runs the clients
  * at the lowest priority: how the server does when 10,000 clients do not take its CPUs.
+ * BENCH_EVALUATE_DIRECT=1 (PostgreSQL) sends the evaluate load to the first instance, not nginx.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -46,6 +47,8 @@ const TOGGLES = Number(process.env.BENCH_TOGGLES ?? 3);
 const EVALUATE_RPS = Number(process.env.BENCH_EVALUATE_RPS ?? 4000);
 const QUIET_SECONDS = Number(process.env.BENCH_QUIET_SECONDS ?? 16);
 const ON_POSTGRES = process.env.BENCH_DATABASE === 'postgres';
+/** BENCH_EVALUATE_DIRECT=1: on PostgreSQL, the paced evaluate load goes to the first instance, not through nginx (to see what the proxy adds). */
+const EVALUATE_DIRECT = ON_POSTGRES && process.env.BENCH_EVALUATE_DIRECT === '1';
 const POSTGRES_URL = process.env.GUIDON_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const here = fileURLToPath(import.meta.url);
 const now = () => performance.timeOrigin + performance.now();
@@ -312,6 +315,8 @@ function load(loader: ChildProcess, target: Target, seconds: number): Promise<{ 
 
 interface Server {
   target: Target;
+  /** Where the paced evaluate load goes: `target`, or the first instance (BENCH_EVALUATE_DIRECT). */
+  evaluateTarget: Target;
   pids: number[];
   toggle: () => Promise<void>;
   stop: () => Promise<void>;
@@ -384,8 +389,10 @@ async function startServer(mainJs: string, dir: string): Promise<Server> {
   const { token } = await call(url, 'POST', '/api/tokens', login, { name: 'burst', project_id: project.id });
   const flags = await call(url, 'GET', `/api/projects/${project.id}/environments/${production.id}/flags`, login);
   const flag = (flags.items ?? flags)[0];
+  const target = { host: '127.0.0.1', port, token, sdkKey: project.sdk_key };
   return {
-    target: { host: '127.0.0.1', port, token, sdkKey: project.sdk_key },
+    target,
+    evaluateTarget: EVALUATE_DIRECT ? { ...target, port: ports[0]! } : target,
     pids: children.filter((each) => each !== children.at(-1) || !ON_POSTGRES).map((each) => each.pid!),
     toggle: async () => void (await call(url, 'POST', `/api/projects/${project.id}/environments/${production.id}/flags/${flag.id}/toggle`, login)),
     stop: async () => {
@@ -430,7 +437,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
     const serverCpu = () => server.pids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0);
     const quietCpu = serverCpu();
     const quietStart = performance.now();
-    const quiet = await load(loader, server.target, QUIET_SECONDS);
+    const quiet = await load(loader, server.evaluateTarget, QUIET_SECONDS);
     // The server's open files, sampled every 100 ms: the burst's connections come on top of the streams (ulimit -n).
     const fileCounts: number[] = [];
     const sampler = setInterval(() => fileCounts.push(server.pids.reduce((sum, pid) => sum + openFiles(pid), 0)), 100);
@@ -441,7 +448,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
     for (let round = 0; round <= TOGGLES; round++) {
       for (const each of clients) each.send({ type: 'arm' } satisfies ToClients);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const during = load(loader, server.target, 4);
+      const during = load(loader, server.evaluateTarget, 4);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const cpuBefore = serverCpu();
       const toggledAt = now();
@@ -508,7 +515,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
 async function main(): Promise<void> {
   const builds = [...(process.env.BENCH_BASE_MAIN_JS ? [['base', process.env.BENCH_BASE_MAIN_JS]] : []), ['this build', join(dirname(here), '..', 'src', 'main.js')]] as const;
   const before = cpuJiffies();
-  console.log(`burst bench: ${CLIENTS} clients in ${PROCESSES} processes${CLIENT_NICE === 0 ? '' : ` at nice ${CLIENT_NICE}`}, ${FLAGS} flags, ${ON_POSTGRES ? 'two instances on PostgreSQL behind nginx' : 'one instance on SQLite'}, evaluate paced at ${EVALUATE_RPS}/s; load average ${loadAverage()}; open-file limit ${readFileSync('/proc/self/limits', 'utf8').match(/Max open files\s+(\d+)\s+(\d+)/)?.slice(1).join(' / ')}; somaxconn ${readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim()}`);
+  console.log(`burst bench: ${CLIENTS} clients in ${PROCESSES} processes${CLIENT_NICE === 0 ? '' : ` at nice ${CLIENT_NICE}`}, ${FLAGS} flags, ${ON_POSTGRES ? 'two instances on PostgreSQL behind nginx' : 'one instance on SQLite'}, evaluate paced at ${EVALUATE_RPS}/s${EVALUATE_DIRECT ? ' to the first instance directly' : ''}; load average ${loadAverage()}; open-file limit ${readFileSync('/proc/self/limits', 'utf8').match(/Max open files\s+(\d+)\s+(\d+)/)?.slice(1).join(' / ')}; somaxconn ${readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim()}`);
   const results: Result[] = [];
   for (const [build, mainJs] of builds) results.push(await measure(build, mainJs));
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
