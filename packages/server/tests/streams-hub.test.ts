@@ -49,6 +49,28 @@ describe('StreamHub', () => {
     assert.equal(hub.size, 1);
   });
 
+  test('a quiet project\'s change is sent at once; one that follows within the window waits for its end', async (t) => {
+    const server = await startServer();
+    t.after(() => server.close());
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    const cache = new EvaluateCache(server.database.db, new ChangeFeed(null, server.app.log), server.app.log);
+    // A window longer than the test: a message that waited for it would never come.
+    const hub = new StreamHub(server.database.db, cache, server.app.log, { heartbeatMs: 60_000, coalesceMs: 60_000 });
+    t.after(() => hub.close());
+    const compiled = await cache.project(project.sdk_key);
+    assert.ok(compiled);
+    const written: string[] = [];
+    hub.add({ projectId: project.id, environment: 'production', keyHash: sdkKeyHash(project.sdk_key), write: (chunk) => void written.push(chunk), close: () => undefined }, compiled);
+    const messages = () => written.filter((chunk) => chunk.includes('refetchEvaluation')).length;
+
+    cache.invalidateProject(project.id);
+    await eventually(() => messages() === 1, 'the first change, without waiting for the window');
+    cache.invalidateProject(project.id);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(messages(), 1, 'the next change waits for the window: a burst of writes makes at most two messages');
+  });
+
   test('a stream opened while a key rotation commits is checked at once and closed (docs/sdk.md)', async (t) => {
     const { server, user, project, cache, hub } = await hubOnItsOwn(t, { heartbeatMs: 60_000, coalesceMs: 10 });
     // The stream was authorized against the project compiled under the old key…

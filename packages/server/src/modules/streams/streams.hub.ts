@@ -21,7 +21,10 @@ export interface OpenStream {
 export interface StreamHubOptions {
   /** A comment line this often keeps proxies and load balancers from closing idle streams (docs/sdk.md: 15 s). */
   heartbeatMs: number;
-  /** Changes within this window after the first are sent as one message. */
+  /**
+   * A project's first change after a quiet spell is sent at once; the changes that follow it
+   * within this window wait for its end and are sent as one message.
+   */
   coalesceMs: number;
 }
 
@@ -80,6 +83,8 @@ export class StreamHub {
   /** When each project last changed, as this instance heard of it; forgotten after RECENT_CHANGE_MS. */
   private readonly lastChange = new Map<string, number>();
   private readonly startedAt = Date.now();
+  /** Per project, when its last change went out to be sent: within the window after, the next one waits. */
+  private readonly lastSentAt = new Map<string, number>();
   /** Per project, the change being written to its streams (settled, never rejected): the next one waits for it. */
   private readonly sending = new Map<string, Promise<void>>();
   private closed = false;
@@ -148,6 +153,7 @@ export class StreamHub {
     if (streams.size === 0) {
       this.byProject.delete(stream.projectId);
       this.sent.delete(stream.projectId);
+      this.lastSentAt.delete(stream.projectId);
     }
     this.sliceOf.get(stream)?.delete(stream);
     this.sliceOf.delete(stream);
@@ -167,16 +173,19 @@ export class StreamHub {
     for (const streams of [...this.byProject.values()]) for (const stream of [...streams]) stream.close(1000 + Math.floor(Math.random() * 2000));
     this.byProject.clear();
     this.sent.clear();
+    this.lastSentAt.clear();
     for (const slice of this.slices) slice.clear();
     this.sliceOf.clear();
   }
 
   private changed(projectId: string): void {
     if (!this.byProject.has(projectId) || this.pending.has(projectId)) return;
+    const sinceLast = Date.now() - (this.lastSentAt.get(projectId) ?? -Infinity);
     this.pending.set(
       projectId,
       setTimeout(() => {
         this.pending.delete(projectId);
+        this.lastSentAt.set(projectId, Date.now());
         // After the project's previous change is written to every stream: each stream gets the changes in order.
         const run = (this.sending.get(projectId) ?? Promise.resolve()).then(() => this.refresh(projectId));
         const settled = run.then(
@@ -197,7 +206,7 @@ export class StreamHub {
             setTimeout(() => this.changed(projectId), 1000).unref();
           },
         );
-      }, this.options.coalesceMs),
+      }, Math.max(0, this.options.coalesceMs - sinceLast)),
     );
   }
 
