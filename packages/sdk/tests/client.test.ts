@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { createClient, REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, type ClientOptions, type GuidonClient, type GuidonError } from '@guidon/sdk';
-import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, storedRevision, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { createTestDatabase, onPostgres } from '@guidon/server/dist/tests/test-database.js';
 import { startCuttingProxy } from '@guidon/server/dist/tests/cutting-proxy.js';
 
@@ -313,7 +313,7 @@ describe('@guidon/sdk against a running Guidon', () => {
     // 10 s after the project's last change a stream opens with an id line, not a message (docs/sdk.md).
     await toggle();
     const changedAt = Date.now();
-    const stored = await server.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow();
+    const stored = await storedRevision(server, project.id);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, changedAt + 10_500 - Date.now())));
     const proxy = await startCuttingProxy(server.url);
     t.after(() => proxy.close());
@@ -328,7 +328,7 @@ describe('@guidon/sdk against a running Guidon', () => {
     await new Promise((resolve) => setTimeout(resolve, 200)); // its first bytes read
     proxy.cutStreams();
     await eventually(() => sent.length === 2, 'the stream opened again');
-    assert.deepEqual(sent, [null, String(stored.revision)]);
+    assert.deepEqual(sent, [null, String(stored)]);
   });
 
   test('a process that never calls close() still ends: no timer of the SDK holds it', async (t) => {

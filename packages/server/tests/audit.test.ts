@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addMember, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { addMember, newProject, newUser, request, startServer, storedRevision, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 describe('audit log', () => {
   let server: TestServer;
@@ -177,7 +177,7 @@ describe('audit log', () => {
     const flags = `${p()}/environments/${project.production}/flags`;
     const flag = (await request(server, 'POST', flags, { token: editor.token, body: { name: 'Same', key: 'same', rollout_percentage: 10 } })).body;
     const events = (await allEvents()).length;
-    const revision = async () => Number((await server.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow()).revision);
+    const revision = () => storedRevision(server, project.id);
     const revisionBefore = await revision();
 
     assert.equal((await request(server, 'PUT', `${flags}/${flag.id}`, { token: editor.token, body: { name: 'Same', rollout_percentage: 10 } })).status, 200);

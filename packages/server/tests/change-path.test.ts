@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, storedRevision, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 
 describe('the change path', () => {
@@ -30,7 +30,7 @@ describe('the change path', () => {
     await database?.drop();
   });
 
-  const revision = async () => Number((await a.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow()).revision);
+  const revision = () => storedRevision(a, project.id);
   const servedOnB = async (key: string) => (await evaluate(b, project.sdk_key, 'production', { user_id: 'u1' })).body.flags?.[key];
 
   test('every committed write on one instance is served by the other, notifications off', async () => {

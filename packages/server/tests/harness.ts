@@ -211,6 +211,11 @@ export async function evaluate(server: { url: string }, sdkKey: string, environm
   });
 }
 
+/** The project's revision as stored (what a stream's ids and a ruleset's `revision` name). */
+export async function storedRevision(server: Pick<TestServer, 'database'>, projectId: string): Promise<number> {
+  return Number((await server.database.db.selectFrom('projects').select('revision').where('id', '=', projectId).executeTakeFirstOrThrow()).revision);
+}
+
 /** Polls until check() holds (history, emails and other instances arrive a little later); fails after timeoutMs. */
 export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

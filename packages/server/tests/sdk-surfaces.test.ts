@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
+import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, storedRevision, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { openStream, type TestStream } from './stream-client.js';
 import { createTestDatabase } from './test-database.js';
 
@@ -103,8 +103,7 @@ describe('GET /sdk/v1/stream', () => {
   });
 
   /** The project's stored revision, as a client that fetched it names it in Last-Event-ID. */
-  const revisionOf = async (project: TestProject) =>
-    String((await server.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow()).revision);
+  const revisionOf = async (project: TestProject) => String(await storedRevision(server, project.id));
 
   test('a toggle reaches the stream as refetchEvaluation with the revision as id; other projects hear nothing', async () => {
     const project = await newProject(server, user);
@@ -182,8 +181,7 @@ describe('GET /sdk/v1/stream', () => {
     await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
     // The stored revision after the toggle; a first message may carry the one compiled just before
     // the bump, and the revision check then sends the stored one.
-    const stored = await server.database.db.selectFrom('projects').select('revision').where('id', '=', project.id).executeTakeFirstOrThrow();
-    const current = String(stored.revision);
+    const current = await revisionOf(project);
     await eventually(() => first.messages.at(-1)?.id === current, 'a message with the stored revision');
 
     const upToDate = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key, 'last-event-id': current });
