@@ -79,12 +79,22 @@ class SharedSets {
   /** Per condition id, 1 when it lists `lastValue` (read in ConditionTable.all's loop). */
   listed = new Uint8Array(16);
   lastValue: string | undefined;
-  private lastIds: readonly number[] = [];
+  /** The conditions that list `lastValue`. */
+  lastIds: readonly number[] = [];
+  /** Per condition id, the flags gated by it (ConditionTable.gate). */
+  readonly gated: number[][] = [];
+
+  constructor(
+    /** The attribute's slot in the table, and whether its values are compared lower-cased. */
+    readonly slot: number,
+    readonly folded: boolean,
+  ) {}
 
   /** A new condition's id, listing its values. */
   add(values: readonly string[]): number {
     const id = this.count++;
     if (id >= this.listed.length) this.listed = doubled(this.listed);
+    this.gated.push([]);
     for (const value of values) {
       const ids = this.index.get(value);
       if (ids === undefined) this.index.set(value, [id]);
@@ -131,6 +141,8 @@ export class ConditionTable implements Build {
   /** Bits: 1 NOT_IN (listed → false, missing → true), 2 negate, 4 case_insensitive. */
   private readonly inFlags: number[] = [];
   private readonly sets = new Map<string, SharedSets>();
+  /** The shared sets that gate some flag (gate), each once. */
+  private readonly gatedSets: SharedSets[] = [];
   /** Attribute values read for the current context, by slot (read once however many conditions name the attribute). */
   private readonly slots = new Map<string, number>();
   private readonly readers: Reader[] = [];
@@ -184,6 +196,48 @@ export class ConditionTable implements Build {
     return true;
   }
 
+  /**
+   * The condition of `ids` that a rule cannot match without and that is answered from a shared
+   * set: an IN (not NOT_IN, not negated) condition's id, or -1. A flag whose every rule has one is
+   * gated: it is evaluated only for a context whose value one of its gates lists (gatedFlags).
+   */
+  gateOf(ids: Int32Array): number {
+    for (const id of ids) if (this.inSlot[id]! >= 0 && (this.inFlags[id]! & 3) === 0) return id;
+    return -1;
+  }
+
+  /** Gates a flag by a condition of gateOf; 1 when the flag was not already gated by it, else 0 (the room gatedFlags needs). */
+  gate(id: number, flag: number): number {
+    const sets = this.inSets[id]!;
+    if (!this.gatedSets.includes(sets)) this.gatedSets.push(sets);
+    const flags = sets.gated[this.inSetIds[id]!]!;
+    if (flags[flags.length - 1] === flag) return 0;
+    flags.push(flag);
+    return 1;
+  }
+
+  /**
+   * The gated flags that one of their gates lets through for the context (the scratch's), into
+   * `out`, their count: one map read per gated attribute, whatever the number of flags. A flag
+   * gated by several conditions may be there more than once.
+   */
+  gatedFlags(ctx: EvaluationContext, out: Int32Array): number {
+    const turn = this.scratch.turn;
+    let count = 0;
+    for (const sets of this.gatedSets) {
+      const slot = sets.slot;
+      let value = this.slotStamps[slot] === turn ? this.slotValues[slot] : this.read(slot, ctx);
+      if (value === undefined) continue; // IN does not hold for a missing attribute
+      if (sets.folded) value = this.scratch.lowerCase.get(value);
+      if (value !== sets.lastValue) sets.look(value);
+      for (const id of sets.lastIds) {
+        const flags = sets.gated[id]!;
+        for (let i = 0; i < flags.length; i++) out[count++] = flags[i]!;
+      }
+    }
+    return count;
+  }
+
   /** A segment by key (Build.segment): an unknown key (deleted meanwhile) matches nobody. */
   segment(key: string): Matcher {
     let matcher = this.segments.get(key);
@@ -230,8 +284,8 @@ export class ConditionTable implements Build {
       const folded = case_insensitive === true;
       const key = `${folded ? 'i' : ''}\u0000${attribute ?? ''}`;
       let shared = this.sets.get(key);
-      if (shared === undefined) this.sets.set(key, (shared = new SharedSets()));
-      this.inSlot[id] = this.slotOf(attribute ?? '');
+      if (shared === undefined) this.sets.set(key, (shared = new SharedSets(this.slotOf(attribute ?? ''), folded)));
+      this.inSlot[id] = shared.slot;
       this.inSets[id] = shared;
       this.inSetIds[id] = shared.add(readValues(condition, this.patterns).values as string[]);
       this.inFlags[id] = (spec.whenMissing ? 1 : 0) | (negate === true ? 2 : 0) | (folded ? 4 : 0);

@@ -87,7 +87,13 @@ class FlagSet implements CompiledFlagSet {
   private readonly weightsOnly: Uint32Array;
   /** The other flags whose answer may differ per context when no seed rule names it: rules tried in order, a rollout with variants. */
   private readonly varying: Uint32Array;
-  /** 1 for a flag of rolloutOnly or weightsOnly, 2 of varying (the pipeline has run for it, a seed rule or not). */
+  /**
+   * Where the gated flags (ConditionTable.gateOf: every rule needs an IN condition's value, and
+   * no rule serving leaves the base answer) that a context's values let through are written: only
+   * they run the pipeline, the others keep their base answer.
+   */
+  private readonly gatedCandidates: Int32Array;
+  /** 1 for a flag of rolloutOnly or weightsOnly, 2 of varying or gated (the pipeline has run for it, a seed rule or not). */
   private readonly isVarying: Uint8Array;
   private readonly isSplit: Uint8Array;
   /** The enabled flags with prerequisites, parents before children: evaluated last, once their parents are answered. */
@@ -138,10 +144,18 @@ class FlagSet implements CompiledFlagSet {
     const seedsOnly = (flag: CompiledFlag) => flag.ordered === null;
     this.rolloutOnly = indexes((flag) => seedsOnly(flag) && flag.variants === null && flag.everyoneElse < 0);
     this.weightsOnly = indexes((flag, index) => seedsOnly(flag) && this.isSplit[index] === 1 && flag.everyoneElse >= 0 && ENABLED[flag.everyoneElse] === 1);
-    this.varying = indexes((flag) => flag.ordered !== null || (flag.variants !== null && flag.everyoneElse < 0));
+    const gated = indexes((flag, index) => this.gatable(flag, index));
+    const isGated = new Uint8Array(this.size);
+    let gates = 0;
+    for (const index of gated) {
+      isGated[index] = 1;
+      for (const rule of this.flags[index]!.ordered!) gates += this.table.gate(this.table.gateOf(rule.conditions!), index);
+    }
+    this.gatedCandidates = new Int32Array(gates);
+    this.varying = indexes((flag, index) => isGated[index] === 0 && (flag.ordered !== null || (flag.variants !== null && flag.everyoneElse < 0)));
     this.isVarying = new Uint8Array(this.size);
     for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = 1;
-    for (const index of this.varying) this.isVarying[index] = 2;
+    for (const index of [...this.varying, ...gated]) this.isVarying[index] = 2;
     for (const index of this.dependents) this.isVarying[index] = 2;
     this.variants = Object.freeze(defs.map((def, index) => (this.flags[index]!.variants === null ? null : Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))))));
   }
@@ -183,6 +197,17 @@ class FlagSet implements CompiledFlagSet {
       codes[index] = packed & 255;
       if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1; // 0 (none) - 1 wraps to NO_VARIANT
       if (packed >= RULE_UNIT) served = true;
+    }
+    const { gatedCandidates } = this;
+    if (gatedCandidates.length > 0) {
+      const count = this.table.gatedFlags(ctx, gatedCandidates);
+      for (let i = 0; i < count; i++) {
+        const index = gatedCandidates[i]!;
+        const packed = this.answerOf(index, ctx);
+        codes[index] = packed & 255;
+        if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1;
+        if (packed >= RULE_UNIT) served = true;
+      }
     }
     // A flag whose only way to differ is a seed rule: evaluated when one names the context.
     const { seeds } = this;
@@ -285,6 +310,17 @@ class FlagSet implements CompiledFlagSet {
     let code = flag.everyoneElse;
     if (code < 0) code = this.rolloutCode(flag, bucket >= 0 ? bucket : this.scratch.hash(flag.bucketPrefix) % 100);
     return this.withVariant(flag, code, -1);
+  }
+
+  /**
+   * Whether a flag (enabled, without prerequisites) is gated: its rules are tried in order, each
+   * has a gate (ConditionTable.gateOf), and when none serves its answer is its base one (a fixed
+   * everyone-else code, and a variant the weights do not choose).
+   */
+  private gatable(flag: CompiledFlag, index: number): boolean {
+    if (flag.ordered === null || flag.everyoneElse < 0) return false;
+    if (this.isSplit[index] === 1 && ENABLED[flag.everyoneElse] === 1) return false;
+    return flag.ordered.every((rule) => rule.conditions !== null && this.table.gateOf(rule.conditions) >= 0);
   }
 
   /** Stage 4's rollout: in when the context's bucket is below the flag's percentage. */

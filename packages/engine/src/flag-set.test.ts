@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OUTCOMES, RULE_TYPES, compileFlagSet, murmur3_x86_32, normalizeEmailDomain } from './index.js';
-import type { EvaluationContext, FlagDefinition, RuleDefinition } from './index.js';
+import { OUTCOMES, RULE_TYPES, codeOf, compileFlagSet, murmur3_x86_32, normalizeEmailDomain, variantOf } from './index.js';
+import type { Condition, EvaluationContext, FlagDefinition, RuleDefinition } from './index.js';
 
 /**
  * docs/api.md read literally, with nothing compiled: the first enabled rule (in the given order)
@@ -161,4 +161,62 @@ test('with prerequisites (chains in any order of the set, state off, missing par
     }
   }
   assert.ok(unmet > 1000, `${unmet} unmet prerequisites seen`);
+});
+
+test('flags gated by an IN condition answer as when evaluated alone: rules listed or not, several gates, variants, rollouts', () => {
+  // Flags whose every rule needs an IN condition's value run only when a gate lists the context's
+  // value (ConditionTable.gateOf); the others keep their base answer. evaluateFlag takes no gate.
+  const PLANS = ['free', 'Pro', 'pro', 'team', 'enterprise', ''];
+  const CUSTOMERS = Array.from({ length: 12 }, (_, k) => `c-${k}`);
+  let gatedRuns = 0;
+  for (let seed = 1; seed <= 300; seed++) {
+    const { next, pick } = random(seed);
+    const some = (pool: readonly string[]) => pool.filter(() => next() < 0.3);
+    const gate = (): Condition => {
+      const attribute = pick(['plan', 'customer', 'customer']);
+      const values = some(attribute === 'plan' ? PLANS : CUSTOMERS);
+      return { attribute, operator: pick(['IN', 'IN', 'IN', 'NOT_IN']), values: values.length > 0 ? values : ['c-0'], ...(next() < 0.2 ? { negate: true } : {}), ...(next() < 0.3 ? { case_insensitive: true } : {}) };
+    };
+    const other = (): Condition => pick<Condition>([{ attribute: 'version', operator: 'SEMVER_GTE', values: ['2.0.0'] }, { attribute: 'plan', operator: 'STR_STARTS_WITH', values: ['p'] }, gate()]);
+    const flags: FlagDefinition[] = [];
+    const count = 1 + Math.floor(next() * 30);
+    for (let i = 0; i < count; i++) {
+      const rules: RuleDefinition[] = Array.from({ length: Math.floor(next() * 4) }, () => ({
+        type: 'conditions' as const,
+        value: '',
+        enabled: next() < 0.9,
+        conditions: next() < 0.5 ? [gate()] : [other(), gate()],
+        ...(next() < 0.2 ? { rolloutPercentage: pick([0, 30, 100]) } : {}),
+        ...(next() < 0.2 ? { serve: false } : {}),
+        ...(next() < 0.3 ? { variant: pick(['a', 'b']) } : {}),
+      }));
+      const flag: FlagDefinition = { key: `flag_${i}`, enabled: next() < 0.9, rolloutPercentage: pick([0, 50, 100]), rules, everyoneElse: pick(['off', 'rollout', 'rollout'] as const) };
+      const weights = pick([null, [1000, 0], [500, 500]]);
+      if (weights !== null) {
+        flag.variants = [{ key: 'a', value: 'A', weight: weights[0]! }, { key: 'b', value: 'B', weight: weights[1]! }];
+        flag.offVariant = pick(['a', 'b']);
+      } else for (const rule of rules) delete rule.variant;
+      flags.push(flag);
+    }
+    const set = compileFlagSet(flags);
+    const codes = new Uint8Array(set.size);
+    const variants = new Uint8Array(set.size);
+    for (let c = 0; c < 40; c++) {
+      const attributes: Record<string, string> = {};
+      if (next() < 0.8) attributes.plan = pick([...PLANS, 'PRO', 'Team']);
+      if (next() < 0.8) attributes.customer = pick([...CUSTOMERS, 'C-1', 'c-99']);
+      if (next() < 0.5) attributes.version = pick(['1.0.0', '2.1.0']);
+      const context: EvaluationContext = { user_id: `u-${c}`, custom_attributes: attributes };
+      const served = set.evaluateInto(context, codes, variants);
+      flags.forEach((flag, i) => {
+        const where = `seed ${seed}, flag ${i} ${JSON.stringify(flag)}, context ${JSON.stringify(context)}`;
+        const alone = set.evaluateFlag(context, i);
+        assert.equal(codes[i], codeOf(alone), where);
+        if (set.variants[i] !== null) assert.equal(variants[i], variantOf(alone), where);
+        if (!served && !set.rollouts.includes(i)) assert.equal(codes[i], set.baseCodes[i], where);
+        if (OUTCOMES[codes[i]!]!.reason.startsWith('Matched ')) gatedRuns++;
+      });
+    }
+  }
+  assert.ok(gatedRuns > 1000, `rules served too rarely to prove much (${gatedRuns})`);
 });
