@@ -8,10 +8,11 @@
 // scripts/node-lines (scripts/node-lines.mjs). `--node=current`, `--node=22` or `--node=24` (a
 // comma list, or GUIDON_TEST_NODE) picks lines; a line's run is this script again under that Node.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureCurrent, knownLines, prepare, use } from './node-lines.mjs';
 
 const wanted = (process.argv.find((arg) => arg.startsWith('--node='))?.slice('--node='.length) ?? process.env.GUIDON_TEST_NODE ?? 'current,22,24')
@@ -71,6 +72,10 @@ function testFiles(path, underTest = false) {
 // file has its own servers, databases and ports. Not more by default: every file's servers hold
 // PostgreSQL connections, and PostgreSQL allows 100.
 const concurrency = Number(process.env.GUIDON_TEST_CONCURRENCY ?? 2);
+const reporter = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'failures-reporter.mjs')).href;
+// runLines names one file per line; a run of the current line alone starts its own.
+const failuresFile = process.env.GUIDON_TEST_FAILURES ?? join(tmpdir(), `guidon-test-failures-${process.pid}.txt`);
+if (!process.env.GUIDON_TEST_FAILURES) rmSync(failuresFile, { force: true });
 
 function run(label, paths, env, timeoutMs = 600_000) {
   const inside = (path, folder) => path === folder || path.startsWith(`${folder}/`);
@@ -88,11 +93,21 @@ function run(label, paths, env, timeoutMs = 600_000) {
   }
   console.log(`\n=== ${label} (Node ${process.version}) ===`);
   // A test that hangs fails after 10 minutes instead of holding the run (tests that need longer say so).
-  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', `--test-timeout=${timeoutMs}`, `--test-concurrency=${concurrency}`, ...files], {
+  // A failing test is also written to the failures file (failures-reporter.mjs), listed at the run's end.
+  const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${reporter}`, '--test-reporter-destination=stdout'];
+  const result = spawnSync(process.execPath, ['--test', ...reporters, `--test-timeout=${timeoutMs}`, `--test-concurrency=${concurrency}`, ...files], {
     stdio: 'inherit',
-    env: { ...process.env, ...env },
+    env: { ...process.env, GUIDON_TEST_FAILURES: failuresFile, ...env },
   });
+  if ((result.status ?? 1) !== 0) appendFileSync(failuresFile, `(${label}: exit ${result.status ?? result.signal})\n`);
   return result.status ?? 1;
+}
+
+/** What failed in this run, a line each (failures-reporter.mjs); printed again at the end. */
+function listFailures(heading) {
+  const failed = existsSync(failuresFile) ? readFileSync(failuresFile, 'utf8').trim() : '';
+  if (failed !== '') console.log(`\n##### ${heading} #####\n${failed}`);
+  return failed;
 }
 
 // The SDK's, the providers' and the CLI's tests live beside them and start the real server, so they run on both databases too.
@@ -106,13 +121,17 @@ if (only.length === 0) {
   apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
   console.log(`\n=== imports go one way: no circle between the files of a package (Node ${process.version}) ===`);
   circles = spawnSync(process.execPath, ['scripts/import-circles.mjs'], { stdio: 'inherit' }).status ?? 1;
+  if (apiClient !== 0) appendFileSync(failuresFile, '(the dashboard API client does not match the OpenAPI document)\n');
+  if (circles !== 0) appendFileSync(failuresFile, '(an import circle)\n');
 }
 const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;
 // The container image is built and run once per `npm test`, not on every Node line: runLines sets
 // GUIDON_TEST_IMAGE=0 for the lines after the first (scripts/container/image.test.mjs).
 // Building the image from nothing (its base included) takes several minutes: it gets 40.
 const image = process.env.GUIDON_TEST_IMAGE === '0' ? 0 : run('container image, built and run with Podman (once per run)', ['scripts/container'], {}, 40 * 60_000);
-process.exit(onSqlite || onPostgres || apiClient || circles || dashboard || image);
+const status = onSqlite || onPostgres || apiClient || circles || dashboard || image;
+if (!process.env.GUIDON_TEST_FAILURES) listFailures(`failed on Node ${process.version}`);
+process.exit(status);
 
 /** Runs the whole suite once per line, each under its Node with its build of better-sqlite3. */
 async function runLines(names) {
@@ -139,20 +158,27 @@ async function runLines(names) {
       console.log(`\n##### Node ${line.version} (${line.name}) #####`);
       use(line);
       // A line's own directory first on PATH, for anything that runs `node` by name.
-      const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}`, ...(results.length > 0 ? { GUIDON_TEST_IMAGE: '0' } : {}) };
+      const failures = join(tmpdir(), `guidon-test-failures-${process.pid}-${line.name}.txt`);
+      rmSync(failures, { force: true });
+      const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}`, GUIDON_TEST_FAILURES: failures, ...(results.length > 0 ? { GUIDON_TEST_IMAGE: '0' } : {}) };
       child = spawn(line.node, [fileURLToPath(import.meta.url), '--node=current', ...only], { stdio: 'inherit', env });
       const status = await new Promise((resolve) => {
         child.once('error', (error) => (console.error(`Node ${line.version} did not start: ${error.message}`), resolve(1)));
         child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
       });
       child = null;
-      results.push({ line, status });
+      results.push({ line, status, failures });
     }
   } finally {
     use(current);
   }
   console.log(`\n##### Node lines #####`);
   for (const { line, status } of results) console.log(`Node ${line.version} (${line.name}): ${status === 0 ? 'passed' : `FAILED (exit ${status})`}`);
+  for (const { line, status, failures } of results) {
+    if (status === 0) continue;
+    const failed = existsSync(failures) ? readFileSync(failures, 'utf8').trim() : '';
+    console.log(`\n##### failed on Node ${line.version} (${line.name}) #####\n${failed || '(no test failed: the line ended early or a check outside the tests failed)'}`);
+  }
   if (stopping) return 1;
   return results.some(({ status }) => status !== 0) ? 1 : 0;
 }
