@@ -165,8 +165,13 @@ export function directEvaluate(
         'content-type': 'application/json; charset=utf-8',
         'content-length': answer.body.length,
       });
-      const sent = answer;
-      response.end(answer.body, () => releaseAnswer(sent));
+      // A slab is given back once the answer is written; a kept answer has none, and end() without
+      // a callback adds no 'finish' listener (a once-wrapper and its removal, per request).
+      if (answer.slab === undefined) response.end(answer.body);
+      else {
+        const sent = answer;
+        response.end(answer.body, () => releaseAnswer(sent));
+      }
       metrics.count('POST', PATH, 200, (performance.now() - started) / 1000);
     });
   }
