@@ -103,11 +103,9 @@ function run(label, paths, env, timeoutMs = 600_000) {
   return result.status ?? 1;
 }
 
-/** What failed in this run, a line each (failures-reporter.mjs); printed again at the end. */
-function listFailures(heading) {
-  const failed = existsSync(failuresFile) ? readFileSync(failuresFile, 'utf8').trim() : '';
-  if (failed !== '') console.log(`\n##### ${heading} #####\n${failed}`);
-  return failed;
+/** What failed in a run, a line each (failures-reporter.mjs): printed again at the end. */
+function failuresIn(file) {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
 }
 
 // The SDK's, the providers' and the CLI's tests live beside them and start the real server, so they run on both databases too.
@@ -130,7 +128,7 @@ const dashboard = chromium ? run('dashboard walk in Chromium', ['packages/web/e2
 // Building the image from nothing (its base included) takes several minutes: it gets 40.
 const image = process.env.GUIDON_TEST_IMAGE === '0' ? 0 : run('container image, built and run with Podman (once per run)', ['scripts/container'], {}, 40 * 60_000);
 const status = onSqlite || onPostgres || apiClient || circles || dashboard || image;
-if (!process.env.GUIDON_TEST_FAILURES) listFailures(`failed on Node ${process.version}`);
+if (!process.env.GUIDON_TEST_FAILURES && failuresIn(failuresFile) !== '') console.log(`\n##### failed on Node ${process.version} #####\n${failuresIn(failuresFile)}`);
 process.exit(status);
 
 /** Runs the whole suite once per line, each under its Node with its build of better-sqlite3. */
@@ -176,8 +174,7 @@ async function runLines(names) {
   for (const { line, status } of results) console.log(`Node ${line.version} (${line.name}): ${status === 0 ? 'passed' : `FAILED (exit ${status})`}`);
   for (const { line, status, failures } of results) {
     if (status === 0) continue;
-    const failed = existsSync(failures) ? readFileSync(failures, 'utf8').trim() : '';
-    console.log(`\n##### failed on Node ${line.version} (${line.name}) #####\n${failed || '(no test failed: the line ended early or a check outside the tests failed)'}`);
+    console.log(`\n##### failed on Node ${line.version} (${line.name}) #####\n${failuresIn(failures) || '(no test failed: the line ended early or a check outside the tests failed)'}`);
   }
   if (stopping) return 1;
   return results.some(({ status }) => status !== 0) ? 1 : 0;
