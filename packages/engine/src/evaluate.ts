@@ -144,14 +144,12 @@ class FlagSet implements CompiledFlagSet {
     const seedsOnly = (flag: CompiledFlag) => flag.ordered === null;
     this.rolloutOnly = indexes((flag) => seedsOnly(flag) && flag.variants === null && flag.everyoneElse < 0);
     this.weightsOnly = indexes((flag, index) => seedsOnly(flag) && this.isSplit[index] === 1 && flag.everyoneElse >= 0 && ENABLED[flag.everyoneElse] === 1);
-    const gated = indexes((flag, index) => this.gatable(flag, index));
-    const isGated = new Uint8Array(this.size);
-    let gates = 0;
-    for (const index of gated) {
-      isGated[index] = 1;
-      for (const rule of this.flags[index]!.ordered!) gates += this.table.gate(this.table.gateOf(rule.conditions!), index);
-    }
-    this.gatedCandidates = new Int32Array(gates);
+    const gatesOf = this.flags.map((flag, index) => (flag.enabled && flag.prerequisites === null ? this.gatesOf(flag, index) : null));
+    const gated = Uint32Array.from(gatesOf.flatMap((gates, index) => (gates === null ? [] : [index])));
+    const isGated = Uint8Array.from(gatesOf, (gates) => (gates === null ? 0 : 1));
+    let room = 0;
+    for (const index of gated) for (const gate of gatesOf[index]!) room += this.table.gate(gate, index);
+    this.gatedCandidates = new Int32Array(room);
     this.varying = indexes((flag, index) => isGated[index] === 0 && (flag.ordered !== null || (flag.variants !== null && flag.everyoneElse < 0)));
     this.isVarying = new Uint8Array(this.size);
     for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = 1;
@@ -313,14 +311,16 @@ class FlagSet implements CompiledFlagSet {
   }
 
   /**
-   * Whether a flag (enabled, without prerequisites) is gated: its rules are tried in order, each
-   * has a gate (ConditionTable.gateOf), and when none serves its answer is its base one (a fixed
-   * everyone-else code, and a variant the weights do not choose).
+   * The gates of a flag (enabled, without prerequisites), one per rule, or null when it is not
+   * gated: it is when its rules are tried in order, each has a gate (ConditionTable.gateOf), and
+   * when none serves its answer is its base one (a fixed everyone-else code, and a variant the
+   * weights do not choose).
    */
-  private gatable(flag: CompiledFlag, index: number): boolean {
-    if (flag.ordered === null || flag.everyoneElse < 0) return false;
-    if (this.isSplit[index] === 1 && ENABLED[flag.everyoneElse] === 1) return false;
-    return flag.ordered.every((rule) => rule.conditions !== null && this.table.gateOf(rule.conditions) >= 0);
+  private gatesOf(flag: CompiledFlag, index: number): number[] | null {
+    if (flag.ordered === null || flag.everyoneElse < 0) return null;
+    if (this.isSplit[index] === 1 && ENABLED[flag.everyoneElse] === 1) return null;
+    const gates = flag.ordered.map((rule) => (rule.conditions === null ? -1 : this.table.gateOf(rule.conditions)));
+    return gates.includes(-1) ? null : gates;
   }
 
   /** Stage 4's rollout: in when the context's bucket is below the flag's percentage. */
