@@ -1,4 +1,4 @@
-import { useId, useState, type ChangeEvent, type ReactNode } from 'react';
+import { useId, useRef, useState, type ChangeEvent, type ReactNode } from 'react';
 import type { Project } from '../../api/client';
 import { DocumentRefused, exportDocument, useImportDocument, useImportUnleash, type DocumentFormat, type ImportPlan, type PlanItem, type UnleashAnswer } from '../../api/flagsAsCode';
 import { reasonFor } from '../../api/roles';
@@ -79,12 +79,15 @@ function ImportPanel({ project, canImport }: { project: Project; canImport: bool
     setRefused(null);
     setOutcome(null);
   };
+  // A file is read in the background: a check pressed before its text reached the state uses the read itself.
+  const fileRead = useRef<Promise<string> | null>(null);
   const run = async (dryRun: boolean) => {
     setRefused(null);
     setOutcome(null);
-    if (!text.trim()) return setRefused(new Error('Choose a file or paste a document first'));
     try {
-      const answer = await importing.mutateAsync({ text, mode, dryRun });
+      const document = fileRead.current ? await fileRead.current : text;
+      if (!document.trim()) return setRefused(new Error('Choose a file or paste a document first'));
+      const answer = await importing.mutateAsync({ text: document, mode, dryRun });
       if (dryRun) setPlan(answer);
       else {
         setPlan(null);
@@ -95,12 +98,20 @@ function ImportPanel({ project, canImport }: { project: Project; canImport: bool
       setRefused(error as Error);
     }
   };
-  const onFile = async (event: ChangeEvent<HTMLInputElement>) => {
+  const onFile = (event: ChangeEvent<HTMLInputElement>) => {
     const file = event.target.files?.[0];
-    if (file) {
-      const content = await readFile(file);
-      changed(() => setText(content));
-    }
+    if (!file) return;
+    const read = readFile(file);
+    fileRead.current = read;
+    read.then(
+      (content) => fileRead.current === read && changed(() => setText(content)),
+      (error: Error) => fileRead.current === read && setRefused(error),
+    );
+  };
+  // Typing replaces a chosen file that is still being read.
+  const onText = (value: string) => {
+    fileRead.current = null;
+    changed(() => setText(value));
   };
   return (
     <section className="panel" aria-labelledby="import-heading">
@@ -109,11 +120,11 @@ function ImportPanel({ project, canImport }: { project: Project; canImport: bool
       <fieldset className="plain" disabled={!canImport}>
         <div className="field">
           <label htmlFor={`${id}-file`}>Document file</label>
-          <input id={`${id}-file`} type="file" accept=".json,.yaml,.yml,application/json,application/yaml" onChange={(event) => void onFile(event)} />
+          <input id={`${id}-file`} type="file" accept=".json,.yaml,.yml,application/json,application/yaml" onChange={onFile} />
         </div>
         <div className="field">
           <label htmlFor={`${id}-text`}>Or paste the document</label>
-          <textarea id={`${id}-text`} className="code" rows={8} value={text} spellCheck={false} onChange={(event) => changed(() => setText(event.target.value))} />
+          <textarea id={`${id}-text`} className="code" rows={8} value={text} spellCheck={false} onChange={(event) => onText(event.target.value)} />
         </div>
         <fieldset className="radio-list">
           <legend>Flags and segments the document does not name</legend>
@@ -137,38 +148,38 @@ function ImportPanel({ project, canImport }: { project: Project; canImport: bool
   );
 }
 
+/** A chosen Unleash file, parsed. */
+type ChosenFile = { name: string; value: unknown };
+
 function UnleashPanel({ project, canImport }: { project: Project; canImport: boolean }) {
   const importing = useImportUnleash(project.id);
   const id = useId();
-  const [exports, setExports] = useState<{ name: string; value: unknown }[]>([]);
-  const [segments, setSegments] = useState<{ name: string; value: unknown } | null>(null);
+  // The chosen files as their reads: a check pressed while one is still being read waits for it.
+  const chosen = useRef({ exports: Promise.resolve<ChosenFile[]>([]), segments: Promise.resolve<ChosenFile[]>([]) });
   const [answer, setAnswer] = useState<UnleashAnswer | null>(null);
   const [refused, setRefused] = useState<Error | null>(null);
   const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | null>(null);
-  const parsed = async (file: File) => {
+  const parsed = async (file: File): Promise<ChosenFile> => {
     try {
       return { name: file.name, value: JSON.parse(await readFile(file)) as unknown };
     } catch {
       throw new Error(`${file.name} is not JSON: an Unleash export is a JSON file`);
     }
   };
-  const choose = async (files: FileList | null, into: 'exports' | 'segments') => {
+  const choose = (files: FileList | null, into: 'exports' | 'segments') => {
     setAnswer(null);
     setOutcome(null);
     setRefused(null);
-    try {
-      const read = await Promise.all([...(files ?? [])].map(parsed));
-      if (into === 'exports') setExports(read);
-      else setSegments(read[0] ?? null);
-    } catch (error) {
-      setRefused(error as Error);
-    }
+    const read = Promise.all([...(files ?? [])].map(parsed));
+    chosen.current[into] = read;
+    read.catch((error: Error) => setRefused(error));
   };
   const run = async (dryRun: boolean) => {
     setRefused(null);
     setOutcome(null);
-    if (exports.length === 0) return setRefused(new Error('Choose one or more Unleash export files first'));
     try {
+      const [exports, [segments]] = await Promise.all([chosen.current.exports, chosen.current.segments]);
+      if (exports.length === 0) return setRefused(new Error('Choose one or more Unleash export files first'));
       const result = await importing.mutateAsync({ exports: exports.map((file) => file.value), segments: segments?.value ?? null, dryRun });
       if (dryRun) setAnswer(result);
       else {
@@ -190,11 +201,11 @@ function UnleashPanel({ project, canImport }: { project: Project; canImport: boo
       <fieldset className="plain" disabled={!canImport}>
         <div className="field">
           <label htmlFor={`${id}-exports`}>Unleash export files</label>
-          <input id={`${id}-exports`} type="file" multiple accept=".json,application/json" onChange={(event) => void choose(event.target.files, 'exports')} />
+          <input id={`${id}-exports`} type="file" multiple accept=".json,application/json" onChange={(event) => choose(event.target.files, 'exports')} />
         </div>
         <div className="field">
           <label htmlFor={`${id}-segments`}>Segments file (optional)</label>
-          <input id={`${id}-segments`} type="file" accept=".json,application/json" aria-describedby={`${id}-segments-hint`} onChange={(event) => void choose(event.target.files, 'segments')} />
+          <input id={`${id}-segments`} type="file" accept=".json,application/json" aria-describedby={`${id}-segments-hint`} onChange={(event) => choose(event.target.files, 'segments')} />
           <p className="hint" id={`${id}-segments-hint`}>
             The answer of Unleash's GET /api/admin/segments. An export names segments only by id, so without it the strategies that use segments are skipped.
           </p>
