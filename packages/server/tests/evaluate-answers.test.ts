@@ -1,7 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { bucketOf, evaluateFlag, type FlagDefinition, type RuleDefinition } from '@guidon/engine';
-import { evaluate, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
+import { evaluate, eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestServer } from './harness.js';
 
 /**
  * Evaluate reuses the bytes of a recent answer when every flag's outcome is the same
@@ -100,5 +101,63 @@ describe('evaluate answers reused between requests', () => {
       }));
       assert.deepEqual(answer.body.flags, wanted, JSON.stringify(context));
     }));
+  });
+  test('answers a client reads late arrive whole, though many answers were written since', async () => {
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    // 40 half rollouts with long keys: every user's answer differs (none is kept) and takes about
+    // 6 KB of a shared slab.
+    const definitions: FlagDefinition[] = [];
+    for (let i = 0; i < 40; i++) {
+      const key = `late_${i}_`.padEnd(100, 'x');
+      await newFlag(server, user, project, { key, enabled: true, rollout_percentage: 50 });
+      definitions.push({ key, enabled: true, rolloutPercentage: 50, rules: [] });
+    }
+    const wanted = (userId: string) => Object.fromEntries(definitions.map((flag) => {
+      const { enabled, reason } = evaluateFlag(flag, { user_id: userId });
+      return [flag.key, { enabled, reason }];
+    }));
+
+    // One connection sends 1,000 requests at once and reads nothing yet: more answers than the
+    // kernel takes wait in the server's socket, while 1,500 other answers fill and reuse the slabs.
+    const { hostname, port } = new URL(server.url);
+    const late = connect(Number(port), hostname);
+    const received: Buffer[] = [];
+    await new Promise<void>((resolve, reject) => late.once('connect', resolve).once('error', reject));
+    const pipelined = Array.from({ length: 1000 }, (_, n) => {
+      const body = JSON.stringify({ environment: 'production', context: { user_id: `late-${n}` } });
+      return `POST /sdk/v1/evaluate HTTP/1.1\r\nHost: ${hostname}\r\nX-SDK-Key: ${project.sdk_key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    });
+    late.write(pipelined.join(''));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (let batch = 0; batch < 15; batch++) {
+      await Promise.all(Array.from({ length: 100 }, async (_, n) => {
+        const userId = `busy-${batch}-${n}`;
+        const answer = await evaluate(server, project.sdk_key, 'production', { user_id: userId });
+        assert.deepEqual(answer.body.flags, wanted(userId));
+      }));
+    }
+
+    // Now read: each of the 1,000 answers is its own user's, byte for byte what it was.
+    const bodies: string[] = [];
+    const parse = () => {
+      const all = Buffer.concat(received);
+      bodies.length = 0;
+      for (let at = 0; at < all.length;) {
+        const headEnd = all.indexOf('\r\n\r\n', at);
+        if (headEnd < 0) break;
+        const head = all.subarray(at, headEnd).toString('latin1');
+        assert.match(head, /^HTTP\/1\.1 200 /);
+        const length = Number(/content-length: (\d+)/i.exec(head)![1]);
+        if (headEnd + 4 + length > all.length) break;
+        bodies.push(all.subarray(headEnd + 4, headEnd + 4 + length).toString('utf8'));
+        at = headEnd + 4 + length;
+      }
+      return bodies.length === 1000;
+    };
+    late.on('data', (chunk: Buffer) => received.push(chunk));
+    await eventually(parse, 'the 1,000 late answers');
+    late.destroy();
+    bodies.forEach((body, n) => assert.deepEqual(JSON.parse(body).flags, wanted(`late-${n}`), `answer ${n}`));
   });
 });

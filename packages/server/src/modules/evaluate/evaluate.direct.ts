@@ -165,12 +165,16 @@ export function directEvaluate(
         'content-type': 'application/json; charset=utf-8',
         'content-length': answer.body.length,
       });
-      // A slab is given back once the answer is written; a kept answer has none, and end() without
-      // a callback adds no 'finish' listener (a once-wrapper and its removal, per request).
-      if (answer.slab === undefined) response.end(answer.body);
-      else {
-        const sent = answer;
-        response.end(answer.body, () => releaseAnswer(sent));
+      response.end(answer.body);
+      // A slab is given back once the answer is written. Usually the socket wrote it all within
+      // end() (writableFinished: nothing left in the response or the socket), so at once; else at
+      // 'finish'. end(body, callback) would add and remove a once-listener on every request.
+      if (answer.slab !== undefined) {
+        if (response.writableFinished) releaseAnswer(answer);
+        else {
+          const sent = answer;
+          response.once('finish', () => releaseAnswer(sent));
+        }
       }
       metrics.count('POST', PATH, 200, (performance.now() - started) / 1000);
     });
