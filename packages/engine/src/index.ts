@@ -14,5 +14,5 @@ export { OUTCOMES, DISABLED_CODE, ENABLED_GLOBALLY_CODE, RULE_MATCH_CODES, RULE_
 export { murmur3_x86_32, murmur3_x86_32_bytes } from './murmur3.js';
 export type { RulesetDocument, RulesetPatch } from './ruleset.js';
 export { applyRulesetPatch } from './ruleset.js';
-export { PREREQUISITE_LIMITS, prerequisitesProblem, compilePrerequisites } from './prerequisites.js';
+export { PREREQUISITE_LIMITS, prerequisiteProblems, prerequisitesProblem, compilePrerequisites } from './prerequisites.js';
 export type { PrerequisiteFlag } from './prerequisites.js';

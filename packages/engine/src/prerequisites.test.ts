@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileFlagSet, compilePrerequisites, codeOf, OUTCOMES, prerequisitesProblem, variantOf } from './index.js';
+import { compileFlagSet, compilePrerequisites, codeOf, OUTCOMES, prerequisiteProblems, prerequisitesProblem, variantOf } from './index.js';
 import type { EvaluationContext, FlagDefinition, PrerequisiteDefinition } from './index.js';
 
 const flag = (key: string, more: Partial<FlagDefinition> = {}): FlagDefinition => ({ key, enabled: true, rolloutPercentage: 0, rules: [], ...more });
@@ -130,6 +130,34 @@ test('what may be saved', () => {
   // Depth counted through the flag being saved: giving f0 a parent makes the chain below too deep.
   assert.match(prerequisitesProblem({ key: 'f0', prerequisites: [needs('top')] }, [...chain.slice(1), { key: 'f5', prerequisites: [needs('f4')] }, { key: 'top' }])!, /deeper than 5/);
   assert.match(prerequisitesProblem({ key: 'c', prerequisites: Array.from({ length: 11 }, (_, i) => needs(`p${i}`)) }, others)!, /at most 10/);
+});
+
+test('the whole graph in one pass agrees with a search of every path, on random graphs', () => {
+  // The reference: from each flag, every path up and down walked out (exponential, fine for 9 flags).
+  let seed = 7;
+  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  for (let round = 0; round < 400; round++) {
+    const keys = Array.from({ length: 9 }, (_, i) => `k${i}`);
+    const flags = keys.map((key) => ({ key, prerequisites: keys.filter((other) => other !== key && random() < 0.18).map((other) => needs(other)) }));
+    const parentsOf = (key: string) => flags.find((f) => f.key === key)!.prerequisites.map((p) => p.flagKey);
+    const cycleAbove = (key: string, path: string[]): boolean => path.includes(key) || parentsOf(key).some((p) => cycleAbove(p, [...path, key]));
+    const longestUp = (key: string): number => Math.max(0, ...parentsOf(key).map((p) => longestUp(p) + 1));
+    const longestDown = (key: string): number => Math.max(0, ...flags.filter((f) => parentsOf(f.key).includes(key) && !cycleAbove(f.key, [])).map((f) => longestDown(f.key) + 1));
+    const problems = prerequisiteProblems(flags, keys);
+    for (const key of keys) {
+      const got = problems.get(key) ?? 'none';
+      if (cycleAbove(key, [])) assert.match(got, /a cycle \(/, `round ${round}, ${key}`);
+      else if (longestUp(key) + longestDown(key) > 5) assert.match(got, /deeper than 5 links/, `round ${round}, ${key}`);
+      else assert.equal(got, 'none', `round ${round}, ${key}`);
+    }
+  }
+});
+
+test('a cycle is named from the flag on it, each link a prerequisite', () => {
+  const flags = [{ key: 'a', prerequisites: [needs('b')] }, { key: 'b', prerequisites: [needs('c')] }, { key: 'c', prerequisites: [needs('a')] }, { key: 'd', prerequisites: [needs('a')] }];
+  const problems = prerequisiteProblems(flags, ['b', 'd']);
+  assert.equal(problems.get('b'), 'prerequisites: a cycle (b → c → a → b)');
+  assert.match(problems.get('d')!, /^prerequisites: a cycle \((a → b → c → a|b → c → a → b|c → a → b → c)\)$/);
 });
 
 test('a parent that answers the same for every context is folded: the child answers off naming it, as its base code, with no rule consulted', () => {

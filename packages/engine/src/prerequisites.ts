@@ -184,17 +184,10 @@ export interface PrerequisiteFlag {
   prerequisites?: readonly PrerequisiteDefinition[] | null | undefined;
 }
 
-/**
- * What is wrong with `flag`'s prerequisites among the environment's `others` (the other flags, as
- * stored), as a message that names the chain, or null. A parent that does not exist is allowed
- * (never met until it does); its variants cannot be checked then.
- */
-export function prerequisitesProblem(flag: PrerequisiteFlag, others: readonly PrerequisiteFlag[]): string | null {
+/** What is wrong with one flag's own list (self, duplicates, variants), as a message, or null. */
+function listProblem(flag: PrerequisiteFlag, byKey: ReadonlyMap<string, PrerequisiteFlag>): string | null {
   const list = flag.prerequisites ?? [];
   if (list.length > PREREQUISITE_LIMITS.perFlag) return `prerequisites: at most ${PREREQUISITE_LIMITS.perFlag}`;
-  const byKey = new Map<string, PrerequisiteFlag>();
-  for (const other of others) if (other.key !== flag.key) byKey.set(other.key, other);
-  byKey.set(flag.key, flag);
   const seen = new Set<string>();
   for (const [k, p] of list.entries()) {
     const where = `prerequisites[${k}]`;
@@ -212,48 +205,149 @@ export function prerequisitesProblem(flag: PrerequisiteFlag, others: readonly Pr
       if (unknown !== undefined) return `${where}: ${p.flagKey} has no variant "${unknown}" (${flag.key} → ${p.flagKey})`;
     }
   }
-  // Cycles and depth over the whole graph as it would be saved: the longest chain from this flag
-  // up, and the longest from any flag down through it.
-  const parentsOf = (key: string) => (byKey.get(key)?.prerequisites ?? []).map((p) => p.flagKey).filter((parent) => byKey.has(parent));
-  const up = new Map<string, number>();
-  const upChain = (key: string, path: string[]): string | number => {
-    const known = up.get(key);
-    if (known !== undefined) return known;
-    if (path.includes(key)) return [...path.slice(path.indexOf(key)), key].join(' → ');
-    let depth = 0;
-    for (const parent of parentsOf(key)) {
-      const got = upChain(parent, [...path, key]);
-      if (typeof got === 'string') return got;
-      depth = Math.max(depth, got + 1);
-    }
-    up.set(key, depth);
-    return depth;
-  };
-  const cycle = upChain(flag.key, []);
-  if (typeof cycle === 'string') return `prerequisites: a cycle (${cycle})`;
-  // Children of each flag, to find the deepest descendant chain through this flag.
-  const children = new Map<string, string[]>();
-  for (const [key] of byKey) for (const parent of parentsOf(key)) children.set(parent, [...(children.get(parent) ?? []), key]);
-  const down = (key: string, path: string[]): string[] => {
-    let best: string[] = [key];
-    for (const child of children.get(key) ?? []) {
-      if (path.includes(child)) continue;
-      const chain = down(child, [...path, child]);
-      if (chain.length + 1 > best.length) best = [key, ...chain];
-    }
-    return best;
-  };
-  const longestUp = (key: string): string[] => {
-    const parents = parentsOf(key);
-    if (parents.length === 0) return [key];
-    let best: string[] = [];
-    for (const parent of parents) {
-      const chain = longestUp(parent);
-      if (chain.length > best.length) best = chain;
-    }
-    return [...best, key];
-  };
-  const chain = [...longestUp(flag.key), ...down(flag.key, [flag.key]).slice(1)];
-  if (chain.length - 1 > PREREQUISITE_LIMITS.depth) return `prerequisites: a chain deeper than ${PREREQUISITE_LIMITS.depth} links (${[...chain].reverse().join(' → ')})`;
   return null;
+}
+
+/**
+ * What is wrong with the prerequisites of each flag of `keys` among `flags` (an environment's
+ * flags as they would be saved; of two with one key, the later counts), as messages that name
+ * the chain. A parent that does not exist is allowed (never met until it does); its variants
+ * cannot be checked then. One pass over the whole graph, linear in its flags and links: its
+ * strongly connected components (Tarjan's, iterative) find the cycles, and the longest chain
+ * above and below each flag is counted once, parents before children.
+ */
+export function prerequisiteProblems(flags: readonly PrerequisiteFlag[], keys: Iterable<string>): Map<string, string> {
+  const byKey = new Map<string, PrerequisiteFlag>();
+  for (const flag of flags) byKey.set(flag.key, flag);
+  const nodes = [...byKey.values()];
+  const indexOf = new Map(nodes.map((flag, i) => [flag.key, i]));
+  const n = nodes.length;
+  // Links to existing parents, each once, in the order listed.
+  const parents = nodes.map((flag) => [...new Set((flag.prerequisites ?? []).map((p) => indexOf.get(p.flagKey)).filter((i): i is number => i !== undefined))]);
+  const children: number[][] = nodes.map(() => []);
+  parents.forEach((list, child) => list.forEach((parent) => children[parent]!.push(child)));
+
+  // Tarjan: a component is closed after every component above it (its parents') is.
+  const index = new Int32Array(n).fill(-1);
+  const low = new Int32Array(n);
+  const onStack = new Uint8Array(n);
+  const component = new Int32Array(n);
+  const stack: number[] = [];
+  const order: number[][] = []; // the components, parents' first
+  let counter = 0;
+  for (let root = 0; root < n; root++) {
+    if (index[root] !== -1) continue;
+    const frames: [number, number][] = [[root, 0]];
+    index[root] = low[root] = counter++;
+    stack.push(root);
+    onStack[root] = 1;
+    while (frames.length > 0) {
+      const frame = frames[frames.length - 1]!;
+      const [v, next] = frame;
+      if (next < parents[v]!.length) {
+        frame[1]++;
+        const w = parents[v]![next]!;
+        if (index[w] === -1) {
+          index[w] = low[w] = counter++;
+          stack.push(w);
+          onStack[w] = 1;
+          frames.push([w, 0]);
+        } else if (onStack[w]) low[v] = Math.min(low[v]!, index[w]!);
+        continue;
+      }
+      frames.pop();
+      if (frames.length > 0) {
+        const u = frames[frames.length - 1]![0];
+        low[u] = Math.min(low[u]!, low[v]!);
+      }
+      if (low[v] !== index[v]) continue;
+      const members: number[] = [];
+      let w: number;
+      do {
+        w = stack.pop()!;
+        onStack[w] = 0;
+        component[w] = order.length;
+        members.push(w);
+      } while (w !== v);
+      order.push(members);
+    }
+  }
+
+  // Per flag: a cycle at or above it (the component holding it, or -1), and the longest chain up.
+  const cycleAbove = new Int32Array(n).fill(-1);
+  const up = new Int32Array(n);
+  const upNext = new Int32Array(n).fill(-1);
+  for (const [c, members] of order.entries()) {
+    const cyclic = members.length > 1 || parents[members[0]!]!.includes(members[0]!);
+    for (const v of members) {
+      if (cyclic) cycleAbove[v] = c;
+      for (const p of parents[v]!) {
+        if (cycleAbove[v] === -1 && cycleAbove[p] !== -1) cycleAbove[v] = cycleAbove[p]!;
+        if (component[p] !== c && up[p]! + 1 > up[v]!) {
+          up[v] = up[p]! + 1;
+          upNext[v] = p;
+        }
+      }
+    }
+  }
+  // …and down, children first, through flags without a cycle above.
+  const down = new Int32Array(n);
+  const downNext = new Int32Array(n).fill(-1);
+  for (let c = order.length - 1; c >= 0; c--) {
+    for (const v of order[c]!) {
+      for (const child of children[v]!) {
+        if (cycleAbove[child] === -1 && down[child]! + 1 > down[v]!) {
+          down[v] = down[child]! + 1;
+          downNext[v] = child;
+        }
+      }
+    }
+  }
+
+  /** A cycle of component c through `from` when it lies on one (the shortest, found breadth-first), as keys. */
+  const cycleThrough = (c: number, from: number): string[] => {
+    const start = component[from] === c ? from : order[c]![0]!;
+    const came = new Map<number, number>();
+    const queue = [start];
+    for (let at = 0; at < queue.length; at++) {
+      const v = queue[at]!;
+      for (const p of parents[v]!) {
+        if (component[p] !== c || came.has(p)) continue;
+        came.set(p, v);
+        if (p === start) {
+          const path: number[] = [];
+          for (let x = v; x !== start; x = came.get(x)!) path.push(x);
+          return [start, ...path.reverse(), start].map((i) => nodes[i]!.key);
+        }
+        queue.push(p);
+      }
+    }
+    return [nodes[start]!.key];
+  };
+
+  const problems = new Map<string, string>();
+  for (const key of keys) {
+    const v = indexOf.get(key);
+    if (v === undefined || problems.has(key)) continue;
+    const own = listProblem(nodes[v]!, byKey);
+    if (own !== null) {
+      problems.set(key, own);
+      continue;
+    }
+    if (cycleAbove[v] !== -1) {
+      problems.set(key, `prerequisites: a cycle (${cycleThrough(cycleAbove[v]!, v).join(' → ')})`);
+      continue;
+    }
+    if (up[v]! + down[v]! <= PREREQUISITE_LIMITS.depth) continue;
+    const chain: string[] = [];
+    for (let x = v; x !== -1; x = downNext[x]!) chain.unshift(nodes[x]!.key);
+    for (let x = upNext[v]!; x !== -1; x = upNext[x]!) chain.push(nodes[x]!.key);
+    problems.set(key, `prerequisites: a chain deeper than ${PREREQUISITE_LIMITS.depth} links (${chain.join(' → ')})`);
+  }
+  return problems;
+}
+
+/** What is wrong with `flag`'s prerequisites among the environment's `others` (the other flags, as stored), or null: prerequisiteProblems for one flag. */
+export function prerequisitesProblem(flag: PrerequisiteFlag, others: readonly PrerequisiteFlag[]): string | null {
+  return prerequisiteProblems([...others, flag], [flag.key]).get(flag.key) ?? null;
 }

@@ -5,7 +5,7 @@
  * (the functions the routes call), so that an import accepts exactly what the API accepts.
  */
 import { Ajv, type ErrorObject } from 'ajv';
-import { prerequisitesProblem, type PrerequisiteFlag } from '@guidon/engine';
+import { prerequisiteProblems, type PrerequisiteFlag } from '@guidon/engine';
 import { normalizedPrerequisites, toDefinitions, type Prerequisite } from '../flags/prerequisites.js';
 import { flagProblem, Patterns, segmentProblem, type Condition, type RuleType } from '@guidon/engine';
 import { Invalid, InvalidDocument, type Problem } from '../../errors.js';
@@ -224,10 +224,9 @@ function meaningProblems(document: GuidonDocument, current: ProjectState, mode: 
     const graph = new Map<string, PrerequisiteFlag>();
     if (mode === 'merge') for (const [key, flag] of current.flags.get(envKey) ?? []) graph.set(key, { key, variants: flag.variants, prerequisites: toDefinitions(flag.prerequisites as Prerequisite[]) });
     for (const [key, flag] of wanted) graph.set(key, { key, variants: flag.variants, prerequisites: toDefinitions(flag.prerequisites as Prerequisite[]) });
-    for (const [key] of wanted) {
-      const problem = prerequisitesProblem(graph.get(key)!, [...graph.values()]);
+    for (const [key, problem] of prerequisiteProblems([...graph.values()], wanted.keys())) {
       const path = prerequisitePaths.get(`${envKey}\u0000${key}`);
-      if (problem !== null && path !== undefined) add(path, `${path}: ${problem.replace(/^prerequisites(\[\d+\])?: /, '')}`);
+      if (path !== undefined) add(path, `${path}: ${problem.replace(/^prerequisites(\[\d+\])?: /, '')}`);
     }
   }
 
