@@ -21,7 +21,8 @@ import { At, Note } from '../schedules/schedules.schemas.js';
 export interface OpContext {
   env: EnvironmentScope;
   author: Actor;
-  changeRequestId: string;
+  /** The change request that runs it, or null (an import). */
+  changeRequestId: string | null;
 }
 
 interface ChangeOp<S extends TObject> {

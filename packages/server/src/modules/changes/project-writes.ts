@@ -50,6 +50,29 @@ export class ProjectWrites {
     private readonly log: FastifyBaseLogger,
   ) {}
 
+  /**
+   * Runs the write and the checks as apply would, then undoes everything: its result, or the
+   * refusal apply would meet (a dry run that is the real write, kept by nobody). No revision, no
+   * event, no delivery.
+   */
+  async rehearse<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>): Promise<T> {
+    const context: WriteContext = { projectId, actor, origin: {} };
+    let value: T | undefined;
+    const undo = new Error('rehearsed');
+    await this.db
+      .transaction()
+      .execute(async (trx) => {
+        const changes: Change[] = [];
+        value = await write(trx, (change) => changes.push(change));
+        for (const check of this.participants.checks) await check(trx, changes, context);
+        throw undo;
+      })
+      .catch((error: unknown) => {
+        if (error !== undo) throw error;
+      });
+    return value as T;
+  }
+
   /** `origin`: what every event of this write carries besides the actor (an import's id, the schedule or change request it applies). */
   async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>, origin: ChangeOrigin = {}): Promise<T> {
     let events: ChangeEvent[] = [];

@@ -1,21 +1,15 @@
 import { Type } from 'typebox';
-import type { AuditAction } from '../changes/changes.schemas.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
-import { Conflict, Forbidden, Invalid } from '../../errors.js';
-import { onlyProvided } from '../../db/values.js';
+import { Conflict } from '../../errors.js';
 import { errorResponses, ProjectParams, EnvironmentParams } from '../../http/schemas.js';
-import { createEnvironment, deleteEnvironment, listEnvironments, requireEnvironment, updateEnvironment } from './environments.repository.js';
+import { deleteEnvironment, listEnvironments, requireEnvironment } from './environments.repository.js';
+import { createEnvironmentWrite, environmentChange, updateEnvironmentWrite } from './environment-writes.js';
 import { CreateEnvironmentBody, UpdateEnvironmentBody } from './environments.schemas.js';
 
 type Environment = Awaited<ReturnType<typeof requireEnvironment>>;
-/** The audit record of a change to it. */
-export const environmentChange = (action: AuditAction, before: Environment | null, after: Environment | null) => {
-  const environment = (after ?? before)!;
-  return { action, resource_type: 'environment' as const, resource_id: environment.id, resource_key: environment.key, environment_id: environment.id, before, after };
-};
 
 /** Its flags go with it: not while changes to them need review (docs/change-management.md). */
 function refuseDeletingReviewed(environment: Environment): void {
@@ -33,11 +27,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
     config: { role: 'editor' },
     schema: { tags, params: ProjectParams, body: CreateEnvironmentBody, response: { 201: EnvironmentRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
-    const environment = await writes.apply(request.actor, request.params.project_id, async (trx, record) => {
-      const created = await createEnvironment(trx, request.params.project_id, request.body);
-      record(environmentChange('environment.created', null, created));
-      return created;
-    });
+    const environment = await writes.apply(request.actor, request.params.project_id, (trx, record) => createEnvironmentWrite(trx, record, request.params.project_id, request.body));
     return reply.code(201).send(environment);
   });
 
@@ -55,19 +45,7 @@ export const environmentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; histo
     config: { role: 'editor' },
     schema: { tags, params: EnvironmentParams, body: UpdateEnvironmentBody, response: { 200: EnvironmentRef, ...errorResponses(400, 401, 403, 404) } },
   }, async (request) => {
-    const { name, key, approvals_required } = request.body;
-    return writes.apply(request.actor, request.params.project_id, async (trx, record) => {
-      const before = await requireEnvironment(trx, scopeOf(request));
-      if (key !== undefined && key !== before.key) throw new Invalid('The key of an environment cannot be changed');
-      // Who may change what reaches an environment unreviewed is an owner's decision.
-      if (approvals_required !== undefined && approvals_required !== before.approvals_required && request.projectRole !== 'owner') {
-        throw new Forbidden('Only an owner of the project may change approvals_required');
-      }
-      if (name === undefined && approvals_required === undefined) return before;
-      const after = await updateEnvironment(trx, before.id, onlyProvided({ name, approvals_required }));
-      record(environmentChange('environment.updated', before, after));
-      return after;
-    });
+    return writes.apply(request.actor, request.params.project_id, (trx, record) => updateEnvironmentWrite(trx, record, scopeOf(request), request.body, request.projectRole));
   });
 
   app.delete(`${base}/:env_id`, {

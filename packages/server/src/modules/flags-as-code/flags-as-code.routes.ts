@@ -7,13 +7,11 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { holdsUnstorableText } from '../../http/well-formed.js';
 import type { Actor } from '../changes/changes.schemas.js';
-import type { ProjectWrites } from '../changes/project-writes.js';
+import type { ProjectWrites, RecordChange } from '../changes/project-writes.js';
 import { listEnvironments } from '../environments/environments.repository.js';
-import { CHANGE_REQUEST_LIMIT } from '../change-requests/change-requests.schemas.js';
-import { createRequestWrite } from '../change-requests/change-requests.writes.js';
 import { checkDocument, type DesiredState } from './document.check.js';
 import { documentJsonSchema, DocumentProblems, ExportQuery, ImportPlan, ImportQuery, SCHEMA_PATH, UnleashImportAnswer } from './document.schemas.js';
-import { applyImport, isEmpty, planImport, requestedChanges, type ImportMode, type Plan } from './import.js';
+import { applyImport, isEmpty, planImport, type ImportMode, type ImportRequest, type Plan } from './import.js';
 import { documentText, readProjectState, toDocument, type ProjectState } from './state.js';
 import { fromUnleash } from './unleash.js';
 
@@ -35,62 +33,33 @@ function documentOf(body: unknown): unknown {
   return value;
 }
 
-/** Where the import made a change request instead of writing (id null in a dry run: it would make one). */
-export interface ImportRequest {
-  environment: string;
-  id: string | null;
-}
-
 /** The environments, among those the document names, that need approved change requests (approvals_required ≥ 1). */
 const reviewedKeys = (state: ProjectState, desired: DesiredState) => state.environments.filter((env) => env.approvals_required > 0 && desired.managedEnvironments.has(env.key)).map((env) => env.key);
 
-/** The environments whose flags the plan changes. */
-const touched = (plan: Plan) => new Set([...plan.create, ...plan.update, ...plan.delete].filter((item) => item.resource === 'flag').map((item) => item.environment!));
-
-/** `desired` with the flags of the given environments left as they are. */
-function withoutFlagsOf(desired: DesiredState, current: ProjectState, keys: readonly string[]): DesiredState {
-  const flags = new Map(desired.flags);
-  for (const key of keys) flags.set(key, current.flags.get(key) ?? new Map());
-  return { ...desired, flags };
-}
-
 /**
- * Checks the document against the project and, unless it is a dry run, applies it in one
- * transaction through the change path, every event carrying the import's id. An import that
- * changes nothing writes nothing (no revision, no event). The flags of an environment that needs
+ * Checks the document against the project and applies its plan in one transaction through the
+ * change path (import.ts), every event carrying the import's id; a dry run (the default) does
+ * the same and undoes it, so that it meets every refusal the import would. An import that changes
+ * nothing writes nothing (no revision, no event). The flags of an environment that needs
  * approvals are not written: that part of the plan becomes one change request of the environment
  * (docs/change-management.md), in the same transaction, listed in `change_requests`.
  */
 async function runImport(db: Db, writes: ProjectWrites, actor: Actor, projectId: string, input: unknown, mode: ImportMode, dryRun: boolean): Promise<Plan & { mode: ImportMode; dry_run: boolean; import_id: string | null; change_requests: ImportRequest[] }> {
-  const current = await readProjectState(db, projectId);
-  const desired = checkDocument(input, current, mode);
-  const plan = planImport(current, desired, mode);
-  const wouldRequest = (state: ProjectState, planned: Plan) => reviewedKeys(state, desired).filter((key) => touched(planned).has(key));
-  if (dryRun || isEmpty(plan)) return { mode, dry_run: dryRun, import_id: null, ...plan, change_requests: wouldRequest(current, plan).map((environment) => ({ environment, id: null })) };
-  const importId = newId();
+  const before = await readProjectState(db, projectId);
+  const unchanged = planImport(before, checkDocument(input, before, mode), mode);
+  if (isEmpty(unchanged)) return { mode, dry_run: dryRun, import_id: null, ...unchanged, change_requests: [] };
+  const importId = dryRun ? null : newId();
   // Checked and planned again inside the transaction: the project may have changed meanwhile.
-  const applied = await writes.apply(
-    actor,
-    projectId,
-    async (trx, record) => {
-      const now = await readProjectState(trx, projectId);
-      const desired = checkDocument(input, now, mode);
-      const planned = planImport(now, desired, mode);
-      const reviewed = wouldRequest(now, planned);
-      await applyImport(trx, record, projectId, now, withoutFlagsOf(desired, now, reviewed), mode);
-      const requests: ImportRequest[] = [];
-      for (const key of reviewed) {
-        const changes = await requestedChanges(trx, now, desired, mode, key);
-        if (changes.length > CHANGE_REQUEST_LIMIT) throw new Invalid(`The import changes ${changes.length} things in ${key}, more than one change request holds (${CHANGE_REQUEST_LIMIT}): import it in parts`);
-        const env = now.environments.find((environment) => environment.key === key)!;
-        const request = await createRequestWrite(trx, record, { projectId, envId: env.id! }, { title: `Import into ${key}`, description: `The part of import ${importId} that changes ${key}, which needs approval.`, changes }, actor);
-        requests.push({ environment: key, id: request.id });
-      }
-      return { ...planned, change_requests: requests };
-    },
-    { import_id: importId },
-  );
-  return { mode, dry_run: false, import_id: importId, ...applied };
+  const write = async (trx: Db, record: RecordChange) => {
+    const current = await readProjectState(trx, projectId);
+    const desired = checkDocument(input, current, mode);
+    const plan = planImport(current, desired, mode);
+    const touched = new Set([...plan.create, ...plan.update, ...plan.delete].filter((item) => item.resource === 'flag').map((item) => item.environment!));
+    const reviewed = reviewedKeys(current, desired).filter((key) => touched.has(key));
+    return { ...plan, change_requests: await applyImport(trx, record, { projectId, actor, importId }, current, desired, plan, reviewed) };
+  };
+  const applied = dryRun ? await writes.rehearse(actor, projectId, write) : await writes.apply(actor, projectId, write, { import_id: importId ?? undefined });
+  return { mode, dry_run: dryRun, import_id: importId, ...applied };
 }
 
 /** /api/projects/{project_id}/export and …/import (docs/flags-as-code.md). */

@@ -1,26 +1,27 @@
 /**
  * An import's plan and its application (docs/flags-as-code.md). The plan compares the state a
  * checked document asks for with the project's, by key: environments, segments, and each flag in
- * each environment the document names. Applying it writes through the routes' own repository
- * functions inside the caller's transaction (ProjectWrites.apply), recording one change per
- * resource changed, as the API's routes record them.
+ * each environment the document names. Applying it runs, change by change, the very writes the
+ * API's routes run (environment-writes.ts, segment-writes.ts, and change-ops.ts for flags and
+ * rules), inside the caller's transaction: an import can do what the same changes sent one by one
+ * could do, and is refused what they would be refused (a flag over its cost, a broken
+ * prerequisite, a segment still in use). Where an environment needs approvals, its part becomes
+ * the same changes in one change request.
  */
-import { normalizedPrerequisites } from '../flags/prerequisites.js';
 import type { Db } from '../../db/database.js';
+import { AppError, Invalid, Unavailable } from '../../errors.js';
+import type { Actor } from '../changes/changes.schemas.js';
 import type { RecordChange } from '../changes/project-writes.js';
-import { createEnvironment, listEnvironments, updateEnvironment } from '../environments/environments.repository.js';
-import { environmentChange } from '../environments/environments.routes.js';
-import { createFlag, deleteFlag, requireFlag, updateFlag, type FlagFields } from '../flags/flags.repository.js';
-import { flagChange } from '../flags/flag-writes.js';
-import { createRule, deleteRule, listRules, updateRule, type RuleFields } from '../flags/rules.repository.js';
-import { ruleChange } from '../flags/rule-writes.js';
-import { createSegment, deleteSegment, listSegments, updateSegment } from '../segments/segments.repository.js';
-import { segmentChange } from '../segments/segments.routes.js';
-import type { RequestedChange } from '../change-requests/change-ops.js';
+import { CHANGE_REQUEST_LIMIT } from '../change-requests/change-requests.schemas.js';
+import { createRequestWrite } from '../change-requests/change-requests.writes.js';
+import { runChange, type RequestedChange } from '../change-requests/change-ops.js';
+import { createEnvironmentWrite, updateEnvironmentWrite } from '../environments/environment-writes.js';
 import type { FlagCreate, FlagPut } from '../flags/flag-writes.js';
+import { listRules } from '../flags/rules.repository.js';
 import type { RuleCreate } from '../flags/rule-writes.js';
+import { createSegmentWrite, deleteSegmentWrite, updateSegmentWrite } from '../segments/segment-writes.js';
 import type { DesiredState } from './document.check.js';
-import { FLAG_FIELDS, pick, sameJson, STORED_FLAG_FIELDS, type FlagField, type FlagState, type ProjectState, type RuleState } from './state.js';
+import { FLAG_FIELDS, sameJson, STORED_FLAG_FIELDS, type FlagState, type ProjectState, type RuleState } from './state.js';
 
 export type ImportMode = 'merge' | 'replace';
 
@@ -85,97 +86,25 @@ export function planImport(current: ProjectState, desired: DesiredState, mode: I
 
 export const isEmpty = (plan: Plan) => plan.create.length + plan.update.length + plan.delete.length === 0;
 
-const ruleFields = (rule: RuleState): RuleFields => ({ ...rule, rule_value: rule.rule_value ?? '' });
-const flagFields = (key: string, flag: FlagState): FlagFields => ({ key, ...pick(flag, STORED_FLAG_FIELDS), prerequisites: normalizedPrerequisites(flag.prerequisites) });
-
 type StoredRule = Awaited<ReturnType<typeof listRules>>[number];
 
 /**
  * How a flag's rules become the wanted ones: the rule at each position is updated in place (its
- * id and history stay), extra ones deleted, missing ones created. Rules of equal priority are
- * ordered by age, so when keeping a rule in place would put two of them in another order, they
- * are all created anew instead.
+ * id and history stay), extra ones deleted, missing ones created. All are created anew instead
+ * when keeping one in place would put two rules of equal priority in another order (they are
+ * ordered by age), or when one kept in place serves a variant the flag is losing (the flag's
+ * variants change between its rules' deletion and their update, and a rule may not serve a
+ * variant the flag lacks).
  */
-function rulesChange(stored: StoredRule[], wanted: RuleState[]) {
+function rulesChange(stored: StoredRule[], wanted: RuleState[], variantsAfter: ReadonlySet<string>) {
   const kept = Math.min(stored.length, wanted.length);
   const age = (rule: StoredRule) => `${rule.created_at} ${rule.id}`;
+  const anew = { update: [], remove: stored, create: wanted };
   for (let i = 1; i < kept; i++) {
-    if (wanted[i]!.priority === wanted[i - 1]!.priority && age(stored[i]!) < age(stored[i - 1]!)) return { update: [], remove: stored, create: wanted };
+    if (wanted[i]!.priority === wanted[i - 1]!.priority && age(stored[i]!) < age(stored[i - 1]!)) return anew;
   }
+  if (stored.slice(0, kept).some((rule) => rule.variant !== null && !variantsAfter.has(rule.variant))) return anew;
   return { update: stored.slice(0, kept).map((rule, i) => [rule, wanted[i]!] as const), remove: stored.slice(kept), create: wanted.slice(kept) };
-}
-
-/** Applies the plan of `desired` over `current` inside the caller's transaction, recording each change. */
-export async function applyImport(trx: Db, record: RecordChange, projectId: string, current: ProjectState, desired: DesiredState, mode: ImportMode): Promise<void> {
-  const plan = planImport(current, desired, mode);
-  const wantedEnvironment = new Map(desired.environments.map((env) => [env.key, env]));
-  const environments = new Map((await listEnvironments(trx, projectId)).map((env) => [env.key, env]));
-  for (const { key } of plan.create.filter((item) => item.resource === 'environment')) {
-    const created = await createEnvironment(trx, projectId, { key, name: wantedEnvironment.get(key)!.name });
-    environments.set(key, created);
-    record(environmentChange('environment.created', null, created));
-  }
-  for (const { key } of plan.update.filter((item) => item.resource === 'environment')) {
-    const before = environments.get(key)!;
-    record(environmentChange('environment.updated', before, await updateEnvironment(trx, before.id, { name: wantedEnvironment.get(key)!.name })));
-  }
-
-  // Segments before the rules that name them; deleted after the rules that named them are gone.
-  const wantedSegment = new Map(desired.segments.map((segment) => [segment.key, segment]));
-  const segments = new Map((await listSegments(trx, projectId)).map((segment) => [segment.key, segment]));
-  for (const { key } of plan.create.filter((item) => item.resource === 'segment')) {
-    const { name, description, conditions } = wantedSegment.get(key)!;
-    record(segmentChange('segment.created', null, await createSegment(trx, projectId, { key, name, description, conditions })));
-  }
-  for (const { key, fields } of plan.update.filter((item) => item.resource === 'segment')) {
-    const before = segments.get(key)!;
-    const wanted = wantedSegment.get(key)!;
-    const changes = Object.fromEntries(fields.map((field) => [field, wanted[field as (typeof SEGMENT_FIELDS)[number]]]));
-    record(segmentChange('segment.updated', before, await updateSegment(trx, before.id, changes, before.used_by)));
-  }
-
-  for (const item of [...plan.create, ...plan.update, ...plan.delete].filter((entry) => entry.resource === 'flag')) {
-    const env = environments.get(item.environment!)!;
-    const wanted = desired.flags.get(env.key)?.get(item.key);
-    const stored = current.flags.get(env.key)?.get(item.key);
-    if (!stored) {
-      const created = await createFlag(trx, env, flagFields(item.key, wanted!));
-      record(flagChange('flag.created', null, created));
-      for (const rule of wanted!.rules) record(ruleChange('rule.created', created, null, await createRule(trx, created.id, ruleFields(rule))));
-      continue;
-    }
-    const before = await requireFlag(trx, { projectId, envId: env.id, flagId: stored.id! });
-    if (!wanted) {
-      await deleteFlag(trx, before.id);
-      record(flagChange('flag.deleted', before, null));
-      continue;
-    }
-    const fields = item.fields.filter((field): field is Exclude<FlagField, 'rules'> => field !== 'rules');
-    let flag = before;
-    if (fields.length > 0) {
-      const all = flagFields(item.key, wanted);
-      flag = await updateFlag(trx, before.id, Object.fromEntries(fields.map((field) => [field, all[field]])));
-      record(flagChange(fields.length === 1 && fields[0] === 'enabled' ? 'flag.toggled' : 'flag.updated', before, flag));
-    }
-    if (!item.fields.includes('rules')) continue;
-    const change = rulesChange(await listRules(trx, [before.id]), wanted.rules);
-    for (const rule of change.remove) {
-      await deleteRule(trx, rule.id);
-      record(ruleChange('rule.deleted', flag, rule, null));
-    }
-    for (const [rule, wantedRule] of change.update) {
-      const { id: _id, flag_id: _f, created_at: _c, updated_at: _u, ...fieldsNow } = rule;
-      if (sameJson(fieldsNow, wantedRule)) continue;
-      record(ruleChange('rule.updated', flag, rule, await updateRule(trx, rule.id, ruleFields(wantedRule))));
-    }
-    for (const rule of change.create) record(ruleChange('rule.created', flag, null, await createRule(trx, flag.id, ruleFields(rule))));
-  }
-
-  for (const { key } of plan.delete.filter((item) => item.resource === 'segment')) {
-    const segment = segments.get(key)!;
-    await deleteSegment(trx, segment.id);
-    record(segmentChange('segment.deleted', segment, null));
-  }
 }
 
 /** A rule of the document as a rule's create or PUT body (the API's fields; no null where the body takes none). */
@@ -184,41 +113,155 @@ function ruleBody(rule: RuleState): RuleCreate {
   return { rule_type, rule_value, ...(conditions ? { conditions } : {}), enabled, priority, rollout_percentage, serve, variant } as RuleCreate;
 }
 
+const BODY_FIELDS = [...STORED_FLAG_FIELDS, 'prerequisites'] as const;
+
 /** A flag's own fields of the document as a create or PUT body. */
-const flagBody = (flag: FlagState, fields: readonly (typeof STORED_FLAG_FIELDS)[number][]) =>
+const flagBody = (flag: FlagState, fields: readonly (typeof BODY_FIELDS)[number][]) =>
   Object.fromEntries(fields.map((field) => [field, field === 'variants' ? flag.variants.map(({ description, ...variant }) => (description == null ? variant : { ...variant, description })) : flag[field]]));
 
+/** The keys of `flags` with every flag's parents (among them) before it. */
+function parentsFirst(flags: ReadonlyMap<string, FlagState>, keys: readonly string[]): string[] {
+  const order: string[] = [];
+  const placed = new Set<string>();
+  const place = (key: string, path: Set<string>) => {
+    if (placed.has(key) || path.has(key) || !keys.includes(key)) return;
+    path.add(key);
+    for (const parent of flags.get(key)?.prerequisites ?? []) place(parent.flag_key, path);
+    placed.add(key);
+    order.push(key);
+  };
+  for (const key of keys) place(key, new Set());
+  return order;
+}
+
 /**
- * The part of the plan of `desired` over `current` that falls in one environment's flags, as the
- * changes of a change request (docs/change-management.md): what applyImport would do there, each
- * change the write its route runs. Read inside the caller's transaction, after the rest of the
- * import was applied (so the segments its rules name exist).
+ * The plan's changes to one environment's flags, as the changes of a change request, in an order
+ * their writes accept: flags created and updated parents first (a child may name a parent's new
+ * variant), deleted last and children first (a flag named by another cannot go); within a flag,
+ * its rules deleted before its own fields change (a variant no rule serves may go), updated and
+ * created after (a rule may serve a variant just added).
  */
-export async function requestedChanges(trx: Db, current: ProjectState, desired: DesiredState, mode: ImportMode, environmentKey: string): Promise<RequestedChange[]> {
-  const plan = planImport(current, desired, mode);
+export async function flagChanges(trx: Db, plan: Plan, current: ProjectState, desired: DesiredState, environmentKey: string): Promise<RequestedChange[]> {
+  const wantedFlags = desired.flags.get(environmentKey) ?? new Map<string, FlagState>();
+  const storedFlags = current.flags.get(environmentKey) ?? new Map<string, FlagState>();
+  const items = [...plan.create, ...plan.update].filter((item) => item.resource === 'flag' && item.environment === environmentKey);
+  const fieldsOf = new Map(items.map((item) => [item.key, item.fields]));
+  const deleted = plan.delete.filter((item) => item.resource === 'flag' && item.environment === environmentKey).map((item) => item.key);
   const changes: RequestedChange[] = [];
-  for (const item of [...plan.create, ...plan.update, ...plan.delete].filter((entry) => entry.resource === 'flag' && entry.environment === environmentKey)) {
-    const wanted = desired.flags.get(environmentKey)?.get(item.key);
-    const stored = current.flags.get(environmentKey)?.get(item.key);
+  for (const key of parentsFirst(wantedFlags, items.map((item) => item.key))) {
+    const wanted = wantedFlags.get(key)!;
+    const stored = storedFlags.get(key);
     if (!stored) {
-      changes.push({ op: 'flag.create', flag: { key: item.key, ...flagBody(wanted!, STORED_FLAG_FIELDS) } as FlagCreate, rules: wanted!.rules.map(ruleBody) });
+      changes.push({ op: 'flag.create', flag: { key, ...flagBody(wanted, BODY_FIELDS) } as FlagCreate, rules: wanted.rules.map(ruleBody) });
       continue;
     }
     const flag_id = stored.id!;
-    if (!wanted) {
-      changes.push({ op: 'flag.delete', flag_id });
-      continue;
-    }
-    const fields = STORED_FLAG_FIELDS.filter((field) => item.fields.includes(field));
+    const itemFields = fieldsOf.get(key)!;
+    const fields = BODY_FIELDS.filter((field) => itemFields.includes(field));
+    const rules = itemFields.includes('rules') ? rulesChange(await listRules(trx, [flag_id]), wanted.rules, new Set(wanted.variants.map((variant) => variant.key))) : { update: [], remove: [], create: [] };
+    for (const rule of rules.remove) changes.push({ op: 'rule.delete', flag_id, rule_id: rule.id });
     if (fields.length > 0) changes.push({ op: 'flag.update', flag_id, set: flagBody(wanted, fields) as FlagPut });
-    if (!item.fields.includes('rules')) continue;
-    const change = rulesChange(await listRules(trx, [flag_id]), wanted.rules);
-    for (const rule of change.remove) changes.push({ op: 'rule.delete', flag_id, rule_id: rule.id });
-    for (const [rule, wantedRule] of change.update) {
+    for (const [rule, wantedRule] of rules.update) {
       const { id: _id, flag_id: _f, created_at: _c, updated_at: _u, ...fieldsNow } = rule;
       if (!sameJson(fieldsNow, wantedRule)) changes.push({ op: 'rule.update', flag_id, rule_id: rule.id, set: ruleBody(wantedRule) });
     }
-    for (const rule of change.create) changes.push({ op: 'rule.create', flag_id, rule: ruleBody(rule) });
+    for (const rule of rules.create) changes.push({ op: 'rule.create', flag_id, rule: ruleBody(rule) });
   }
+  for (const key of parentsFirst(storedFlags, deleted).reverse()) changes.push({ op: 'flag.delete', flag_id: storedFlags.get(key)!.id! });
   return changes;
+}
+
+/** Where the import made a change request instead of writing (id null in a dry run: it would make one). */
+export interface ImportRequest {
+  environment: string;
+  id: string | null;
+}
+
+/** What an import writes as: who, in which project, under which import id (null: a dry run). */
+export interface ImportContext {
+  projectId: string;
+  actor: Actor;
+  importId: string | null;
+}
+
+/** Gives the event loop a turn after every 10 ms of work: on SQLite each query of a big import runs on this thread, and other requests (health, evaluate) must not wait for all of them. */
+function pacer(): () => Promise<void> {
+  let since = performance.now();
+  return async () => {
+    if (performance.now() - since < 10) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    since = performance.now();
+  };
+}
+
+/** Runs `write`; a refusal says which resource of the document it concerns, keeping its status. */
+async function refusedAs<T>(where: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof AppError && !(error instanceof Unavailable)) error.message = `${where}: ${error.message}`;
+    throw error;
+  }
+}
+
+/**
+ * Applies `plan` (of `desired` over `current`) inside the caller's transaction, through the
+ * routes' writes, in an order they accept: environments; segments created and updated (before
+ * the rules that name them); each environment's flags, or, where `reviewed` names the
+ * environment, one change request holding them; segments deleted last (once no rule names
+ * them: a segment that a flag under review still names stays, and the import is refused).
+ * Returns the change requests made.
+ */
+export async function applyImport(trx: Db, record: RecordChange, context: ImportContext, current: ProjectState, desired: DesiredState, plan: Plan, reviewed: readonly string[]): Promise<ImportRequest[]> {
+  const { projectId, actor } = context;
+  const pace = pacer();
+  const of = (resource: string, list: PlanItem[]) => list.filter((item) => item.resource === resource);
+  const wantedEnvironment = new Map(desired.environments.map((env) => [env.key, env]));
+  const environmentIds = new Map(current.environments.map((env) => [env.key, env.id!]));
+  for (const { key } of of('environment', plan.create)) {
+    environmentIds.set(key, (await createEnvironmentWrite(trx, record, projectId, { key, name: wantedEnvironment.get(key)!.name })).id);
+  }
+  for (const { key } of of('environment', plan.update)) {
+    await updateEnvironmentWrite(trx, record, { projectId, envId: environmentIds.get(key)! }, { name: wantedEnvironment.get(key)!.name }, null);
+  }
+
+  const wantedSegment = new Map(desired.segments.map((segment) => [segment.key, segment]));
+  const segmentIds = new Map(current.segments.map((segment) => [segment.key, segment.id!]));
+  for (const { key } of of('segment', plan.create)) {
+    const { name, description, conditions } = wantedSegment.get(key)!;
+    await refusedAs(`segments "${key}"`, () => createSegmentWrite(trx, record, projectId, { key, name, description, conditions }));
+    await pace();
+  }
+  for (const { key, fields } of of('segment', plan.update)) {
+    const wanted = wantedSegment.get(key)!;
+    const changes = Object.fromEntries(fields.map((field) => [field, wanted[field as 'name' | 'description' | 'conditions']]));
+    await refusedAs(`segments "${key}"`, () => updateSegmentWrite(trx, record, { projectId, segmentId: segmentIds.get(key)! }, changes));
+    await pace();
+  }
+
+  const requests: ImportRequest[] = [];
+  for (const env of desired.environments) {
+    const changes = await flagChanges(trx, plan, current, desired, env.key);
+    if (changes.length === 0) continue;
+    const scope = { projectId, envId: environmentIds.get(env.key)! };
+    if (reviewed.includes(env.key)) {
+      if (changes.length > CHANGE_REQUEST_LIMIT) throw new Invalid(`The import changes ${changes.length} things in ${env.key}, more than one change request holds (${CHANGE_REQUEST_LIMIT}): import it in parts`);
+      const what = context.importId === null ? 'this import' : `import ${context.importId}`;
+      const request = await createRequestWrite(trx, record, scope, { title: `Import into ${env.key}`, description: `The part of ${what} that changes ${env.key}, which needs approval.`, changes }, actor);
+      requests.push({ environment: env.key, id: context.importId === null ? null : request.id });
+      continue;
+    }
+    const flagKeys = new Map([...(current.flags.get(env.key) ?? [])].map(([key, flag]) => [flag.id, key]));
+    for (const change of changes) {
+      const flag = 'flag' in change ? change.flag.key : flagKeys.get((change as { flag_id: string }).flag_id);
+      await refusedAs(`flags "${flag}" in ${env.key} (${change.op})`, () => runChange(trx, record, { env: scope, author: actor, changeRequestId: null }, change));
+      await pace();
+    }
+  }
+
+  for (const { key } of of('segment', plan.delete)) {
+    await refusedAs(`segments "${key}"`, () => deleteSegmentWrite(trx, record, { projectId, segmentId: segmentIds.get(key)! }));
+    await pace();
+  }
+  return requests;
 }
