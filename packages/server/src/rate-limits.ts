@@ -155,6 +155,8 @@ export interface RateLimits {
   invitationsPerProjectAddress: Limit;
   /** …and from one inviter to one address a day, never given back (docs/decisions.md). */
   invitationsPerInviterAddress: Limit;
+  /** Imports per project, dry runs included (docs/flags-as-code.md): each may take a second of the database. */
+  imports: Limit;
 }
 
 /** In-memory counters kept per limit at most: this many under their budget, and this many over it (Limit.memory). */
@@ -195,5 +197,6 @@ export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseL
     invitationsPerInviter: limit('invitations-inviter', 50, 60 * 60),
     invitationsPerProjectAddress: limit('invitations-project-address', 3, 24 * 60 * 60),
     invitationsPerInviterAddress: limit('invitations-inviter-address', 10, 24 * 60 * 60),
+    imports: limit('imports-project', 30, 60),
   };
 }

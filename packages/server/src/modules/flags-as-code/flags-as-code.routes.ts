@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { Db } from '../../db/database.js';
 import { newId } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
 import type { ApiPlugin } from '../../http/plugin.js';
+import type { RateLimits } from '../../rate-limits.js';
 import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { holdsUnstorableText } from '../../http/well-formed.js';
 import type { Actor } from '../changes/changes.schemas.js';
@@ -14,21 +14,16 @@ import { documentJsonSchema, DocumentProblems, ExportQuery, ImportPlan, ImportQu
 import { applyImport, isEmpty, planImport, type ImportMode, type ImportRequest, type Plan } from './import.js';
 import { documentText, readProjectState, toDocument, type ProjectState } from './state.js';
 import { fromUnleash } from './unleash.js';
+import { parseYamlBounded } from './yaml-parse.js';
 
 /** An export of a big project passes 1 MiB: imports take up to 5 MiB (still checked in one pass). */
 const IMPORT_BODY_LIMIT = 5 * 1024 * 1024;
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
 
-/** The body as a value: JSON as Fastify parsed it, YAML parsed here (a 400 that says where). */
-function documentOf(body: unknown): unknown {
+/** The body as a value: JSON as Fastify parsed it, YAML parsed here, on a thread of its own (a 400 that says where). */
+async function documentOf(body: unknown): Promise<unknown> {
   if (typeof body !== 'string') return body;
-  let value: unknown;
-  try {
-    value = parseYaml(body, { version: '1.2', maxAliasCount: 100, uniqueKeys: true });
-  } catch (error) {
-    if (error instanceof YAMLParseError) throw new Invalid(`The YAML does not parse: ${error.message.split('\n')[0]}`);
-    throw error;
-  }
+  const value = await parseYamlBounded(body);
   if (holdsUnstorableText(value)) throw new Invalid('text must be well-formed Unicode without NUL characters');
   return value;
 }
@@ -63,7 +58,7 @@ async function runImport(db: Db, writes: ProjectWrites, actor: Actor, projectId:
 }
 
 /** /api/projects/{project_id}/export and …/import (docs/flags-as-code.md). */
-export const flagsAsCodeRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
+export const flagsAsCodeRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; limits: RateLimits }> = async (app, { db, writes, limits }) => {
   const tags = ['flags as code'];
   app.addSchema(ImportPlan);
   app.addSchema(UnleashImportAnswer);
@@ -95,11 +90,12 @@ export const flagsAsCodeRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = a
       params: ProjectParams,
       querystring: ImportQuery,
       body: Type.Unknown({ description: `a document (JSON Schema: ${SCHEMA_PATH}), as JSON or YAML` }),
-      response: { 200: Type.Ref('ImportPlan'), ...problems },
+      response: { 200: Type.Ref('ImportPlan'), ...problems, ...errorResponses(429) },
     },
   }, async (request) => {
     const { mode = 'merge', dry_run = true } = request.query;
-    return runImport(db, writes, request.actor, request.params.project_id, documentOf(request.body), mode, dry_run);
+    await limits.imports.hit(request.params.project_id);
+    return runImport(db, writes, request.actor, request.params.project_id, await documentOf(request.body), mode, dry_run);
   });
 
   app.post('/projects/:project_id/import/unleash', {
@@ -111,10 +107,11 @@ export const flagsAsCodeRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = a
       params: ProjectParams,
       querystring: Type.Object({ dry_run: ImportQuery.properties.dry_run }),
       body: Type.Unknown({ description: 'one Unleash export, an array of them, or {exports, segments}' }),
-      response: { 200: Type.Ref('UnleashImportAnswer'), ...problems },
+      response: { 200: Type.Ref('UnleashImportAnswer'), ...problems, ...errorResponses(429) },
     },
   }, async (request) => {
-    const { document, skipped } = fromUnleash(documentOf(request.body));
+    await limits.imports.hit(request.params.project_id);
+    const { document, skipped } = fromUnleash(await documentOf(request.body));
     // An environment the project has keeps its name: the import adds flags to it, it does not rename it.
     const names = new Map((await listEnvironments(db, request.params.project_id)).map((env) => [env.key, env.name]));
     document.environments = document.environments.map((env) => ({ ...env, name: names.get(env.key) ?? env.name }));
