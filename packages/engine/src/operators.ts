@@ -77,7 +77,7 @@ export const COSTS = Object.freeze({
   nfaSearchPerStep: 60,
   /** One pass of `indexOf` (a literal pattern, or re2js's prefilter), per character of the attribute, near-matches at every place. */
   scanPerCharacter: 12,
-  /** One instruction of re2js's one-pass matcher. */
+  /** One instruction of re2js's one-pass matcher (a pattern without loops runs each at most once). */
   onepassPerStep: 16,
   /** One entry of a new DFA state's transition table (allocated and filled with null). */
   tablePerClass: 2,
@@ -251,10 +251,10 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
 /**
  * What a REGEX search of the costliest attribute may cost, following re2js's path for the pattern
  * (RE2.executeEngine; docs/targeting.md, "What a flag may cost"). The general bound: every
- * character may make a DFA state (or an NFA step) over every instruction. Cheaper where the
- * pattern's shape proves it (patterns.ts): a literal is one `indexOf`; a one-pass pattern runs its
- * program once (each instruction at most once when it has no loop); an anchored pattern without
- * loops makes at most `longest` + 6 DFA states a search (its threads die after `longest`
+ * character may make a DFA state (or an NFA step) over every instruction (a pattern with a loop
+ * is costed so). Cheaper where the pattern's shape proves it (patterns.ts): a literal is one
+ * `indexOf`; a one-pass pattern without loops runs each instruction at most once; an anchored
+ * pattern without loops makes at most `longest` + 6 DFA states a search (its threads die after `longest`
  * characters; then only the restart state remains, in its word / non-word / newline variants,
  * and the end), as long as they fit the DFA's memory, so it is never reset twice in a search.
  * Never above the general bound.
@@ -265,11 +265,9 @@ export function searchCost(pattern: CompiledPattern): number {
   const { literal, scans, anchored, longest, onepass, classes } = pattern.shape;
   if (literal) return Math.min(general, n * COSTS.scanPerCharacter);
   const prefilter = scans * n * COSTS.scanPerCharacter;
-  if (onepass) {
-    const steps = longest === Infinity ? (n + 1) * pattern.size : pattern.size;
-    return Math.min(general, prefilter + n * COSTS.searchPerCharacter + steps * COSTS.onepassPerStep);
-  }
-  if (pattern.dfa && anchored && longest !== Infinity) {
+  if (longest === Infinity) return general;
+  if (onepass) return Math.min(general, prefilter + n * COSTS.searchPerCharacter + pattern.size * COSTS.onepassPerStep);
+  if (pattern.dfa && anchored) {
     const states = Math.min(n, longest) + 6;
     if (states * dfaStateBytes(pattern.size, classes) <= PATTERN_LIMITS.dfaBytes) {
       const built = states * (pattern.size * COSTS.searchPerStep + (classes + 1) * COSTS.tablePerClass);
