@@ -96,3 +96,58 @@ test('a set compiled from what was stored before the limits: a pattern over MAX_
   const alone = compileFlagSet([{ ...def, rules: [rule([regex(['(?:\\pL|\\pN){901}'], { negate: true })])] }]);
   assert.equal(OUTCOMES[alone.evaluateFlag({ custom_attributes: { text: 'x' } }, 0)]!.enabled, true, 'a condition left with no pattern is false; negated, true');
 });
+
+/** A pattern as a condition compiles it. */
+const compiled = (pattern: string, caseInsensitive = false) => new CompiledPattern(RE2JS.compile(pattern, caseInsensitive ? RE2JS.CASE_INSENSITIVE : 0));
+/** The general bound (every character a DFA state or an NFA step over every instruction): what searchCost never exceeds. */
+const general = (pattern: CompiledPattern) => 1024 * (COSTS.searchPerCharacter + (pattern.dfa ? COSTS.searchPerStep : COSTS.nfaSearchPerStep) * pattern.size);
+
+test("REGEX cost: ten anchored literals (^ab0c$ … ^ab9c$) are one condition a flag may hold, as §24's 10 values a condition allow", () => {
+  const ten = regex(Array.from({ length: 10 }, (_, i) => `^ab${i}c$`));
+  assert.equal(conditionProblem(ten, 'conditions[0]'), null);
+  assert.equal(flagProblem([rule([ten])], new Map()), null);
+  // Case-insensitive, and with literals of every shape beside them.
+  assert.equal(flagProblem([rule([{ ...ten, case_insensitive: true }, regex(['ab0c', '^(?:alpha|beta|gamma)$', '^user-[0-9]{1,6}$'])])], new Map()), null);
+});
+
+test('REGEX cost: what may cost over 1 ms is still refused (counted repetitions, Unicode classes, many alternations, costly patterns together)', () => {
+  assert.match(conditionProblem(regex(['(?:\\pL|\\pN){999}']), 'c') ?? '', /instructions, over the/);
+  assert.match(conditionProblem(regex(['[a-z]{200}']), 'c') ?? '', /instructions, over the/);
+  assert.match(conditionProblem(regex([`(?:${Array.from({ length: 60 }, (_, i) => `w${i}x`).join('|')})`]), 'c') ?? '', /instructions, over the/);
+  // Under MAX_PROGRAM, refused by the flag's budget: re2js's NFA over Unicode classes, DFAs that multiply, together.
+  for (const patterns of [['(?:\\pL|\\pN){25}!'], ['[a-z]{78}', '[a-z]{77}!'], Array.from({ length: 4 }, (_, v) => `(?:a|b)*a(?:a|b){20}${'c'.repeat(v)}`)]) {
+    assert.equal(conditionProblem(regex(patterns), 'c'), null, patterns.join(' '));
+    assert.match(flagProblem([rule([regex(patterns)])], new Map()) ?? '', /may cost up to/, patterns.join(' '));
+  }
+});
+
+test("REGEX cost: a pattern's shape follows re2js's path (a literal, one-pass, anchored, the longest match)", () => {
+  assert.deepEqual({ ...compiled('ab0c').shape, classes: 0 }, { literal: true, scans: 1, anchored: false, longest: 4, onepass: false, classes: 0 });
+  assert.deepEqual({ ...compiled('^ab0c$').shape, classes: 0 }, { literal: false, scans: 1, anchored: true, longest: 4, onepass: true, classes: 0 });
+  assert.equal(compiled('^(?:alpha|beta)$').shape.scans, 4, 'an OR of literals: one Aho–Corasick pass, costed as four');
+  assert.equal(compiled('^a[b-d]{2,5}$').shape.longest, 6);
+  for (const loop of ['^a*b', '^(?:ab)+$', '^a{2,}$', '^.*$']) assert.equal(compiled(loop).shape.longest, Infinity, loop);
+  assert.equal(compiled('(?m)^ab$').shape.anchored, false, 'a line start is not the text start');
+  assert.equal(compiled('^\\pL+$').shape.onepass, true);
+});
+
+test('REGEX cost: never above the general bound; a pattern that contains another costs at least as much; a loop or a lost anchor never lowers it', () => {
+  const corpus = ['^ab0c$', 'ab0c', '^(?:alpha|beta)$', '^[a-z]+$', '^user-[0-9]{1,6}$', '^(?:ab|a)(?:bc|c)d$', '@(corp|partner[0-9])\\.example$', '(?:a|b)*a(?:a|b){20}', '^\\pL+$', '(?:\\pL|\\pN){25}!', '[a-z]{78}'];
+  for (const pattern of corpus) for (const ci of [false, true]) {
+    const p = compiled(pattern, ci);
+    assert.ok(searchCost(p) <= general(p), pattern);
+    assert.ok(searchCost(p) >= 1024 * Math.min(COSTS.searchPerCharacter, COSTS.scanPerCharacter), `${pattern}: at least a pass over the text`);
+  }
+  // Each pattern contains the one before it, anchored as it is.
+  const chains = [
+    ['^ab0c$', '^ab0c[a-z]$', '^ab0c[a-z]{2,9}$', '^ab0c[a-z]+$', '^(?:ab0c[a-z]+|x)$'],
+    ['ab0c', 'ab0c[a-z]', 'ab0c[a-z]+', '(?:x|ab0c)[a-z]+'],
+    ['^a$', '^(?:a|bc)$', '^(?:a|bc)(?:d|ef)$', '^(?:a|bc)(?:d|ef)*$'],
+    ['^(?:ab|a)c$', '^(?:ab|a)(?:bc|c)d$', '^(?:ab|a)(?:bc|c)d+$'],
+    ['^\\pL$', '^\\pL+$', '^(?:\\pL|\\pN)+!$'],
+    ['\\pL', '\\pL+', '(?:\\pL|\\pN)+!'],
+  ];
+  for (const chain of chains) for (let i = 1; i < chain.length; i++) assert.ok(searchCost(compiled(chain[i]!)) >= searchCost(compiled(chain[i - 1]!)), `${chain[i]} ≥ ${chain[i - 1]}`);
+  // The same pattern without its anchor, or with its repetition unbounded.
+  for (const [cheaper, costlier] of [['^ab0c$', 'ab0c$'], ['^a[b-d]{2,5}$', '^a[b-d]{2,}$'], ['^ab0c$', '^ab0c+$'], ['^(?:ab|a)(?:bc|c)d$', '(?:ab|a)(?:bc|c)d$']] as const) assert.ok(searchCost(compiled(costlier)) >= searchCost(compiled(cheaper)), `${costlier} ≥ ${cheaper}`);
+});

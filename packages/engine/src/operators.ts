@@ -6,7 +6,7 @@
  * What each means: docs/targeting.md; costs: docs/performance.md ("What a flag may cost").
  */
 import { CONDITION_LIMITS, type Condition, type EvaluationContext, type Operator } from './model.js';
-import type { CompiledPattern, Patterns } from './patterns.js';
+import { PATTERN_LIMITS, type CompiledPattern, type Patterns } from './patterns.js';
 import type { Scratch } from './scratch.js';
 import { compareVersions, inRanges, parseCidr, parseDate, parseNumber, parseVersion, splitRanges } from './values.js';
 
@@ -73,7 +73,14 @@ export const COSTS = Object.freeze({
   /** A REGEX search: per character of the attribute, plus per instruction of the pattern per character (with re2js's DFA, or its NFA only). */
   searchPerCharacter: 20,
   searchPerStep: 11,
-  nfaSearchPerStep: 25,
+  /** Raised from 25: a cold pattern over Unicode classes measured up to 35 ns a step (regex-cost.bench.ts). */
+  nfaSearchPerStep: 60,
+  /** One pass of `indexOf` (a literal pattern, or re2js's prefilter), per character of the attribute, near-matches at every place. */
+  scanPerCharacter: 12,
+  /** One instruction of re2js's one-pass matcher (a pattern without loops runs each at most once). */
+  onepassPerStep: 16,
+  /** One entry of a new DFA state's transition table (allocated and filled with null). */
+  tablePerClass: 2,
 });
 
 const text = (value: string) => value;
@@ -241,10 +248,37 @@ export const OPERATOR_TABLE: { readonly [O in Operator]: OperatorSpec } = Object
   } satisfies OperatorSpec<string>,
 }) as { readonly [O in Operator]: OperatorSpec };
 
-/** What a REGEX search of the costliest attribute may cost. */
+/**
+ * What a REGEX search of the costliest attribute may cost, following re2js's path for the pattern
+ * (RE2.executeEngine; docs/targeting.md, "What a flag may cost"). The general bound: every
+ * character may make a DFA state (or an NFA step) over every instruction (a pattern with a loop
+ * is costed so). Cheaper where the pattern's shape proves it (patterns.ts): a literal is one
+ * `indexOf`; a one-pass pattern without loops runs each instruction at most once; an anchored
+ * pattern without loops makes at most `longest` + 6 DFA states a search (its threads die after `longest`
+ * characters; then only the restart state remains, in its word / non-word / newline variants,
+ * and the end), as long as they fit the DFA's memory, so it is never reset twice in a search.
+ * Never above the general bound.
+ */
 export function searchCost(pattern: CompiledPattern): number {
-  return CONDITION_LIMITS.customAttributeLength * (COSTS.searchPerCharacter + (pattern.dfa ? COSTS.searchPerStep : COSTS.nfaSearchPerStep) * pattern.size);
+  const n = CONDITION_LIMITS.customAttributeLength;
+  const general = n * (COSTS.searchPerCharacter + (pattern.dfa ? COSTS.searchPerStep : COSTS.nfaSearchPerStep) * pattern.size);
+  const { literal, scans, anchored, longest, onepass, classes } = pattern.shape;
+  if (literal) return Math.min(general, n * COSTS.scanPerCharacter);
+  const prefilter = scans * n * COSTS.scanPerCharacter;
+  if (longest === Infinity) return general;
+  if (onepass) return Math.min(general, prefilter + n * COSTS.searchPerCharacter + pattern.size * COSTS.onepassPerStep);
+  if (pattern.dfa && anchored) {
+    const states = Math.min(n, longest) + 6;
+    if (states * dfaStateBytes(pattern.size, classes) <= PATTERN_LIMITS.dfaBytes) {
+      const built = states * (pattern.size * COSTS.searchPerStep + (classes + 1) * COSTS.tablePerClass);
+      return Math.min(general, prefilter + n * COSTS.searchPerCharacter + built);
+    }
+  }
+  return general;
 }
+
+/** Bytes re2js counts for a DFA state of at most `size` instructions, its table included (its DFA.stateCost and allocTable). */
+const dfaStateBytes = (size: number, classes: number) => 150 + 8 * size + 40 + 8 * size + 48 + 8 * (classes + 1);
 
 /** Instructions a REGEX pattern may compile to: the largest whose search alone fits a flag's budget (limits.ts checks that it does). */
 export const MAX_PROGRAM = 80;
