@@ -8,11 +8,15 @@
  * GUIDON_URL, GUIDON_TOKEN (an API token) and GUIDON_PROJECT come from the environment. Exit
  * codes: 0 nothing to do, or applied; 2 a dry run found changes; 1 an invalid document or a
  * failed call.
+ *
+ * Everything printed for a person goes through visible.ts (a document's or a server's control
+ * characters are shown, not obeyed); --json is JSON with those characters escaped.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { GuidonApi, Failure } from './api.js';
-import { planText, type ImportAnswer } from './plan.js';
+import { planLines, type ImportAnswer } from './plan.js';
+import { jsonText, lines } from './visible.js';
 
 export const EXIT = { done: 0, failed: 1, changes: 2 } as const;
 
@@ -29,13 +33,15 @@ Environment:
   GUIDON_URL      the Guidon server, e.g. https://flags.example.com
   GUIDON_TOKEN    an API token (gdn_…) of a member of the project (editor or owner to import)
   GUIDON_PROJECT  the project id when --project is left out
+  GUIDON_TIMEOUT  seconds a call to the server may take, its answer included (default 30)
 
 Exit codes: 0 nothing to do or applied; 2 a dry run found changes; 1 an invalid document or a failed call.
 `,
   export: `guidon export --project <id> [--format json|yaml] [--out FILE]
 
 Writes the project (environments, segments, flags) as one document, to standard output or FILE.
-The same state always gives the same bytes, so a repository diff shows only real changes.
+The same state always gives the same bytes, so a repository diff shows only real changes. On a
+terminal, control characters in it are shown as escapes (\x1b…) instead.
 
   --project <id>   the project (default: GUIDON_PROJECT)
   --format <f>     json (default) or yaml
@@ -90,11 +96,14 @@ const looksLikeJson = (text: string) => {
   }
 };
 
+/** The process as run() sees it; out and err write exactly what they are given. */
 export interface Io {
   env: NodeJS.ProcessEnv;
   out(text: string): void;
   err(text: string): void;
   stdin(): string;
+  /** Whether standard output is a terminal (then an export is shown, not written as bytes). */
+  terminal: boolean;
 }
 
 function projectOf(option: string | undefined, env: NodeJS.ProcessEnv): string {
@@ -105,7 +114,7 @@ function projectOf(option: string | undefined, env: NodeJS.ProcessEnv): string {
 
 /** Prints an import's answer and gives its exit code. */
 function report(answer: ImportAnswer, json: boolean, io: Io): number {
-  io.out(json ? `${JSON.stringify(answer, null, 2)}\n` : planText(answer));
+  io.out(json ? jsonText(answer) : lines(...planLines(answer)));
   const changes = answer.create.length + answer.update.length + answer.delete.length;
   return answer.dry_run && changes > 0 ? EXIT.changes : EXIT.done;
 }
@@ -115,22 +124,23 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-      io.out(HELP.main!);
+      io.out(lines(...HELP.main!.trimEnd().split('\n')));
       return command === undefined ? EXIT.failed : EXIT.done;
     }
     if (!(command in HELP) || command === 'main') throw new Failure(`unknown command "${command}" (export, import, import-unleash; guidon --help)`);
     if (rest.includes('--help') || rest.includes('-h')) {
-      io.out(HELP[command]!);
+      io.out(lines(...HELP[command]!.trimEnd().split('\n')));
       return EXIT.done;
     }
-    const api = () => GuidonApi.fromEnvironment(io.env);
+    const api = () => GuidonApi.fromEnvironment(io.env, (line) => io.err(lines(`guidon: ${line}`)));
 
     if (command === 'export') {
       const { values } = parseArgs({ args: rest, options: { ...COMMON, format: { type: 'string', default: 'json' }, out: { type: 'string' } }, allowPositionals: false });
       if (values.format !== 'json' && values.format !== 'yaml') throw new Failure(`--format must be json or yaml, not "${values.format}"`);
       const text = await api().export(projectOf(values.project, io.env), values.format);
+      // The document is data: a file or a pipe gets the server's exact bytes; a terminal, a view of them.
       if (values.out) writeFileSync(values.out, text);
-      else io.out(text);
+      else io.out(io.terminal ? lines(...text.replace(/\n$/, '').split('\n')) : text);
       return EXIT.done;
     }
 
@@ -158,12 +168,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return report(answer, values.json === true, io);
   } catch (error) {
     if (error instanceof Failure) {
-      io.err(`guidon: ${error.message}\n`);
-      for (const problem of error.problems) io.err(`  ${problem.message}\n`);
+      io.err(lines(`guidon: ${error.message}`, ...error.problems.map((problem) => `  ${problem.message}`)));
       return EXIT.failed;
     }
     if (error instanceof TypeError && /parseArgs|argument|option/i.test(String((error as { code?: string }).code ?? error.message))) {
-      io.err(`guidon: ${error.message} (guidon ${command} --help)\n`);
+      io.err(lines(`guidon: ${error.message} (guidon ${command} --help)`));
       return EXIT.failed;
     }
     throw error;
