@@ -13,6 +13,7 @@ import type { RecordChange } from '../changes/project-writes.js';
 import type { EnvironmentScope } from '../environments/environments.repository.js';
 import { createFlagWrite, deleteFlagWrite, toggleFlagWrite, updateFlagWrite } from '../flags/flag-writes.js';
 import { CreateFlagBody, CreateRuleBody, UpdateFlagBody, UpdateRuleBody } from '../flags/flags.schemas.js';
+import type { PrerequisiteBatch } from '../flags/prerequisites.js';
 import { createRuleWrite, deleteRuleWrite, updateRuleWrite } from '../flags/rule-writes.js';
 import { cancelScheduleWrite, createScheduleWrite } from '../schedules/schedule-writes.js';
 import { At, Note } from '../schedules/schedules.schemas.js';
@@ -23,6 +24,8 @@ export interface OpContext {
   author: Actor;
   /** The change request that runs it, or null (an import). */
   changeRequestId: string | null;
+  /** An import's: the prerequisite checks of its flag writes run once at its end (flags/prerequisites.ts). */
+  batch?: PrerequisiteBatch;
 }
 
 interface ChangeOp<S extends TObject> {
@@ -40,14 +43,14 @@ export const CHANGE_OPS = {
   'flag.create': op({ flag: CreateFlagBody, rules: Type.Optional(Type.Array(CreateRuleBody, { maxItems: 100, description: "the new flag's rules, created in this order" })) }, {
     flagOf: () => null,
     run: async (trx, record, context, change) => {
-      const created = await createFlagWrite(trx, record, context.env, change.flag);
+      const created = await createFlagWrite(trx, record, context.env, change.flag, context.batch);
       for (const rule of change.rules ?? []) await createRuleWrite(trx, record, onFlag(context, created.id), rule);
       return created;
     },
   }),
   'flag.update': op({ flag_id: Uuid, set: UpdateFlagBody }, {
     flagOf: (change) => change.flag_id,
-    run: (trx, record, context, change) => updateFlagWrite(trx, record, onFlag(context, change.flag_id), change.set),
+    run: (trx, record, context, change) => updateFlagWrite(trx, record, onFlag(context, change.flag_id), change.set, context.batch),
   }),
   'flag.toggle': op({ flag_id: Uuid }, {
     flagOf: (change) => change.flag_id,
@@ -55,7 +58,7 @@ export const CHANGE_OPS = {
   }),
   'flag.delete': op({ flag_id: Uuid }, {
     flagOf: (change) => change.flag_id,
-    run: (trx, record, context, change) => deleteFlagWrite(trx, record, onFlag(context, change.flag_id)),
+    run: (trx, record, context, change) => deleteFlagWrite(trx, record, onFlag(context, change.flag_id), context.batch),
   }),
   'rule.create': op({ flag_id: Uuid, rule: CreateRuleBody }, {
     flagOf: (change) => change.flag_id,

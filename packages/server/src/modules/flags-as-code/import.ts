@@ -17,6 +17,7 @@ import { createRequestWrite } from '../change-requests/change-requests.writes.js
 import { runChange, type RequestedChange } from '../change-requests/change-ops.js';
 import { createEnvironmentWrite, updateEnvironmentWrite } from '../environments/environment-writes.js';
 import type { FlagCreate, FlagPut } from '../flags/flag-writes.js';
+import { PrerequisiteBatch } from '../flags/prerequisites.js';
 import { listRules } from '../flags/rules.repository.js';
 import type { RuleCreate } from '../flags/rule-writes.js';
 import { createSegmentWrite, deleteSegmentWrite, updateSegmentWrite } from '../segments/segment-writes.js';
@@ -252,11 +253,13 @@ export async function applyImport(trx: Db, record: RecordChange, context: Import
       continue;
     }
     const flagKeys = new Map([...(current.flags.get(env.key) ?? [])].map(([key, flag]) => [flag.id, key]));
+    const batch = new PrerequisiteBatch();
     for (const change of changes) {
       const flag = 'flag' in change ? change.flag.key : flagKeys.get((change as { flag_id: string }).flag_id);
-      await refusedAs(`flags "${flag}" in ${env.key} (${change.op})`, () => runChange(trx, record, { env: scope, author: actor, changeRequestId: null }, change));
+      await refusedAs(`flags "${flag}" in ${env.key} (${change.op})`, () => runChange(trx, record, { env: scope, author: actor, changeRequestId: null, batch }, change));
       await pace();
     }
+    await refusedAs(`flags in ${env.key}`, () => batch.check(trx));
   }
 
   for (const { key } of of('segment', plan.delete)) {

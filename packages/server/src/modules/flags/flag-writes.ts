@@ -14,7 +14,7 @@ import { createFlag, deleteFlag, requireFlag, toggleFlag, updateFlag, type FlagS
 import type { CreateFlagBody, UpdateFlagBody } from './flags.schemas.js';
 import { listRules } from './rules.repository.js';
 import { checkOffVariant, checkVariants, type Variant } from './variants.js';
-import { checkPrerequisites, normalizedPrerequisites, refuseIfNamed } from './prerequisites.js';
+import { checkPrerequisites, normalizedPrerequisites, refuseIfNamed, type PrerequisiteBatch } from './prerequisites.js';
 
 export type Flag = Awaited<ReturnType<typeof requireFlag>>;
 export type FlagCreate = Static<typeof CreateFlagBody>;
@@ -50,30 +50,31 @@ async function checkedVariantChange(trx: Db, before: Flag, sentVariants: Variant
   return { variants, off_variant };
 }
 
-export async function createFlagWrite(trx: Db, record: RecordChange, scope: EnvironmentScope, body: FlagCreate) {
+/** `batch`: an import's, whose prerequisite checks run once at its end (prerequisites.ts). */
+export async function createFlagWrite(trx: Db, record: RecordChange, scope: EnvironmentScope, body: FlagCreate, batch?: PrerequisiteBatch) {
   const { name, key, description = null, enabled = false, rollout_percentage = 0, everyone_else = 'rollout' } = body;
   const bucketing_key = body.bucketing_key ?? null;
   const variants = checkVariants(body.variants ?? []);
   const off_variant = checkOffVariant(variants, body.off_variant ?? null);
   const prerequisites = normalizedPrerequisites(body.prerequisites ?? []);
   const environment = await requireEnvironment(trx, scope);
-  await checkPrerequisites(trx, environment.id, { id: null, key, variants, prerequisites });
+  await checkPrerequisites(trx, environment.id, { id: null, key, variants, prerequisites }, batch);
   const created = await createFlag(trx, environment, { name, key, description, enabled, rollout_percentage, everyone_else, variants, off_variant, bucketing_key, prerequisites });
   record(flagChange('flag.created', null, created));
   return created;
 }
 
 /** A PUT of the flag: only the fields sent change. */
-export async function updateFlagWrite(trx: Db, record: RecordChange, scope: FlagScope, body: FlagPut) {
+export async function updateFlagWrite(trx: Db, record: RecordChange, scope: FlagScope, body: FlagPut, batch?: PrerequisiteBatch) {
   const { name, key, description, enabled, rollout_percentage, everyone_else } = body;
   const bucketing_key = body.bucketing_key;
   const sentVariants = body.variants === undefined ? undefined : checkVariants(body.variants);
   const before = await requireFlag(trx, scope);
   const variantFields = sentVariants === undefined && body.off_variant === undefined ? {} : await checkedVariantChange(trx, before, sentVariants, body.off_variant);
   const prerequisites = body.prerequisites === undefined ? undefined : normalizedPrerequisites(body.prerequisites);
-  if (key !== undefined && key !== before.key) await refuseIfNamed(trx, before.environment_id, before.key, 're-keyed');
+  if (key !== undefined && key !== before.key) await refuseIfNamed(trx, before.environment_id, before.key, 're-keyed', batch);
   if (prerequisites !== undefined || sentVariants !== undefined || (key !== undefined && key !== before.key)) {
-    await checkPrerequisites(trx, before.environment_id, { id: before.id, key: key ?? before.key, variants: 'variants' in variantFields ? (variantFields.variants as Variant[]) : before.variants, prerequisites: prerequisites ?? before.prerequisites });
+    await checkPrerequisites(trx, before.environment_id, { id: before.id, key: key ?? before.key, variants: 'variants' in variantFields ? (variantFields.variants as Variant[]) : before.variants, prerequisites: prerequisites ?? before.prerequisites }, batch);
   }
   const after = await updateFlag(trx, before.id, onlyProvided({ name, key, description, enabled, rollout_percentage, everyone_else, bucketing_key, prerequisites, ...variantFields }));
   // Switching it on or off is a toggle however it is sent (the dashboard's switch sets the
@@ -91,9 +92,9 @@ export async function toggleFlagWrite(trx: Db, record: RecordChange, scope: Flag
   return after;
 }
 
-export async function deleteFlagWrite(trx: Db, record: RecordChange, scope: FlagScope): Promise<void> {
+export async function deleteFlagWrite(trx: Db, record: RecordChange, scope: FlagScope, batch?: PrerequisiteBatch): Promise<void> {
   const flag = await requireFlag(trx, scope);
-  await refuseIfNamed(trx, flag.environment_id, flag.key, 'deleted');
+  await refuseIfNamed(trx, flag.environment_id, flag.key, 'deleted', batch);
   await deleteFlag(trx, flag.id);
   record(flagChange('flag.deleted', flag, null));
 }

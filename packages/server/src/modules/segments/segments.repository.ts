@@ -64,9 +64,11 @@ export function checkSegmentConditions(conditions: readonly SentCondition[]): Co
   return checked;
 }
 
-/** The project's segments' conditions by key, as the engine compiles them. */
-export async function segmentConditions(db: Db, projectId: string): Promise<Map<string, Condition[]>> {
-  const rows = await db.selectFrom('segments').select(['key', 'conditions']).where('project_id', '=', projectId).execute();
+/** The project's segments' conditions by key (those of `keys` only, when given), as the engine compiles them. */
+export async function segmentConditions(db: Db, projectId: string, keys?: readonly string[]): Promise<Map<string, Condition[]>> {
+  let query = db.selectFrom('segments').select(['key', 'conditions']).where('project_id', '=', projectId);
+  if (keys) query = query.where('key', 'in', keys);
+  const rows = await query.execute();
   return new Map(rows.map((row) => [row.key, toConditions(row.conditions) ?? []]));
 }
 
@@ -79,13 +81,13 @@ export async function segmentConditions(db: Db, projectId: string): Promise<Map<
  */
 export async function checkFlagRules(db: Db, projectId: string, flags: readonly { id: string; key: string }[], cause?: (flagKey: string) => string): Promise<void> {
   if (flags.length === 0) return;
-  const [rules, segments] = await Promise.all([
-    db.selectFrom('rules').select(['flag_id', 'conditions']).where('flag_id', 'in', flags.map((flag) => flag.id)).execute(),
-    segmentConditions(db, projectId),
-  ]);
+  const rules = (await db.selectFrom('rules').select(['flag_id', 'conditions']).where('flag_id', 'in', flags.map((flag) => flag.id)).execute()).map((rule) => ({ flag_id: rule.flag_id, conditions: toConditions(rule.conditions) }));
+  // Only the segments the rules name: a save costs what the flag holds, not what the project does.
+  const named = [...new Set(rules.flatMap((rule) => (rule.conditions ?? []).flatMap((condition) => (condition.operator === 'IN_SEGMENT' ? [...(condition.values ?? [])] : []))))];
+  const segments = named.length === 0 ? new Map<string, Condition[]>() : await segmentConditions(db, projectId, named);
   const patterns = new Patterns();
   for (const flag of flags) {
-    const own = rules.filter((rule) => rule.flag_id === flag.id).map((rule) => ({ conditions: toConditions(rule.conditions) }));
+    const own = rules.filter((rule) => rule.flag_id === flag.id);
     const problem = flagProblem(own, segments, patterns);
     if (problem !== null) throw new Invalid(cause ? `${cause(flag.key)}: ${problem}` : problem);
   }
