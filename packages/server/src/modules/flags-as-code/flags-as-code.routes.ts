@@ -1,18 +1,15 @@
 import { Type } from 'typebox';
 import type { Db } from '../../db/database.js';
-import { newId } from '../../db/values.js';
 import { Invalid } from '../../errors.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { holdsUnstorableText } from '../../http/well-formed.js';
-import type { Actor } from '../changes/changes.schemas.js';
-import type { ProjectWrites, RecordChange } from '../changes/project-writes.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
 import { listEnvironments } from '../environments/environments.repository.js';
-import { checkDocument, type DesiredState } from './document.check.js';
 import { documentJsonSchema, DocumentProblems, ExportQuery, ImportPlan, ImportQuery, SCHEMA_PATH, UnleashImportAnswer } from './document.schemas.js';
-import { applyImport, isEmpty, planImport, type ImportMode, type ImportRequest, type Plan } from './import.js';
-import { documentText, readProjectState, toDocument, type ProjectState } from './state.js';
+import { runImport } from './import.js';
+import { documentText, readProjectState, toDocument } from './state.js';
 import { fromUnleash } from './unleash.js';
 import { parseYamlBounded } from './yaml-parse.js';
 
@@ -26,35 +23,6 @@ async function documentOf(body: unknown): Promise<unknown> {
   const value = await parseYamlBounded(body);
   if (holdsUnstorableText(value)) throw new Invalid('text must be well-formed Unicode without NUL characters');
   return value;
-}
-
-/** The environments, among those the document names, that need approved change requests (approvals_required ≥ 1). */
-const reviewedKeys = (state: ProjectState, desired: DesiredState) => state.environments.filter((env) => env.approvals_required > 0 && desired.managedEnvironments.has(env.key)).map((env) => env.key);
-
-/**
- * Checks the document against the project and applies its plan in one transaction through the
- * change path (import.ts), every event carrying the import's id; a dry run (the default) does
- * the same and undoes it, so that it meets every refusal the import would. An import that changes
- * nothing writes nothing (no revision, no event). The flags of an environment that needs
- * approvals are not written: that part of the plan becomes one change request of the environment
- * (docs/change-management.md), in the same transaction, listed in `change_requests`.
- */
-async function runImport(db: Db, writes: ProjectWrites, actor: Actor, projectId: string, input: unknown, mode: ImportMode, dryRun: boolean): Promise<Plan & { mode: ImportMode; dry_run: boolean; import_id: string | null; change_requests: ImportRequest[] }> {
-  const before = await readProjectState(db, projectId);
-  const unchanged = planImport(before, checkDocument(input, before, mode), mode);
-  if (isEmpty(unchanged)) return { mode, dry_run: dryRun, import_id: null, ...unchanged, change_requests: [] };
-  const importId = dryRun ? null : newId();
-  // Checked and planned again inside the transaction: the project may have changed meanwhile.
-  const write = async (trx: Db, record: RecordChange) => {
-    const current = await readProjectState(trx, projectId);
-    const desired = checkDocument(input, current, mode);
-    const plan = planImport(current, desired, mode);
-    const touched = new Set([...plan.create, ...plan.update, ...plan.delete].filter((item) => item.resource === 'flag').map((item) => item.environment!));
-    const reviewed = reviewedKeys(current, desired).filter((key) => touched.has(key));
-    return { ...plan, change_requests: await applyImport(trx, record, { projectId, actor, importId }, current, desired, plan, reviewed) };
-  };
-  const applied = dryRun ? await writes.rehearse(actor, projectId, write) : await writes.apply(actor, projectId, write, { import_id: importId ?? undefined });
-  return { mode, dry_run: dryRun, import_id: importId, ...applied };
 }
 
 /** /api/projects/{project_id}/export and …/import (docs/flags-as-code.md). */

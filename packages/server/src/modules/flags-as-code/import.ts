@@ -9,9 +9,10 @@
  * the same changes in one change request.
  */
 import type { Db } from '../../db/database.js';
+import { newId } from '../../db/values.js';
 import { AppError, Invalid, Unavailable } from '../../errors.js';
 import type { Actor } from '../changes/changes.schemas.js';
-import type { RecordChange } from '../changes/project-writes.js';
+import type { ProjectWrites, RecordChange } from '../changes/project-writes.js';
 import { CHANGE_REQUEST_LIMIT } from '../change-requests/change-requests.schemas.js';
 import { createRequestWrite } from '../change-requests/change-requests.writes.js';
 import { runChange, type RequestedChange } from '../change-requests/change-ops.js';
@@ -21,8 +22,8 @@ import { PrerequisiteBatch } from '../flags/prerequisites.js';
 import { listRules } from '../flags/rules.repository.js';
 import type { RuleCreate } from '../flags/rule-writes.js';
 import { createSegmentWrite, deleteSegmentWrite, updateSegmentWrite } from '../segments/segment-writes.js';
-import type { DesiredState } from './document.check.js';
-import { FLAG_FIELDS, sameJson, STORED_FLAG_FIELDS, type FlagState, type ProjectState, type RuleState } from './state.js';
+import { checkDocument, type DesiredState } from './document.check.js';
+import { FLAG_FIELDS, readProjectState, sameJson, STORED_FLAG_FIELDS, type FlagState, type ProjectState, type RuleState } from './state.js';
 
 export type ImportMode = 'merge' | 'replace';
 
@@ -185,12 +186,14 @@ export interface ImportContext {
   importId: string | null;
 }
 
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
 /** Gives the event loop a turn after every 10 ms of work: on SQLite each query of a big import runs on this thread, and other requests (health, evaluate) must not wait for all of them. */
 function pacer(): () => Promise<void> {
   let since = performance.now();
   return async () => {
     if (performance.now() - since < 10) return;
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     since = performance.now();
   };
 }
@@ -267,4 +270,35 @@ export async function applyImport(trx: Db, record: RecordChange, context: Import
     await pace();
   }
   return requests;
+}
+
+/** The environments, among those the document names, that need approved change requests (approvals_required ≥ 1). */
+const reviewedKeys = (state: ProjectState, desired: DesiredState) => state.environments.filter((env) => env.approvals_required > 0 && desired.managedEnvironments.has(env.key)).map((env) => env.key);
+
+/**
+ * Checks the document against the project and applies its plan in one transaction through the
+ * change path (import.ts), every event carrying the import's id; a dry run (the default) does
+ * the same and undoes it, so that it meets every refusal the import would. An import that changes
+ * nothing writes nothing (no revision, no event). The flags of an environment that needs
+ * approvals are not written: that part of the plan becomes one change request of the environment
+ * (docs/change-management.md), in the same transaction, listed in `change_requests`.
+ */
+export async function runImport(db: Db, writes: ProjectWrites, actor: Actor, projectId: string, input: unknown, mode: ImportMode, dryRun: boolean): Promise<Plan & { mode: ImportMode; dry_run: boolean; import_id: string | null; change_requests: ImportRequest[] }> {
+  const before = await readProjectState(db, projectId);
+  const unchanged = planImport(before, checkDocument(input, before, mode), mode);
+  if (isEmpty(unchanged)) return { mode, dry_run: dryRun, import_id: null, ...unchanged, change_requests: [] };
+  await nextTurn(); // a large document takes a while to check: let other requests in before the transaction
+  const importId = dryRun ? null : newId();
+  // Checked and planned again inside the transaction: the project may have changed meanwhile.
+  const write = async (trx: Db, record: RecordChange) => {
+    const current = await readProjectState(trx, projectId);
+    const desired = checkDocument(input, current, mode);
+    const plan = planImport(current, desired, mode);
+    await nextTurn();
+    const touched = new Set([...plan.create, ...plan.update, ...plan.delete].filter((item) => item.resource === 'flag').map((item) => item.environment!));
+    const reviewed = reviewedKeys(current, desired).filter((key) => touched.has(key));
+    return { ...plan, change_requests: await applyImport(trx, record, { projectId, actor, importId }, current, desired, plan, reviewed) };
+  };
+  const applied = dryRun ? await writes.rehearse(actor, projectId, write) : await writes.apply(actor, projectId, write, { import_id: importId ?? undefined });
+  return { mode, dry_run: dryRun, import_id: importId, ...applied };
 }
