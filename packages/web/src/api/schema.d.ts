@@ -9178,7 +9178,7 @@ export interface components {
             };
             /** @description approvals it needs: the environment's approvals_required, at least 1 */
             approvals_required: number;
-            /** @description who approved the current version */
+            /** @description who approved the current version and may still approve it (an editor or owner of the project): the approvals that count */
             approved_by: {
                 /** Format: uuid */
                 user_id: string;
@@ -9253,7 +9253,7 @@ export interface components {
             };
             /** @description approvals it needs: the environment's approvals_required, at least 1 */
             approvals_required: number;
-            /** @description who approved the current version */
+            /** @description who approved the current version and may still approve it (an editor or owner of the project): the approvals that count */
             approved_by: {
                 /** Format: uuid */
                 user_id: string;

@@ -1,6 +1,8 @@
 import { Type } from 'typebox';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
+import type { ProjectWrites } from '../changes/project-writes.js';
+import { settleReviewedWith } from '../change-requests/change-requests.writes.js';
 import { Forbidden, Invalid, NotFound } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { atLeast } from '../members/access.js';
@@ -9,7 +11,7 @@ import { createApiToken, deleteApiToken, listApiTokens } from './api-tokens.repo
 import { ApiTokenParams, CreateApiTokenBody, CreatedApiToken } from './api-tokens.schemas.js';
 
 /** /api/tokens (docs/api.md, API tokens): only a signed-in user with a verified address manages tokens, never a token. */
-export const apiTokenRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
+export const apiTokenRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
   const tags = ['tokens'];
 
   app.post('/tokens', {
@@ -39,6 +41,8 @@ export const apiTokenRoutes: ApiPlugin<{ db: Db }> = async (app, { db }) => {
     schema: { tags, params: ApiTokenParams, response: { 204: Type.Null(), ...errorResponses(401, 403, 404) } },
   }, async (request, reply) => {
     await deleteApiToken(db, request.userId, request.params.token_id);
+    // Its approvals no longer count (docs/change-management.md): the requests it approved show it at once.
+    await settleReviewedWith(writes, db, request.actor, request.params.token_id);
     return reply.code(204).send(null);
   });
 };

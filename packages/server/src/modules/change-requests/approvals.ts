@@ -5,7 +5,8 @@
  *   changes its flags, rules or schedules is refused unless it applies an approved change request
  *   (or a schedule such a request created), as that request's own transaction shows;
  * - requestConsequences: a change to a flag moves its revision and outdates the pending requests
- *   that build on it; a new approvals_required settles the environment's pending requests again.
+ *   that build on it; a new approvals_required settles the environment's pending requests again, a
+ *   member removed or demoted the project's (their approvals no longer count).
  */
 import type { Db } from '../../db/database.js';
 import { Conflict } from '../../errors.js';
@@ -65,7 +66,7 @@ function flagIdOf(change: Change): string | null {
 }
 
 /** A consequence of every write (app.ts). */
-export async function requestConsequences(trx: Db, changes: readonly Change[], _context: WriteContext): Promise<Change[]> {
+export async function requestConsequences(trx: Db, changes: readonly Change[], context: WriteContext): Promise<Change[]> {
   const flagIds = [...new Set(changes.map(flagIdOf).filter((id): id is string => id !== null))];
   const consequences: Change[] = [];
   if (flagIds.length > 0) {
@@ -82,6 +83,10 @@ export async function requestConsequences(trx: Db, changes: readonly Change[], _
   const newRequirement = changes.filter((change) => change.action === 'environment.updated' && (change.before as { approvals_required?: number }).approvals_required !== (change.after as { approvals_required?: number }).approvals_required);
   for (const change of newRequirement) {
     await settle(trx, await trx.selectFrom('change_requests').selectAll().where('environment_id', '=', change.resource_id).where('status', 'in', ['open', 'approved', 'scheduled']).execute());
+  }
+  // A member's approvals count only while they may approve (standingReviews): a removal or a new role settles the project's requests again.
+  if (changes.some((change) => change.action === 'member.removed' || change.action === 'member.updated')) {
+    await settle(trx, await trx.selectFrom('change_requests').selectAll().where('project_id', '=', context.projectId).where('status', 'in', ['open', 'approved', 'scheduled']).execute());
   }
   return consequences;
 }

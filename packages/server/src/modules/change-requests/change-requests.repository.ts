@@ -4,6 +4,7 @@ import { afterCursor, encodeCursor } from '../../db/cursors.js';
 import type { ChangeRequestReviewsTable, ChangeRequestsTable } from '../../db/schema.js';
 import { toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
+import { atLeast, lowerOf } from '../members/access.js';
 import type { Actor, Approver } from '../changes/changes.schemas.js';
 import type { RequestedChange } from './change-ops.js';
 import type { ChangeRequestStatus } from './change-requests.schemas.js';
@@ -34,16 +35,45 @@ export function currentReviews(row: Pick<RequestRow, 'version'>, reviews: readon
   return [...latest.values()];
 }
 
-export const approversOf = (row: Pick<RequestRow, 'version'>, reviews: readonly ReviewRow[]): Approver[] =>
+/** The approvals of the current version that count: those whose reviewer still stands (standingReviews). */
+export const approversOf = (row: Pick<RequestRow, 'version'>, reviews: readonly ReviewRow[], standing: ReadonlySet<string>): Approver[] =>
   currentReviews(row, reviews)
-    .filter((review) => review.decision === 'approve')
+    .filter((review) => review.decision === 'approve' && standing.has(review.id))
     .map((review) => ({ user_id: review.user_id, email: review.email }));
+
+/**
+ * The ids of the reviews whose reviewer could still review (docs/change-management.md, Who may do
+ * what): still a member of the project with at least the editor role, and, for a review given
+ * through an API token, that token not revoked and with at least the editor role too (a token acts
+ * as its user, with the lower of the two roles). An approval counts only while its reviewer
+ * stands; a removed or demoted member's approval no longer lets the request apply.
+ */
+export async function standingReviews(db: Db, projectId: string, reviews: readonly ReviewRow[]): Promise<Set<string>> {
+  if (reviews.length === 0) return new Set();
+  const userIds = [...new Set(reviews.map((review) => review.user_id))];
+  const tokenIds = [...new Set(reviews.map((review) => review.token_id).filter((id): id is string => id !== null))];
+  const members = await db.selectFrom('project_members').select(['user_id', 'role']).where('project_id', '=', projectId).where('user_id', 'in', userIds).execute();
+  const roleOf = new Map(members.map((member) => [member.user_id, member.role]));
+  const tokens = tokenIds.length === 0 ? [] : await db.selectFrom('api_tokens').select(['id', 'user_id', 'project_id', 'role']).where('id', 'in', tokenIds).execute();
+  const tokenOf = new Map(tokens.map((token) => [token.id, token]));
+  const standing = new Set<string>();
+  for (const review of reviews) {
+    const member = roleOf.get(review.user_id);
+    if (!member || !atLeast(member, 'editor')) continue;
+    if (review.token_id !== null) {
+      const token = tokenOf.get(review.token_id);
+      if (!token || token.user_id !== review.user_id || (token.project_id !== null && token.project_id !== projectId) || !atLeast(lowerOf(member, token.role), 'editor')) continue;
+    }
+    standing.add(review.id);
+  }
+  return standing;
+}
 
 /** The approvals a request needs: its environment's setting, and always at least one besides its author. */
 export const approvalsNeeded = (approvalsRequired: number) => Math.max(1, approvalsRequired);
 
 /** The request as the API lists it (docs/change-management.md). */
-export function toChangeRequest(row: RequestRow, reviews: readonly ReviewRow[], approvalsRequired: number) {
+export function toChangeRequest(row: RequestRow, reviews: readonly ReviewRow[], approvalsRequired: number, standing: ReadonlySet<string>) {
   return {
     id: row.id,
     project_id: row.project_id,
@@ -56,7 +86,7 @@ export function toChangeRequest(row: RequestRow, reviews: readonly ReviewRow[], 
     version: row.version,
     author: authorOf(row),
     approvals_required: approvalsNeeded(approvalsRequired),
-    approved_by: approversOf(row, reviews),
+    approved_by: approversOf(row, reviews, standing),
     reviews: reviews.map((review) => ({
       id: review.id,
       user_id: review.user_id,
@@ -99,7 +129,7 @@ export async function requireRequestRow(db: Db, scope: { projectId: string; requ
 /** The request as the API shows one, with its diff. */
 export async function describeRequest(db: Db, row: RequestRow) {
   const reviews = (await reviewsOf(db, [row.id])).get(row.id)!;
-  return { ...toChangeRequest(row, reviews, await approvalsRequiredOf(db, row.environment_id)), diff: diffOf(row) };
+  return { ...toChangeRequest(row, reviews, await approvalsRequiredOf(db, row.environment_id), await standingReviews(db, row.project_id, reviews)), diff: diffOf(row) };
 }
 
 export async function listChangeRequests(db: Db, projectId: string, query: { status?: ChangeRequestStatus | undefined; environment_id?: string | undefined; limit: number; cursor?: string | undefined }) {
@@ -112,7 +142,8 @@ export async function listChangeRequests(db: Db, projectId: string, query: { sta
   const reviews = await reviewsOf(db, page.map((row) => row.id));
   const environments = await db.selectFrom('environments').select(['id', 'approvals_required']).where('project_id', '=', projectId).execute();
   const requiredOf = new Map(environments.map((env) => [env.id, env.approvals_required]));
-  const items = page.map((row) => toChangeRequest(row, reviews.get(row.id)!, requiredOf.get(row.environment_id) ?? 0));
+  const standing = await standingReviews(db, projectId, [...reviews.values()].flat());
+  const items = page.map((row) => toChangeRequest(row, reviews.get(row.id)!, requiredOf.get(row.environment_id) ?? 0, standing));
   const last = items.at(-1);
   return { items, next_cursor: rows.length > query.limit && last ? encodeCursor(last.created_at, last.id) : null };
 }

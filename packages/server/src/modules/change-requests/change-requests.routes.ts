@@ -69,8 +69,13 @@ export const changeRequestRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> =
 async function whyNotApplicable(db: Db, scope: { projectId: string; requestId: string }): Promise<string> {
   const request = await describeRequest(db, await requireRequestRow(db, scope));
   switch (request.status) {
-    case 'open':
-      return `Not applied: it needs ${approvalsNeeded(await approvalsRequiredOf(db, request.environment_id))} approval(s) of its current content from members other than its author; it has ${request.approved_by.length}`;
+    case 'open': {
+      // Approvals of its content by reviewers who no longer stand (removed, demoted, token revoked) are named: they no longer count.
+      const latest = new Map(request.reviews.filter((review) => review.version === request.version).map((review) => [review.user_id, review]));
+      const voided = [...latest.values()].filter((review) => review.decision === 'approve' && !request.approved_by.some((approver) => approver.user_id === review.user_id)).map((review) => review.email);
+      const why = voided.length > 0 ? `; the approval(s) of ${voided.join(', ')} no longer count (no longer an editor of the project, or approved with a token since revoked)` : '';
+      return `Not applied: it needs ${approvalsNeeded(await approvalsRequiredOf(db, request.environment_id))} approval(s) of its current content from editors of the project other than its author; it has ${request.approved_by.length}${why}`;
+    }
     case 'scheduled':
       return `Not applied now: it is scheduled to apply at ${request.apply_at}`;
     case 'outdated':

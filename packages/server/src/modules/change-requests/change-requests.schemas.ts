@@ -48,7 +48,7 @@ const fields = {
   version: Type.Integer({ description: 'moves with every edit of changes or apply_at, which withdraws every approval' }),
   author: Type.Object({ user_id: Uuid, email: Type.String(), token_id: Nullable(Uuid) }),
   approvals_required: Type.Integer({ description: "approvals it needs: the environment's approvals_required, at least 1" }),
-  approved_by: Type.Array(Person, { description: 'who approved the current version' }),
+  approved_by: Type.Array(Person, { description: 'who approved the current version and may still approve it (an editor or owner of the project): the approvals that count' }),
   reviews: Type.Array(Review, { description: 'every review, oldest first' }),
   error: Nullable(Type.String({ description: 'why applying failed' })),
   created_at: Timestamp,

@@ -15,6 +15,8 @@ import type { ProjectWrites, RecordChange } from '../changes/project-writes.js';
 import { requireEnvironment, type EnvironmentScope } from '../environments/environments.repository.js';
 import type { Role } from '../../db/schema.js';
 import { checkedAt } from '../schedules/schedule-writes.js';
+import { atLeast } from '../members/access.js';
+import { findMemberRole } from '../members/members.repository.js';
 import { flagOf, runChange, type OpContext, type RequestedChange } from './change-ops.js';
 import {
   approvalsNeeded,
@@ -25,6 +27,7 @@ import {
   diffOf,
   requireRequestRow,
   reviewsOf,
+  standingReviews,
   toChangeRequest,
   type ChangeRequest,
   type DiffItem,
@@ -128,7 +131,7 @@ export async function createRequestWrite(trx: Db, record: RecordChange, scope: E
   };
   await trx.insertInto('change_requests').values(row).execute();
   await rebase(trx, id, revisions);
-  const request = toChangeRequest(row, [], environment.approvals_required);
+  const request = toChangeRequest(row, [], environment.approvals_required, new Set());
   record(requestChange('change_request.created', null, request));
   return { ...request, diff };
 }
@@ -162,20 +165,40 @@ export async function updateRequestWrite(trx: Db, record: RecordChange, scope: S
   return { ...after, diff: diffOf(updated) };
 }
 
-/** What the reviews of its current content make of a pending request. */
+/**
+ * What the reviews of its current content make of a pending request. An approval counts while its
+ * reviewer stands (standingReviews); a rejection counts whoever gave it: it never lets anything
+ * apply, and an edit of the content opens the request again.
+ */
 async function settledStatus(trx: Db, row: RequestRow): Promise<ChangeRequestStatus> {
-  const current = currentReviews(row, (await reviewsOf(trx, [row.id])).get(row.id)!);
+  const reviews = (await reviewsOf(trx, [row.id])).get(row.id)!;
+  const current = currentReviews(row, reviews);
   if (current.some((review) => review.decision === 'reject')) return 'rejected';
-  const approvals = current.filter((review) => review.decision === 'approve').length;
+  const standing = await standingReviews(trx, row.project_id, current);
+  const approvals = current.filter((review) => review.decision === 'approve' && standing.has(review.id)).length;
   if (approvals >= approvalsNeeded(await approvalsRequiredOf(trx, row.environment_id))) return row.apply_at === null ? 'approved' : 'scheduled';
   return 'open';
 }
 
-/** Sets each pending request's status to what its reviews make of it (after a review, or a new approvals_required). */
+/** Sets each pending request's status to what its reviews make of it (after a review, a new approvals_required, a member removed or demoted, a token revoked). */
 export async function settle(trx: Db, rows: readonly RequestRow[]): Promise<void> {
   for (const row of rows) {
     const status = await settledStatus(trx, row);
     if (status !== row.status) await trx.updateTable('change_requests').set({ status }).where('id', '=', row.id).execute();
+  }
+}
+
+/** After an API token's revocation: the pending requests it reviewed are settled again, in their projects (its approvals no longer count). */
+export async function settleReviewedWith(writes: ProjectWrites, db: Db, actor: Actor, tokenId: string): Promise<void> {
+  const reviewed = await db
+    .selectFrom('change_requests')
+    .select(['id', 'project_id'])
+    .where('status', 'in', ['open', 'approved', 'scheduled'])
+    .where('id', 'in', (eb) => eb.selectFrom('change_request_reviews').select('change_request_id').where('token_id', '=', tokenId))
+    .execute();
+  for (const projectId of new Set(reviewed.map((row) => row.project_id))) {
+    const ids = reviewed.filter((row) => row.project_id === projectId).map((row) => row.id);
+    await writes.apply(actor, projectId, async (trx) => settle(trx, await trx.selectFrom('change_requests').selectAll().where('id', 'in', ids).where('status', 'in', ['open', 'approved', 'scheduled']).execute()));
   }
 }
 
@@ -221,19 +244,26 @@ export async function outdate(trx: Db, rows: readonly RequestRow[]): Promise<Cha
 /** Its status moved on before the applying transaction took it (another instance, or a review). */
 export class AlreadySettled extends Error {}
 class Outdated extends Error {}
+/** Approved, but by reviewers of whom too many no longer stand: open again, not applied. */
+class ApprovalsLapsed extends Error {}
+/** Something besides its changes makes it inapplicable for good (its author gone, for a scheduled one): failed. */
+class NotApplicable extends Error {}
 
 /**
  * Applies an approved request (a scheduled one, from the scheduler): in ONE transaction, through
  * the one write path, every change as its direct write, or none. Its content's approvals are
- * counted again inside the transaction, and the flags it builds on must be at the revisions it
- * recorded. Each event carries change_request_id and the approvers. A change that its direct
- * write now refuses fails the request (status failed, with the reason) and changes nothing else.
+ * counted again inside the transaction, each only while its reviewer stands (a member who may still
+ * approve it), and the flags it builds on must be at the revisions it recorded. A scheduled one
+ * acts for its author, who must still be an editor of the project. Each event carries
+ * change_request_id and the approvers. A change that its direct write now refuses fails the
+ * request (status failed, with the reason) and changes nothing else.
  */
 export async function applyRequest(writes: ProjectWrites, db: Db, scope: Scope, actor: Actor, from: 'approved' | 'scheduled'): Promise<ChangeRequest & { diff: DiffItem[] }> {
   const row = await requireRequestRow(db, scope);
   // The approvers are read in the transaction (below) before any event is recorded.
   const origin: ChangeOrigin & { approvers: Approver[] } = { change_request_id: row.id, approvers: [] };
   const context: OpContext = { env: { projectId: row.project_id, envId: row.environment_id }, author: authorOf(row), changeRequestId: row.id };
+  let lapsed = null as { needed: number; counted: number; voided: string[] } | null;
   try {
     return await writes.apply(actor, row.project_id, async (trx, record) => {
       // From `from` to applied, once (a refusal below rolls it back): what the approval check reads.
@@ -242,8 +272,20 @@ export async function applyRequest(writes: ProjectWrites, db: Db, scope: Scope, 
       const reviews = (await reviewsOf(trx, [row.id])).get(row.id)!;
       const current = currentReviews(taken, reviews);
       const required = await approvalsRequiredOf(trx, row.environment_id);
-      origin.approvers = current.filter((review) => review.decision === 'approve').map((review) => ({ user_id: review.user_id, email: review.email }));
-      if (current.some((review) => review.decision === 'reject') || origin.approvers.length < approvalsNeeded(required)) throw new AlreadySettled();
+      const standing = await standingReviews(trx, row.project_id, reviews);
+      const approvals = current.filter((review) => review.decision === 'approve');
+      origin.approvers = approvals.filter((review) => standing.has(review.id)).map((review) => ({ user_id: review.user_id, email: review.email }));
+      if (current.some((review) => review.decision === 'reject')) throw new AlreadySettled();
+      if (origin.approvers.length < approvalsNeeded(required)) {
+        if (approvals.length < approvalsNeeded(required)) throw new AlreadySettled();
+        lapsed = { needed: approvalsNeeded(required), counted: origin.approvers.length, voided: approvals.filter((review) => !standing.has(review.id)).map((review) => review.email) };
+        throw new ApprovalsLapsed();
+      }
+      if (from === 'scheduled') {
+        // It acts for its author, as a schedule for its creator: not once they may no longer change flags here.
+        const role = await findMemberRole(trx, row.project_id, row.author_user_id);
+        if (!role || !atLeast(role, 'editor')) throw new NotApplicable(`its author (${row.author_email}) is no longer an editor of the project`);
+      }
       const moved = await trx
         .selectFrom('change_request_flags')
         .leftJoin('flags', 'flags.id', 'change_request_flags.flag_id')
@@ -252,25 +294,30 @@ export async function applyRequest(writes: ProjectWrites, db: Db, scope: Scope, 
         .where((eb) => eb.or([eb('flags.revision', 'is', null), eb('flags.revision', '!=', eb.ref('change_request_flags.revision'))]))
         .execute();
       if (moved.length > 0) throw new Outdated();
-      const diff = await runAll(trx, record, context, toChangeRequest(taken, reviews, required).changes);
+      const diff = await runAll(trx, record, context, toChangeRequest(taken, reviews, required, standing).changes);
       const applied = await trx
         .updateTable('change_requests')
         .set({ applied_at: nowIso(), updated_at: nowIso(), diff: JSON.stringify(diff), claimed_until: null })
         .where('id', '=', row.id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      const after = toChangeRequest(applied, reviews, required);
-      record(requestChange('change_request.applied', toChangeRequest(row, reviews, required), after));
+      const after = toChangeRequest(applied, reviews, required, standing);
+      record(requestChange('change_request.applied', toChangeRequest(row, reviews, required, standing), after));
       return { ...after, diff };
     }, origin);
   } catch (error) {
-    if (error instanceof ChangeRefused) {
+    if (error instanceof ChangeRefused || error instanceof NotApplicable) {
       await settleAs(writes, row, actor, from, 'failed', error.message);
       throw new Conflict(`Not applied, nothing changed; the request failed: ${error.message}`);
     }
     if (error instanceof Outdated) {
       await settleAs(writes, row, actor, from, 'outdated', null);
       throw new Conflict('Not applied: a flag it changes has changed since it was approved; its author updates it');
+    }
+    if (error instanceof ApprovalsLapsed && lapsed) {
+      const { needed, counted, voided } = lapsed;
+      await writes.apply(actor, row.project_id, async (trx) => settle(trx, await trx.selectFrom('change_requests').selectAll().where('id', '=', row.id).where('status', '=', from).execute()), { change_request_id: row.id });
+      throw new Conflict(`Not applied, nothing changed: it needs ${needed} approval(s) of its current content from editors of the project other than its author, and has ${counted}; the approval(s) of ${voided.join(', ')} no longer count (no longer an editor of the project, or approved with a token since revoked). It is open for review again`);
     }
     throw error;
   }

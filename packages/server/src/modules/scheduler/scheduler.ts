@@ -5,9 +5,14 @@
  * rows another instance is leasing); each is then applied in its own transaction, which moves it
  * from pending (or scheduled) exactly once, so even a lease that ran out cannot apply it twice. An
  * item found more than 24 hours late (no instance ran meanwhile) fails as missed.
+ *
+ * Fair between projects: a batch takes at most PER_PROJECT items of each project, the earliest of
+ * each first, and applies them round-robin (every project's first, then every project's second...);
+ * batches follow one another without waiting while items are due. A project with hundreds due at
+ * once delays another project's item by one batch at most, not by its whole backlog.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { toIso } from '../../db/values.js';
 import { AppError, Unavailable } from '../../errors.js';
@@ -31,12 +36,15 @@ export interface ScheduleObserver {
 }
 
 const BATCH = 50;
+/** The most items of one project in a batch: the rest of the batch is left to the other projects' due items. */
+const PER_PROJECT = 10;
 /** Long enough for a batch to apply; an instance that dies leaves its items to others after it. */
 const LEASE_MS = 30_000;
 const lagOf = (due: string | Date, applied: string) => (Date.parse(applied) - Date.parse(toIso(due))) / 1000;
 
 export class Scheduler {
   private timer: NodeJS.Timeout | undefined;
+  private closing = false;
   private running: Promise<void> | null = null;
   private readonly failureLog = new LogThrottle();
 
@@ -56,6 +64,7 @@ export class Scheduler {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     clearInterval(this.timer);
     await this.running;
   }
@@ -68,13 +77,17 @@ export class Scheduler {
       .finally(() => (this.running = null));
   }
 
+  /** Batch after batch while items are due (each batch fair between projects), until none is left. */
   private async applyDue(): Promise<void> {
-    const now = Date.now();
-    const [at, leaseUntil] = [new Date(now).toISOString(), new Date(now + LEASE_MS).toISOString()];
-    const schedules = (await this.leaseDue('schedules', 'pending', 'at', at, leaseUntil)) as ScheduleRow[];
-    for (const schedule of schedules) await this.each(() => this.applySchedule(schedule, now));
-    const requests = (await this.leaseDue('change_requests', 'scheduled', 'apply_at', at, leaseUntil)) as RequestRow[];
-    for (const request of requests) await this.each(() => this.applyRequest(request, now));
+    while (!this.closing) {
+      const now = Date.now();
+      const [at, leaseUntil] = [new Date(now).toISOString(), new Date(now + LEASE_MS).toISOString()];
+      const schedules = (await this.leaseDue('schedules', 'pending', 'at', at, leaseUntil)) as ScheduleRow[];
+      for (const schedule of schedules) await this.each(() => this.applySchedule(schedule, now));
+      const requests = (await this.leaseDue('change_requests', 'scheduled', 'apply_at', at, leaseUntil)) as RequestRow[];
+      for (const request of requests) await this.each(() => this.applyRequest(request, now));
+      if (schedules.length === 0 && requests.length === 0) return;
+    }
   }
 
   /**
@@ -82,24 +95,28 @@ export class Scheduler {
    * passed, no live lease) until `leaseUntil`, in one statement: no other instance takes them
    * meanwhile (PostgreSQL skips the rows another is leasing; the one statement is atomic on
    * SQLite), and one that dies leaves them to be taken when the lease ends. Whether one is applied
-   * is decided again in the transaction that applies it: a status that moves once.
+   * is decided again in the transaction that applies it: a status that moves once. The batch holds
+   * at most PER_PROJECT rows of a project (its earliest), and is returned in round-robin order.
    */
   private async leaseDue(table: 'schedules' | 'change_requests', status: string, dueColumn: 'at' | 'apply_at', now: string, leaseUntil: string): Promise<unknown[]> {
-    const db = this.db as unknown as Kysely<Record<typeof table, { id: string; status: string; claimed_until: string | null } & Record<typeof dueColumn, string>>>;
-    let due = db
+    type Row = { id: string; project_id: string; status: string; claimed_until: string | null } & Record<typeof dueColumn, string>;
+    const db = this.db as unknown as Kysely<Record<typeof table, Row>>;
+    // Each due row's place in its project's queue (1 for its earliest).
+    const ranked = db
       .selectFrom(table)
-      .select('id')
+      .select(['id', dueColumn, sql<number>`row_number() over (partition by project_id order by ${sql.ref(dueColumn)}, id)`.as('place')])
       .where('status', '=', status)
       .where(dueColumn, '<=', now)
-      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-      .orderBy(dueColumn)
-      .limit(BATCH);
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]));
+    const picked = db.selectFrom(ranked.as('ranked')).select('ranked.id').where('ranked.place', '<=', PER_PROJECT).orderBy('ranked.place').orderBy(`ranked.${dueColumn}`).limit(BATCH);
     // Looked at first with a plain read: on SQLite an UPDATE takes the write lock even when it
     // matches nothing, and better-sqlite3 waits for it synchronously, so a writer holding the
     // database (a backup, another process) would stall the event loop every poll.
-    if ((await due.execute()).length === 0) return [];
-    if (this.dialect === 'postgres') due = due.forUpdate().skipLocked();
-    return db.updateTable(table).set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', status).returningAll().execute();
+    if ((await picked.execute()).length === 0) return [];
+    // PostgreSQL locks (FOR UPDATE, SKIP LOCKED) rows of a plain select, not of one with a window function: the picked rows are selected again.
+    const due = this.dialect === 'postgres' ? db.selectFrom(table).select('id').where('id', 'in', picked).forUpdate().skipLocked() : picked;
+    const leased = (await db.updateTable(table).set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', status).returningAll().execute()) as Row[];
+    return roundRobin(leased, dueColumn);
   }
 
   /** One item: a failure that is not its own (the database away) leaves it to be tried again when its lease ends, and the batch goes on. */
@@ -144,4 +161,17 @@ export class Scheduler {
     await this.writes.apply(creatorOf(schedule), schedule.project_id, (trx, record) => failScheduleWrite(trx, record, schedule.id, reason), { schedule_id: schedule.id });
     this.observer.failed('schedule');
   }
+}
+
+/** Rows in the order to apply them: each project's earliest first, then each project's second, and so on (by due time within a round). */
+function roundRobin<T extends { id: string; project_id: string }>(rows: T[], dueColumn: keyof T): T[] {
+  const due = (row: T) => Date.parse(toIso(row[dueColumn] as string | Date));
+  const byDue = [...rows].sort((a, b) => due(a) - due(b) || (a.id < b.id ? -1 : 1));
+  const seen = new Map<string, number>();
+  const placed = byDue.map((row) => {
+    const place = (seen.get(row.project_id) ?? 0) + 1;
+    seen.set(row.project_id, place);
+    return { row, place };
+  });
+  return placed.sort((a, b) => a.place - b.place || due(a.row) - due(b.row)).map(({ row }) => row);
 }

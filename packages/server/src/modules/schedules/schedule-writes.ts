@@ -17,6 +17,11 @@ import { requireSchedule, toSchedule, type Schedule, type ScheduleRow } from './
 
 /** At most this far ahead. */
 const HORIZON_MS = 366 * 24 * 3600 * 1000;
+/**
+ * At most this many pending schedules in a project (those of its change requests included): one
+ * project cannot fill the scheduler's queue, nor the database, with due items.
+ */
+export const PENDING_PER_PROJECT = 1000;
 /** A schedule later than this when an instance first sees it (none ran meanwhile) fails as missed. */
 export const MISSED_AFTER_MS = 24 * 3600 * 1000;
 
@@ -49,6 +54,9 @@ export function checkedAt(at: string): string {
 export async function createScheduleWrite(trx: Db, record: RecordChange, scope: FlagScope, fields: ScheduleFields, creator: Actor, changeRequestId: string | null = null): Promise<Schedule> {
   const at = checkedAt(fields.at);
   const flag = await requireFlag(trx, scope);
+  // Counted in the write's transaction, which holds the project's row: two writes cannot both take the last place.
+  const pending = await trx.selectFrom('schedules').select((eb) => eb.fn.countAll<number | string>().as('count')).where('project_id', '=', flag.project_id).where('status', '=', 'pending').executeTakeFirstOrThrow();
+  if (Number(pending.count) >= PENDING_PER_PROJECT) throw new Conflict(`This project has ${PENDING_PER_PROJECT} pending schedules, the most it may have: cancel some, or wait for them to apply`);
   await rolledBack(trx, () => updateFlagWrite(trx, () => undefined, scope, fields.change)).catch((error: unknown) => {
     // Whatever the PUT would refuse now (its 409 for a key taken included) is a change not to save: 400.
     throw error instanceof AppError && !(error instanceof Unavailable) ? new Invalid(`change: ${error.message}`) : error;
