@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import type { ChangeFeed } from './change-feed.js';
+import { bumpRevision } from './revisions.js';
+import { pacer } from '../../pace.js';
 import { changesNothing, type Actor, type Change, type ChangeEvent, type ChangeOrigin } from './changes.schemas.js';
 
 /** Collects what a write changed; each call becomes one event (unless it changed nothing). */
@@ -62,6 +64,9 @@ export class ProjectWrites {
     await this.db
       .transaction()
       .execute(async (trx) => {
+        // As apply does, first: the project's row locked for the whole write (on SQLite, the write
+        // lock taken before any read, so that no other connection's commit can come in between).
+        await bumpRevision(trx, projectId);
         const changes: Change[] = [];
         value = await write(trx, (change) => changes.push(change));
         for (const check of this.participants.checks) await check(trx, changes, context);
@@ -86,7 +91,9 @@ export class ProjectWrites {
       const effective = changes.filter((change) => !changesNothing(change));
       for (const consequence of this.participants.consequences) effective.push(...(await consequence(trx, effective, context)));
       events = [];
+      const pace = pacer(); // an import records hundreds of events
       for (const change of effective) {
+        await pace();
         const event = await this.participants.record(trx, projectId, actor, change, origin);
         for (const participant of this.participants.withEvent) await participant(trx, event);
         events.push(event);

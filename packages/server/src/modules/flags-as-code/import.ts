@@ -10,6 +10,7 @@
  */
 import type { Db } from '../../db/database.js';
 import { newId } from '../../db/values.js';
+import { nextTurn, pacer } from '../../pace.js';
 import { AppError, Invalid, Unavailable } from '../../errors.js';
 import type { Actor } from '../changes/changes.schemas.js';
 import type { ProjectWrites, RecordChange } from '../changes/project-writes.js';
@@ -184,18 +185,6 @@ export interface ImportContext {
   projectId: string;
   actor: Actor;
   importId: string | null;
-}
-
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
-
-/** Gives the event loop a turn after every 10 ms of work: on SQLite each query of a big import runs on this thread, and other requests (health, evaluate) must not wait for all of them. */
-function pacer(): () => Promise<void> {
-  let since = performance.now();
-  return async () => {
-    if (performance.now() - since < 10) return;
-    await nextTurn();
-    since = performance.now();
-  };
 }
 
 /** Runs `write`; a refusal says which resource of the document it concerns, keeping its status. */
