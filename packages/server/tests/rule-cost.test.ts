@@ -85,6 +85,16 @@ test("a flag's conditions take at most 256 KiB as JSON, and a segment's too", as
   await refused('POST', segments(), { key: 'big', name: 'Big', conditions: [long] }, /^A segment's conditions take at most 256 KiB as JSON/);
 });
 
+test('ten harmless patterns are accepted in one condition (the model follows the path re2js takes), and evaluate matches them', async () => {
+  const flag = await newFlag(server, user, project, { key: 'ten_cheap_patterns', enabled: true, everyone_else: 'off' });
+  const values = Array.from({ length: 10 }, (_, i) => `^ab${i}c$`);
+  const saved = await api('POST', rulesOf(flag.id), conditionsRule([{ attribute: 'code', operator: 'REGEX', values }]));
+  assert.equal(saved.status, 201, saved.text);
+  const answer = async (code: string) => (await evaluate(server, project.sdk_key, 'production', { user_id: 'u1', custom_attributes: { code } })).body.flags.ten_cheap_patterns!.enabled;
+  assert.equal(await answer('ab7c'), true);
+  assert.equal(await answer('ab7cd'), false);
+});
+
 test('segments: held to the budget alone, and a change that would push a flag that uses one over it is 400', async () => {
   const costly = (letter: string) => ({ attribute: 'text', operator: 'REGEX', values: [`(?:a|b)*${letter}(?:a|b){60}`] });
   await refused('POST', segments(), { key: 'two_costly', name: 'Two', conditions: [costly('a'), costly('b')] }, /^The segment's conditions may cost up to/);
