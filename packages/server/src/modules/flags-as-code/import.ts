@@ -125,9 +125,10 @@ const flagBody = (flag: FlagState, fields: readonly (typeof BODY_FIELDS)[number]
 /** The keys of `flags` with every flag's parents (among them) before it. */
 function parentsFirst(flags: ReadonlyMap<string, FlagState>, keys: readonly string[]): string[] {
   const order: string[] = [];
+  const among = new Set(keys);
   const placed = new Set<string>();
   const place = (key: string, path: Set<string>) => {
-    if (placed.has(key) || path.has(key) || !keys.includes(key)) return;
+    if (placed.has(key) || path.has(key) || !among.has(key)) return;
     path.add(key);
     for (const parent of flags.get(key)?.prerequisites ?? []) place(parent.flag_key, path);
     placed.add(key);
