@@ -7,7 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,31 +16,13 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { newProject, newUser, request, startServer, type TestProject, type TestServer } from '@guidon/server/dist/tests/harness.js';
 import { onPostgres } from '@guidon/server/dist/tests/test-database.js';
+import { run, type Ran } from './run-cli.js';
 
 const skip = onPostgres ? 'the command line does not depend on the database: checked in the SQLite pass' : false;
 const bin = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'dist', 'src', 'cli.js');
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 function guidon(args: string[], env: Record<string, string>, input?: string): Promise<Ran> {
   return run(process.execPath, [bin, ...args], env, input);
-}
-
-function run(program: string, args: string[], env: Record<string, string>, input?: string): Promise<Ran> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(program, args, { env: { PATH: process.env.PATH ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolvePromise({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(input ?? '');
-  });
 }
 
 /** What a terminal would obey: C0 but line breaks, DEL, C1, bidi overrides and isolates, U+2028/9. */

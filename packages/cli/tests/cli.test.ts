@@ -6,7 +6,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { addMember, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { onPostgres } from '@guidon/server/dist/tests/test-database.js';
+import { run, type Ran } from './run-cli.js';
 
 // The program talks HTTP only: what the server stores it in is not its concern (the server's own tests run on both).
 const skip = onPostgres ? 'the command line does not depend on the database: checked in the SQLite pass' : false;
@@ -22,24 +23,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 const packageDir = resolve(here, '../..');
 const bin = join(packageDir, 'dist', 'src', 'cli.js');
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs the program as a pipeline would: a process, its environment, optionally standard input. */
 function guidon(args: string[], env: Record<string, string>, input?: string, program = bin): Promise<Ran> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [program, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolvePromise({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(input ?? '');
-  });
+  return run(process.execPath, [program, ...args], env, input);
 }
 
 describe('guidon, the command line', { skip }, () => {
