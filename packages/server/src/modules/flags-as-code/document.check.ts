@@ -18,6 +18,8 @@ import type { EnvironmentState, FlagState, ProjectState, RuleState, SegmentState
 
 // Compiled when first used, not at start (docs/performance.md, start-up).
 const shapeValidator = onFirstUse(() => new Ajv({ allErrors: true, strict: false }).compile<GuidonDocument>(documentJsonSchema));
+/** Compiles the shape's validator now if it is not yet (tens of milliseconds, once a process): an import does it in a turn of its own. */
+export const compileDocumentCheck = (): void => void shapeValidator();
 
 /** `/flags/2/environments/production` → `flags[2].environments.production`. */
 function pathOf(pointer: string, child?: string): string {

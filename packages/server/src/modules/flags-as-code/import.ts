@@ -23,7 +23,7 @@ import { PrerequisiteBatch } from '../flags/prerequisites.js';
 import { listRules } from '../flags/rules.repository.js';
 import type { RuleCreate } from '../flags/rule-writes.js';
 import { createSegmentWrite, deleteSegmentWrite, updateSegmentWrite } from '../segments/segment-writes.js';
-import { checkDocument, type DesiredState } from './document.check.js';
+import { checkDocument, compileDocumentCheck, type DesiredState } from './document.check.js';
 import { FLAG_FIELDS, readProjectState, sameJson, STORED_FLAG_FIELDS, type FlagState, type ProjectState, type RuleState } from './state.js';
 
 export type ImportMode = 'merge' | 'replace';
@@ -274,6 +274,8 @@ const reviewedKeys = (state: ProjectState, desired: DesiredState) => state.envir
  * (docs/change-management.md), in the same transaction, listed in `change_requests`.
  */
 export async function runImport(db: Db, writes: ProjectWrites, actor: Actor, projectId: string, input: unknown, mode: ImportMode, dryRun: boolean): Promise<Plan & { mode: ImportMode; dry_run: boolean; import_id: string | null; change_requests: ImportRequest[] }> {
+  compileDocumentCheck();
+  await nextTurn();
   const before = await readProjectState(db, projectId);
   const unchanged = planImport(before, checkDocument(input, before, mode), mode);
   if (isEmpty(unchanged)) return { mode, dry_run: dryRun, import_id: null, ...unchanged, change_requests: [] };
