@@ -281,7 +281,8 @@ function cupedArm(kind: Exclude<MetricKind, 'mean'>, sums: CupedSums, theta: num
 /** A treatment against the control with CUPED (regression adjustment on the pre-exposure value).
  *  The adjusted means and variances replace the raw ones in `absolute` and the degrees of freedom;
  *  `relative` is the adjusted difference over the raw control mean with gbstats' regression-
- *  adjusted relative variance (frequentist_variance_relative_cuped). */
+ *  adjusted relative variance (frequentist_variance_relative_cuped). A `mean` (ratio) metric has
+ *  no CUPED here: it goes through `compare`, which answers cuped_applied: false. */
 export function compareCuped(kind: Exclude<MetricKind, 'mean'>, control: CupedSums, treatment: CupedSums, options: TestOptions): Comparison & { theta: number } {
   const { theta, applied } = cupedTheta(kind, control, treatment);
   const c = cupedArm(kind, control, theta);
