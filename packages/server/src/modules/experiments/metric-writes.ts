@@ -19,8 +19,9 @@ export async function createMetricWrite(trx: Db, record: RecordChange, projectId
 
 /** Only the fields sent change; null clears window_hours. */
 export async function updateMetricWrite(trx: Db, record: RecordChange, scope: { projectId: string; metricId: string }, sent: Partial<MetricFields>): Promise<Metric> {
+  const { key, name, event, kind, better, window_hours } = sent; // only these: a body's other fields are not columns
   const before = await requireMetric(trx, scope.projectId, scope.metricId);
-  const after = await updateMetric(trx, before.id, onlyProvided(sent));
+  const after = await updateMetric(trx, before.id, onlyProvided({ key, name, event, kind, better, window_hours }));
   record(metricChange('metric.updated', before, after));
   return after;
 }

@@ -17,8 +17,8 @@ export const metricRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async 
     config: { role: 'editor' },
     schema: { tags, params: ProjectParams, body: CreateMetricBody, response: { 201: MetricRef, ...errorResponses(400, 401, 403, 404, 409) } },
   }, async (request, reply) => {
-    const { window_hours = null, ...fields } = request.body;
-    const metric = await writes.apply(request.actor, request.params.project_id, (trx, record) => createMetricWrite(trx, record, request.params.project_id, { ...fields, window_hours }));
+    const { key, name, event, kind, better, window_hours = null } = request.body;
+    const metric = await writes.apply(request.actor, request.params.project_id, (trx, record) => createMetricWrite(trx, record, request.params.project_id, { key, name, event, kind, better, window_hours }));
     return reply.code(201).send(metric);
   });
 
