@@ -80,6 +80,11 @@ import { ChangeRequest, ChangeRequestItem } from './modules/change-requests/chan
 import { changeRequestRoutes } from './modules/change-requests/change-requests.routes.js';
 import { refuseUnapprovedWrites, requestConsequences } from './modules/change-requests/approvals.js';
 import { Scheduler, type SchedulerOptions } from './modules/scheduler/scheduler.js';
+import { Metric } from './modules/experiments/metrics.schemas.js';
+import { metricRoutes } from './modules/experiments/metrics.routes.js';
+import { Experiment } from './modules/experiments/experiments.schemas.js';
+import { experimentRoutes } from './modules/experiments/experiments.routes.js';
+import { stopExperimentsOfDeletedFlags } from './modules/experiments/experiment-writes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -230,11 +235,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     history: new HistoryRecorder(config.database, app.log, { retentionDays: config.evaluationRetentionDays, closeTimeoutMs: config.historyFlushTimeoutSeconds * 1000 }),
     // Audit records each change; webhooks queue its deliveries in the same transaction and are woken after the commit.
     // Every write is refused in an environment that needs approval unless it applies an approved
-    // change request; a changed flag outdates the requests built on it; a deleted one's schedules are cancelled.
+    // change request; a changed flag outdates the requests built on it; a deleted one's schedules are
+    // cancelled and its running experiments stopped.
     writes: new ProjectWrites(
       db,
       changes,
-      { record: insertAuditEvent, checks: [refuseUnapprovedWrites], consequences: [cancelSchedulesOfDeletedFlags, requestConsequences], withEvent: [enqueueDeliveries], afterEvents: [() => webhooks.wake()] },
+      { record: insertAuditEvent, checks: [refuseUnapprovedWrites], consequences: [cancelSchedulesOfDeletedFlags, stopExperimentsOfDeletedFlags, requestConsequences], withEvent: [enqueueDeliveries], afterEvents: [() => webhooks.wake()] },
       app.log,
     ),
     webhooks,
@@ -257,7 +263,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest, Metric, Experiment]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -342,7 +348,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, metricRoutes, experimentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

@@ -5,13 +5,13 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { expectedShares, type ArmedFlag } from '../src/modules/experiments/arms.js';
 import {
   type Interval,
   type TestOptions,
   compare,
   compareCuped,
   cupedTheta,
-  expectedShares,
   sampleRatioMismatch,
   summarize,
   summarizeRatio,
@@ -309,20 +309,23 @@ describe('null rules and chance to win', () => {
 });
 
 describe('expected shares', () => {
+  // The flag's arms as an experiment starts on them (arms.ts); a rollout of 0 serves everyone, as the engine's everyoneElseCode.
+  const flag = (fields: Partial<ArmedFlag>): ArmedFlag => ({ enabled: true, rollout_percentage: 100, everyone_else: 'rollout', variants: [], off_variant: null, ...fields });
   test('a flag without variants: on R, off 1 − R', () => {
-    assert.deepEqual(expectedShares({ enabled: true, rollout_percentage: 30 }), { on: 0.3, off: 0.7 });
-    assert.deepEqual(expectedShares({ enabled: true, rollout_percentage: 0 }), { on: 1, off: 0 });
-    assert.deepEqual(expectedShares({ enabled: true, rollout_percentage: 100 }), { on: 1, off: 0 });
-    assert.deepEqual(expectedShares({ enabled: false, rollout_percentage: 30 }), { on: 0, off: 1 });
+    assert.deepEqual(expectedShares(flag({ rollout_percentage: 30 })), { on: 0.3, off: 0.7 });
+    assert.deepEqual(expectedShares(flag({ rollout_percentage: 0 })), { on: 1, off: 0 });
+    assert.deepEqual(expectedShares(flag({ rollout_percentage: 100 })), { on: 1, off: 0 });
+    assert.deepEqual(expectedShares(flag({ enabled: false, rollout_percentage: 30 })), { on: 0, off: 1 });
+    assert.deepEqual(expectedShares(flag({ everyone_else: 'off', rollout_percentage: 30 })), { on: 0, off: 1 });
   });
 
   test('variants: R·w/1000, plus 1 − R for the off variant; disabled → only the off variant', () => {
     const variants = [{ key: 'a', weight: 500 }, { key: 'b', weight: 300 }, { key: 'c', weight: 200 }];
-    const s = expectedShares({ enabled: true, rollout_percentage: 40, variants, off_variant: 'a' });
+    const s = expectedShares(flag({ rollout_percentage: 40, variants, off_variant: 'a' }));
     assertRelativeClose(s.a!, 0.4 * 0.5 + 0.6, 1e-12, 'a');
     assertRelativeClose(s.b!, 0.12, 1e-12, 'b');
     assertRelativeClose(s.c!, 0.08, 1e-12, 'c');
-    assert.deepEqual(expectedShares({ enabled: false, rollout_percentage: 40, variants, off_variant: 'c' }), { a: 0, b: 0, c: 1 });
+    assert.deepEqual(expectedShares(flag({ enabled: false, rollout_percentage: 40, variants, off_variant: 'c' })), { a: 0, b: 0, c: 1 });
   });
 
   test('SRM over the positive-share arms only, flagged only with 8 units per arm', () => {

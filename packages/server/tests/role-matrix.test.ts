@@ -45,6 +45,9 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'PUT /api/projects/:project_id/change-requests/:cr_id': () => ({ title: `Retitled ${next()}` }),
   'POST /api/projects/:project_id/change-requests/:cr_id/reviews': () => ({ decision: 'approve' }),
   'POST /api/projects/:project_id/import': () => ({ guidon: 1, environments: [{ key: 'qa', name: 'QA' }], flags: [] }),
+  'POST /api/projects/:project_id/metrics': () => ({ key: `metric-${next()}`, name: 'Purchases', event: 'purchase', kind: 'conversion', better: 'higher' }),
+  'PUT /api/projects/:project_id/metrics/:metric_id': () => ({ name: `Purchases ${next()}` }),
+  'POST /api/projects/:project_id/environments/:env_id/experiments': (params) => ({ flag_id: params.flag_id, name: `Experiment ${next()}`, control: 'off', metrics: [{ metric_id: params.metric_id, role: 'primary' }] }),
   'POST /api/projects/:project_id/import/unleash': () => ({ version: 1, features: [{ name: `unleashed-${next()}`, type: 'release', project: 'default' }], featureStrategies: [], featureEnvironments: [], environments: [] }),
 };
 
@@ -68,7 +71,7 @@ const TARGET_NEEDS: Record<string, DeclaredRole | 'author'> = {
 };
 
 /** Allowed once per change request: each allowed call gets a fixture of its own, as an allowed DELETE does. */
-const ONCE = new Set(['POST /api/projects/:project_id/change-requests/:cr_id/apply', 'POST /api/projects/:project_id/change-requests/:cr_id/cancel']);
+const ONCE = new Set(['POST /api/projects/:project_id/change-requests/:cr_id/apply', 'POST /api/projects/:project_id/change-requests/:cr_id/cancel', 'POST /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/start']);
 
 /**
  * Routes whose handler checks more than the declaration: a caller it lets through still gets this
@@ -80,6 +83,8 @@ const HANDLER_REFUSES: Record<string, number> = {
   'DELETE /api/me': 403,
   'POST /api/invitations/:invitation_id/accept': 404,
   'POST /api/invitations/:invitation_id/decline': 404,
+  // The fixture's experiment is a draft (so that it starts and is deleted): only a running one stops (experiments-api.test.ts).
+  'POST /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/stop': 409,
 };
 
 /** docs/api.md (Members, API tokens, Webhooks, Account) and docs/change-management.md: the least role of the routes it names (other routes are held to their own declaration). */
@@ -153,6 +158,18 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'POST /api/projects/:project_id/change-requests/:cr_id/reviews': 'editor',
   'POST /api/projects/:project_id/change-requests/:cr_id/apply': 'editor',
   'POST /api/projects/:project_id/change-requests/:cr_id/cancel': 'editor',
+  // Experiments (docs/experiments.md).
+  'POST /api/projects/:project_id/metrics': 'editor',
+  'GET /api/projects/:project_id/metrics': 'viewer',
+  'GET /api/projects/:project_id/metrics/:metric_id': 'viewer',
+  'PUT /api/projects/:project_id/metrics/:metric_id': 'editor',
+  'DELETE /api/projects/:project_id/metrics/:metric_id': 'editor',
+  'POST /api/projects/:project_id/environments/:env_id/experiments': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/experiments': 'viewer',
+  'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id': 'viewer',
+  'POST /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/start': 'editor',
+  'POST /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/stop': 'editor',
+  'DELETE /api/projects/:project_id/environments/:env_id/experiments/:experiment_id': 'editor',
 };
 
 let receiverUrl = '';
@@ -215,6 +232,10 @@ describe('role matrix: every /api route × every caller', () => {
     const rule = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags/${flag.id}/rules`, { ...as, body: { rule_type: 'user_id', rule_value: 'u1' } }), 201);
     const webhook = await ok(request(server, 'POST', `${p}/webhooks`, { ...as, body: { url: receiverUrl } }), 201);
     const segment = await ok(request(server, 'POST', `${p}/segments`, { ...as, body: { key: 'matrix', name: 'Matrix', conditions: [{ attribute: 'plan', operator: 'EXISTS' }] } }), 201);
+    // A draft experiment on a second flag, one that splits (50 %), so that it can start.
+    const metric = await ok(request(server, 'POST', `${p}/metrics`, { ...as, body: { key: 'matrix', name: 'Matrix', event: 'purchase', kind: 'count', better: 'higher' } }), 201);
+    const split = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags`, { ...as, body: { name: 'Split', key: `split-${next()}`, enabled: true, rollout_percentage: 50 } }), 201);
+    const experiment = await ok(request(server, 'POST', `${p}/environments/${project.production}/experiments`, { ...as, body: { flag_id: split.id, name: 'Matrix', control: 'off', metrics: [{ metric_id: metric.id, role: 'primary' }] } }), 201);
     const schedule = await ok(request(server, 'POST', `${p}/environments/${project.production}/flags/${flag.id}/schedules`, { ...as, body: { at: inAnHour(), change: { enabled: true } } }), 201);
     // A request by a member who is none of the callers (they may review it), approved, touching no flag the other calls change.
     const authorInvitation = await ok(request(server, 'POST', `${p}/members`, { ...as, body: { email: author.email, role: 'editor' } }), 201);
@@ -229,7 +250,7 @@ describe('role matrix: every /api route × every caller', () => {
     const other = await newProject(server, owner, 'Other');
     return {
       owner,
-      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, invitation_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id, schedule_id: schedule.id, cr_id: changeRequest.id },
+      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, invitation_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id, schedule_id: schedule.id, cr_id: changeRequest.id, metric_id: metric.id, experiment_id: experiment.id },
       tokens: {
         owner: owner.token,
         editor: editor.token,
@@ -271,6 +292,8 @@ describe('role matrix: every /api route × every caller', () => {
       await rows(db.selectFrom('webhooks').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('segments').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('schedules').selectAll().where('project_id', '=', projectId).orderBy('id')),
+      await rows(db.selectFrom('metrics').selectAll().where('project_id', '=', projectId).orderBy('id')),
+      await rows(db.selectFrom('experiments').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('change_requests').selectAll().where('project_id', '=', projectId).orderBy('id')),
       await rows(db.selectFrom('change_request_reviews').innerJoin('change_requests', 'change_requests.id', 'change_request_reviews.change_request_id').selectAll('change_request_reviews').where('change_requests.project_id', '=', projectId).orderBy('change_request_reviews.id')),
       await rows(db.selectFrom('api_tokens').select(['id', 'name', 'project_id', 'role']).orderBy('id')),

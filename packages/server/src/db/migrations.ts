@@ -566,5 +566,65 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable('evaluation_snapshots').addColumn('flag_prerequisites', json).execute();
       },
     },
+    // Experiments (docs/experiments.md): metrics are the project's, an experiment is a flag's in one
+    // environment. An experiment keeps its flag's id and key without a foreign key: deleting the
+    // flag stops it and it stays, with what it learned. Deleting the environment or the project
+    // removes its experiments. experiment_metrics names each experiment's metrics in order; a
+    // deleted metric leaves the experiments that used it (none running: that is refused).
+    '0015_experiments': {
+      async up(db: Kysely<any>) {
+        const real = pg ? 'double precision' : 'real';
+        await db.schema
+          .createTable('metrics')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('key', 'text', (c) => c.notNull())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('event', 'text', (c) => c.notNull())
+          .addColumn('kind', 'text', (c) => c.notNull())
+          .addColumn('better', 'text', (c) => c.notNull())
+          .addColumn('window_hours', 'integer')
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .addUniqueConstraint('metrics_project_key_unique', ['project_id', 'key'])
+          .execute();
+        await db.schema
+          .createTable('experiments')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_id', uuid, (c) => c.notNull())
+          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('hypothesis', 'text')
+          .addColumn('control', 'text', (c) => c.notNull())
+          .addColumn('alpha', real, (c) => c.notNull())
+          .addColumn('sequential', bool, (c) => c.notNull())
+          .addColumn('sequential_tuning', 'integer', (c) => c.notNull())
+          .addColumn('cuped', bool, (c) => c.notNull())
+          .addColumn('cuped_lookback_days', 'integer', (c) => c.notNull())
+          .addColumn('min_units', 'integer', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('expected_shares', json)
+          .addColumn('decision', 'text')
+          .addColumn('note', 'text')
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .addColumn('started_at', timestamp)
+          .addColumn('stopped_at', timestamp)
+          .execute();
+        await db.schema.createIndex('experiments_environment_idx').on('experiments').columns(['environment_id', 'created_at']).execute();
+        await db.schema.createIndex('experiments_flag_idx').on('experiments').columns(['flag_id', 'status']).execute();
+        await db.schema
+          .createTable('experiment_metrics')
+          .addColumn('experiment_id', uuid, (c) => c.notNull().references('experiments.id').onDelete('cascade'))
+          .addColumn('metric_id', uuid, (c) => c.notNull().references('metrics.id').onDelete('cascade'))
+          .addColumn('role', 'text', (c) => c.notNull())
+          .addColumn('position', 'integer', (c) => c.notNull())
+          .addPrimaryKeyConstraint('experiment_metrics_pk', ['experiment_id', 'metric_id'])
+          .execute();
+        await db.schema.createIndex('experiment_metrics_metric_idx').on('experiment_metrics').column('metric_id').execute();
+      },
+    },
   };
 }

@@ -378,6 +378,55 @@ export interface WebhookAttemptsTable {
   created_at: Timestamp;
 }
 
+/** A project's metric (docs/experiments.md): what an experiment measures, from one event name. */
+export interface MetricsTable {
+  id: string;
+  project_id: string;
+  key: string;
+  name: string;
+  event: string;
+  kind: string;
+  better: string;
+  window_hours: number | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** An experiment on a flag in one environment (docs/experiments.md). flag_id: no foreign key, it outlives its flag. */
+export interface ExperimentsTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  flag_id: string;
+  flag_key: string;
+  name: string;
+  hypothesis: string | null;
+  control: string;
+  alpha: number;
+  sequential: Bool;
+  sequential_tuning: number;
+  cuped: Bool;
+  cuped_lookback_days: number;
+  min_units: number;
+  status: string;
+  /** Each arm's expected share, fixed at start, as JSON; null before. */
+  expected_shares: ColumnType<string | Record<string, number> | null, string | null, string | null>;
+  decision: string | null;
+  note: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  started_at: Timestamp | null;
+  stopped_at: Timestamp | null;
+}
+
+export interface ExperimentMetricsTable {
+  experiment_id: string;
+  metric_id: string;
+  role: string;
+  /** Its place in the experiment's list, as sent. */
+  position: number;
+}
+
 export interface Schema {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -407,4 +456,7 @@ export interface Schema {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  metrics: MetricsTable;
+  experiments: ExperimentsTable;
+  experiment_metrics: ExperimentMetricsTable;
 }

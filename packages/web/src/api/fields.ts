@@ -55,7 +55,14 @@ export const fields = {
     "change_request.rejected",
     "change_request.cancelled",
     "change_request.outdated",
-    "change_request.failed"
+    "change_request.failed",
+    "metric.created",
+    "metric.updated",
+    "metric.deleted",
+    "experiment.created",
+    "experiment.started",
+    "experiment.stopped",
+    "experiment.deleted"
   ],
   "resourceTypes": [
     "project",
@@ -66,7 +73,9 @@ export const fields = {
     "member",
     "webhook",
     "schedule",
-    "change_request"
+    "change_request",
+    "metric",
+    "experiment"
   ],
   "operators": {
     "IN": {

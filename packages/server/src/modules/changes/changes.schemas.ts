@@ -5,7 +5,7 @@
  */
 import { Type } from 'typebox';
 
-export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook', 'schedule', 'change_request'] as const;
+export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook', 'schedule', 'change_request', 'metric', 'experiment'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 /** Every audit action: `<resource>.<verb>`. `webhook.test` is sent to one webhook, never stored. */
@@ -45,6 +45,13 @@ export const AUDIT_ACTIONS = [
   'change_request.cancelled',
   'change_request.outdated',
   'change_request.failed',
+  'metric.created',
+  'metric.updated',
+  'metric.deleted',
+  'experiment.created',
+  'experiment.started',
+  'experiment.stopped',
+  'experiment.deleted',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -319,26 +319,3 @@ export function sampleRatioMismatch(units: Record<string, number>, expectedShare
   const p_value = 1 - chisquareCdf(chiSquared, arms.length - 1);
   return { p_value, flagged: p_value < 0.001 && total >= 8 * arms.length };
 }
-
-// ---------------------------------------------------------------- expected shares
-
-export interface FlagSplit {
-  enabled: boolean;
-  rollout_percentage: number;
-  variants?: readonly { key: string; weight: number }[];
-  off_variant?: string | null;
-}
-
-/** The share of units each arm should get from the flag's rollout and weights (rules aside:
- *  a rule's exposures are not part of an experiment). R = N/100 for a rollout 0 < N < 100, else 1;
- *  variant v: R·w_v/1000 + (1 − R)·[v is the off variant]; `on` R, `off` 1 − R. A disabled flag
- *  serves only its off arm. */
-export function expectedShares(flag: FlagSplit): Record<string, number> {
-  const n = flag.rollout_percentage;
-  const r = flag.enabled ? (n > 0 && n < 100 ? n / 100 : 1) : 0;
-  const variants = flag.variants ?? [];
-  if (variants.length === 0) return { on: r, off: 1 - r };
-  const shares: Record<string, number> = {};
-  for (const v of variants) shares[v.key] = (r * v.weight) / 1000 + (v.key === flag.off_variant ? 1 - r : 0);
-  return shares;
-}
