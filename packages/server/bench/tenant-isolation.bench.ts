@@ -70,7 +70,10 @@ async function startServer(mainJs: string): Promise<Server> {
     url,
     child,
     close: async () => {
+      // A build stalled by a case (the costly segments, before the fix) does not hear SIGTERM.
+      const killed = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await stop(child);
+      clearTimeout(killed);
       await dropDatabase();
       rmSync(dir, { recursive: true, force: true });
     },
