@@ -82,32 +82,30 @@ export function valueSums(values: readonly number[]): ValueSums {
   return { n: values.length, sum, sumSquares };
 }
 
-export function ratioSums(units: readonly { value: number; events: number }[]): RatioSums {
-  const numerator = { sum: 0, sumSquares: 0 };
-  const denominator = { sum: 0, sumSquares: 0 };
+/** Σa, Σa², Σb, Σb² and Σab over pairs: what the ratio and the CUPED figures are made of. */
+function pairSums<T>(units: readonly T[], a: (unit: T) => number, b: (unit: T) => number) {
+  const first = { sum: 0, sumSquares: 0 };
+  const second = { sum: 0, sumSquares: 0 };
   let sumOfProducts = 0;
-  for (const { value, events } of units) {
-    numerator.sum += value;
-    numerator.sumSquares += value * value;
-    denominator.sum += events;
-    denominator.sumSquares += events * events;
-    sumOfProducts += value * events;
+  for (const unit of units) {
+    const [x, y] = [a(unit), b(unit)];
+    first.sum += x;
+    first.sumSquares += x * x;
+    second.sum += y;
+    second.sumSquares += y * y;
+    sumOfProducts += x * y;
   }
-  return { n: units.length, numerator, denominator, sumOfProducts };
+  return { n: units.length, first, second, sumOfProducts };
+}
+
+export function ratioSums(units: readonly { value: number; events: number }[]): RatioSums {
+  const { n, first, second, sumOfProducts } = pairSums(units, (unit) => unit.value, (unit) => unit.events);
+  return { n, numerator: first, denominator: second, sumOfProducts };
 }
 
 export function cupedSums(units: readonly { value: number; covariate: number }[]): CupedSums {
-  const post = { sum: 0, sumSquares: 0 };
-  const pre = { sum: 0, sumSquares: 0 };
-  let sumOfProducts = 0;
-  for (const { value, covariate } of units) {
-    post.sum += value;
-    post.sumSquares += value * value;
-    pre.sum += covariate;
-    pre.sumSquares += covariate * covariate;
-    sumOfProducts += value * covariate;
-  }
-  return { n: units.length, post, pre, sumOfProducts };
+  const { n, first, second, sumOfProducts } = pairSums(units, (unit) => unit.value, (unit) => unit.covariate);
+  return { n, post: first, pre: second, sumOfProducts };
 }
 
 // ---------------------------------------------------------------- per-arm summaries
