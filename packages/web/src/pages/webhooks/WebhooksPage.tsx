@@ -29,6 +29,8 @@ const GROUP_LABELS: Record<ResourceType, string> = {
   webhook: 'Webhooks',
   schedule: 'Scheduled changes',
   change_request: 'Change requests',
+  metric: 'Metrics',
+  experiment: 'Experiments',
 };
 /** Actions no webhook hears: the project exists before any webhook, and a test send goes to one webhook whatever it listens to. */
 const UNHEARD: readonly AuditAction[] = ['project.created', 'webhook.test'];
