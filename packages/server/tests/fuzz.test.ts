@@ -114,7 +114,8 @@ function fromSchema(schema: JsonSchema | undefined, depth = 0): fc.Arbitrary<unk
       .chain((value) => fc.dictionary(fc.string({ maxLength: 12 }), anyJson, { maxKeys: 3 }).map((extra) => ({ ...extra, ...value })));
   } else if (schema.type === 'array') typed = fc.array(fromSchema(schema.items, depth + 1), { maxLength: 5 });
   else if (schema.type === 'integer' || schema.type === 'number')
-    typed = fc.oneof(fc.integer({ min: (schema.minimum ?? -10) - 2, max: (schema.maximum ?? 1000) + 2 }), fc.constantFrom(0, -1, 1.5, 2 ** 53, -(2 ** 63), 1e308));
+    // Bounds may be fractions (an experiment's alpha, 0.001–0.2): integers around them, and doubles within them.
+    typed = fc.oneof(fc.integer({ min: Math.floor(schema.minimum ?? -10) - 2, max: Math.ceil(schema.maximum ?? 1000) + 2 }), fc.double({ min: schema.minimum ?? -10, max: schema.maximum ?? 1000, noNaN: true }), fc.constantFrom(0, -1, 1.5, 2 ** 53, -(2 ** 63), 1e308));
   else if (schema.type === 'boolean') typed = fc.boolean();
   else if (schema.type === 'string') {
     const text =
