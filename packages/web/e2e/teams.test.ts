@@ -358,6 +358,8 @@ async function screenshots(dir: string, token: string, projectId: string) {
     { name: 'audit', path: `/projects/${projectId}/audit` },
     { name: 'flag-history', path: `/projects/${projectId}/flags/${production.id}/${flags[0].environments.production.flag_id}?view=history` },
     { name: 'webhooks', path: `/projects/${projectId}/webhooks`, open: true },
+    // The event groups show once "every event" is unticked.
+    { name: 'webhook-new', path: `/projects/${projectId}/webhooks`, dialog: 'New webhook', untick: 'Every event, including ones added later' },
     { name: 'tokens', path: '/account/tokens' },
   ];
   await forEachScreenshotView(dir, browser, async (page, view) => {
@@ -367,6 +369,7 @@ async function screenshots(dir: string, token: string, projectId: string) {
       await page.waitForLoadState('networkidle');
       if (shot.open) await page.getByRole('button', { name: /^Deliveries of/ }).first().click();
       if (shot.dialog) await page.getByRole('button', { name: shot.dialog }).click();
+      if (shot.untick) await page.getByRole('checkbox', { name: shot.untick }).uncheck();
       await page.getByRole('status').filter({ hasText: /^\s*Loading/ }).waitFor({ state: 'detached' }).catch(() => undefined);
       await page.waitForTimeout(200);
       await page.screenshot({ path: join(dir, `${shot.name}-${view.suffix}.png`), fullPage: view.fullPage });
