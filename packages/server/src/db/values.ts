@@ -29,3 +29,8 @@ export function toBool(value: boolean | number): boolean {
 export function onlyProvided<T extends object>(fields: T): Partial<T> {
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
+
+/** A JSON column as read: text on SQLite, already parsed by pg for jsonb. */
+export function fromJson<T>(value: string | T): T {
+  return typeof value === 'string' ? (JSON.parse(value) as T) : value;
+}

@@ -1,7 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import type { ChangeFeed } from './change-feed.js';
-import { bumpRevision } from './revisions.js';
 import { pacer } from '../../pace.js';
 import { changesNothing, type Actor, type Change, type ChangeEvent, type ChangeOrigin } from './changes.schemas.js';
 
@@ -58,18 +57,12 @@ export class ProjectWrites {
    * event, no delivery.
    */
   async rehearse<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>): Promise<T> {
-    const context: WriteContext = { projectId, actor, origin: {} };
     let value: T | undefined;
     const undo = new Error('rehearsed');
     await this.db
       .transaction()
       .execute(async (trx) => {
-        // As apply does, first: the project's row locked for the whole write (on SQLite, the write
-        // lock taken before any read, so that no other connection's commit can come in between).
-        await bumpRevision(trx, projectId);
-        const changes: Change[] = [];
-        value = await write(trx, (change) => changes.push(change));
-        for (const check of this.participants.checks) await check(trx, changes, context);
+        ({ value } = await this.writeAndCheck(trx, { projectId, actor, origin: {} }, write));
         throw undo;
       })
       .catch((error: unknown) => {
@@ -78,16 +71,25 @@ export class ProjectWrites {
     return value as T;
   }
 
+  /**
+   * The part of a write that apply and rehearse share: the project's row locked first, for the
+   * whole write (writes to one project queue up; on SQLite the write lock is taken before any
+   * read, so no other connection's commit comes in between), then the write, then the checks.
+   */
+  private async writeAndCheck<T>(trx: Db, context: WriteContext, write: (trx: Db, record: RecordChange) => Promise<T>): Promise<{ value: T; changes: Change[] }> {
+    await this.feed.markChanged(trx, context.projectId);
+    const changes: Change[] = [];
+    const value = await write(trx, (change) => changes.push(change));
+    for (const check of this.participants.checks) await check(trx, changes, context);
+    return { value, changes };
+  }
+
   /** `origin`: what every event of this write carries besides the actor (an import's id, the schedule or change request it applies). */
   async apply<T>(actor: Actor, projectId: string, write: (trx: Db, record: RecordChange) => Promise<T>, origin: ChangeOrigin = {}): Promise<T> {
     let events: ChangeEvent[] = [];
     const context: WriteContext = { projectId, actor, origin };
     const result = await this.db.transaction().execute(async (trx) => {
-      // First, so the project row is locked for the whole write (writes to one project queue up).
-      await this.feed.markChanged(trx, projectId);
-      const changes: Change[] = [];
-      const value = await write(trx, (change) => changes.push(change));
-      for (const check of this.participants.checks) await check(trx, changes, context);
+      const { value, changes } = await this.writeAndCheck(trx, context, write);
       const effective = changes.filter((change) => !changesNothing(change));
       for (const consequence of this.participants.consequences) effective.push(...(await consequence(trx, effective, context)));
       events = [];

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { ExperimentsTable } from '../../db/schema.js';
-import { toBool, toIso } from '../../db/values.js';
+import { fromJson, toBool, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 import type { ExperimentStatus, METRIC_ROLES } from './experiments.schemas.js';
 
@@ -12,7 +12,6 @@ export interface ExperimentMetric {
 }
 
 const iso = (value: string | Date | null) => (value === null ? null : toIso(value));
-const parsed = (value: string | Record<string, number> | null) => (typeof value === 'string' ? (JSON.parse(value) as Record<string, number>) : value);
 
 /** The experiment as the API shows it (docs/experiments.md). */
 export function toExperiment(row: ExperimentRow, metrics: ExperimentMetric[]) {
@@ -33,7 +32,7 @@ export function toExperiment(row: ExperimentRow, metrics: ExperimentMetric[]) {
     cuped_lookback_days: row.cuped_lookback_days,
     min_units: row.min_units,
     status: row.status as ExperimentStatus,
-    expected_shares: parsed(row.expected_shares),
+    expected_shares: row.expected_shares === null ? null : fromJson<Record<string, number>>(row.expected_shares),
     decision: row.decision,
     note: row.note,
     created_at: toIso(row.created_at),

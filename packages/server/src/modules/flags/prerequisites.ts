@@ -61,6 +61,10 @@ export async function environmentGraph(db: Db, envId: string): Promise<(Graph & 
   return rows.map((row) => ({ id: row.id, key: row.key, variants: toVariants(row.variants), prerequisites: toPrerequisites(row.prerequisites) }));
 }
 
+/** The keys of the other flags of `graph` that name `key` as a prerequisite, sorted. */
+const namersOf = (graph: readonly Graph[], key: string): string[] =>
+  graph.filter((flag) => flag.key !== key && flag.prerequisites.some((p) => p.flag_key === key)).map((flag) => flag.key).sort();
+
 /** "Flag k cannot be deleted: …": a key that other flags name, removed. */
 function namedRefusal(key: string, dependents: readonly string[], what: 'deleted' | 're-keyed'): Conflict {
   const action = what === 'deleted' ? 'deleted' : 'given another key';
@@ -78,7 +82,7 @@ function graphRefusal(graph: readonly Graph[], saved: readonly string[], removed
   const present = new Set(graph.map((flag) => flag.key));
   for (const [key, what] of removed) {
     if (present.has(key)) continue;
-    const dependents = graph.filter((flag) => flag.prerequisites.some((p) => p.flag_key === key)).map((flag) => flag.key).sort();
+    const dependents = namersOf(graph, key);
     if (dependents.length > 0) return namedRefusal(key, dependents, what);
   }
   const [problem] = prerequisiteProblems(graph.map(asEngine), saved).values();
@@ -110,8 +114,7 @@ export async function checkPrerequisites(db: Db, envId: string, flag: Graph & { 
 
 /** The keys of the environment's flags that name `key` as a prerequisite. */
 export async function dependentsOf(db: Db, envId: string, key: string): Promise<string[]> {
-  const graph = await environmentGraph(db, envId);
-  return graph.filter((flag) => flag.key !== key && flag.prerequisites.some((p) => p.flag_key === key)).map((flag) => flag.key).sort();
+  return namersOf(await environmentGraph(db, envId), key);
 }
 
 /** Conflict when other flags name `key`: deleting it or changing its key would leave them needing a flag that is not there. In a batch, checked at its end: a flag that still names it then. */

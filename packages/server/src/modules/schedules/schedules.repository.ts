@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { SchedulesTable } from '../../db/schema.js';
-import { toIso } from '../../db/values.js';
+import { fromJson, toIso } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 import type { Actor } from '../changes/changes.schemas.js';
 import type { FlagPut } from '../flags/flag-writes.js';
@@ -9,7 +9,6 @@ import type { ScheduleStatus } from './schedules.schemas.js';
 
 export type ScheduleRow = Selectable<SchedulesTable>;
 
-const parsed = (value: string | Record<string, unknown>) => (typeof value === 'string' ? (JSON.parse(value) as Record<string, unknown>) : value);
 
 /** The schedule as the API shows it (docs/change-management.md). */
 export function toSchedule(row: ScheduleRow) {
@@ -20,7 +19,7 @@ export function toSchedule(row: ScheduleRow) {
     flag_id: row.flag_id,
     flag_key: row.flag_key,
     at: toIso(row.at),
-    change: parsed(row.change) as FlagPut,
+    change: fromJson(row.change) as FlagPut,
     note: row.note,
     status: row.status as ScheduleStatus,
     created_by: creatorOf(row),
