@@ -61,7 +61,9 @@ async function startServer(databaseUrl?: string, dir = mkdtempSync(join(tmpdir()
     };
   }
   const port = await freePort();
-  const child = spawn(process.execPath, [mainJs], {
+  // BENCH_PROFILE=<dir>: the server writes a CPU profile there (profile-summary.ts reads it).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, mainJs], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: url, WORKERS: '1', RATE_LIMIT_EVALUATE: '0', RATE_LIMIT_AUTH: '0', RATE_LIMIT_EVENTS: '0', LOG_LEVEL: 'error' },
     stdio: 'inherit',
   });
