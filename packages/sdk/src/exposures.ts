@@ -75,6 +75,15 @@ export class SeenExposures {
    * for `unit` in `seen`, and remembers it; false after.
    */
   first(seen: SeenArms, unit: string, arm: number): boolean {
+    // The hot path, small enough to be inlined into the read: one Map.get, no allocation.
+    if (arm < 31) {
+      const had = seen.get(unit);
+      if (had !== undefined && (had & (1 << arm)) !== 0) return false;
+    }
+    return this.remember(seen, unit, arm);
+  }
+
+  private remember(seen: SeenArms, unit: string, arm: number): boolean {
     // An arm past 30 has no bit: its own entry, keyed by unit and arm (flags with that many variants are rare).
     const key = arm < 31 ? unit : `${unit}\u0000${arm}`;
     const bit = arm < 31 ? 1 << arm : 1;

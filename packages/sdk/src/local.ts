@@ -174,6 +174,8 @@ class LocalFlags implements LocalFlagSet {
   private countedLow = 0;
   private countedHigh: Uint8Array | undefined;
   private reads = 0;
+  /** The index of the flag use() read last. */
+  private usedIndex = 0;
   /** The context's unit when exposures are recorded, else undefined. */
   private readonly unit: string | undefined;
 
@@ -196,10 +198,17 @@ class LocalFlags implements LocalFlagSet {
     return packed;
   }
 
-  /** Reads a flag the application uses: counted, and recorded as an exposure the first time for its version, unit and arm. */
+  /**
+   * Reads a flag the application uses: counted, and recorded as an exposure the first time for its
+   * version, unit and arm. Its index is left in `usedIndex` for the caller (one Map.get of the key, not two).
+   */
   private use(key: string): number {
-    const packed = this.read(key);
-    if (this.unit !== undefined && packed >= 0) this.expose(this.compiled!.indexes.get(key)!, packed);
+    const index = this.compiled?.indexes.get(key);
+    if (index === undefined) return -1;
+    const packed = this.packed(index);
+    if (this.counting) this.count(index, packed);
+    if (this.unit !== undefined) this.expose(index, packed);
+    this.usedIndex = index;
     return packed;
   }
 
@@ -269,18 +278,18 @@ class LocalFlags implements LocalFlagSet {
 
   variant(key: string): string | undefined {
     const packed = this.use(key);
-    return packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed)?.key;
+    return packed < 0 ? undefined : this.chosen(this.usedIndex, packed)?.key;
   }
 
   value<T extends JsonValue | object>(key: string, fallback: T): ValueOf<T> {
     const packed = this.use(key);
-    return valueOr(packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed), fallback);
+    return valueOr(packed < 0 ? undefined : this.chosen(this.usedIndex, packed), fallback);
   }
 
   flag(key: string): LocalFlagState {
     const packed = this.use(key);
     if (packed < 0) return { enabled: false, reason: this.compiled ? REASON_UNKNOWN_FLAG : REASON_NO_RULESET };
-    return this.state(this.compiled!.indexes.get(key)!, packed);
+    return this.state(this.usedIndex, packed);
   }
 
   allFlags(): Record<string, LocalFlagState> {

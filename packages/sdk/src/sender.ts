@@ -32,6 +32,8 @@ export class BatchSender<Batch> {
   private sending: Promise<void> = Promise.resolve();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /** False from a batch kept for later until one is taken: no round before the interval meanwhile (Guidon is away or holding requests back). */
+  private taking = true;
 
   constructor(
     private readonly transport: Transport,
@@ -47,9 +49,9 @@ export class BatchSender<Batch> {
     }, this.options.intervalMs);
   }
 
-  /** A round now, after the one under way; never rejects. */
+  /** A round now, after the one under way, unless the last one had to keep a batch (then the interval's); never rejects. */
   flush(): Promise<void> {
-    return this.closed ? this.sending : this.send(false);
+    return this.closed || !this.taking ? this.sending : this.send(false);
   }
 
   /** The last round, once; never rejects. */
@@ -78,9 +80,13 @@ export class BatchSender<Batch> {
       if (answer.kind === 'failed') {
         const { error } = answer;
         this.options.onError(new GuidonError(`${this.options.what} not taken: ${error.message}`, error.kind, error.status, error.retryAfterMs));
-        if (this.options.keep(error)) return false;
+        if (this.options.keep(error)) {
+          this.taking = false;
+          return false;
+        }
         this.options.onDropped?.(this.unanswered[0]!);
       } else {
+        this.taking = true;
         this.options.onSent?.(this.unanswered[0]!);
       }
       this.unanswered.shift();

@@ -253,6 +253,21 @@ describe('exposures, local mode', () => {
     assert.equal(errors.filter((e) => e.kind === 'events').length, 8);
   });
 
+  test('Guidon unavailable (503): the batch is kept, and a full queue does not ask again before the interval', async () => {
+    const server = await started();
+    for (let i = 0; i < 50; i++) server.state.answers.push({ status: 503 });
+    const c = local(server.url);
+    for (let chunk = 0; chunk < 4; chunk++) {
+      for (let i = 0; i < 600; i++) c.evaluate({ user_id: `user-${chunk}-${i}` }).isEnabled('checkout');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(50 - server.state.answers.length, 1, 'one request: the first full batch');
+    server.state.answers.length = 0;
+    await c.close();
+    // close() sends the kept batch, then the rest.
+    assert.equal(server.exposures().length, 2400);
+  });
+
   test('Guidon unreachable: reads go on, nothing throws, close() resolves', async () => {
     const server = await started();
     await server.close();
