@@ -103,21 +103,6 @@ export class SeenExposures {
   }
 }
 
-interface Exposure {
-  flag: string;
-  unit: string;
-  arm: string;
-  reason: string;
-  at: number;
-}
-interface Event {
-  name: string;
-  unit: string;
-  value: number | undefined;
-  at: number;
-}
-type Item = { exposure: Exposure; event?: undefined } | { event: Event; exposure?: undefined };
-
 /** POST /sdk/v1/events's body. */
 interface Batch {
   environment: string;
@@ -134,9 +119,21 @@ export interface OutboxOptions extends ExperimentOptions {
   onError: (error: GuidonError) => void;
 }
 
-/** Exposures and events waiting to be sent, oldest first, in a ring of `maxQueued`. */
+/**
+ * Exposures and events waiting to be sent, oldest first, in a ring of `maxQueuedEvents` kept as
+ * columns: an item is references to strings that exist already (the flag key, the unit, the arm,
+ * the reason) and two numbers, so recording one allocates nothing the garbage collector must move.
+ */
 export class Outbox {
-  private readonly ring: (Item | undefined)[] = [];
+  /** The flag of an exposure, the name of an event. */
+  private readonly names: string[] = [];
+  private readonly units: string[] = [];
+  /** The arm of an exposure; undefined for an event. */
+  private readonly arms: (string | undefined)[] = [];
+  private readonly reasons: string[] = [];
+  /** An event's value; NaN for none (a value is finite). */
+  private readonly values: number[] = [];
+  private readonly ats: number[] = [];
   private readonly max: number;
   private head = 0;
   private size = 0;
@@ -167,7 +164,7 @@ export class Outbox {
   }
 
   exposure(flag: string, unit: string, arm: string, reason: string): void {
-    this.push({ exposure: { flag, unit, arm, reason, at: Date.now() } });
+    this.push(flag, unit, arm, reason, Number.NaN);
   }
 
   /** track(): an event of `name` for the context's unit; one Guidon would refuse is counted invalid and said in an error. */
@@ -188,7 +185,7 @@ export class Outbox {
         this.options.onError(new GuidonError(`Event not recorded: ${problem}`, 'events'));
         return;
       }
-      this.push({ event: { name: name as string, unit: unit!, value: value as number | undefined, at: Date.now() } });
+      this.push(name as string, unit!, undefined, '', value === undefined ? Number.NaN : (value as number));
     } catch {
       this.stats.invalid++; // a context whose getters throw: nothing reaches the application
     }
@@ -203,14 +200,20 @@ export class Outbox {
     return this.sender.close();
   }
 
-  private push(item: Item): void {
+  private push(name: string, unit: string, arm: string | undefined, reason: string, value: number): void {
     if (this.size === this.max) {
       this.head = (this.head + 1) % this.max;
       this.size--;
       this.stats.dropped++;
       this.droppedUnsaid++;
     }
-    this.ring[(this.head + this.size) % this.max] = item;
+    const at = (this.head + this.size) % this.max;
+    this.names[at] = name;
+    this.units[at] = unit;
+    this.arms[at] = arm;
+    this.reasons[at] = reason;
+    this.values[at] = value;
+    this.ats[at] = Date.now();
     this.size++;
     // A full batch is sent now rather than at the interval (once: the round takes all that waits).
     if (this.size >= ITEMS_PER_BATCH && !this.flushing) {
@@ -229,17 +232,19 @@ export class Outbox {
     while (this.size > 0) {
       const batch: Batch = { environment: this.options.environment };
       for (let n = 0; n < ITEMS_PER_BATCH && this.size > 0; n++) {
-        const item = this.ring[this.head]!;
-        this.ring[this.head] = undefined;
+        const i = this.head;
+        const at = new Date(this.ats[i]!).toISOString();
+        const arm = this.arms[i];
+        if (arm !== undefined) {
+          (batch.exposures ??= []).push({ flag: this.names[i]!, unit: this.units[i]!, arm, reason: this.reasons[i]!, at });
+        } else {
+          const value = this.values[i]!;
+          (batch.events ??= []).push(Number.isNaN(value) ? { name: this.names[i]!, unit: this.units[i]!, at } : { name: this.names[i]!, unit: this.units[i]!, value, at });
+        }
+        // Let go of the strings (a unit of a user long gone).
+        this.names[i] = this.units[i] = this.reasons[i] = '';
         this.head = (this.head + 1) % this.max;
         this.size--;
-        if (item.exposure) {
-          const { flag, unit, arm, reason, at } = item.exposure;
-          (batch.exposures ??= []).push({ flag, unit, arm, reason, at: new Date(at).toISOString() });
-        } else {
-          const { name, unit, value, at } = item.event;
-          (batch.events ??= []).push(value === undefined ? { name, unit, at: new Date(at).toISOString() } : { name, unit, value, at: new Date(at).toISOString() });
-        }
       }
       batches.push(batch);
     }

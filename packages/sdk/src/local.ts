@@ -207,21 +207,27 @@ class LocalFlags implements LocalFlagSet {
     if (index === undefined) return -1;
     const packed = this.packed(index);
     if (this.counting) this.count(index, packed);
-    if (this.unit !== undefined) this.expose(index, packed);
+    const unit = this.unit;
+    if (unit !== undefined) {
+      // The arm as a small number: the variant's index + 2 (its byte in `packed` + 1), else 1 on, 0 off.
+      const variantByte = (packed >>> 8) & 255;
+      const arm = variantByte === 0 ? (enabledOf(packed) ? 1 : 0) : variantByte + 1;
+      // Seen before (the usual read): one Map.get here, inline; the rest only the first time.
+      const had = this.compiled!.seen[index]!.get(unit);
+      if (had === undefined || arm > 30 || (had & (1 << arm)) === 0) this.expose(index, packed, arm, unit);
+    }
     this.usedIndex = index;
     return packed;
   }
 
-  /** The hot path of a read seen before is one Map.get (exposures.ts); the exposure's strings are made only the first time. */
-  private expose(index: number, packed: number): void {
-    const variant = variantOf(packed);
-    const enabled = enabledOf(packed);
-    const arm = variant === NO_VARIANT ? (enabled ? 1 : 0) : variant + 2;
+  /** Records the exposure unless exposures.ts has it already; its strings are made only then. */
+  private expose(index: number, packed: number, arm: number, unit: string): void {
     const compiled = this.compiled!;
     const { outbox, seen } = this.exposing!;
-    if (!seen.first(compiled.seen[index]!, this.unit!, arm)) return;
-    const armKey = variant === NO_VARIANT ? (enabled ? 'on' : 'off') : compiled.set.variants[index]![variant]!.key;
-    outbox.exposure(compiled.set.keys[index]!, this.unit!, armKey, compiled.set.reasonOf(index, codeOf(packed)));
+    if (!seen.first(compiled.seen[index]!, unit, arm)) return;
+    const variant = variantOf(packed);
+    const armKey = variant === NO_VARIANT ? (enabledOf(packed) ? 'on' : 'off') : compiled.set.variants[index]![variant]!.key;
+    outbox.exposure(compiled.set.keys[index]!, unit, armKey, compiled.set.reasonOf(index, codeOf(packed)));
   }
 
   private packed(index: number): number {
