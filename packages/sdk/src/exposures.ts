@@ -16,6 +16,8 @@ import type { Transport } from './transport.js';
 export const ITEMS_PER_BATCH = 500;
 const EVENT_NAME = /^[A-Za-z0-9_.:-]{1,100}$/;
 const MAX_UNIT = 256;
+const MAX_KEY = 100;
+const MAX_REASON = 200;
 
 /** Exposure and event options, alike for the remote and the local client. */
 export interface ExperimentOptions {
@@ -164,7 +166,9 @@ export class Outbox {
   }
 
   exposure(flag: string, unit: string, arm: string, reason: string): void {
-    this.push(flag, unit, arm, reason, Number.NaN);
+    // What the intake would refuse (and a 400 loses the whole batch): a key or arm past 100 characters is not sent, a reason is cut at 200.
+    if (flag.length > MAX_KEY || arm.length > MAX_KEY) return;
+    this.push(flag, unit, arm, reason.length > MAX_REASON ? reason.slice(0, MAX_REASON) : reason, Number.NaN);
   }
 
   /** track(): an event of `name` for the context's unit; one Guidon would refuse is counted invalid and said in an error. */
