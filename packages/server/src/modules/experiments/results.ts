@@ -139,15 +139,15 @@ export async function readUnitValues(db: Db, experiment: Experiment, metric: Met
         .where('environment_id', '=', experiment.environment_id)
         .where('name', '=', metric.event)
         .where('id', '>', after)
-        .where('at', '>=', earliest)
-        .where('at', '<=', end)
         .orderBy('id')
         .limit(PAGE_ROWS)
         .execute(),
     (row) => {
+      // Times are compared here, not in the query: the page then follows the (environment, name, id) index alone.
+      const at = Number(row.at);
+      if (at < earliest || at > end) return;
       const i = units.index.get(row.unit);
       if (i === undefined) return;
-      const at = Number(row.at);
       const first = units.first[i]!;
       if (at >= first) {
         if (at - first <= window) {
