@@ -3,8 +3,9 @@
  * both clients record an exposure when the application reads one flag, once per (flag version,
  * unit, arm), and `track()` records an event; the outbox batches both to POST /sdk/v1/events
  * (sender.ts: every interval, sooner when a batch is full, and at close()). Memory is bounded
- * twice: the exposures already seen (a ring of `maxSeen` entries, the oldest forgotten: such a
- * unit is sent once more) and the items waiting (`maxQueued`, the oldest dropped and counted).
+ * twice: the exposures already seen (a ring of `maxSeenExposures` entries, the oldest forgotten:
+ * such a unit is sent once more) and the items waiting (`maxQueuedEvents`, the oldest dropped and
+ * counted; a batch kept to be sent again after a 429 or 503 adds at most as many).
  * Nothing here throws into the application or waits on the network.
  */
 import { GuidonError } from './errors.js';
@@ -33,7 +34,7 @@ export interface ExperimentOptions {
 
 /** What the outbox did, for monitoring (client.eventStats()). */
 export interface EventStats {
-  /** Exposures and events waiting to be sent. */
+  /** Exposures and events waiting to be sent (not counting a batch kept to be sent again). */
   queued: number;
   /** Items Guidon answered 202 for (accepted or ignored: its answer says which). */
   sent: number;
