@@ -8,6 +8,24 @@ import { openDatabase } from '../src/db/database.js';
 
 export { freePort } from '../tests/harness.js';
 
+/** A bench server's database: a SQLite file in `dir`, or a new PostgreSQL database on BENCH_DATABASE_URL's server when it is set; `drop` removes it. */
+export async function benchDatabase(dir: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const postgresUrl = process.env.BENCH_DATABASE_URL;
+  if (!postgresUrl) return { url: `sqlite:${join(dir, 'guidon.db')}`, drop: async () => {} };
+  const { default: pg } = await import('pg');
+  const name = `guidon_bench_${process.pid}_${Date.now()}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: postgresUrl });
+    await client.connect();
+    await client.query(statement);
+    await client.end();
+  };
+  await admin(`create database ${name}`);
+  const url = new URL(postgresUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
+}
+
 /** Resolves once GET url + path answers 2xx; throws if the server exits first or after timeoutMs. */
 export async function waitForHealth(url: string, child: ChildProcess, path = '/health', timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

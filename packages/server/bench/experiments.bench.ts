@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
-import { benchProject, call, freePort, stop, waitForHealth } from './bench-seed.js';
+import { benchDatabase, benchProject, call, freePort, stop, waitForHealth } from './bench-seed.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const SENDERS = Number(process.env.BENCH_SENDERS ?? 4);
@@ -41,25 +41,10 @@ interface Server {
 }
 
 async function startServer(databaseUrl?: string, dir = mkdtempSync(join(tmpdir(), 'guidon-experiments-'))): Promise<Server> {
-  let url = databaseUrl ?? `sqlite:${join(dir, 'guidon.db')}`;
-  let drop = async () => {};
-  if (postgresUrl && !databaseUrl) {
-    const { default: pg } = await import('pg');
-    const name = `guidon_bench_${process.pid}_${Date.now()}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const target = new URL(postgresUrl);
-    target.pathname = `/${name}`;
-    url = target.toString();
-    drop = async () => {
-      const again = new pg.Client({ connectionString: postgresUrl });
-      await again.connect();
-      await again.query(`drop database if exists ${name} with (force)`);
-      await again.end();
-    };
-  }
+  // A database passed in (the results case starts again on its file) is not created or dropped here.
+  const database = databaseUrl ? { url: databaseUrl, drop: async () => {} } : await benchDatabase(dir);
+  const url = database.url;
+  const drop = database.drop;
   const port = await freePort();
   // BENCH_PROFILE=<dir>: the server writes a CPU profile there (profile-summary.ts reads it).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];

@@ -20,7 +20,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { benchProject, call, freePort, stop, waitForHealth } from './bench-seed.js';
+import { benchDatabase, benchProject, call, freePort, stop, waitForHealth } from './bench-seed.js';
 import { referenceBuilds } from './reference-build.js';
 
 const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 300);
@@ -40,25 +40,9 @@ interface Server {
 
 async function startServer(mainJs: string): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'guidon-isolation-'));
-  let databaseUrl = `sqlite:${join(dir, 'guidon.db')}`;
-  let dropDatabase = async () => {};
-  if (postgresUrl) {
-    const { default: pg } = await import('pg');
-    const name = `guidon_bench_${process.pid}_${Date.now()}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const url = new URL(postgresUrl);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    dropDatabase = async () => {
-      const again = new pg.Client({ connectionString: postgresUrl });
-      await again.connect();
-      await again.query(`drop database if exists ${name} with (force)`);
-      await again.end();
-    };
-  }
+  const database = await benchDatabase(dir);
+  const databaseUrl = database.url;
+  const dropDatabase = database.drop;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [mainJs], {
