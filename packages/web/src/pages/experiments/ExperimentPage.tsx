@@ -147,7 +147,7 @@ function ResultsView({ experiment, results, metrics }: { experiment: Experiment;
         </p>
       )}
       <div className="table-wrap">
-        <table className="plain">
+        <table className="plain list">
           <caption className="visually-hidden">Units per arm</caption>
           <thead>
             <tr>
@@ -164,9 +164,9 @@ function ResultsView({ experiment, results, metrics }: { experiment: Experiment;
                   <code>{arm}</code>
                   {arm === experiment.control && <span className="muted small"> control</span>}
                 </th>
-                <td>{figures.units}</td>
-                <td>{share(figures.units)}</td>
-                <td>{(figures.expected_share * 100).toFixed(1)} %</td>
+                <td data-label="Units">{figures.units}</td>
+                <td data-label="Share">{share(figures.units)}</td>
+                <td data-label="Expected">{(figures.expected_share * 100).toFixed(1)} %</td>
               </tr>
             ))}
           </tbody>
