@@ -305,7 +305,23 @@ async function screenshots(dir: string, token: string, [metrics, experiments, ex
       await page.waitForLoadState('networkidle');
       await page.screenshot({ path: join(dir, `${name}-${view.suffix}.png`), fullPage: view.fullPage });
     }
-    if (!view.fullPage) {
+    if (view.fullPage) {
+      await page.getByRole('button', { name: 'Stop Checkout test' }).click();
+      await page.getByRole('dialog', { name: 'Stop Checkout test?' }).getByLabel('Decision').selectOption({ label: 'Ship on' });
+      await page.screenshot({ path: join(dir, `experiment-stop-${view.suffix}.png`) });
+      await page.keyboard.press('Escape');
+      await page.goto(server.url + experiments);
+      await page.getByRole('button', { name: 'New experiment' }).click();
+      const dialog = page.getByRole('dialog', { name: 'New experiment' });
+      await dialog.getByLabel('Flag').selectOption('new_checkout');
+      await dialog.getByLabel('Name').fill('Shorter checkout form');
+      await dialog.getByRole('checkbox', { name: /Purchases/ }).check();
+      await dialog.getByRole('checkbox', { name: /Errors/ }).check();
+      await dialog.getByLabel('Role of Errors').selectOption('guardrail');
+      await page.screenshot({ path: join(dir, `experiment-new-${view.suffix}.png`) });
+    } else {
+      // The phone's viewport holds the head of the page: the results are taken on their own.
+      await page.getByRole('region', { name: 'Results' }).screenshot({ path: join(dir, `experiment-results-${view.suffix}.png`) });
       await page.getByRole('button', { name: /^Sections, showing/ }).click();
       await page.screenshot({ path: join(dir, `project-nav-${view.suffix}.png`) });
     }

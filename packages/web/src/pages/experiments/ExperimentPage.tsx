@@ -11,6 +11,9 @@ import { ExperimentActions, STATUS_LABELS, statusClass } from './ExperimentsPage
 import { windowText } from './MetricsPage';
 import { formatChange, headline, level, percent, sentence, verdict } from './wording';
 
+/** A chance to win as a percentage; near certainty keeps a decimal, so that 99.7 % never reads as 100 %. */
+const chance = (value: number) => `${(value * 100).toFixed(value > 0.99 || value < 0.01 ? 1 : 0)} %`;
+
 const ROLE_LABELS: Record<MetricResult['role'], string> = { primary: 'Primary', secondary: 'Secondary', guardrail: 'Guardrail' };
 
 /** One experiment: what it asks, its results in words and as intervals against zero, and its timeline. */
@@ -133,7 +136,7 @@ function ResultsView({ experiment, results, metrics }: { experiment: Experiment;
       </p>
       {results.srm?.flagged && (
         <div className="warning" role="note" aria-label="Sample ratio mismatch">
-          <strong>Sample ratio mismatch.</strong> The arms did not get the units the flag’s weights foresee (p = {results.srm.p_value.toPrecision(2)}): something other than chance decides who sees what (a rule, a cache, a redirect that loses units). Do not trust these results until the cause is found.
+          <strong>Sample ratio mismatch.</strong> The arms did not get the units the flag’s weights foresee ({results.srm.p_value < 0.001 ? 'p < 0.001' : `p = ${results.srm.p_value.toFixed(3)}`}): something other than chance decides who sees what (a rule, a cache, a redirect that loses units). Do not trust these results until the cause is found.
         </div>
       )}
       {results.multiple_exposures && results.multiple_exposures.units > 0 && (
@@ -200,7 +203,7 @@ function MetricResultView({ experiment, result, metric }: { experiment: Experime
               <li key={item.arm} className={`verdict-${item.verdict}`}>
                 {item.text}
                 {item.verdict !== 'unclear' && <span className="muted small"> {item.verdict === 'good' ? 'An improvement.' : 'Worse.'}</span>}
-                {item.versus.chance_to_win !== null && <span className="muted small"> Chance to beat the control: {(item.versus.chance_to_win * 100).toFixed(0)} %.</span>}
+                {item.versus.chance_to_win !== null && <span className="muted small"> Chance to beat the control: {chance(item.versus.chance_to_win)}.</span>}
               </li>
             ))}
           </ul>

@@ -255,7 +255,8 @@ function CreateExperimentDialog({ projectId, environment, onClose }: { projectId
   const flag = inEnv.find((candidate) => candidate.key === flagKey);
   const state = flag?.environments[environment.key];
   const arms = armsOf(state);
-  const controlArm = arms.includes(control) ? control : (arms[0] ?? '');
+  // The control: the one chosen, else off for an on/off flag (what everyone got before), else the first variant.
+  const controlArm = arms.includes(control) ? control : arms.includes('off') ? 'off' : (arms[0] ?? '');
   const roleOf = (id: string) => chosen.find((choice) => choice.metric_id === id)?.role;
   const setRole = (id: string, role: MetricRole | null) => setChosen(role === null ? chosen.filter((choice) => choice.metric_id !== id) : roleOf(id) ? chosen.map((choice) => (choice.metric_id === id ? { ...choice, role } : choice)) : [...chosen, { metric_id: id, role }]);
 
