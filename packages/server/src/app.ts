@@ -82,8 +82,11 @@ import { refuseUnapprovedWrites, requestConsequences } from './modules/change-re
 import { Scheduler, type SchedulerOptions } from './modules/scheduler/scheduler.js';
 import { Metric } from './modules/experiments/metrics.schemas.js';
 import { metricRoutes } from './modules/experiments/metrics.routes.js';
-import { Experiment } from './modules/experiments/experiments.schemas.js';
+import { Experiment, ExperimentResults } from './modules/experiments/experiments.schemas.js';
 import { experimentRoutes } from './modules/experiments/experiments.routes.js';
+import { EventIntake } from './modules/experiments/intake.js';
+import { eventIntakeRoutes } from './modules/experiments/intake.routes.js';
+import { ResultsService } from './modules/experiments/results.service.js';
 import { stopExperimentsOfDeletedFlags } from './modules/experiments/experiment-writes.js';
 
 declare module 'fastify' {
@@ -113,6 +116,10 @@ interface Services {
   /** The one change path for every write under a project (changes/project-writes.ts). */
   writes: ProjectWrites;
   webhooks: WebhookSender;
+  /** Exposures and events waiting to be written (experiments/intake.ts). */
+  intake: EventIntake;
+  /** Experiments' results, computed in the background and kept (experiments/results.service.ts). */
+  results: ResultsService;
 }
 
 export interface BuildOptions {
@@ -244,7 +251,11 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       app.log,
     ),
     webhooks,
+    intake: new EventIntake(db, evaluateCache, app.log),
+    results: new ResultsService(db, app.log),
   };
+  // New exposures or events: the running experiments of their environments are computed again.
+  services.intake.onWritten((environments) => services.results.markWritten(environments));
   const attributeWriter = new AttributeWriter(db, app.log);
   await changes.start();
   evaluateCache.start();
@@ -253,8 +264,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   // (start-up time: docs/performance.md).
   app.addHook('onReady', async () => services.history.start());
   webhooks.start();
+  services.intake.start();
+  services.results.start();
   app.addHook('onClose', async () => {
     await services.history.close();
+    await services.intake.close();
+    await services.results.close();
     await attributeWriter.close();
     await webhooks.close();
     evaluateCache.close();
@@ -263,7 +278,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest, Metric, Experiment]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest, Metric, Experiment, ExperimentResults]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -331,6 +346,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     await sdk.register(streamRoutes, { ...services, streamTokens, openStreams });
     await sdk.register(ofrepRoutes, { ...services, streamTokens });
     await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (docs/local-evaluation.md)
+    await sdk.register(eventIntakeRoutes, services); // exposures and events for experiments (docs/experiments.md)
   });
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(

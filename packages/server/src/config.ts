@@ -18,7 +18,7 @@ export interface Config {
   publicUrl: string;
   /** Passed to Fastify's trustProxy: addresses/CIDRs whose X-Forwarded-For is honoured. */
   trustProxy: boolean | string[];
-  rateLimits: { evaluatePerMinute: number; authPerMinute: number };
+  rateLimits: { evaluatePerMinute: number; authPerMinute: number; eventsPerMinute: number };
   logLevel: string;
   evaluationRetentionDays: number;
   /** Origins allowed by CORS; empty: CORS headers are not sent. `*` allows any. */
@@ -184,6 +184,7 @@ export function loadConfig(given: Env = process.env): Readonly<Config> {
     rateLimits: {
       evaluatePerMinute: intSetting(env, 'RATE_LIMIT_EVALUATE', 200),
       authPerMinute: intSetting(env, 'RATE_LIMIT_AUTH', 60),
+      eventsPerMinute: intSetting(env, 'RATE_LIMIT_EVENTS', 600),
     },
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     evaluationRetentionDays: intSetting(env, 'EVALUATION_RETENTION_DAYS', 30),

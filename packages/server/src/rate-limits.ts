@@ -157,6 +157,8 @@ export interface RateLimits {
   invitationsPerInviterAddress: Limit;
   /** Imports per project, dry runs included (docs/flags-as-code.md): each may take a second of the database. */
   imports: Limit;
+  /** Requests to POST /sdk/v1/events per SDK key or API token (docs/experiments.md). */
+  events: Limit | null;
 }
 
 /** In-memory counters kept per limit at most: this many under their budget, and this many over it (Limit.memory). */
@@ -198,5 +200,6 @@ export function createRateLimits(config: Config['rateLimits'], log: FastifyBaseL
     invitationsPerProjectAddress: limit('invitations-project-address', 3, 24 * 60 * 60),
     invitationsPerInviterAddress: limit('invitations-inviter-address', 10, 24 * 60 * 60),
     imports: limit('imports-project', 30, 60),
+    events: optional('events', config.eventsPerMinute),
   };
 }

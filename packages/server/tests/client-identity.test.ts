@@ -85,7 +85,7 @@ describe('in-memory counters (the failed-login lockout)', () => {
   const silent = { error: () => undefined, info: () => undefined } as never;
 
   test('a key that used its budget stays refused through a flood of new keys; the number of keys stays bounded', async () => {
-    const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0 }, silent);
+    const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0, eventsPerMinute: 0 }, silent);
     const locked = '203.0.113.5|victim@example.com';
     for (let i = 0; i < 10; i++) await limits.failedLogin.hit(locked);
     await assert.rejects(limits.failedLogin.hit(locked), { statusCode: 429 });
@@ -95,7 +95,7 @@ describe('in-memory counters (the failed-login lockout)', () => {
   });
 
   test('keys over their budget are bounded too: past that many, the one held longest is released', async () => {
-    const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0 }, silent);
+    const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0, eventsPerMinute: 0 }, silent);
     const lock = async (key: string) => {
       for (let i = 0; i < 5; i++) assert.equal(await limits.forgotPassword.tryHit(key), true);
       assert.equal(await limits.forgotPassword.tryHit(key), false);

@@ -5,6 +5,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { pythonWithScipy } from './python.js';
 import { expectedShares, type ArmedFlag } from '../src/modules/experiments/arms.js';
 import {
   type Interval,
@@ -200,18 +201,6 @@ for counts, shares in ([[5010, 4990], [0.5, 0.5]], [[4800, 5200], [0.5, 0.5]], [
 norm = [dict(x=x, cdf=float(stats.norm.cdf(x))) for x in (-3.1, -0.4, 0.0, 1.2, 2.5)]
 print(json.dumps(dict(cases=cases, quantiles=quantiles, srm=srm_cases, norm=norm)))
 `;
-
-/**
- * The first python3 on PATH that has scipy (GUIDON_PYTHON first when set): npm puts the folder of
- * its node (/usr/bin) ahead of the others, whose python3 may be a bare system one.
- */
-function pythonWithScipy(): string {
-  const onPath = spawnSync('sh', ['-c', 'which -a python3'], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-  const candidates = [...new Set([process.env.GUIDON_PYTHON, ...onPath].filter((path): path is string => Boolean(path)))];
-  const found = candidates.find((python) => spawnSync(python, ['-c', 'import scipy'], { stdio: 'ignore' }).status === 0);
-  assert.ok(found, `no python3 with scipy among ${candidates.join(', ') || 'none on PATH'} (apt-get install python3-scipy, or set GUIDON_PYTHON)`);
-  return found;
-}
 
 function scipy(): { cases: ScipyCase[]; quantiles: { p: number; df: number; t: number }[]; srm: { counts: number[]; shares: number[]; p: number }[]; norm: { x: number; cdf: number }[] } {
   const run = spawnSync(pythonWithScipy(), ['-c', SCIPY_SCRIPT], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });

@@ -128,7 +128,7 @@ describe('rate limits counted in Redis while it is down', { skip: hasRedisServer
     const lines: string[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
     const redis = await createRedis(`redis://127.0.0.1:${port}`, log);
-    const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0 }, log, { kind: 'redis', client: redis });
+    const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0, eventsPerMinute: 0 }, log, { kind: 'redis', client: redis });
     const said = (text: string) => lines.filter((line) => line.includes(text)).length;
     let redisServer: ChildProcess | undefined;
     try {
@@ -379,7 +379,7 @@ describe('failed logins, counted first and given back on success', () => {
 });
 
 test('the in-memory rate-limit counters keep a bounded number of keys', async () => {
-  const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0 }, silent);
+  const limits = createRateLimits({ evaluatePerMinute: 0, authPerMinute: 0, eventsPerMinute: 0 }, silent);
   for (let i = 0; i < MAX_KEYS_IN_MEMORY + 500; i++) await limits.forgotPassword.tryHit(`victim-${i}@example.com`);
   assert.equal(limits.forgotPassword.trackedKeys, MAX_KEYS_IN_MEMORY);
   // The most recent keys are still counted.

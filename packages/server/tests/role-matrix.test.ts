@@ -85,6 +85,9 @@ const HANDLER_REFUSES: Record<string, number> = {
   'POST /api/invitations/:invitation_id/decline': 404,
   // The fixture's experiment is a draft (so that it starts and is deleted): only a running one stops (experiments-api.test.ts).
   'POST /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/stop': 409,
+  // …and a draft has no results (experiment-results.test.ts reads those of running ones).
+  'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/results': 409,
+  'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/units.csv': 409,
 };
 
 /** docs/api.md (Members, API tokens, Webhooks, Account) and docs/change-management.md: the least role of the routes it names (other routes are held to their own declaration). */
@@ -170,6 +173,8 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'POST /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/start': 'editor',
   'POST /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/stop': 'editor',
   'DELETE /api/projects/:project_id/environments/:env_id/experiments/:experiment_id': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/results': 'viewer',
+  'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/units.csv': 'editor',
 };
 
 let receiverUrl = '';

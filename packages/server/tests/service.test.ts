@@ -25,7 +25,7 @@ describe('configuration', () => {
     assert.equal(config.host, '0.0.0.0');
     assert.deepEqual(config.database, { kind: 'sqlite', path: './data/guidon.db' });
     assert.equal(config.publicUrl, 'http://localhost:8080');
-    assert.deepEqual(config.rateLimits, { evaluatePerMinute: 200, authPerMinute: 60 });
+    assert.deepEqual(config.rateLimits, { evaluatePerMinute: 200, authPerMinute: 60, eventsPerMinute: 600 });
     assert.equal(config.evaluationRetentionDays, 30);
     assert.equal(config.jwtSecret, null);
     assert.deepEqual(config.trustProxy, ['loopback'], 'private ranges must be named (docs/security.md)');
@@ -67,7 +67,7 @@ describe('configuration', () => {
     assert.equal(config.mailFrom, 'flags@example.com');
     assert.equal(config.publicUrl, 'https://flags.example.com');
     assert.deepEqual(config.trustProxy, ['10.0.0.1', '10.0.0.2']);
-    assert.deepEqual(config.rateLimits, { evaluatePerMinute: 0, authPerMinute: 5 });
+    assert.deepEqual(config.rateLimits, { evaluatePerMinute: 0, authPerMinute: 5, eventsPerMinute: 600 });
     assert.equal(config.logLevel, 'debug');
     assert.equal(config.evaluationRetentionDays, 7);
     assert.deepEqual(config.corsOrigins, ['https://a.example.com', 'https://b.example.com']);

@@ -626,5 +626,46 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('experiment_metrics_metric_idx').on('experiment_metrics').column('metric_id').execute();
       },
     },
+    // What applications send (docs/experiments.md, "Sending exposures and events"): an exposure is
+    // a unit served an arm of a watched flag, an event something a unit did. Times are epoch
+    // milliseconds (the results compare them by the million). `id` orders the rows, so that a
+    // computation reads them in pages along the (environment, name) index without holding a
+    // cursor open. A deleted environment (or project) takes its rows with it.
+    // experiment_results holds each experiment's latest computation, answered as it is.
+    '0016_exposures_events': {
+      async up(db: Kysely<any>) {
+        const real = pg ? 'double precision' : 'real';
+        const id = pg ? 'bigint' : 'integer';
+        const identity = (c: any) => (pg ? c.primaryKey().generatedAlwaysAsIdentity() : c.primaryKey());
+        await db.schema
+          .createTable('exposures')
+          .addColumn('id', id, identity)
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('unit', 'text', (c) => c.notNull())
+          .addColumn('arm', 'text', (c) => c.notNull())
+          .addColumn('at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('exposures_flag_idx').on('exposures').columns(['environment_id', 'flag_key', 'id']).execute();
+        await db.schema.createIndex('exposures_at_idx').on('exposures').column('at').execute();
+        await db.schema
+          .createTable('events')
+          .addColumn('id', id, identity)
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('unit', 'text', (c) => c.notNull())
+          .addColumn('value', real, (c) => c.notNull())
+          .addColumn('at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('events_name_idx').on('events').columns(['environment_id', 'name', 'id']).execute();
+        await db.schema.createIndex('events_at_idx').on('events').column('at').execute();
+        await db.schema
+          .createTable('experiment_results')
+          .addColumn('experiment_id', uuid, (c) => c.primaryKey().references('experiments.id').onDelete('cascade'))
+          .addColumn('computed_at', timestamp, (c) => c.notNull())
+          .addColumn('results', json, (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }

@@ -427,6 +427,33 @@ export interface ExperimentMetricsTable {
   position: number;
 }
 
+/** A unit served an arm of a flag that a running experiment watches (docs/experiments.md). `at`: epoch ms. */
+export interface ExposuresTable {
+  id: Generated<number>;
+  environment_id: string;
+  flag_key: string;
+  unit: string;
+  arm: string;
+  at: ColumnType<number | string, number, number>;
+}
+
+/** Something a unit did, with its value (1 when none was sent). `at`: epoch ms. */
+export interface EventsTable {
+  id: Generated<number>;
+  environment_id: string;
+  name: string;
+  unit: string;
+  value: number;
+  at: ColumnType<number | string, number, number>;
+}
+
+/** An experiment's latest computed results, as GET .../results answers them (JSON). */
+export interface ExperimentResultsTable {
+  experiment_id: string;
+  computed_at: Timestamp;
+  results: ColumnType<string | object, string, string>;
+}
+
 export interface Schema {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -459,4 +486,7 @@ export interface Schema {
   metrics: MetricsTable;
   experiments: ExperimentsTable;
   experiment_metrics: ExperimentMetricsTable;
+  exposures: ExposuresTable;
+  events: EventsTable;
+  experiment_results: ExperimentResultsTable;
 }

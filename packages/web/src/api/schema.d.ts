@@ -1730,6 +1730,154 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sdk/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Exposures (a unit served an arm of a flag) and events (something a unit did) for experiments, with the SDK key (X-SDK-Key: a browser may send) or an API token of the project (Authorization: Bearer gdn_…). What is kept is written within a second; what is not is counted in `ignored` by reason. */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description 1 to 1000 items in all, exposures and events together */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the environment key */
+                        environment: string;
+                        exposures?: {
+                            /** @description the flag key */
+                            flag: string;
+                            /** @description the identifier the flag's rollout hashes: the context's user_id, else its email; `anonymous` is ignored */
+                            unit: string;
+                            /** @description the variant key served, or on / off for a flag without variants */
+                            arm: string;
+                            /** @description the evaluation's reason: one that says a targeting rule served the unit is ignored */
+                            reason?: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601; absent: the time of receipt. More than 24 h in the past or 5 min in the future: ignored
+                             */
+                            at?: string;
+                        }[];
+                        events?: {
+                            /** @description what the unit did; metrics count events by this name */
+                            name: string;
+                            /** @description the identifier the flag's rollout hashes: the context's user_id, else its email; `anonymous` is ignored */
+                            unit: string;
+                            /** @description a finite number; absent: 1 */
+                            value?: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601; absent: the time of receipt. More than 24 h in the past or 5 min in the future: ignored
+                             */
+                            at?: string;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description items kept: written within a second */
+                            accepted: number;
+                            /** @description items not kept, by reason: not_watched (no running experiment of the environment watches the flag), unknown_arm (not an arm of that experiment), served_by_rule (a targeting rule chose the arm), anonymous (the unit `anonymous`), too_old / in_future (`at` outside the last 24 h and the next 5 min), no_metric (no metric of the project counts the event name) */
+                            ignored: {
+                                not_watched?: number;
+                                unknown_arm?: number;
+                                served_by_rule?: number;
+                                anonymous?: number;
+                                too_old?: number;
+                                in_future?: number;
+                                no_metric?: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -7870,6 +8018,185 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{project_id}/environments/{env_id}/experiments/{experiment_id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The latest computation, at once (a running experiment is computed again within seconds of new exposures or events); computed when asked for the first time or after a stop. 409 for a draft. */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    experiment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ExperimentResults"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/experiments/{experiment_id}/units.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description One row per exposed unit: unit, arm (`multiple` for a unit exposed to more than one), first exposure, then each metric's value (and, with CUPED, its pre-exposure value), for analysis elsewhere. */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    experiment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/csv */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": string;
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{project_id}/export": {
         parameters: {
             query?: never;
@@ -10406,6 +10733,74 @@ export interface components {
              * @description ISO 8601 UTC timestamp
              */
             stopped_at: string | null;
+        };
+        ExperimentResults: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            computed_at: string;
+            /** @description every exposed unit, those exposed to more than one arm included */
+            units: number;
+            arms: {
+                [key: string]: {
+                    units: number;
+                    expected_share: number;
+                };
+            };
+            /** @description the sample-ratio check: the arms' units against their expected shares */
+            srm: {
+                p_value: number;
+                flagged: boolean;
+            };
+            /** @description units exposed to more than one arm: left out of every other figure */
+            multiple_exposures: {
+                units: number;
+                share: number;
+            };
+            metrics: {
+                /** Format: uuid */
+                metric_id: string;
+                key: string;
+                /** @enum {unknown} */
+                role: "primary" | "secondary" | "guardrail";
+                arms: {
+                    [key: string]: {
+                        units: number;
+                        mean: number;
+                        variance: number;
+                    };
+                };
+                versus_control: {
+                    [key: string]: {
+                        absolute: {
+                            estimate: number;
+                            /** @description the interval at 1 − alpha (a confidence sequence when the experiment is sequential) */
+                            ci: [
+                                number,
+                                number
+                            ];
+                            p_value: number;
+                        };
+                        /** @description null when the control mean is 0 */
+                        relative: {
+                            estimate: number;
+                            /** @description the interval at 1 − alpha (a confidence sequence when the experiment is sequential) */
+                            ci: [
+                                number,
+                                number
+                            ];
+                            p_value: number;
+                        } | null;
+                        chance_to_win: number | null;
+                        /** @description the relative interval excludes 0 */
+                        significant: boolean;
+                        cuped_applied: boolean;
+                    };
+                };
+            }[];
+            /** @description every arm with a positive expected share has at least min_units units */
+            enough_data: boolean;
         };
         ProjectFlag: {
             key: string;

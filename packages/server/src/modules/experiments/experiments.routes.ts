@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { Conflict } from '../../errors.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
 import { EnvironmentParams, errorResponses } from '../../http/schemas.js';
@@ -7,9 +8,12 @@ import { requireEnvironment } from '../environments/environments.repository.js';
 import { createExperimentWrite, deleteExperimentWrite, startExperimentWrite, stopExperimentWrite } from './experiment-writes.js';
 import { listExperiments, requireExperiment } from './experiments.repository.js';
 import { CreateExperimentBody, ExperimentParams, StopExperimentBody } from './experiments.schemas.js';
+import { listMetrics } from './metrics.repository.js';
+import type { ResultsService } from './results.service.js';
+import { unitsCsv } from './units-csv.js';
 
 /** /api/projects/{project_id}/environments/{env_id}/experiments (docs/experiments.md): draft → running → stopped. */
-export const experimentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = async (app, { db, writes }) => {
+export const experimentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; results: ResultsService }> = async (app, { db, writes, results }) => {
   const tags = ['experiments'];
   const ExperimentRef = Type.Ref('Experiment');
   const base = '/projects/:project_id/environments/:env_id/experiments';
@@ -54,5 +58,37 @@ export const experimentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites }> = as
   }, async (request, reply) => {
     await writes.apply(request.actor, request.params.project_id, (trx, record) => deleteExperimentWrite(trx, record, scopeOf(request.params)));
     return reply.code(204).send(null);
+  });
+
+  app.get(`${base}/:experiment_id/results`, {
+    config: { role: 'viewer' },
+    schema: {
+      tags,
+      description: 'The latest computation, at once (a running experiment is computed again within seconds of new exposures or events); computed when asked for the first time or after a stop. 409 for a draft.',
+      params: ExperimentParams,
+      response: { 200: Type.Ref('ExperimentResults'), ...errorResponses(401, 404, 409) },
+    },
+  }, async (request) => {
+    const experiment = await requireExperiment(db, scopeOf(request.params));
+    const answer = await results.resultsOf(experiment);
+    if (!answer) throw new Conflict('A draft has no results: start the experiment first');
+    return answer;
+  });
+
+  app.get(`${base}/:experiment_id/units.csv`, {
+    config: { role: 'editor' },
+    schema: {
+      tags,
+      description: "One row per exposed unit: unit, arm (`multiple` for a unit exposed to more than one), first exposure, then each metric's value (and, with CUPED, its pre-exposure value), for analysis elsewhere.",
+      params: ExperimentParams,
+      produces: ['text/csv'],
+      response: { 200: Type.String({ description: 'text/csv' }), ...errorResponses(401, 403, 404, 409) },
+    },
+  }, async (request, reply) => {
+    const experiment = await requireExperiment(db, scopeOf(request.params));
+    if (experiment.started_at === null) throw new Conflict('A draft has no exposed units: start the experiment first');
+    const metrics = await listMetrics(db, experiment.project_id);
+    reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="experiment-${experiment.id}-units.csv"`);
+    return reply.send((await unitsCsv(db, experiment, metrics)) as never); // streamed; the schema documents text
   });
 };

@@ -58,3 +58,39 @@ export const StopExperimentBody = Type.Object({
 });
 
 export const ExperimentParams = Type.Object({ project_id: Uuid, env_id: Uuid, experiment_id: Uuid });
+
+const Estimate = Type.Object({
+  estimate: Type.Number(),
+  ci: Type.Tuple([Type.Number(), Type.Number()], { description: 'the interval at 1 − alpha (a confidence sequence when the experiment is sequential)' }),
+  p_value: Type.Number(),
+});
+
+export const ExperimentResults = Type.Object(
+  {
+    computed_at: Timestamp,
+    units: Type.Integer({ description: 'every exposed unit, those exposed to more than one arm included' }),
+    arms: Type.Record(Type.String(), Type.Object({ units: Type.Integer(), expected_share: Type.Number() })),
+    srm: Type.Object({ p_value: Type.Number(), flagged: Type.Boolean() }, { description: "the sample-ratio check: the arms' units against their expected shares" }),
+    multiple_exposures: Type.Object({ units: Type.Integer(), share: Type.Number() }, { description: 'units exposed to more than one arm: left out of every other figure' }),
+    metrics: Type.Array(
+      Type.Object({
+        metric_id: Uuid,
+        key: Type.String(),
+        role: Type.Enum([...METRIC_ROLES]),
+        arms: Type.Record(Type.String(), Type.Object({ units: Type.Integer(), mean: Type.Number(), variance: Type.Number() })),
+        versus_control: Type.Record(
+          Type.String(),
+          Type.Object({
+            absolute: Estimate,
+            relative: Type.Union([Estimate, Type.Null()], { description: 'null when the control mean is 0' }),
+            chance_to_win: Type.Union([Type.Number(), Type.Null()]),
+            significant: Type.Boolean({ description: 'the relative interval excludes 0' }),
+            cuped_applied: Type.Boolean(),
+          }),
+        ),
+      }),
+    ),
+    enough_data: Type.Boolean({ description: 'every arm with a positive expected share has at least min_units units' }),
+  },
+  { $id: 'ExperimentResults' },
+);

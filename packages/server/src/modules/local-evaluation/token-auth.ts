@@ -83,7 +83,7 @@ class MemberProjects {
  * the caller's membership (404), then the compiled project. Sets request.tokenAccess.
  */
 export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache) {
-  const memberProjects = new MemberProjects(db, cache);
+  const readAccess = tokenAccessReader(db, cache);
   return async function tokenAccess(request: FastifyRequest): Promise<void> {
     await limits.evaluate?.hit(request.ip);
     const secret = bearer(request);
@@ -91,6 +91,15 @@ export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache
     if (sdkKeyGiven && (secret === undefined || !secret.startsWith(TOKEN_PREFIX))) {
       throw new Forbidden('Local evaluation needs an API token of the project (Authorization: Bearer gdn_…), not an SDK key: the ruleset names users');
     }
+    request.tokenAccess = await readAccess(request);
+  };
+}
+
+/** The API token's access from the request's Authorization (401 without a valid one; then the project and membership as tokenAccessHook says). */
+export function tokenAccessReader(db: Db, cache: EvaluateCache) {
+  const memberProjects = new MemberProjects(db, cache);
+  return async function readAccess(request: FastifyRequest): Promise<TokenAccess> {
+    const secret = bearer(request);
     if (secret === undefined) throw new Unauthorized('Missing or invalid API token');
     const token = await authenticateApiToken(db, secret);
     if (!token) throw new Unauthorized('Missing or invalid API token');
@@ -102,6 +111,6 @@ export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache
     } else if (typeof named === 'string' && named !== projectId) throw new NotFound('Project not found');
     const project = UUID.test(projectId) ? await memberProjects.find(projectId, token.user_id) : null;
     if (!project) throw new NotFound('Project not found');
-    request.tokenAccess = { tokenId: token.id, projectId, project };
+    return { tokenId: token.id, projectId, project };
   };
 }

@@ -1,0 +1,96 @@
+/**
+ * Results are computed in the background and kept (experiment_results): GET .../results answers
+ * the latest computation at once. A running experiment whose environment got exposures or events
+ * on this instance is computed again within CHECK_INTERVAL_MS of them (one computation at a
+ * time, the oldest waiting first); one never computed, or stopped since its last computation, is
+ * computed when asked.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.js';
+import { fromJson, toIso } from '../../db/values.js';
+import { LogThrottle } from '../../log-throttle.js';
+import { withMetrics, type Experiment } from './experiments.repository.js';
+import { listMetrics } from './metrics.repository.js';
+import { computeResults, type Results } from './results.js';
+
+const CHECK_INTERVAL_MS = 2000;
+
+export class ResultsService {
+  private readonly dirtyEnvironments = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  /** The computation under way per experiment: a second ask joins it. */
+  private readonly computing = new Map<string, Promise<Results>>();
+  private chain: Promise<unknown> = Promise.resolve();
+  private readonly failureLog = new LogThrottle();
+  private closed = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.computeDirty(), CHECK_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.chain.catch(() => undefined);
+  }
+
+  /** New rows in these environments: their running experiments are computed again soon. */
+  markWritten(environmentIds: ReadonlySet<string>): void {
+    for (const id of environmentIds) this.dirtyEnvironments.add(id);
+  }
+
+  /** The latest results; computed now when there are none yet or the experiment stopped after them. Null for a draft. */
+  async resultsOf(experiment: Experiment): Promise<Results | null> {
+    if (experiment.started_at === null) return null;
+    const stored = await this.db.selectFrom('experiment_results').select(['computed_at', 'results']).where('experiment_id', '=', experiment.id).executeTakeFirst();
+    const stale = !stored || (experiment.stopped_at !== null && Date.parse(toIso(stored.computed_at)) < Date.parse(experiment.stopped_at));
+    if (!stale) return fromJson<Results>(stored.results as string | Results);
+    return this.compute(experiment);
+  }
+
+  /** Computes and keeps the results, one computation at a time on this instance. */
+  compute(experiment: Experiment): Promise<Results> {
+    const under = this.computing.get(experiment.id);
+    if (under) return under;
+    const run = this.chain.then(async () => {
+      const metrics = await listMetrics(this.db, experiment.project_id);
+      const results = await computeResults(this.db, experiment, metrics);
+      const row = { experiment_id: experiment.id, computed_at: results.computed_at, results: JSON.stringify(results) };
+      try {
+        await this.db
+          .insertInto('experiment_results')
+          .values(row)
+          .onConflict((conflict) => conflict.column('experiment_id').doUpdateSet({ computed_at: row.computed_at, results: row.results }))
+          .execute();
+      } catch (error) {
+        // Deleted meanwhile (its row's foreign key): the answer stands, nothing to keep.
+        if (this.failureLog.due()) this.log.warn({ err: error, experimentId: experiment.id }, 'experiment results not kept');
+      }
+      return results;
+    });
+    const done = run.finally(() => this.computing.delete(experiment.id));
+    this.computing.set(experiment.id, done);
+    this.chain = done.catch(() => undefined);
+    return done;
+  }
+
+  private async computeDirty(): Promise<void> {
+    if (this.closed || this.dirtyEnvironments.size === 0 || this.computing.size > 0) return;
+    const environments = [...this.dirtyEnvironments];
+    this.dirtyEnvironments.clear();
+    try {
+      const rows = await this.db.selectFrom('experiments').selectAll().where('environment_id', 'in', environments).where('status', '=', 'running').execute();
+      for (const experiment of await withMetrics(this.db, rows)) await this.compute(experiment);
+    } catch (error) {
+      for (const id of environments) this.dirtyEnvironments.add(id);
+      if (this.failureLog.due()) this.log.error({ err: error }, 'computing experiment results failed; trying again');
+    }
+  }
+}
+

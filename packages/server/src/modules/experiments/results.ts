@@ -1,0 +1,270 @@
+/**
+ * An experiment's results (docs/experiments.md, "How results are computed"): the exposed units
+ * and their arms, then per metric each unit's value from its events, added up per arm into the
+ * sums statistics.ts turns into every figure. Rows are read in pages along the indexes (no cursor
+ * is held, so other queries run between pages on SQLite's one connection), with a turn of the
+ * event loop between pages.
+ */
+import type { Db } from '../../db/database.js';
+import { pacer } from '../../pace.js';
+import type { Experiment } from './experiments.repository.js';
+import type { Metric } from './metrics.repository.js';
+import {
+  compare,
+  compareCuped,
+  sampleRatioMismatch,
+  summarize,
+  summarizeRatio,
+  type ArmSummary,
+  type Comparison,
+  type CupedSums,
+  type Interval,
+  type RatioSums,
+  type TestOptions,
+  type ValueSums,
+} from './statistics.js';
+
+const PAGE_ROWS = 20_000;
+const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
+/** A unit exposed to more than one arm. */
+export const MULTIPLE = -1;
+
+/** Every exposed unit: its arm (an index into `arms`, or MULTIPLE) and its first exposure. */
+export interface ExposedUnits {
+  arms: string[];
+  /** unit → its index in `arm` and `first` */
+  index: Map<string, number>;
+  arm: Int32Array;
+  first: Float64Array;
+  size: number;
+}
+
+/** Per unit, one metric's events in its window (`count`, `sum`) and over the lookback before its first exposure (`preCount`, `preSum`). */
+export interface UnitValues {
+  count: Float64Array;
+  sum: Float64Array;
+  preCount: Float64Array | null;
+  preSum: Float64Array | null;
+}
+
+/** The window an experiment's exposures count in: from its start to its stop, or to now while it runs. */
+const spanOf = (experiment: Experiment, now: number) => ({
+  start: Date.parse(experiment.started_at!),
+  end: experiment.stopped_at === null ? now : Date.parse(experiment.stopped_at),
+});
+
+/** Reads rows of a table in id order, page by page: `fetch(afterId)` gives the next page. */
+async function eachPage<Row extends { id: number | string }>(fetch: (afterId: number) => Promise<Row[]>, visit: (row: Row) => void): Promise<void> {
+  const pace = pacer();
+  let after = 0;
+  for (;;) {
+    const rows = await fetch(after);
+    for (const row of rows) visit(row);
+    if (rows.length < PAGE_ROWS) return;
+    after = Number(rows[rows.length - 1]!.id);
+    await pace();
+  }
+}
+
+export async function readExposedUnits(db: Db, experiment: Experiment, now: number): Promise<ExposedUnits> {
+  const arms = Object.keys(experiment.expected_shares ?? {});
+  const armIndex = new Map(arms.map((arm, i) => [arm, i]));
+  const { start, end } = spanOf(experiment, now);
+  const index = new Map<string, number>();
+  let arm = new Int32Array(1024);
+  let first = new Float64Array(1024);
+  await eachPage(
+    (after) =>
+      db
+        .selectFrom('exposures')
+        .select(['id', 'unit', 'arm', 'at'])
+        .where('environment_id', '=', experiment.environment_id)
+        .where('flag_key', '=', experiment.flag_key)
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(PAGE_ROWS)
+        .execute(),
+    (row) => {
+      const at = Number(row.at);
+      const rowArm = armIndex.get(row.arm);
+      if (at < start || at > end || rowArm === undefined) return;
+      const known = index.get(row.unit);
+      if (known === undefined) {
+        const i = index.size;
+        if (i === arm.length) {
+          arm = grow(arm);
+          first = grow(first);
+        }
+        index.set(row.unit, i);
+        arm[i] = rowArm;
+        first[i] = at;
+      } else {
+        if (arm[known] !== rowArm) arm[known] = MULTIPLE;
+        if (at < first[known]!) first[known] = at;
+      }
+    },
+  );
+  return { arms, index, arm, first, size: index.size };
+}
+
+function grow<T extends Int32Array | Float64Array>(array: T): T {
+  const bigger = new (array.constructor as new (length: number) => T)(array.length * 2);
+  bigger.set(array);
+  return bigger;
+}
+
+/**
+ * One metric's events per unit: those of its name from the unit's first exposure (inclusive) to
+ * `window_hours` after it, or to the end of the experiment; with CUPED, also those of the lookback
+ * before the first exposure.
+ */
+export async function readUnitValues(db: Db, experiment: Experiment, metric: Metric, units: ExposedUnits, now: number): Promise<UnitValues> {
+  const { end } = spanOf(experiment, now);
+  const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
+  const window = metric.window_hours === null ? Infinity : metric.window_hours * HOUR_MS;
+  const values: UnitValues = {
+    count: new Float64Array(units.size),
+    sum: new Float64Array(units.size),
+    preCount: experiment.cuped ? new Float64Array(units.size) : null,
+    preSum: experiment.cuped ? new Float64Array(units.size) : null,
+  };
+  if (units.size === 0) return values;
+  const earliest = Date.parse(experiment.started_at!) - lookback;
+  await eachPage(
+    (after) =>
+      db
+        .selectFrom('events')
+        .select(['id', 'unit', 'value', 'at'])
+        .where('environment_id', '=', experiment.environment_id)
+        .where('name', '=', metric.event)
+        .where('id', '>', after)
+        .where('at', '>=', earliest)
+        .where('at', '<=', end)
+        .orderBy('id')
+        .limit(PAGE_ROWS)
+        .execute(),
+    (row) => {
+      const i = units.index.get(row.unit);
+      if (i === undefined) return;
+      const at = Number(row.at);
+      const first = units.first[i]!;
+      if (at >= first) {
+        if (at - first <= window) {
+          values.count[i]! += 1;
+          values.sum[i]! += row.value;
+        }
+      } else if (values.preCount && at >= first - lookback) {
+        values.preCount[i]! += 1;
+        values.preSum![i]! += row.value;
+      }
+    },
+  );
+  return values;
+}
+
+/** A unit's value of a conversion, count or sum metric from its events' count and sum. */
+const valueOf = (kind: Metric['kind'], count: number, sum: number): number => (kind === 'conversion' ? (count > 0 ? 1 : 0) : kind === 'count' ? count : sum);
+
+const moments = () => ({ sum: 0, sumSquares: 0 });
+
+/** Per arm, the sums of one metric over the units of that arm alone. */
+function armSums(kind: Metric['kind'], units: ExposedUnits, values: UnitValues) {
+  const arms = units.arms.length;
+  const ratio: RatioSums[] = Array.from({ length: arms }, () => ({ n: 0, numerator: moments(), denominator: moments(), sumOfProducts: 0 }));
+  const cuped: CupedSums[] = Array.from({ length: arms }, () => ({ n: 0, post: moments(), pre: moments(), sumOfProducts: 0 }));
+  for (let i = 0; i < units.size; i++) {
+    const a = units.arm[i]!;
+    if (a === MULTIPLE) continue;
+    const count = values.count[i]!;
+    const sum = values.sum[i]!;
+    // `mean`: y the sum of values, d the number of events; otherwise y the unit's value, x its pre-exposure one.
+    const y = kind === 'mean' ? sum : valueOf(kind, count, sum);
+    const x = kind === 'mean' ? count : values.preCount ? valueOf(kind, values.preCount[i]!, values.preSum![i]!) : 0;
+    const r = ratio[a]!;
+    r.n++;
+    r.numerator.sum += y;
+    r.numerator.sumSquares += y * y;
+    r.denominator.sum += x;
+    r.denominator.sumSquares += x * x;
+    r.sumOfProducts += x * y;
+  }
+  for (let a = 0; a < arms; a++) {
+    const r = ratio[a]!;
+    Object.assign(cuped[a]!, { n: r.n, post: r.numerator, pre: r.denominator, sumOfProducts: r.sumOfProducts });
+  }
+  return { ratio, cuped };
+}
+
+export interface MetricResult {
+  metric_id: string;
+  key: string;
+  role: string;
+  arms: Record<string, { units: number; mean: number; variance: number }>;
+  versus_control: Record<string, { absolute: Interval; relative: Interval | null; chance_to_win: number | null; significant: boolean; cuped_applied: boolean }>;
+}
+
+export interface Results {
+  computed_at: string;
+  units: number;
+  arms: Record<string, { units: number; expected_share: number }>;
+  srm: { p_value: number; flagged: boolean };
+  multiple_exposures: { units: number; share: number };
+  metrics: MetricResult[];
+  enough_data: boolean;
+}
+
+/** One metric's figures: the raw arms, and each other arm against the control (CUPED when asked and the kind has it). */
+function metricResult(experiment: Experiment, metric: Metric, role: string, units: ExposedUnits, values: UnitValues): MetricResult {
+  const { ratio, cuped } = armSums(metric.kind, units, values);
+  const summaries: ArmSummary[] = ratio.map((sums) =>
+    metric.kind === 'mean' ? summarizeRatio(sums) : summarize(metric.kind as Exclude<Metric['kind'], 'mean'>, { n: sums.n, ...sums.numerator } satisfies ValueSums),
+  );
+  const options: TestOptions = { alpha: experiment.alpha, better: metric.better, ...(experiment.sequential ? { sequentialTuning: experiment.sequential_tuning } : {}) };
+  const control = units.arms.indexOf(experiment.control);
+  const arms: MetricResult['arms'] = {};
+  const versus: MetricResult['versus_control'] = {};
+  units.arms.forEach((arm, a) => {
+    arms[arm] = { units: summaries[a]!.n, mean: summaries[a]!.mean, variance: summaries[a]!.variance };
+    if (a === control || control < 0) return;
+    let comparison: Comparison;
+    if (experiment.cuped && metric.kind !== 'mean') comparison = compareCuped(metric.kind, cuped[control]!, cuped[a]!, options);
+    else comparison = compare(summaries[control]!, summaries[a]!, options);
+    const { absolute, relative, chance_to_win, significant, cuped_applied } = comparison;
+    const controlMean = summaries[control]!.mean;
+    versus[arm] = { absolute, relative: controlMean === 0 ? null : relative, chance_to_win, significant, cuped_applied };
+  });
+  return { metric_id: metric.id, key: metric.key, role, arms, versus_control: versus };
+}
+
+/** Every figure of the results answer, from the database as it is now. */
+export async function computeResults(db: Db, experiment: Experiment, metrics: Metric[], now = Date.now()): Promise<Results> {
+  const units = await readExposedUnits(db, experiment, now);
+  const shares = experiment.expected_shares ?? {};
+  const armUnits = new Array<number>(units.arms.length).fill(0);
+  let multiple = 0;
+  for (let i = 0; i < units.size; i++) {
+    const a = units.arm[i]!;
+    if (a === MULTIPLE) multiple++;
+    else armUnits[a]!++;
+  }
+  const arms: Results['arms'] = {};
+  units.arms.forEach((arm, a) => (arms[arm] = { units: armUnits[a]!, expected_share: shares[arm]! }));
+  const byId = new Map(metrics.map((metric) => [metric.id, metric]));
+  const metricResults: MetricResult[] = [];
+  for (const { metric_id, role } of experiment.metrics) {
+    const metric = byId.get(metric_id);
+    if (!metric) continue; // deleted since
+    metricResults.push(metricResult(experiment, metric, role, units, await readUnitValues(db, experiment, metric, units, now)));
+  }
+  const withShare = units.arms.filter((arm) => shares[arm]! > 0);
+  return {
+    computed_at: new Date(now).toISOString(),
+    units: units.size,
+    arms,
+    srm: sampleRatioMismatch(Object.fromEntries(units.arms.map((arm, a) => [arm, armUnits[a]!])), shares),
+    multiple_exposures: { units: multiple, share: units.size === 0 ? 0 : multiple / units.size },
+    metrics: metricResults,
+    enough_data: withShare.length >= 2 && withShare.every((arm) => arms[arm]!.units >= experiment.min_units),
+  };
+}
