@@ -13,7 +13,8 @@ export type MetricRole = ExperimentBody['metrics'][number]['role'];
 /** One comparison of an arm with the control (docs/experiments.md, "How results are computed"). */
 export interface Comparison {
   estimate: number;
-  ci: [number, number];
+  /** [low, high] (the generated schema types it as number[]). */
+  ci: number[];
   p_value: number;
 }
 export interface ArmVersusControl {
@@ -31,8 +32,8 @@ export interface MetricResult {
   versus_control: Record<string, ArmVersusControl>;
 }
 /**
- * GET …/experiments/{id}/results. Typed here by hand until the server's route is in the generated
- * schema; every field may be missing before the first computation (computed_at null).
+ * GET …/experiments/{id}/results as the page reads it (components['schemas']['ExperimentResults'],
+ * spelled out so the parts read one by one have names); normaliseResults fills in what an answer lacks.
  */
 export interface Results {
   computed_at: string | null;
@@ -113,26 +114,34 @@ export function useExperimentMutations(pid: string, envId: string) {
 }
 
 /**
- * The latest computation of an experiment's results. A draft has none; a running one is read again
- * every 10 s (the server recomputes within seconds of new data). A 404 means the server has no
- * results route yet, or none for this experiment: answered as null, "no results yet".
+ * The latest computation of an experiment's results (docs/experiments.md, "Results"). A draft has
+ * none (the server answers 409); a running one is read again every 10 s (the server computes again
+ * within seconds of new data).
  */
 export function useResults(pid: string, envId: string, experiment: Experiment | undefined) {
   return useQuery({
     queryKey: experimentKeys.results(experiment?.id ?? ''),
     enabled: experiment !== undefined && experiment.status !== 'draft',
     refetchInterval: experiment?.status === 'running' ? 10_000 : false,
-    queryFn: async (): Promise<Results | null> => {
-      const path = `/api/projects/${pid}/environments/${envId}/experiments/${experiment?.id ?? ''}/results`;
-      const response = await fetch(path, { headers: { authorization: `Bearer ${session.token() ?? ''}` } }).catch(() => {
-        throw new ApiError(0, 'The server cannot be reached. Check your connection and try again.');
-      });
-      if (response.status === 404) return null;
-      const body = (await response.json().catch(() => null)) as (Partial<Results> & { message?: string }) | null;
-      if (!response.ok) throw new ApiError(response.status, body?.message ?? response.statusText);
-      return normaliseResults(body);
-    },
+    queryFn: async () => normaliseResults(await unwrap(api.GET('/api/projects/{project_id}/environments/{env_id}/experiments/{experiment_id}/results', experimentPath(pid, envId, experiment?.id ?? '')))),
   });
+}
+
+/**
+ * GET …/units.csv (editor): one row per exposed unit, for analysis elsewhere. Fetched with the
+ * login token (a plain link would not carry it) and handed to the browser as a download.
+ */
+export async function downloadUnits(pid: string, envId: string, experiment: Experiment): Promise<void> {
+  const response = await fetch(`/api/projects/${pid}/environments/${envId}/experiments/${experiment.id}/units.csv`, { headers: { authorization: `Bearer ${session.token() ?? ''}` } }).catch(() => {
+    throw new ApiError(0, 'The server cannot be reached. Check your connection and try again.');
+  });
+  if (!response.ok) throw new ApiError(response.status, ((await response.json().catch(() => null)) as { message?: string } | null)?.message ?? response.statusText);
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = `experiment-${experiment.flag_key}-units.csv`;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 /** The answer with every missing part filled in as "nothing yet", so the page never reads past an absent field. */

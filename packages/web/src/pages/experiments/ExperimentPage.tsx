@@ -1,15 +1,16 @@
-import { useId } from 'react';
+import { useId, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import type { AuditEvent } from '../../api/client';
-import { useExperiment, useMetrics, useResults, useTimeline, type Experiment, type Metric, type MetricResult, type Results } from '../../api/experiments';
+import { downloadUnits, useExperiment, useMetrics, useResults, useTimeline, type Experiment, type Metric, type MetricResult, type Results } from '../../api/experiments';
 import { useEnvironments } from '../../api/queries';
 import { useRole } from '../../api/roles';
+import { FormError } from '../../components/FormError';
 import { ErrorState, Loading, QueryState } from '../../components/States';
 import { ago, dateTime, plural } from '../../components/time';
 import { changes } from '../audit/AuditList';
 import { ExperimentActions, STATUS_LABELS, statusClass } from './ExperimentsPage';
 import { windowText } from './MetricsPage';
-import { formatChange, headline, level, percent, sentence, verdict } from './wording';
+import { bounds, formatChange, headline, level, percent, sentence, verdict } from './wording';
 
 /** A chance to win as a percentage; near certainty keeps a decimal, so that 99.7 % never reads as 100 %. */
 const chance = (value: number) => `${(value * 100).toFixed(value > 0.99 || value < 0.01 ? 1 : 0)} %`;
@@ -48,7 +49,7 @@ export function ExperimentPage() {
           </div>
           {data.hypothesis && <p className="hypothesis">{data.hypothesis}</p>}
           <Facts experiment={data} metrics={metrics.data ?? []} />
-          <ResultsSection projectId={projectId} envId={envId} experiment={data} metrics={metrics.data ?? []} />
+          <ResultsSection projectId={projectId} envId={envId} experiment={data} metrics={metrics.data ?? []} canExport={can('editor')} />
           <Timeline projectId={projectId} experiment={data} />
         </div>
       )}
@@ -110,17 +111,34 @@ function Facts({ experiment, metrics }: { experiment: Experiment; metrics: Metri
   );
 }
 
-function ResultsSection({ projectId, envId, experiment, metrics }: { projectId: string; envId: string; experiment: Experiment; metrics: Metric[] }) {
+function ResultsSection({ projectId, envId, experiment, metrics, canExport }: { projectId: string; envId: string; experiment: Experiment; metrics: Metric[]; canExport: boolean }) {
   const results = useResults(projectId, envId, experiment);
+  const [exportError, setExportError] = useState<string | null>(null);
+  const exportUnits = async () => {
+    setExportError(null);
+    try {
+      await downloadUnits(projectId, envId, experiment);
+    } catch (caught) {
+      setExportError(`Not downloaded: ${(caught as Error).message}`);
+    }
+  };
   let body;
   if (experiment.status === 'draft') body = <p className="state">Results appear once the experiment is started and your app sends exposures and events.</p>;
   else if (results.isPending) body = <Loading what="results" />;
   else if (results.error) body = <ErrorState error={results.error} retry={() => void results.refetch()} />;
-  else if (!results.data || results.data.computed_at === null) body = <p className="state">No results yet: they are computed within seconds of the first exposures and events your app sends.</p>;
+  else if (results.data.computed_at === null) body = <p className="state">No results yet: they are computed within seconds of the first exposures and events your app sends.</p>;
   else body = <ResultsView experiment={experiment} results={results.data} metrics={metrics} />;
   return (
     <section className="panel" aria-labelledby="experiment-results">
-      <h3 id="experiment-results">Results</h3>
+      <div className="page-head">
+        <h3 id="experiment-results">Results</h3>
+        {canExport && experiment.status !== 'draft' && (
+          <button type="button" className="secondary small" onClick={() => void exportUnits()}>
+            Download units (CSV)
+          </button>
+        )}
+      </div>
+      <FormError message={exportError} />
       {body}
     </section>
   );
@@ -222,21 +240,24 @@ function MetricResultView({ experiment, result, metric }: { experiment: Experime
 function Intervals({ experiment, name, items, describedBy }: { experiment: Experiment; name: string; items: { arm: string; versus: MetricResult['versus_control'][string]; verdict: string }[]; describedBy: string }) {
   const relative = items.every((item) => item.versus.relative !== null);
   const comparisons = items.map((item) => ({ ...item, comparison: relative ? headline(item.versus).comparison : item.versus.absolute }));
-  const extent = Math.max(1e-9, ...comparisons.flatMap(({ comparison }) => [Math.abs(comparison.ci[0]), Math.abs(comparison.ci[1]), Math.abs(comparison.estimate)])) * 1.15;
+  const extent = Math.max(1e-9, ...comparisons.flatMap(({ comparison }) => [...bounds(comparison), comparison.estimate].map(Math.abs))) * 1.15;
   const x = (value: number) => `${((value + extent) / (2 * extent)) * 100}%`;
   return (
     <figure className="intervals">
       <div role="img" aria-label={`${name}: ${level(experiment.alpha)} intervals of each arm against ${experiment.control}, ${relative ? 'relative' : 'absolute'}`} aria-describedby={describedBy}>
-        {comparisons.map(({ arm, comparison, verdict }) => (
-          <div className="interval-row" key={arm}>
-            <span className="interval-arm">{arm}</span>
-            <div className="interval-track">
-              <span className="interval-zero" style={{ left: x(0) }} />
-              <span className={`interval-bar ${verdict}`} style={{ left: x(comparison.ci[0]), width: `calc(${x(comparison.ci[1])} - ${x(comparison.ci[0])})` }} />
-              <span className={`interval-point ${verdict}`} style={{ left: x(comparison.estimate) }} />
+        {comparisons.map(({ arm, comparison, verdict }) => {
+          const [lo, hi] = bounds(comparison);
+          return (
+            <div className="interval-row" key={arm}>
+              <span className="interval-arm">{arm}</span>
+              <div className="interval-track">
+                <span className="interval-zero" style={{ left: x(0) }} />
+                <span className={`interval-bar ${verdict}`} style={{ left: x(lo), width: `calc(${x(hi)} - ${x(lo)})` }} />
+                <span className={`interval-point ${verdict}`} style={{ left: x(comparison.estimate) }} />
+              </div>
             </div>
-          </div>
-        ))}
+          );
+        })}
         <div className="interval-row axis" aria-hidden="true">
           <span />
           <div className="interval-axis">

@@ -22,6 +22,9 @@ export function headline(versus: ArmVersusControl): { comparison: Comparison; re
   return versus.relative ? { comparison: versus.relative, relative: true } : { comparison: versus.absolute, relative: false };
 }
 
+/** A comparison's interval as [low, high] (an answer short of either end gives the estimate there). */
+export const bounds = (comparison: Comparison): [number, number] => [comparison.ci[0] ?? comparison.estimate, comparison.ci[1] ?? comparison.estimate];
+
 export const formatChange = (value: number, relative: boolean) => (relative ? percent(value) : signed(value));
 
 /**
@@ -30,7 +33,7 @@ export const formatChange = (value: number, relative: boolean) => (relative ? pe
  */
 export function sentence(arm: string, metricName: string, versus: ArmVersusControl, alpha: number): string {
   const { comparison, relative } = headline(versus);
-  const [lo, hi] = comparison.ci;
+  const [lo, hi] = bounds(comparison);
   const interval = `${level(alpha)} CI ${formatChange(lo, relative)} to ${formatChange(hi, relative)}`;
   const by = `${formatChange(comparison.estimate, relative)}${relative ? '' : ' (absolute)'}`;
   if (!versus.significant) return `${arm} made no clear difference to ${metricName} (${by}, ${interval}).`;
