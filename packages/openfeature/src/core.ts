@@ -6,7 +6,7 @@
  * (@openfeature/server-sdk or web-sdk, both optional peers), so they are passed in.
  */
 import { reasonKind, type FlagDefinition } from '@guidon/engine';
-import { REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NO_RULESET, REASON_NOT_FOUND, REASON_UNKNOWN_FLAG, type FlagState, type GuidonError } from '@guidon/sdk';
+import { REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NO_RULESET, REASON_NOT_FOUND, REASON_UNKNOWN_FLAG, type FlagState, type GuidonContext, type GuidonError } from '@guidon/sdk';
 
 /** The parts of an OpenFeature SDK a provider answers with (both SDKs have the same). */
 export interface OpenFeatureKit {
@@ -28,9 +28,10 @@ export interface Details<T> {
   flagMetadata?: { reason: string };
 }
 
-/** What the core needs of a client, remote or local: its events. */
+/** What the core needs of a client, remote or local: its events, and track() for the providers' own. */
 export interface ProviderClient {
   on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): () => void;
+  track(name: string, context: GuidonContext, details?: { value?: number }): void;
 }
 
 interface ClientEvents {
@@ -75,7 +76,8 @@ export class ProviderCore {
       this.stale = true;
       emit(kit.ProviderEvents.Stale);
     });
-    client.on('error', (error) => emit(kit.ProviderEvents.Error, { message: error.message }));
+    // Exposures and events not sent say nothing of the flags: the provider stays ready (eventStats() counts them).
+    client.on('error', (error) => error.kind !== 'events' && emit(kit.ProviderEvents.Error, { message: error.message }));
     client.on('change', ({ keys }) => emit(kit.ProviderEvents.ConfigurationChanged, { flagsChanged: keys }));
   }
 

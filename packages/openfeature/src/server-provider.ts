@@ -3,7 +3,7 @@
  * evaluation, the typed getters over the core, and the events. They differ in how they read a
  * flag: the remote one from the SDK's per-context cache, the local one by evaluating in-process.
  */
-import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails } from '@openfeature/server-sdk';
+import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails, type TrackingEventDetails } from '@openfeature/server-sdk';
 import type { FlagState, GuidonContext } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
 import { ProviderCore, type FlagType, type ProviderClient } from './core.js';
@@ -44,6 +44,14 @@ export abstract class ServerProvider<Client extends ProviderClient> implements P
 
   async resolveObjectEvaluation<T extends JsonValue>(flagKey: string, defaultValue: T, context: EvaluationContext): Promise<ResolutionDetails<T>> {
     return this.resolve(flagKey, 'object', defaultValue, context);
+  }
+
+  /**
+   * OpenFeature's tracking (spec §6): an event of the context's unit (targetingKey, else email) for
+   * Guidon's experiments, with the details' `value`; sent in batches by the client. Never throws.
+   */
+  track(trackingEventName: string, context: EvaluationContext, trackingEventDetails?: TrackingEventDetails): void {
+    this.client.track(trackingEventName, toGuidonContext(context), { value: trackingEventDetails?.value });
   }
 
   private async resolve<T>(flagKey: string, type: FlagType, defaultValue: T, context: EvaluationContext): Promise<ResolutionDetails<T>> {

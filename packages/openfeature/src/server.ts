@@ -39,7 +39,7 @@ export class GuidonServerProvider extends ServerProvider<GuidonClient> {
   }
 
   async onClose(): Promise<void> {
-    this.client.close();
+    await this.client.close();
   }
 }
 

@@ -3,7 +3,7 @@
  * context), answered synchronously from the SDK's remote client, which streams changes and keeps
  * the last answer in localStorage.
  */
-import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails } from '@openfeature/web-sdk';
+import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails, type TrackingEventDetails } from '@openfeature/web-sdk';
 import { createClient, type ClientOptions, type GuidonClient, type GuidonContext } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
 import { ProviderCore, type FlagType } from './core.js';
@@ -52,7 +52,12 @@ export class GuidonWebProvider implements Provider {
   }
 
   async onClose(): Promise<void> {
-    this.client.close();
+    await this.client.close();
+  }
+
+  /** OpenFeature's tracking (spec §6): an event of the static context's unit for Guidon's experiments, with the details' `value`. Never throws. */
+  track(trackingEventName: string, context: EvaluationContext, trackingEventDetails?: TrackingEventDetails): void {
+    this.client.track(trackingEventName, toGuidonContext(context), { value: trackingEventDetails?.value });
   }
 
   resolveBooleanEvaluation(flagKey: string, defaultValue: boolean): ResolutionDetails<boolean> {

@@ -6,13 +6,14 @@
  */
 import { Emitter } from './emitter.js';
 import { GuidonError } from './errors.js';
+import { Outbox, SeenExposures, unitOf, type EventStats, type ExperimentOptions, type SeenArms } from './exposures.js';
 import { Lru } from './lru.js';
 import type { FlagState, Flags, GuidonContext, JsonValue, ValueOf } from './model.js';
 import { REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND } from './reasons.js';
 import { Follower, Transport } from './transport.js';
 import { sameVariant, valueOr, variantOf } from './values.js';
 
-export interface ClientOptions {
+export interface ClientOptions extends ExperimentOptions {
   /** Where Guidon runs, e.g. https://flags.example.com */
   baseUrl: string;
   /** The project's SDK key (sdk_…). */
@@ -71,8 +72,18 @@ export interface GuidonClient extends FlagSet {
   /** Flags for a per-request context, from a bounded cache that changes invalidate (server-side use). */
   forContext(context: GuidonContext): Promise<FlagSet>;
   on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): () => void;
-  /** Stops every timer and connection. */
-  close(): void;
+  /** Records an event of a unit (the context's user_id, else its email; default: the client's context) for experiments: `value` a finite number (absent: 1). Never throws. */
+  track(name: string, context?: GuidonContext, details?: { value?: number }): void;
+  /** What was sent of the exposures and events, dropped, and waits. */
+  eventStats(): EventStats;
+  /** Stops every timer and connection, and sends the exposures and events that wait. Never rejects. */
+  close(): Promise<void>;
+}
+
+/** One version of a flag as this client holds it: the arms recorded by unit, and the numbers given to its variants' keys for that. */
+interface FlagVersion {
+  readonly arms: SeenArms;
+  readonly numbers: Map<string, number>;
 }
 
 type Evaluation = { kind: 'flags'; flags: Flags; etag: string | undefined } | { kind: 'not-modified' } | { kind: 'failed'; error: GuidonError };
@@ -111,6 +122,14 @@ class RemoteClient implements GuidonClient {
   private readonly firstAnswer: Promise<boolean>;
   private readonly contexts: Lru<string, { flags: Flags | undefined; etag: string | undefined; freshUntil: number; pending?: Promise<FlagSet> }>;
   private readonly contextTtlMs: number;
+  private readonly outbox: Outbox;
+  /** undefined with `sendExposures: false`. */
+  private readonly seen: SeenExposures | undefined;
+  /** By flag key, its current version's exposures; deleted when an answer for the flag changes (a new version, recorded again). */
+  private readonly versions = new Map<string, FlagVersion>();
+  /** The client's context's unit (exposures.ts). */
+  private unit: string | undefined;
+  private closing: Promise<void> | undefined;
 
   constructor(private readonly options: ClientOptions) {
     this.transport = new Transport({ baseUrl: options.baseUrl, headers: { 'x-sdk-key': options.sdkKey }, timeoutMs: options.timeoutMs, fetch: options.fetch });
@@ -137,6 +156,14 @@ class RemoteClient implements GuidonClient {
     this.contexts = new Lru(options.contextCache?.max ?? 1000);
     this.contextTtlMs = options.contextCache?.ttlMs ?? 60_000;
     this.context = { ...options.context };
+    // Its own transport: a 429 of the intake holds back exposures and events, not evaluations.
+    this.outbox = new Outbox(new Transport({ baseUrl: options.baseUrl, headers: { 'x-sdk-key': options.sdkKey }, timeoutMs: options.timeoutMs, fetch: options.fetch }), {
+      ...options,
+      path: '/sdk/v1/events',
+      onError: (error) => this.events.emit('error', error),
+    });
+    this.seen = options.sendExposures === false ? undefined : new SeenExposures(options.maxSeenExposures ?? 50_000);
+    this.unit = unitOf(this.context);
     this.flags = { ...this.fallback };
     this.restoreStored();
     this.firstAnswer = this.follower.refresh();
@@ -156,15 +183,24 @@ class RemoteClient implements GuidonClient {
   }
 
   getValue<T extends JsonValue | object>(key: string, defaultValue: T): ValueOf<T> {
-    return valueOr(this.ownFlag(key), defaultValue);
+    return valueOr(this.usedFlag(key), defaultValue);
   }
 
   getVariant(key: string): string | undefined {
-    return variantOf(this.ownFlag(key));
+    return variantOf(this.usedFlag(key));
   }
 
   flag(key: string): FlagState {
+    this.usedFlag(key);
     return this.flagState(this.flags, key, this.source !== 'fallback');
+  }
+
+  track(name: string, context?: GuidonContext, details?: { value?: number }): void {
+    this.outbox.track(name, context ?? this.context, details);
+  }
+
+  eventStats(): EventStats {
+    return this.outbox.eventStats();
   }
 
   allFlags(): Flags {
@@ -174,6 +210,7 @@ class RemoteClient implements GuidonClient {
   identify(context: GuidonContext): Promise<boolean> {
     // The current flags stay until the new user's arrive (no flicker); the request is unconditional.
     this.context = { ...context };
+    this.unit = unitOf(this.context);
     this.etag = undefined;
     this.restoreStored();
     return this.follower.refresh();
@@ -183,31 +220,38 @@ class RemoteClient implements GuidonClient {
     return this.events.on(event, listener);
   }
 
-  close(): void {
-    this.closed = true;
-    this.events.silence();
-    this.follower.close();
-    this.transport.close();
-    this.contexts.clear();
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      this.events.silence();
+      this.follower.close();
+      this.transport.close();
+      this.contexts.clear();
+      await this.outbox.close();
+    })();
+    return this.closing;
   }
 
   async forContext(context: GuidonContext): Promise<FlagSet> {
     const key = contextKey(context);
     let entry = this.contexts.get(key);
-    if (entry?.flags && entry.freshUntil > Date.now()) return this.flagSet(entry.flags, true);
+    if (entry?.flags && entry.freshUntil > Date.now()) return this.flagSet(entry.flags, true, context);
     if (entry?.pending) return entry.pending;
     if (!entry) this.contexts.set(key, (entry = { flags: undefined, etag: undefined, freshUntil: 0 }));
     const cached = entry;
     cached.pending = (async () => {
       const answer = await this.evaluate(context, cached.flags ? cached.etag : undefined);
-      if (answer.kind === 'flags') Object.assign(cached, { flags: answer.flags, etag: answer.etag, freshUntil: Date.now() + this.contextTtlMs });
+      if (answer.kind === 'flags') {
+        if (cached.flags) this.newVersions(changedKeys(cached.flags, answer.flags));
+        Object.assign(cached, { flags: answer.flags, etag: answer.etag, freshUntil: Date.now() + this.contextTtlMs });
+      }
       else if (answer.kind === 'not-modified') cached.freshUntil = Date.now() + this.contextTtlMs;
       else {
         this.events.emit('error', answer.error);
         if (!this.options.keepLastKnownOnError) cached.flags = undefined;
-        return cached.flags ? this.flagSet(cached.flags, true) : this.flagSet(this.fallback, false);
+        return cached.flags ? this.flagSet(cached.flags, true, context) : this.flagSet(this.fallback, false, context);
       }
-      return this.flagSet(cached.flags!, true);
+      return this.flagSet(cached.flags!, true, context);
     })().finally(() => (cached.pending = undefined));
     return cached.pending;
   }
@@ -222,26 +266,57 @@ class RemoteClient implements GuidonClient {
     return this.fallback[key] ?? { enabled: false, reason: REASON_FALLBACK };
   }
 
-  private flagSet(flags: Flags, fromGuidon: boolean): FlagSet {
-    const own = (key: string) => (fromGuidon && Object.hasOwn(flags, key) ? flags[key] : undefined);
+  private flagSet(flags: Flags, fromGuidon: boolean, context: GuidonContext): FlagSet {
+    const unit = this.seen ? unitOf(context) : undefined;
+    /** A flag the application uses: recorded as an exposure when Guidon answered it. */
+    const used = (key: string) => {
+      const state = fromGuidon && Object.hasOwn(flags, key) ? flags[key] : undefined;
+      if (state && unit !== undefined) this.expose(key, state, unit);
+      return state;
+    };
     const flag = (key: string) => this.flagState(flags, key, fromGuidon);
     return {
-      isEnabled: (key) => flag(key).enabled,
+      isEnabled: (key) => (used(key), flag(key).enabled),
       reason: (key) => flag(key).reason,
-      getValue: (key, defaultValue) => valueOr(own(key), defaultValue),
-      getVariant: (key) => variantOf(own(key)),
-      flag,
+      getValue: (key, defaultValue) => valueOr(used(key), defaultValue),
+      getVariant: (key) => variantOf(used(key)),
+      flag: (key) => (used(key), flag(key)),
       allFlags: () => ({ ...flags }),
     };
   }
 
-  /** A flag as Guidon answered it (also kept or stored), for its variant and value; undefined before any answer and for a bootstrap. */
-  private ownFlag(key: string): FlagState | undefined {
-    return this.source !== 'fallback' && Object.hasOwn(this.flags, key) ? this.flags[key] : undefined;
+  /** A flag as Guidon answered it (also kept or stored), for its variant and value; undefined before any answer and for a bootstrap. Recorded as an exposure: the application uses it. */
+  private usedFlag(key: string): FlagState | undefined {
+    const state = this.source !== 'fallback' && Object.hasOwn(this.flags, key) ? this.flags[key] : undefined;
+    if (state && this.unit !== undefined && this.seen) this.expose(key, state, this.unit);
+    return state;
+  }
+
+  // ---- exposures (exposures.ts) -------------------------------------------------------------
+
+  /** Records the arm a unit was served, once per version of the flag; never throws. */
+  private expose(key: string, state: FlagState, unit: string): void {
+    if (this.closed || typeof state !== 'object' || state === null) return;
+    const variant = typeof state.variant === 'string' ? state.variant : undefined;
+    let version = this.versions.get(key);
+    if (!version) this.versions.set(key, (version = { arms: new Map(), numbers: new Map() }));
+    let arm = state.enabled === true ? 1 : 0;
+    if (variant !== undefined) {
+      arm = version.numbers.get(variant) ?? version.numbers.size + 2;
+      if (arm === version.numbers.size + 2) version.numbers.set(variant, arm);
+    }
+    if (!this.seen!.first(version.arms, unit, arm)) return;
+    this.outbox.exposure(key, unit, variant ?? (state.enabled === true ? 'on' : 'off'), String(state.reason));
+  }
+
+  /** Flags whose answer changed: their next reads are a new version's, recorded again. */
+  private newVersions(keys: readonly string[]): void {
+    for (const key of keys) this.versions.delete(key);
   }
 
   private setFlags(flags: Flags, source: RemoteClient['source'], etag: string | undefined): void {
     const keys = changedKeys(this.flags, flags);
+    if (source !== 'fallback') this.newVersions(keys);
     this.flags = flags;
     this.source = source;
     this.etag = etag;

@@ -18,5 +18,6 @@ export { REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NOT_FOUND, REASON_NO_RULESET,
 export { RULESET_FORMAT } from './local.js';
 export type { FlagState, Flags, GuidonContext, JsonValue, ValueOf } from './model.js';
 export type { ClientEvents, ClientOptions, FlagSet, GuidonClient } from './client.js';
+export type { EventStats, ExperimentOptions } from './exposures.js';
 export type { LocalClient, LocalClientEvents, LocalClientOptions, LocalFlagSet, LocalFlagState } from './local.js';
 export type { RulesetDocument } from '@guidon/engine';

@@ -29,6 +29,8 @@ export function createLocalClient(_options: LocalClientOptions): LocalClient {
     evaluate: () => NO_FLAGS,
     ruleset: () => undefined,
     on: (event, listener) => events.on(event, listener),
+    track: () => undefined,
+    eventStats: () => ({ queued: 0, sent: 0, dropped: 0, invalid: 0 }),
     close: async () => events.silence(),
   };
 }

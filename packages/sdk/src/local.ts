@@ -9,6 +9,7 @@
 import { applyRulesetPatch, codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type RulesetDocument } from '@guidon/engine';
 import { Emitter } from './emitter.js';
 import { GuidonError } from './errors.js';
+import { Outbox, SeenExposures, unitOf, type EventStats, type ExperimentOptions, type SeenArms } from './exposures.js';
 import type { FlagState, GuidonContext, JsonValue, ValueOf } from './model.js';
 import { REASON_NO_RULESET, REASON_UNKNOWN_FLAG } from './reasons.js';
 import { Follower, Transport } from './transport.js';
@@ -22,7 +23,7 @@ import { valueOr } from './values.js';
 export const RULESET_FORMAT: RulesetDocument['format'] = 2;
 const READABLE_FORMATS: readonly unknown[] = [1, 2];
 
-export interface LocalClientOptions {
+export interface LocalClientOptions extends ExperimentOptions {
   /** Where Guidon runs, e.g. https://flags.example.com */
   baseUrl: string;
   /** An API token of the project (gdn_…), never an SDK key: the ruleset names users. Keep it on the server. */
@@ -88,7 +89,11 @@ export interface LocalClient {
   /** The ruleset held (to keep as a bootstrap file), or undefined. */
   ruleset(): RulesetDocument | undefined;
   on<E extends keyof LocalClientEvents>(event: E, listener: LocalClientEvents[E]): () => void;
-  /** Stops every timer and connection, and sends the last usage report. Never rejects. */
+  /** Records an event of the context's unit (its user_id, else its email) for experiments: `value` a finite number (absent: 1). Never throws. */
+  track(name: string, context: GuidonContext, details?: { value?: number }): void;
+  /** What was sent of the exposures and events, dropped, and waits. */
+  eventStats(): EventStats;
+  /** Stops every timer and connection, and sends the last usage report, exposures and events. Never rejects. */
   close(): Promise<void>;
 }
 
@@ -102,6 +107,14 @@ interface Compiled {
   readonly indexes: ReadonlyMap<string, number>;
   /** Per flag: its usage counter (shared with the usage reports by key). */
   readonly counters: readonly UsageCounter[];
+  /** Per flag: the arms recorded by unit for its version in this ruleset (the same Map while its definition is the same); empty without exposures. */
+  readonly seen: readonly SeenArms[];
+}
+
+/** Where a flag set records exposures: the client's outbox and what it already recorded. */
+interface Exposing {
+  readonly outbox: Outbox;
+  readonly seen: SeenExposures;
 }
 
 /** Why a document cannot be used, or null. */
@@ -161,12 +174,19 @@ class LocalFlags implements LocalFlagSet {
   private countedLow = 0;
   private countedHigh: Uint8Array | undefined;
   private reads = 0;
+  /** The index of the flag use() read last. */
+  private usedIndex = 0;
+  /** The context's unit when exposures are recorded, else undefined. */
+  private readonly unit: string | undefined;
 
   constructor(
     private readonly compiled: Compiled | undefined,
     private readonly context: EvaluationContext,
     private readonly counting: boolean,
-  ) {}
+    private readonly exposing?: Exposing,
+  ) {
+    this.unit = exposing ? unitOf(context) : undefined;
+  }
 
   /** The flag's packed answer (engine's codeOf / variantOf), counted for usage; -1 for a flag not in the ruleset. */
   private read(key: string): number {
@@ -176,6 +196,38 @@ class LocalFlags implements LocalFlagSet {
     const packed = this.packed(index);
     if (this.counting) this.count(index, packed);
     return packed;
+  }
+
+  /**
+   * Reads a flag the application uses: counted, and recorded as an exposure the first time for its
+   * version, unit and arm. Its index is left in `usedIndex` for the caller (one Map.get of the key, not two).
+   */
+  private use(key: string): number {
+    const index = this.compiled?.indexes.get(key);
+    if (index === undefined) return -1;
+    const packed = this.packed(index);
+    if (this.counting) this.count(index, packed);
+    const unit = this.unit;
+    if (unit !== undefined) {
+      // The arm as a small number: the variant's index + 2 (its byte in `packed` + 1), else 1 on, 0 off.
+      const variantByte = (packed >>> 8) & 255;
+      const arm = variantByte === 0 ? (enabledOf(packed) ? 1 : 0) : variantByte + 1;
+      // Seen before (the usual read): one Map.get here, inline; the rest only the first time.
+      const had = this.compiled!.seen[index]!.get(unit);
+      if (had === undefined || arm > 30 || (had & (1 << arm)) === 0) this.expose(index, packed, arm, unit);
+    }
+    this.usedIndex = index;
+    return packed;
+  }
+
+  /** Records the exposure unless exposures.ts has it already; its strings are made only then. */
+  private expose(index: number, packed: number, arm: number, unit: string): void {
+    const compiled = this.compiled!;
+    const { outbox, seen } = this.exposing!;
+    if (!seen.first(compiled.seen[index]!, unit, arm)) return;
+    const variant = variantOf(packed);
+    const armKey = variant === NO_VARIANT ? (enabledOf(packed) ? 'on' : 'off') : compiled.set.variants[index]![variant]!.key;
+    outbox.exposure(compiled.set.keys[index]!, unit, armKey, compiled.set.reasonOf(index, codeOf(packed)));
   }
 
   private packed(index: number): number {
@@ -220,7 +272,7 @@ class LocalFlags implements LocalFlagSet {
   }
 
   isEnabled(key: string): boolean {
-    const packed = this.read(key);
+    const packed = this.use(key);
     return packed >= 0 && enabledOf(packed);
   }
 
@@ -231,19 +283,19 @@ class LocalFlags implements LocalFlagSet {
   }
 
   variant(key: string): string | undefined {
-    const packed = this.read(key);
-    return packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed)?.key;
+    const packed = this.use(key);
+    return packed < 0 ? undefined : this.chosen(this.usedIndex, packed)?.key;
   }
 
   value<T extends JsonValue | object>(key: string, fallback: T): ValueOf<T> {
-    const packed = this.read(key);
-    return valueOr(packed < 0 ? undefined : this.chosen(this.compiled!.indexes.get(key)!, packed), fallback);
+    const packed = this.use(key);
+    return valueOr(packed < 0 ? undefined : this.chosen(this.usedIndex, packed), fallback);
   }
 
   flag(key: string): LocalFlagState {
-    const packed = this.read(key);
+    const packed = this.use(key);
     if (packed < 0) return { enabled: false, reason: this.compiled ? REASON_UNKNOWN_FLAG : REASON_NO_RULESET };
-    return this.state(this.compiled!.indexes.get(key)!, packed);
+    return this.state(this.usedIndex, packed);
   }
 
   allFlags(): Record<string, LocalFlagState> {
@@ -288,6 +340,9 @@ class LocalModeClient implements LocalClient {
   private readonly usage: Usage | undefined;
   /** Whether flag sets count their reads: a boolean of its own, as the evaluation path reads it (derived from `usage` there, it cost 2 of 33 ns: docs/performance.md). */
   private readonly counting: boolean;
+  /** Exposures and events (exposures.ts); `exposing` undefined with `sendExposures: false`. */
+  private readonly outbox: Outbox;
+  private readonly exposing: Exposing | undefined;
   private compiled: Compiled | undefined;
   private etag: string | undefined;
   /** Ruleset requests under way: a patch is not applied meanwhile (their answer could be older than it); the fetch runs again instead. */
@@ -319,6 +374,13 @@ class LocalModeClient implements LocalClient {
         onError: (error) => this.events.emit('error', error),
       });
     }
+    this.outbox = new Outbox(new Transport({ baseUrl: options.baseUrl, headers: { authorization: `Bearer ${options.apiToken}` }, timeoutMs: options.timeoutMs, fetch: options.fetch }), {
+      ...options,
+      // Its own transport: a 429 of the intake holds back exposures and events, not the ruleset.
+      path: `/sdk/v1/events${project && `?${project}`}`,
+      onError: (error) => this.events.emit('error', error),
+    });
+    this.exposing = options.sendExposures === false ? undefined : { outbox: this.outbox, seen: new SeenExposures(options.maxSeenExposures ?? 50_000) };
     this.bootstrap();
     this.firstFetch = this.follower.refresh().then(() => this.compiled !== undefined);
     this.follower.start();
@@ -336,7 +398,15 @@ class LocalModeClient implements LocalClient {
   evaluate(context?: GuidonContext): LocalFlagSet {
     const compiled = this.compiled;
     if (!compiled) return NO_RULESET_FLAGS;
-    return new LocalFlags(compiled, toEngineContext(context), this.counting);
+    return new LocalFlags(compiled, toEngineContext(context), this.counting, this.exposing);
+  }
+
+  track(name: string, context: GuidonContext, details?: { value?: number }): void {
+    this.outbox.track(name, context, details);
+  }
+
+  eventStats(): EventStats {
+    return this.outbox.eventStats();
   }
 
   on<E extends keyof LocalClientEvents>(event: E, listener: LocalClientEvents[E]): () => void {
@@ -348,7 +418,7 @@ class LocalModeClient implements LocalClient {
       this.events.silence();
       this.follower.close();
       this.transport.close();
-      await this.usage?.close();
+      await Promise.all([this.usage?.close(), this.outbox.close()]);
     })();
     return this.closed;
   }
@@ -419,12 +489,14 @@ class LocalModeClient implements LocalClient {
     const usage = this.usage;
     const counters = usage ? set.keys.map((key) => usage.counterFor(key)) : [];
     const previous = this.compiled;
-    this.compiled = { document: doc, set, indexes: new Map(set.keys.map((key, i) => [key, i])), counters };
+    const keys = previous ? changedFlags(previous.document, doc) : [];
+    // A flag defined as before keeps the exposures recorded; a changed one is a new version, recorded again.
+    const changed = new Set(keys);
+    const kept = (key: string) => (previous && !changed.has(key) ? previous.seen[previous.indexes.get(key) ?? -1] : undefined);
+    const seen = this.exposing ? set.keys.map((key) => kept(key) ?? new Map<string, number>()) : [];
+    this.compiled = { document: doc, set, indexes: new Map(set.keys.map((key, i) => [key, i])), counters, seen };
     this.etag = etag;
-    if (previous) {
-      const keys = changedFlags(previous.document, doc);
-      if (keys.length > 0) this.events.emit('change', { revision: doc.revision, keys });
-    }
+    if (keys.length > 0) this.events.emit('change', { revision: doc.revision, keys });
     return null;
   }
 }

@@ -2,10 +2,12 @@
  * The local client's usage reports (docs/local-evaluation.md, "Usage reports"): counts per flag
  * and variant, sent to POST /sdk/v1/usage every interval and on close. Each report carries a
  * `report_id`; one whose answer was lost (a timeout, a cut connection, a 5xx, a 429) is sent again
- * as it was, and Guidon counts it once. Counts made meanwhile wait in the counters.
+ * as it was, and Guidon counts it once. Counts made meanwhile wait in the counters. The sending
+ * is sender.ts's, shared with exposures and events.
  */
-import { GuidonError } from './errors.js';
-import { later, type Transport } from './transport.js';
+import type { GuidonError } from './errors.js';
+import { BatchSender } from './sender.js';
+import type { Transport } from './transport.js';
 
 /** One flag's counts since the last report. */
 export interface UsageCounter {
@@ -47,25 +49,27 @@ export class Usage {
   /** By flag key: one per flag of the rulesets held, so bounded whatever the traffic. */
   private readonly counters = new Map<string, UsageCounter>();
   private since = Date.now();
-  /** Reports sent without an answer that says they were taken or refused: sent again first, as they are. */
-  private unanswered: Report[] = [];
-  /** Sends one after the other (an interval's and close()'s never overlap). */
-  private sending: Promise<void> = Promise.resolve();
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private closed = false;
+  private readonly sender: BatchSender<Report>;
 
   constructor(
-    private readonly transport: Transport,
+    transport: Transport,
     private readonly options: UsageOptions,
-  ) {}
+  ) {
+    this.sender = new BatchSender(transport, {
+      path: options.path,
+      intervalMs: options.intervalMs,
+      take: () => this.takeReports(),
+      // Refused as it is (400, 401, 403, 404): sending it again would not help. Anything else may come
+      // out otherwise, and the report_id makes a report sent twice count once.
+      keep: ({ status }) => !(status !== undefined && status >= 400 && status < 500 && status !== 429),
+      what: 'Usage report',
+      onError: options.onError,
+    });
+  }
 
   /** Reports every interval from now on. */
   start(): void {
-    this.timer = later(() => {
-      void this.send(false).finally(() => {
-        if (!this.closed) this.start();
-      });
-    }, this.options.intervalMs);
+    this.sender.start();
   }
 
   /** The counter of a flag key (one per key: a new ruleset goes on counting where the last left off). */
@@ -77,38 +81,8 @@ export class Usage {
 
   /** Sends what is left, once; never rejects. */
   close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.timer);
-    return this.send(true);
+    return this.sender.close();
   }
-
-  private send(final: boolean): Promise<void> {
-    this.sending = this.sending.then(() => this.sendOnce(final)).catch((error: unknown) => this.options.onError(new GuidonError(`Usage report not sent: ${(error as Error)?.message ?? error}`, 'network')));
-    return this.sending;
-  }
-
-  private async sendOnce(final: boolean): Promise<void> {
-    if (this.unanswered.length > 0 && !(await this.deliver(final))) return;
-    this.unanswered = this.takeReports();
-    await this.deliver(final);
-  }
-
-  /** Sends the unanswered reports in order; false when one must wait for the next round. */
-  private async deliver(final: boolean): Promise<boolean> {
-    while (this.unanswered.length > 0) {
-      const answer = await this.transport.request(this.options.path, { method: 'POST', json: this.unanswered[0], evenClosed: final });
-      if (answer.kind === 'failed') {
-        const { status } = answer.error;
-        this.options.onError(new GuidonError(`Usage report not taken: ${answer.error.message}`, answer.error.kind, status, answer.error.retryAfterMs));
-        // Refused as it is (400, 401, 403, 404): sending it again would not help. Anything else may come out otherwise.
-        const refused = status !== undefined && status >= 400 && status < 500 && status !== 429;
-        if (!refused) return false;
-      }
-      this.unanswered.shift();
-    }
-    return true;
-  }
-
   /** The counts since the last report, as reports of at most 1,000 flags; the counters go back to zero. */
   private takeReports(): Report[] {
     const started_at = new Date(this.since).toISOString();

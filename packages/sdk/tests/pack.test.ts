@@ -6,7 +6,8 @@
  * those same tarballs at /downloads/ (scripts/pack-clients.mjs made them at build time), and a
  * fresh application outside the workspace installs them from the server's addresses, as the
  * Connect page says (the rest from the registry or npm's cache), and runs them, as ESM, as
- * CommonJS and type-checked with TypeScript.
+ * CommonJS and type-checked with TypeScript; its exposures and track() events (the SDK's and the
+ * OpenFeature provider's) are what a running experiment's results count.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -158,6 +159,64 @@ console.log(JSON.stringify({ ready, local, viaOpenFeature, engine: typeof compil
     for (const [i, context] of contexts.entries()) {
       const remote = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, body: { environment: 'production', context } });
       assert.deepEqual(out.local[i], remote.body.flags, JSON.stringify(context));
+    }
+  });
+
+  test("exposures and track() events from the installed packages (the SDK and the OpenFeature provider): a running experiment's results count them exactly", async () => {
+    const api = (method: string, path: string, body: unknown) => request(server, method, path, { token: user.token, body });
+    const orders = await api('POST', `/api/projects/${project.id}/metrics`, { key: 'orders', name: 'Orders', event: 'order', kind: 'count', better: 'higher' });
+    assert.equal(orders.status, 201, orders.text);
+    const flag = await newFlag(server, user, project, { key: 'pack-experiment', enabled: true, rollout_percentage: 50 });
+    const experiments = `/api/projects/${project.id}/environments/${project.production}/experiments`;
+    const created = await api('POST', experiments, { flag_id: flag.id, name: 'Pack', control: 'off', metrics: [{ metric_id: orders.body.id, role: 'primary' }] });
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await api('POST', `${experiments}/${created.body.id}/start`, {})).status, 200);
+    writeFileSync(
+      join(app, 'experiment.mjs'),
+      `import { createClient } from '@guidon/sdk';
+import { OpenFeature } from '@openfeature/server-sdk';
+import { GuidonServerProvider } from '@guidon/openfeature/server';
+const [baseUrl, apiToken, sdkKey] = process.argv.slice(2);
+const arms = {};
+const guidon = createClient({ baseUrl, apiToken, environment: 'production', mode: 'local', sendUsage: false });
+await guidon.ready();
+for (let round = 0; round < 2; round++) {
+  for (let i = 0; i < 30; i++) {
+    const user_id = 'sdk-' + i;
+    arms[user_id] = guidon.evaluate({ user_id }).isEnabled('pack-experiment') ? 'on' : 'off';
+    if (round === 0) for (let n = 0; n < i % 3; n++) guidon.track('order', { user_id });
+  }
+}
+await guidon.close();
+await OpenFeature.setProviderAndWait(new GuidonServerProvider({ baseUrl, sdkKey, environment: 'production' }));
+const client = OpenFeature.getClient();
+for (let i = 0; i < 10; i++) {
+  const targetingKey = 'of-' + i;
+  arms[targetingKey] = (await client.getBooleanValue('pack-experiment', false, { targetingKey })) ? 'on' : 'off';
+  client.track('order', { targetingKey }, { value: 1 });
+}
+await OpenFeature.close();
+console.log(JSON.stringify({ arms, sent: guidon.eventStats().sent }));
+`,
+    );
+    const { stdout } = await run(process.execPath, ['experiment.mjs', server.url, token, project.sdk_key], { cwd: app, timeout: 60_000 });
+    const { arms, sent } = JSON.parse(stdout) as { arms: Record<string, string>; sent: number };
+    const ordersOf = (unit: string) => (unit.startsWith('of-') ? 1 : Number(unit.slice('sdk-'.length)) % 3);
+    assert.equal(sent, 30 + 30, 'the local client: one exposure per unit, and its 30 orders');
+    let results: any;
+    const path = `${experiments}/${created.body.id}/results`;
+    for (let tries = 0; tries < 100 && results?.units !== 40; tries++) {
+      if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+      results = (await request(server, 'GET', path, { token: user.token })).body;
+    }
+    assert.equal(results.units, 40, JSON.stringify(results));
+    assert.equal(results.multiple_exposures.units, 0);
+    for (const arm of ['on', 'off']) {
+      const units = Object.keys(arms).filter((unit) => arms[unit] === arm);
+      assert.equal(results.arms[arm].units, units.length, arm);
+      const counted = results.metrics[0].arms[arm];
+      assert.equal(counted.units, units.length);
+      assert.ok(Math.abs(counted.mean - units.reduce((sum, unit) => sum + ordersOf(unit), 0) / units.length) < 1e-9, `orders in ${arm}: ${counted.mean}`);
     }
   });
 

@@ -251,8 +251,8 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       app.log,
     ),
     webhooks,
-    intake: new EventIntake(db, evaluateCache, app.log),
-    results: new ResultsService(db, app.log),
+    intake: new EventIntake(database, evaluateCache, app.log),
+    results: new ResultsService(database, app.log),
   };
   // New exposures or events: the running experiments of their environments are computed again.
   services.intake.onWritten((environments) => services.results.markWritten(environments));

@@ -647,7 +647,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('at', 'bigint', (c) => c.notNull())
           .execute();
         await db.schema.createIndex('exposures_flag_idx').on('exposures').columns(['environment_id', 'flag_key', 'id']).execute();
-        await db.schema.createIndex('exposures_at_idx').on('exposures').column('at').execute();
         await db.schema
           .createTable('events')
           .addColumn('id', id, identity)
@@ -658,7 +657,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('at', 'bigint', (c) => c.notNull())
           .execute();
         await db.schema.createIndex('events_name_idx').on('events').columns(['environment_id', 'name', 'id']).execute();
-        await db.schema.createIndex('events_at_idx').on('events').column('at').execute();
         await db.schema
           .createTable('experiment_results')
           .addColumn('experiment_id', uuid, (c) => c.primaryKey().references('experiments.id').onDelete('cascade'))

@@ -8,9 +8,7 @@ import { requireEnvironment } from '../environments/environments.repository.js';
 import { createExperimentWrite, deleteExperimentWrite, startExperimentWrite, stopExperimentWrite } from './experiment-writes.js';
 import { listExperiments, requireExperiment } from './experiments.repository.js';
 import { CreateExperimentBody, ExperimentParams, StopExperimentBody } from './experiments.schemas.js';
-import { listMetrics } from './metrics.repository.js';
 import type { ResultsService } from './results.service.js';
-import { unitsCsv } from './units-csv.js';
 
 /** /api/projects/{project_id}/environments/{env_id}/experiments (docs/experiments.md): draft → running → stopped. */
 export const experimentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; results: ResultsService }> = async (app, { db, writes, results }) => {
@@ -87,8 +85,7 @@ export const experimentRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; result
   }, async (request, reply) => {
     const experiment = await requireExperiment(db, scopeOf(request.params));
     if (experiment.started_at === null) throw new Conflict('A draft has no exposed units: start the experiment first');
-    const metrics = await listMetrics(db, experiment.project_id);
     reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="experiment-${experiment.id}-units.csv"`);
-    return reply.send((await unitsCsv(db, experiment, metrics)) as never); // streamed; the schema documents text
+    return reply.send((await results.unitsCsv(experiment)) as never); // streamed; the schema documents text
   });
 };

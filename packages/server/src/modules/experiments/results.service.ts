@@ -6,12 +6,14 @@
  * computed when asked.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/database.js';
+import type { Database } from '../../db/database.js';
 import { fromJson, toIso } from '../../db/values.js';
 import { LogThrottle } from '../../log-throttle.js';
 import { withMetrics, type Experiment } from './experiments.repository.js';
 import { listMetrics } from './metrics.repository.js';
 import { computeResults, type Results } from './results.js';
+import { unitsCsv } from './units-csv.js';
+import type { Readable } from 'node:stream';
 
 const CHECK_INTERVAL_MS = 2000;
 
@@ -25,7 +27,7 @@ export class ResultsService {
   private closed = false;
 
   constructor(
-    private readonly db: Db,
+    private readonly database: Database,
     private readonly log: FastifyBaseLogger,
   ) {}
 
@@ -48,7 +50,7 @@ export class ResultsService {
   /** The latest results; computed now when there are none yet or the experiment stopped after them. Null for a draft. */
   async resultsOf(experiment: Experiment): Promise<Results | null> {
     if (experiment.started_at === null) return null;
-    const stored = await this.db.selectFrom('experiment_results').select(['computed_at', 'results']).where('experiment_id', '=', experiment.id).executeTakeFirst();
+    const stored = await this.database.db.selectFrom('experiment_results').select(['computed_at', 'results']).where('experiment_id', '=', experiment.id).executeTakeFirst();
     const stale = !stored || (experiment.stopped_at !== null && Date.parse(toIso(stored.computed_at)) < Date.parse(experiment.stopped_at));
     if (!stale) return fromJson<Results>(stored.results as string | Results);
     return this.compute(experiment);
@@ -59,11 +61,11 @@ export class ResultsService {
     const under = this.computing.get(experiment.id);
     if (under) return under;
     const run = this.chain.then(async () => {
-      const metrics = await listMetrics(this.db, experiment.project_id);
-      const results = await computeResults(this.db, experiment, metrics);
+      const metrics = await listMetrics(this.database.db, experiment.project_id);
+      const results = await computeResults(this.database, experiment, metrics);
       const row = { experiment_id: experiment.id, computed_at: results.computed_at, results: JSON.stringify(results) };
       try {
-        await this.db
+        await this.database.db
           .insertInto('experiment_results')
           .values(row)
           .onConflict((conflict) => conflict.column('experiment_id').doUpdateSet({ computed_at: row.computed_at, results: row.results }))
@@ -80,13 +82,18 @@ export class ResultsService {
     return done;
   }
 
+  /** GET .../units.csv: every exposed unit with its metrics' values, read now. */
+  async unitsCsv(experiment: Experiment): Promise<Readable> {
+    return unitsCsv(this.database, experiment, await listMetrics(this.database.db, experiment.project_id));
+  }
+
   private async computeDirty(): Promise<void> {
     if (this.closed || this.dirtyEnvironments.size === 0 || this.computing.size > 0) return;
     const environments = [...this.dirtyEnvironments];
     this.dirtyEnvironments.clear();
     try {
-      const rows = await this.db.selectFrom('experiments').selectAll().where('environment_id', 'in', environments).where('status', '=', 'running').execute();
-      for (const experiment of await withMetrics(this.db, rows)) await this.compute(experiment);
+      const rows = await this.database.db.selectFrom('experiments').selectAll().where('environment_id', 'in', environments).where('status', '=', 'running').execute();
+      for (const experiment of await withMetrics(this.database.db, rows)) await this.compute(experiment);
     } catch (error) {
       for (const id of environments) this.dirtyEnvironments.add(id);
       if (this.failureLog.due()) this.log.error({ err: error }, 'computing experiment results failed; trying again');

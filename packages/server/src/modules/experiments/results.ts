@@ -5,7 +5,8 @@
  * is held, so other queries run between pages on SQLite's one connection), with a turn of the
  * event loop between pages.
  */
-import type { Db } from '../../db/database.js';
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Database } from '../../db/database.js';
 import { pacer } from '../../pace.js';
 import type { Experiment } from './experiments.repository.js';
 import type { Metric } from './metrics.repository.js';
@@ -54,57 +55,91 @@ const spanOf = (experiment: Experiment, now: number) => ({
   end: experiment.stopped_at === null ? now : Date.parse(experiment.stopped_at),
 });
 
-/** Reads rows of a table in id order, page by page: `fetch(afterId)` gives the next page. */
-async function eachPage<Row extends { id: number | string }>(fetch: (afterId: number) => Promise<Row[]>, visit: (row: Row) => void): Promise<void> {
+/** A row of a page: [id, unit, arm or value, at]. */
+type PageRow = [id: number | string, unit: string, armOrValue: string | number, at: number | string];
+
+const statements = new WeakMap<BetterSqlite3.Database, Record<'exposures' | 'events', BetterSqlite3.Statement>>();
+
+/**
+ * The rows of one flag's exposures or one event name's events after `afterId`, PAGE_ROWS at most,
+ * in id order. SQLite: the driver's statement in raw mode (arrays, not objects: reading ten
+ * million rows is most of a computation's time).
+ */
+function readPage(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, afterId: number): Promise<PageRow[]> | PageRow[] {
+  const sqlite = database.sqlite;
+  if (sqlite) {
+    let prepared = statements.get(sqlite);
+    if (!prepared) {
+      const page = (columns: string, keyColumn: string, from: string) => sqlite.prepare(`select ${columns} from ${from} where environment_id = ? and ${keyColumn} = ? and id > ? order by id limit ?`).raw(true);
+      prepared = { exposures: page('id, unit, arm, at', 'flag_key', 'exposures'), events: page('id, unit, value, at', 'name', 'events') };
+      statements.set(sqlite, prepared);
+    }
+    return prepared[table].all(environmentId, key, afterId, PAGE_ROWS) as PageRow[];
+  }
+  const { db } = database;
+  if (table === 'exposures') {
+    return db
+      .selectFrom('exposures')
+      .select(['id', 'unit', 'arm', 'at'])
+      .where('environment_id', '=', environmentId)
+      .where('flag_key', '=', key)
+      .where('id', '>', afterId)
+      .orderBy('id')
+      .limit(PAGE_ROWS)
+      .execute()
+      .then((rows) => rows.map((row): PageRow => [row.id, row.unit, row.arm, row.at]));
+  }
+  return db
+    .selectFrom('events')
+    .select(['id', 'unit', 'value', 'at'])
+    .where('environment_id', '=', environmentId)
+    .where('name', '=', key)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(PAGE_ROWS)
+    .execute()
+    .then((rows) => rows.map((row): PageRow => [row.id, row.unit, row.value, row.at]));
+}
+
+/** Visits every row of a table's key in id order, page by page, with a turn of the event loop between pages. */
+async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void): Promise<void> {
   const pace = pacer();
   let after = 0;
   for (;;) {
-    const rows = await fetch(after);
+    const rows = await readPage(database, table, environmentId, key, after);
     for (const row of rows) visit(row);
     if (rows.length < PAGE_ROWS) return;
-    after = Number(rows[rows.length - 1]!.id);
+    after = Number(rows[rows.length - 1]![0]);
     await pace();
   }
 }
 
-export async function readExposedUnits(db: Db, experiment: Experiment, now: number): Promise<ExposedUnits> {
+export async function readExposedUnits(database: Database, experiment: Experiment, now: number): Promise<ExposedUnits> {
   const arms = Object.keys(experiment.expected_shares ?? {});
   const armIndex = new Map(arms.map((arm, i) => [arm, i]));
   const { start, end } = spanOf(experiment, now);
   const index = new Map<string, number>();
   let arm = new Int32Array(1024);
   let first = new Float64Array(1024);
-  await eachPage(
-    (after) =>
-      db
-        .selectFrom('exposures')
-        .select(['id', 'unit', 'arm', 'at'])
-        .where('environment_id', '=', experiment.environment_id)
-        .where('flag_key', '=', experiment.flag_key)
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(PAGE_ROWS)
-        .execute(),
-    (row) => {
-      const at = Number(row.at);
-      const rowArm = armIndex.get(row.arm);
-      if (at < start || at > end || rowArm === undefined) return;
-      const known = index.get(row.unit);
-      if (known === undefined) {
-        const i = index.size;
-        if (i === arm.length) {
-          arm = grow(arm);
-          first = grow(first);
-        }
-        index.set(row.unit, i);
-        arm[i] = rowArm;
-        first[i] = at;
-      } else {
-        if (arm[known] !== rowArm) arm[known] = MULTIPLE;
-        if (at < first[known]!) first[known] = at;
+  await eachRow(database, 'exposures', experiment.environment_id, experiment.flag_key, ([, unit, rowArmKey, rowAt]) => {
+    const at = Number(rowAt);
+    const rowArm = armIndex.get(rowArmKey as string);
+    if (at < start || at > end || rowArm === undefined) return;
+    const known = index.get(unit);
+    if (known === undefined) {
+      const i = index.size;
+      if (i === arm.length) {
+        arm = grow(arm);
+        first = grow(first);
       }
-    },
-  );
+      index.set(unit, i);
+      arm[i] = rowArm;
+      first[i] = at;
+    } else {
+      if (arm[known] !== rowArm) arm[known] = MULTIPLE;
+      if (at < first[known]!) first[known] = at;
+    }
+  });
   return { arms, index, arm, first, size: index.size };
 }
 
@@ -119,7 +154,7 @@ function grow<T extends Int32Array | Float64Array>(array: T): T {
  * `window_hours` after it, or to the end of the experiment; with CUPED, also those of the lookback
  * before the first exposure.
  */
-export async function readUnitValues(db: Db, experiment: Experiment, metric: Metric, units: ExposedUnits, now: number): Promise<UnitValues> {
+export async function readUnitValues(database: Database, experiment: Experiment, metric: Metric, units: ExposedUnits, now: number): Promise<UnitValues> {
   const { end } = spanOf(experiment, now);
   const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
   const window = metric.window_hours === null ? Infinity : metric.window_hours * HOUR_MS;
@@ -131,35 +166,24 @@ export async function readUnitValues(db: Db, experiment: Experiment, metric: Met
   };
   if (units.size === 0) return values;
   const earliest = Date.parse(experiment.started_at!) - lookback;
-  await eachPage(
-    (after) =>
-      db
-        .selectFrom('events')
-        .select(['id', 'unit', 'value', 'at'])
-        .where('environment_id', '=', experiment.environment_id)
-        .where('name', '=', metric.event)
-        .where('id', '>', after)
-        .where('at', '>=', earliest)
-        .where('at', '<=', end)
-        .orderBy('id')
-        .limit(PAGE_ROWS)
-        .execute(),
-    (row) => {
-      const i = units.index.get(row.unit);
-      if (i === undefined) return;
-      const at = Number(row.at);
-      const first = units.first[i]!;
-      if (at >= first) {
-        if (at - first <= window) {
-          values.count[i]! += 1;
-          values.sum[i]! += row.value;
-        }
-      } else if (values.preCount && at >= first - lookback) {
-        values.preCount[i]! += 1;
-        values.preSum![i]! += row.value;
+  await eachRow(database, 'events', experiment.environment_id, metric.event, ([, unit, rowValue, rowAt]) => {
+    // Times are compared here, not in the query: the page then follows the (environment, name, id) index alone.
+    const at = Number(rowAt);
+    if (at < earliest || at > end) return;
+    const i = units.index.get(unit);
+    if (i === undefined) return;
+    const value = rowValue as number;
+    const first = units.first[i]!;
+    if (at >= first) {
+      if (at - first <= window) {
+        values.count[i]! += 1;
+        values.sum[i]! += value;
       }
-    },
-  );
+    } else if (values.preCount && at >= first - lookback) {
+      values.preCount[i]! += 1;
+      values.preSum![i]! += value;
+    }
+  });
   return values;
 }
 
@@ -238,8 +262,8 @@ function metricResult(experiment: Experiment, metric: Metric, role: string, unit
 }
 
 /** Every figure of the results answer, from the database as it is now. */
-export async function computeResults(db: Db, experiment: Experiment, metrics: Metric[], now = Date.now()): Promise<Results> {
-  const units = await readExposedUnits(db, experiment, now);
+export async function computeResults(database: Database, experiment: Experiment, metrics: Metric[], now = Date.now()): Promise<Results> {
+  const units = await readExposedUnits(database, experiment, now);
   const shares = experiment.expected_shares ?? {};
   const armUnits = new Array<number>(units.arms.length).fill(0);
   let multiple = 0;
@@ -255,7 +279,7 @@ export async function computeResults(db: Db, experiment: Experiment, metrics: Me
   for (const { metric_id, role } of experiment.metrics) {
     const metric = byId.get(metric_id);
     if (!metric) continue; // deleted since
-    metricResults.push(metricResult(experiment, metric, role, units, await readUnitValues(db, experiment, metric, units, now)));
+    metricResults.push(metricResult(experiment, metric, role, units, await readUnitValues(database, experiment, metric, units, now)));
   }
   const withShare = units.arms.filter((arm) => shares[arm]! > 0);
   return {

@@ -1,6 +1,6 @@
 /** GET .../experiments/{id}/units.csv (docs/experiments.md): every exposed unit with its metrics' values, for analysis elsewhere. */
 import { Readable } from 'node:stream';
-import type { Db } from '../../db/database.js';
+import type { Database } from '../../db/database.js';
 import type { Experiment } from './experiments.repository.js';
 import type { Metric } from './metrics.repository.js';
 import { MULTIPLE, readExposedUnits, readUnitValues, type UnitValues } from './results.js';
@@ -32,13 +32,13 @@ function valueColumns(metric: Metric, values: UnitValues, i: number, pre: boolea
   }
 }
 
-export async function unitsCsv(db: Db, experiment: Experiment, metrics: Metric[]): Promise<Readable> {
+export async function unitsCsv(database: Database, experiment: Experiment, metrics: Metric[]): Promise<Readable> {
   const now = Date.now();
-  const units = await readExposedUnits(db, experiment, now);
+  const units = await readExposedUnits(database, experiment, now);
   const byId = new Map(metrics.map((metric) => [metric.id, metric]));
   const used = experiment.metrics.map((link) => byId.get(link.metric_id)).filter((metric): metric is Metric => metric !== undefined);
   const values: UnitValues[] = [];
-  for (const metric of used) values.push(await readUnitValues(db, experiment, metric, units, now));
+  for (const metric of used) values.push(await readUnitValues(database, experiment, metric, units, now));
   const header = ['unit', 'arm', 'first_exposure'];
   for (const metric of used) {
     const columns = metric.kind === 'mean' ? [`${metric.key}.sum`, `${metric.key}.events`] : [metric.key];
