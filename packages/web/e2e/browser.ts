@@ -184,8 +184,9 @@ export async function forEachScreenshotView(dir: string, browser: Browser, shoot
 /**
  * Presses Tab until the focus is on the element, as a keyboard user reaches a control (Shift+Tab
  * when it comes before the focus in the document); fails after `most` presses, saying where the focus is.
+ * From the top of a project page that is the header, the thirteen sections of the sidebar, then the page.
  */
-export async function tabTo(page: Page, element: Locator, most = 60): Promise<void> {
+export async function tabTo(page: Page, element: Locator, most = 90): Promise<void> {
   const target = await element.elementHandle();
   const on = () => page.evaluate((node) => document.activeElement === node, target);
   const before = await page.evaluate((node) => !!(node && document.activeElement && node.compareDocumentPosition(document.activeElement) & Node.DOCUMENT_POSITION_FOLLOWING), target);

@@ -162,6 +162,8 @@ test('a team shares a project: members, roles, audit log, API tokens, webhooks',
     assert.ok(await guest.getByRole('button', { name: 'New flag' }).isDisabled());
     await checkA11y(guest, 'flags, as a viewer');
     assert.equal(await guest.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Webhooks' }).count(), 0, 'webhooks are for owners');
+    // On the guest's phone the sections fold behind one button (ProjectLayout.tsx).
+    await guest.getByRole('navigation', { name: 'Project sections' }).getByRole('button', { name: 'Sections, showing Flags', expanded: false }).click();
     await guest.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Members', exact: true }).click();
     await guest.getByText('Only an owner can invite people or change roles.').waitFor();
     assert.ok(await guest.getByLabel(`Role of ${owner.email}`).isDisabled());

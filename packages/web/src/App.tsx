@@ -29,6 +29,9 @@ import { TokensPage } from './pages/tokens/TokensPage';
 import { SegmentsPage } from './pages/targeting/SegmentsPage';
 import { ChangeRequestsPage } from './pages/changes/ChangeRequestsPage';
 import { ChangeRequestPage } from './pages/changes/ChangeRequestPage';
+import { MetricsPage } from './pages/experiments/MetricsPage';
+import { ExperimentsPage } from './pages/experiments/ExperimentsPage';
+import { ExperimentPage } from './pages/experiments/ExperimentPage';
 
 // The history page carries the chart library: loaded when first opened, not on first load.
 const UsagePage = lazy(() => import('./pages/usage/UsagePage'));
@@ -78,6 +81,9 @@ const router = createBrowserRouter([
               { path: 'environments', element: <EnvironmentsPage /> },
               { path: 'change-requests', element: <ChangeRequestsPage /> },
               { path: 'change-requests/:crId', element: <ChangeRequestPage /> },
+              { path: 'experiments', element: <ExperimentsPage /> },
+              { path: 'experiments/:envId/:experimentId', element: <ExperimentPage /> },
+              { path: 'metrics', element: <MetricsPage /> },
               { path: 'try', element: <TryItPage /> },
               {
                 path: 'usage',
