@@ -3,7 +3,8 @@
  * experiments (docs/experiments.md; figures in docs/performance.md, "Experiments").
  *
  * 1. Intake: BENCH_SENDERS connections post batches of 500 items (250 exposures, 250 events) to
- *    POST /sdk/v1/events for BENCH_SECONDS while a probe sends evaluate at a paced 100 requests a
+ *    POST /sdk/v1/events for BENCH_SECONDS, paced to BENCH_RATE items a second together (default
+ *    50,000; 0: as fast as they can), while a probe sends evaluate at a paced 100 requests a
  *    second; the probe ran alone first, as the baseline. Prints items accepted a second, the
  *    probe's p50/p99 beside its baseline, and the rows in the database after the stop (SIGTERM)
  *    against the items accepted.
@@ -24,6 +25,8 @@ import { benchDatabase, benchProject, call, freePort, stop, waitForHealth } from
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const SENDERS = Number(process.env.BENCH_SENDERS ?? 4);
+/** Items a second the senders aim at, together (0: as fast as they can). */
+const RATE = Number(process.env.BENCH_RATE ?? 50_000);
 const UNITS = Number(process.env.BENCH_UNITS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const postgresUrl = process.env.BENCH_DATABASE_URL ?? null;
@@ -132,8 +135,14 @@ async function intake(): Promise<void> {
     let refused = 0;
     let sending = true;
     const started = performance.now();
+    // Each sender paces its batches so that together they aim at RATE items a second.
+    const interval = RATE > 0 ? (500 * SENDERS * 1000) / RATE : 0;
     const sender = async (s: number) => {
+      let next = performance.now();
       for (let k = s; sending; k += SENDERS) {
+        next += interval;
+        const wait = next - performance.now();
+        if (wait > 0) await sleep(wait);
         const answer = await fetch(`${server.url}/sdk/v1/events`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sdk-key': sdkKey }, body: bodies[k % bodies.length] });
         const json = (await answer.json()) as { accepted?: number };
         if (answer.status === 202) accepted += json.accepted ?? 0;
@@ -150,7 +159,7 @@ async function intake(): Promise<void> {
     await server.stop(); // SIGTERM: what waits is written
     const rows = await countRows(server.databaseUrl);
     const database = postgresUrl ? 'PostgreSQL' : 'SQLite';
-    console.log(`intake (${database}, ${SENDERS} senders, batches of 500, ${SECONDS} s): ${Math.round(accepted / elapsed).toLocaleString('en')} items/s accepted, ${refused} refused; rows after SIGTERM ${rows.toLocaleString('en')} of ${accepted.toLocaleString('en')} accepted`);
+    console.log(`intake (${database}, ${SENDERS} senders aiming at ${RATE > 0 ? RATE.toLocaleString('en') + ' items/s' : 'all they can'}, batches of 500, ${SECONDS} s): ${Math.round(accepted / elapsed).toLocaleString('en')} items/s accepted, ${refused} refused; rows after SIGTERM ${rows.toLocaleString('en')} of ${accepted.toLocaleString('en')} accepted`);
     console.log(`  evaluate at 100/s: alone p50 ${quantile(baseline, 0.5).toFixed(2)} ms p99 ${quantile(baseline, 0.99).toFixed(2)} ms; during intake p50 ${quantile(loaded, 0.5).toFixed(2)} ms p99 ${quantile(loaded, 0.99).toFixed(2)} ms (${loaded.length} requests)`);
   } finally {
     await server.cleanUp();

@@ -59,8 +59,19 @@ export interface IntakeOptions {
 const DEFAULTS: IntakeOptions = { flushIntervalMs: 250, maxPendingRows: 500_000, rowsPerCommit: 1000 };
 /** Rows per INSERT statement (5 parameters each: within SQLite's 32,766). */
 const ROWS_PER_STATEMENT = 500;
-/** A row's parameters in the order of its table's insert. */
-const valuesOf = (row: ExposureRow | EventRow) => ('flag_key' in row ? [row.environment_id, row.flag_key, row.unit, row.arm, row.at] : [row.environment_id, row.name, row.unit, row.value, row.at]);
+/** The rows' parameters in the order of their table's insert, in one array (no array per row). */
+function parametersOf(rows: readonly (ExposureRow | EventRow)[]): unknown[] {
+  const parameters = new Array<unknown>(rows.length * 5);
+  let at = 0;
+  for (const row of rows) {
+    parameters[at++] = row.environment_id;
+    parameters[at++] = 'flag_key' in row ? row.flag_key : row.name;
+    parameters[at++] = row.unit;
+    parameters[at++] = 'flag_key' in row ? row.arm : row.value;
+    parameters[at++] = row.at;
+  }
+  return parameters;
+}
 
 export class EventIntake {
   private readonly options: IntakeOptions;
@@ -214,7 +225,7 @@ export class EventIntake {
     const write = sqlite.transaction(() => {
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
         const chunk: (ExposureRow | EventRow)[] = rows.slice(i, i + ROWS_PER_STATEMENT);
-        this.insertStatement(sqlite, table, chunk.length).run(chunk.flatMap(valuesOf));
+        this.insertStatement(sqlite, table, chunk.length).run(parametersOf(chunk));
       }
     });
     // The write lock held by a transaction of the server's own connection (which waits for this

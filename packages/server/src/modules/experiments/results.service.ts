@@ -1,9 +1,9 @@
 /**
  * Results are computed in the background and kept (experiment_results): GET .../results answers
  * the latest computation at once. A running experiment whose environment got exposures or events
- * on this instance is computed again within CHECK_INTERVAL_MS of them (one computation at a
- * time, the oldest waiting first); one never computed, or stopped since its last computation, is
- * computed when asked.
+ * on this instance is computed again within CHECK_INTERVAL_MS of them, or REST_MS after the last
+ * background computation ended (one computation at a time, the oldest waiting first); one never
+ * computed, or stopped since its last computation, is computed when asked.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../db/database.js';
@@ -15,7 +15,13 @@ import { computeResults, type Results } from './results.js';
 import { unitsCsv } from './units-csv.js';
 import type { Readable } from 'node:stream';
 
-const CHECK_INTERVAL_MS = 2000;
+const CHECK_INTERVAL_MS = 1000;
+/**
+ * After a background computation, the next waits this long: a running experiment that gets data
+ * all the time is computed every few seconds, not back to back (which took a third of the
+ * server's time at 50,000 items a second: docs/performance.md, "Experiments").
+ */
+const REST_MS = 3000;
 
 export class ResultsService {
   private readonly dirtyEnvironments = new Set<string>();
@@ -25,6 +31,7 @@ export class ResultsService {
   private chain: Promise<unknown> = Promise.resolve();
   private readonly failureLog = new LogThrottle();
   private closed = false;
+  private restUntil = 0;
 
   constructor(
     private readonly database: Database,
@@ -88,12 +95,13 @@ export class ResultsService {
   }
 
   private async computeDirty(): Promise<void> {
-    if (this.closed || this.dirtyEnvironments.size === 0 || this.computing.size > 0) return;
+    if (this.closed || this.dirtyEnvironments.size === 0 || this.computing.size > 0 || Date.now() < this.restUntil) return;
     const environments = [...this.dirtyEnvironments];
     this.dirtyEnvironments.clear();
     try {
       const rows = await this.database.db.selectFrom('experiments').selectAll().where('environment_id', 'in', environments).where('status', '=', 'running').execute();
       for (const experiment of await withMetrics(this.database.db, rows)) await this.compute(experiment);
+      this.restUntil = Date.now() + REST_MS;
     } catch (error) {
       for (const id of environments) this.dirtyEnvironments.add(id);
       if (this.failureLog.due()) this.log.error({ err: error }, 'computing experiment results failed; trying again');
