@@ -2,8 +2,9 @@
  * Results are computed in the background and kept (experiment_results): GET .../results answers
  * the latest computation at once. A running experiment whose environment got exposures or events
  * on this instance is computed again within CHECK_INTERVAL_MS of them, or REST_MS after the last
- * background computation ended (one computation at a time, the oldest waiting first); one never
- * computed, or stopped since its last computation, is computed when asked.
+ * background computation ended (one computation at a time, the oldest waiting first); every
+ * running one once after a start; one never computed, or stopped since its last computation, is
+ * computed when asked.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../db/database.js';
@@ -41,6 +42,18 @@ export class ResultsService {
   start(): void {
     this.timer = setInterval(() => void this.computeDirty(), CHECK_INTERVAL_MS);
     this.timer.unref();
+    // Rows written after the last computation by a process that then stopped (its flush at
+    // SIGTERM) or died trigger nothing: every running experiment is computed again once at start.
+    void this.database.db
+      .selectFrom('experiments')
+      .select('environment_id')
+      .distinct()
+      .where('status', '=', 'running')
+      .execute()
+      .then(
+        (rows) => this.markWritten(new Set(rows.map((row) => row.environment_id))),
+        (error: unknown) => this.log.warn({ err: error }, 'running experiments not read at start; their results are computed with their next data'),
+      );
   }
 
   async close(): Promise<void> {
