@@ -6,6 +6,7 @@
  * event loop between pages.
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
 import type { Database } from '../../db/database.js';
 import { pacer } from '../../pace.js';
 import type { Experiment } from './experiments.repository.js';
@@ -58,6 +59,9 @@ const spanOf = (experiment: Experiment, now: number) => ({
 /** A row of a page: [id, unit, arm or value, at]. */
 type PageRow = [id: number | string, unit: string, armOrValue: string | number, at: number | string];
 
+/** Each table's key column and the column read beside the unit: one page query for both, on both databases. */
+const PAGED = { exposures: { key: 'flag_key', read: 'arm' }, events: { key: 'name', read: 'value' } } as const;
+
 const statements = new WeakMap<BetterSqlite3.Database, Record<'exposures' | 'events', BetterSqlite3.Statement>>();
 
 /**
@@ -66,39 +70,21 @@ const statements = new WeakMap<BetterSqlite3.Database, Record<'exposures' | 'eve
  * million rows is most of a computation's time).
  */
 function readPage(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, afterId: number): Promise<PageRow[]> | PageRow[] {
+  const { key: keyColumn, read } = PAGED[table];
   const sqlite = database.sqlite;
   if (sqlite) {
     let prepared = statements.get(sqlite);
     if (!prepared) {
-      const page = (columns: string, keyColumn: string, from: string) => sqlite.prepare(`select ${columns} from ${from} where environment_id = ? and ${keyColumn} = ? and id > ? order by id limit ?`).raw(true);
-      prepared = { exposures: page('id, unit, arm, at', 'flag_key', 'exposures'), events: page('id, unit, value, at', 'name', 'events') };
+      const page = (from: 'exposures' | 'events') =>
+        sqlite.prepare(`select id, unit, ${PAGED[from].read}, at from ${from} where environment_id = ? and ${PAGED[from].key} = ? and id > ? order by id limit ?`).raw(true);
+      prepared = { exposures: page('exposures'), events: page('events') };
       statements.set(sqlite, prepared);
     }
     return prepared[table].all(environmentId, key, afterId, PAGE_ROWS) as PageRow[];
   }
-  const { db } = database;
-  if (table === 'exposures') {
-    return db
-      .selectFrom('exposures')
-      .select(['id', 'unit', 'arm', 'at'])
-      .where('environment_id', '=', environmentId)
-      .where('flag_key', '=', key)
-      .where('id', '>', afterId)
-      .orderBy('id')
-      .limit(PAGE_ROWS)
-      .execute()
-      .then((rows) => rows.map((row): PageRow => [row.id, row.unit, row.arm, row.at]));
-  }
-  return db
-    .selectFrom('events')
-    .select(['id', 'unit', 'value', 'at'])
-    .where('environment_id', '=', environmentId)
-    .where('name', '=', key)
-    .where('id', '>', afterId)
-    .orderBy('id')
-    .limit(PAGE_ROWS)
-    .execute()
-    .then((rows) => rows.map((row): PageRow => [row.id, row.unit, row.value, row.at]));
+  return sql<{ id: string; unit: string; x: string | number; at: string }>`select id, unit, ${sql.ref(read)} as x, at from ${sql.table(table)} where environment_id = ${environmentId} and ${sql.ref(keyColumn)} = ${key} and id > ${afterId} order by id limit ${PAGE_ROWS}`
+    .execute(database.db)
+    .then(({ rows }) => rows.map((row): PageRow => [row.id, row.unit, row.x, row.at]));
 }
 
 /** Visits every row of a table's key in id order, page by page, with a turn of the event loop between pages. */
