@@ -665,5 +665,55 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    // Guarded releases (docs/releases.md): a rollout raised step by step by the releaser
+    // (releases/releaser.ts), which leases a release due for a check (claimed_until, as the
+    // scheduler leases schedules) and records each check with its figures in release_checks.
+    // `flag_before` is what a rollback restores; `step_started` each reached step's start (epoch
+    // ms), which says from when a unit of each bucket takes part. flag_id has no foreign key:
+    // deleting the flag aborts the release, which stays with what it learned. audit_events gains
+    // the release a change was made by.
+    '0017_releases': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('releases')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('project_id', uuid, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('flag_id', uuid, (c) => c.notNull())
+          .addColumn('flag_key', 'text', (c) => c.notNull())
+          .addColumn('steps', json, (c) => c.notNull())
+          .addColumn('hold_seconds', 'integer', (c) => c.notNull())
+          .addColumn('check_seconds', 'integer', (c) => c.notNull())
+          .addColumn('min_units', 'integer', (c) => c.notNull())
+          .addColumn('guardrails', json, (c) => c.notNull())
+          .addColumn('treatment', 'text', (c) => c.notNull())
+          .addColumn('control', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('current_step', 'integer', (c) => c.notNull())
+          .addColumn('step_started', json, (c) => c.notNull())
+          .addColumn('flag_before', json, (c) => c.notNull())
+          .addColumn('reason', 'text')
+          .addColumn('created_by_user_id', uuid)
+          .addColumn('created_by_email', 'text')
+          .addColumn('change_request_id', uuid)
+          .addColumn('created_at', timestamp, (c) => c.notNull())
+          .addColumn('updated_at', timestamp, (c) => c.notNull())
+          .addColumn('ended_at', timestamp)
+          .addColumn('next_check_at', timestamp)
+          .addColumn('claimed_until', timestamp)
+          .execute();
+        await db.schema.createIndex('releases_flag_idx').on('releases').columns(['flag_id', 'status']).execute();
+        await db.schema.createIndex('releases_due_idx').on('releases').columns(['status', 'next_check_at']).execute();
+        await db.schema
+          .createTable('release_checks')
+          .addColumn('id', uuid, (c) => c.primaryKey())
+          .addColumn('release_id', uuid, (c) => c.notNull().references('releases.id').onDelete('cascade'))
+          .addColumn('at', timestamp, (c) => c.notNull())
+          .addColumn('figures', json, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('release_checks_release_idx').on('release_checks').columns(['release_id', 'at']).execute();
+        await db.schema.alterTable('audit_events').addColumn('release_id', uuid).execute();
+      },
+    },
   };
 }

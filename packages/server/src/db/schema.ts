@@ -268,6 +268,8 @@ export interface AuditEventsTable {
   change_request_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** With change_request_id, when it applied the request: who approved it, as JSON; else null. */
   approvers: ColumnType<string | object[] | null, string | null | undefined, string | null>;
+  /** The guarded release that made the change (docs/releases.md), else null. */
+  release_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 
@@ -454,6 +456,46 @@ export interface ExperimentResultsTable {
   results: ColumnType<string | object, string, string>;
 }
 
+/** A guarded release of a flag in one environment (docs/releases.md). JSON columns as the API shows them. */
+export interface ReleasesTable {
+  id: string;
+  project_id: string;
+  environment_id: string;
+  flag_id: string;
+  flag_key: string;
+  steps: ColumnType<string | number[], string, string>;
+  hold_seconds: number;
+  check_seconds: number;
+  min_units: number;
+  guardrails: ColumnType<string | object[], string, string>;
+  treatment: string;
+  control: string;
+  status: string;
+  /** Index into steps. */
+  current_step: number;
+  /** Epoch ms each reached step started, by index. */
+  step_started: ColumnType<string | number[], string, string>;
+  /** The flag's fields a rollback restores. */
+  flag_before: ColumnType<string | Record<string, unknown>, string, string>;
+  reason: string | null;
+  created_by_user_id: string | null;
+  created_by_email: string | null;
+  change_request_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  ended_at: Timestamp | null;
+  next_check_at: Timestamp | null;
+  claimed_until: Timestamp | null;
+}
+
+/** One check of a release, with every figure it decided on (JSON). */
+export interface ReleaseChecksTable {
+  id: string;
+  release_id: string;
+  at: Timestamp;
+  figures: ColumnType<string | Record<string, unknown>, string, string>;
+}
+
 export interface Schema {
   users: UsersTable;
   email_verifications: EmailVerificationsTable;
@@ -489,4 +531,6 @@ export interface Schema {
   exposures: ExposuresTable;
   events: EventsTable;
   experiment_results: ExperimentResultsTable;
+  releases: ReleasesTable;
+  release_checks: ReleaseChecksTable;
 }

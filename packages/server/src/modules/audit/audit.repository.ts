@@ -49,6 +49,7 @@ function toEvent(row: Selectable<AuditEventsTable>): ChangeEvent {
     schedule_id: row.schedule_id ?? null,
     change_request_id: row.change_request_id ?? null,
     approvers: row.approvers === null ? null : ((typeof row.approvers === 'string' ? JSON.parse(row.approvers) : row.approvers) as Approver[]),
+    release_id: row.release_id ?? null,
     created_at: toIso(row.created_at),
   };
 }
@@ -74,6 +75,7 @@ export async function insertAuditEvent(trx: Db, projectId: string, actor: Actor,
     schedule_id: origin.schedule_id ?? null,
     change_request_id: origin.change_request_id ?? null,
     approvers: origin.approvers ? JSON.stringify(origin.approvers) : null,
+    release_id: origin.release_id ?? null,
     created_at: nowIso(),
   };
   await trx.insertInto('audit_events').values(row).execute();

@@ -20,6 +20,7 @@ export const AuditEvent = Type.Object(
     schedule_id: Type.Union([Uuid, Type.Null()], { description: 'the scheduled change this change applied (docs/change-management.md); else null' }),
     change_request_id: Type.Union([Uuid, Type.Null()], { description: 'the change request the write applied, or found failing (docs/change-management.md); else null' }),
     approvers: Type.Union([Type.Array(Type.Object({ user_id: Uuid, email: Type.String() })), Type.Null()], { description: "with change_request_id, when it applied the request: who approved the request's content; else null" }),
+    release_id: Type.Union([Uuid, Type.Null()], { description: 'the guarded release that made the change: a step, a rollback (docs/releases.md); else null' }),
     created_at: Timestamp,
   },
   { $id: 'AuditEvent' },

@@ -5,7 +5,7 @@
  */
 import { Type } from 'typebox';
 
-export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook', 'schedule', 'change_request', 'metric', 'experiment'] as const;
+export const RESOURCE_TYPES = ['project', 'environment', 'flag', 'rule', 'segment', 'member', 'webhook', 'schedule', 'change_request', 'metric', 'experiment', 'release'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 /** Every audit action: `<resource>.<verb>`. `webhook.test` is sent to one webhook, never stored. */
@@ -52,6 +52,13 @@ export const AUDIT_ACTIONS = [
   'experiment.started',
   'experiment.stopped',
   'experiment.deleted',
+  'release.created',
+  'release.advanced',
+  'release.paused',
+  'release.resumed',
+  'release.rolled_back',
+  'release.aborted',
+  'release.completed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -82,6 +89,8 @@ export interface ChangeOrigin {
   change_request_id?: string;
   /** With change_request_id: who approved the request's content. */
   approvers?: Approver[];
+  /** The guarded release that makes the change (its steps and rollback: docs/releases.md). */
+  release_id?: string;
 }
 
 /** One change as a write describes it. before / after are the resource's API objects. */
@@ -115,6 +124,8 @@ export interface ChangeEvent {
   change_request_id: string | null;
   /** With change_request_id, when it applied the request: who approved it; else null. */
   approvers: Approver[] | null;
+  /** The guarded release that made the change, else null. */
+  release_id: string | null;
   created_at: string;
 }
 

@@ -140,6 +140,7 @@ export async function enqueueTest(db: Db, dialect: 'sqlite' | 'postgres', webhoo
     schedule_id: null,
     change_request_id: null,
     approvers: null,
+    release_id: null,
     created_at: nowIso(),
   };
   return enqueueByHand(db, dialect, webhook.id, { event_id: event.id, action: event.action, payload: JSON.stringify(event) });
