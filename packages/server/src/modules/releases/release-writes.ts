@@ -7,7 +7,7 @@
  * release's while it runs.
  */
 import type { Db } from '../../db/database.js';
-import { newId, nowIso } from '../../db/values.js';
+import { newId, nowIso, toIso } from '../../db/values.js';
 import { Conflict, Invalid, NotFound } from '../../errors.js';
 import type { Actor, Change } from '../changes/changes.schemas.js';
 import type { RecordChange, WriteContext } from '../changes/project-writes.js';
@@ -181,7 +181,7 @@ export interface CheckedState {
 /** The release row if it is where the check found it, else AlreadyDecided. */
 export async function rowAsChecked(trx: Db, checked: CheckedState): Promise<ReleaseRow> {
   const row = await trx.selectFrom('releases').selectAll().where('id', '=', checked.id).executeTakeFirst();
-  if (!row || row.status !== checked.status || row.current_step !== checked.current_step || row.next_check_at === null || Date.parse(String(row.next_check_at)) !== Date.parse(checked.next_check_at)) throw new AlreadyDecided();
+  if (!row || row.status !== checked.status || row.current_step !== checked.current_step || row.next_check_at === null || Date.parse(toIso(row.next_check_at)) !== Date.parse(checked.next_check_at)) throw new AlreadyDecided();
   return row;
 }
 
