@@ -9,7 +9,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../db/database.js';
-import { toIso } from '../../db/values.js';
+import { fromJson, toIso } from '../../db/values.js';
 import { LogThrottle } from '../../log-throttle.js';
 import { nextTurn } from '../../pace.js';
 import type { Mailer } from '../accounts/mailer.js';
@@ -19,7 +19,6 @@ import { analyse } from './analysis.js';
 import { AlreadyDecided, decideWrite, recordWait, type CheckedState } from './release-writes.js';
 import { stepStartsOf, type Guardrail, type ReleaseRow } from './releases.repository.js';
 import { LIVE_STATUSES } from './releases.schemas.js';
-import { fromJson } from '../../db/values.js';
 
 /** For tests (passed through buildApp, not a setting). */
 export interface ReleaserOptions {
@@ -113,11 +112,10 @@ export class Releaser {
     if (!flag) return; // deleting the flag ended the release in the same write; nothing to check
     const metrics = new Map((await listMetrics(this.database.db, row.project_id)).map((metric) => [metric.id, metric]));
     const now = Date.now();
-    const steps = fromJson<number[]>(row.steps);
     const check = await analyse(
       this.database,
       {
-        steps,
+        steps: fromJson<number[]>(row.steps as string),
         stepStarts: stepStartsOf(row),
         currentStep: row.current_step,
         paused: row.status === 'paused',
