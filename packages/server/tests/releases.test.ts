@@ -11,6 +11,7 @@ import { addMember, eventually, newFlag, newProject, newUser, request, startServ
 import { assertError } from './resources.js';
 import { runPython } from './python.js';
 import { createTestDatabase } from './test-database.js';
+import { Receiver } from './webhook-receiver.js';
 
 const FAST = { pollIntervalMs: 50, msPerSecond: 20 };
 
@@ -18,15 +19,20 @@ let server: TestServer;
 let owner: TestUser;
 let viewer: TestUser;
 let project: TestProject;
+let receiver: Receiver;
 
 before(async () => {
-  server = await startServer({}, { releaser: FAST });
+  receiver = await new Receiver().start();
+  server = await startServer({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { releaser: FAST, webhooks: { pollIntervalMs: 50 } });
   owner = await newUser(server, 'releaser');
   viewer = await newUser(server, 'onlooker');
   project = await newProject(server, owner, 'Guarded releases');
   await addMember(server, owner, project.id, viewer, 'viewer');
 });
-after(async () => server?.close());
+after(async () => {
+  await server?.close();
+  await receiver?.close();
+});
 
 const api = (method: string, path: string, body?: unknown, user = owner, target: { url: string } = server) => request(target, method, path, { token: user.token, ...(body === undefined ? {} : { body }) });
 const flagPath = (flagId: string, envId = project.production) => `/api/projects/${project.id}/environments/${envId}/flags/${flagId}`;
@@ -93,6 +99,8 @@ print(json.dumps(dict(difference=diff, bound=diff - hw, halfwidth=hw)))
 describe('a guarded release', () => {
   test('a harmful treatment is rolled back within two checks of the data, with its figures (numpy), audit and an email to its creator', async () => {
     const errors = await metric();
+    const hook = await api('POST', `/api/projects/${project.id}/webhooks`, { url: receiver.url, events: ['release.rolled_back'] });
+    assert.equal(hook.status, 201, hook.text);
     const flag = await newFlag(server, owner, project, { key: `harmful-${++counter}` });
     const release = await startRelease(flag.id, { guardrails: [{ metric_id: errors.id, tolerance: 0.01 }] });
     assert.equal(release.status, 'running');
@@ -136,6 +144,9 @@ describe('a guarded release', () => {
     const byRelease = flagEvents.filter((event: any) => event.release_id === release.id);
     assert.equal(byRelease.length, 1, 'one flag change made by the release: the rollback');
     assert.equal(byRelease[0].after.enabled, false);
+    // Webhooks hear it, with the figures.
+    await eventually(() => receiver.of('release.rolled_back').length === 1, 'the webhook delivery');
+    assert.equal(JSON.parse(receiver.of('release.rolled_back')[0]!.body).after.check.decision, 'roll_back');
     // The creator is told.
     const aboutIt = () => server.mailbox!.to(owner.email).filter((m) => m.subject.includes(flag.key));
     await eventually(() => aboutIt().length === 1, 'an email about the rollback');
