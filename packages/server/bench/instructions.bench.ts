@@ -4,7 +4,7 @@
  *
  * Why instructions: on this shared 2-CPU machine CPU time per request moved by ±9 % between rounds
  * of the same two builds, so a change that costs 5 % could not be seen by timing alone
- * (docs/performance.md, "Issue 30 §1: instructions counted"). `valgrind --tool=callgrind` counts
+ * (docs/performance.md, "Evaluate in instructions"). `valgrind --tool=callgrind` counts
  * the instructions each thread runs: the same for the same input whatever else the machine does.
  *
  * Per case and build: a server on a fresh SQLite file is seeded as the evaluate bench seeds it

@@ -30,7 +30,7 @@ export interface Reference {
   mainJs: string;
 }
 
-/** Default tags and the commits they are created at when missing (docs/performance.md, issue 30). */
+/** Default tags and the commits they are created at when missing (docs/performance.md, "Evaluate under load"). */
 const DEFAULTS: Readonly<Record<string, string>> = { 'bench-reference': 'e8c63e9', 'bench-reference-features': 'd9e0f3f' };
 /** This checkout: dist/bench → packages/server → the repository. */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
