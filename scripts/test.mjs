@@ -68,7 +68,7 @@ function testFiles(path, underTest = false) {
 
 // Test files at a time (GUIDON_TEST_CONCURRENCY, default 2). Node's default is one less than the
 // cores: one on our 2-core machines, where a file often waits on its server, its database or a child
-// process, and two at a time take about 60 % of the time (docs/decisions.md, "Test run time"). Each
+// process, and two at a time take about 60 % of the time (docs/adr/0019-test-run-time.md). Each
 // file has its own servers, databases and ports. Not more by default: every file's servers hold
 // PostgreSQL connections, and PostgreSQL allows 100.
 const concurrency = Number(process.env.GUIDON_TEST_CONCURRENCY ?? 2);
@@ -113,7 +113,7 @@ const againstTheServer = ['packages/server/dist', 'packages/sdk/dist/tests', 'pa
 const onSqlite = run('engine, server, SDK and provider tests on SQLite', ['packages/engine/dist', ...againstTheServer], {});
 // A line after the first (GUIDON_TEST_LATER_LINE=1, set by runLines) runs the SQLite pass only:
 // PostgreSQL's driver and the browser are the same JavaScript on every line, and the three lines'
-// full runs had grown past 70 minutes of CI's 90 (docs/decisions.md, "Test run time").
+// full runs had grown past 70 minutes of CI's 90 (docs/adr/0019-test-run-time.md).
 const laterLine = process.env.GUIDON_TEST_LATER_LINE === '1';
 const onPostgres = postgres && !laterLine ? run('server, SDK and provider tests on PostgreSQL', againstTheServer, { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
 let apiClient = 0;

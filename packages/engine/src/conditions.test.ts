@@ -558,7 +558,7 @@ describe('attributes (docs/targeting.md)', () => {
       holds({ attribute: 'email_domain', operator: 'IN', values: [value] }, email === undefined ? {} : { user_email: email });
     assert.equal(domainIs('corp.com', 'Ann@Corp.COM'), true);
     assert.equal(domainIs('corp.com', 'a@b@corp.com'), true);
-    assert.equal(domainIs('corp.com', ' a@Corp.com '), true, 'surrounding spaces are not part of the domain (docs/decisions.md)');
+    assert.equal(domainIs('corp.com', ' a@Corp.com '), true, 'surrounding spaces are not part of the domain (docs/adr/0017-condition-edge-cases.md)');
     assert.equal(domainIs('@corp.com', 'a@corp.com'), false, 'no @ prefix');
     assert.equal(domainIs('corp.com', 'a@eu.corp.com'), false);
     assert.equal(holds({ attribute: 'email_domain', operator: 'EXISTS' }, { user_email: 'no-at-sign' }), false, 'an email without @ has no domain');

@@ -153,7 +153,7 @@ export interface RateLimits {
   invitationsPerInviter: Limit;
   /** …to one address from one project a day (a cancelled one gives its count back)… */
   invitationsPerProjectAddress: Limit;
-  /** …and from one inviter to one address a day, never given back (docs/decisions.md). */
+  /** …and from one inviter to one address a day, never given back (docs/adr/0011-proven-addresses.md). */
   invitationsPerInviterAddress: Limit;
   /** Imports per project, dry runs included (docs/flags-as-code.md): each may take a second of the database. */
   imports: Limit;

@@ -2,7 +2,7 @@
  * Issue 10, "upgrades lose nothing": databases written by the release before teams (fixtures/,
  * see fixtures/README.md) migrate on start; every project's creator becomes its owner and
  * nothing that was there changes. Issue 18 adds users.email_verified_at: the fixtures' accounts
- * never completed a password reset, so they come out unverified (docs/decisions.md), still owners
+ * never completed a password reset, so they come out unverified (docs/adr/0011-proven-addresses.md), still owners
  * of their own projects. (The upgrade of a teams database: proven-addresses.test.ts.)
  */
 import { after, describe, test } from 'node:test';

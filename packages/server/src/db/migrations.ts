@@ -291,7 +291,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('revoked_login_tokens_expiry_idx').on('revoked_login_tokens').column('expires_at').execute();
 
         // Accounts from before: nothing proved their address except a completed password reset,
-        // so only those count as verified, since that reset (docs/decisions.md, "Proven addresses").
+        // so only those count as verified, since that reset (docs/adr/0011-proven-addresses.md).
         const lastReset = (eb: any) =>
           eb.selectFrom('password_resets').select((r: any) => r.fn.max('used_at').as('used_at')).whereRef('password_resets.user_id', '=', 'users.id');
         await db

@@ -45,7 +45,7 @@ export interface EmailVerificationsTable {
 export interface InvitationTokensTable {
   email: string;
   token_hash: string;
-  /** The invitation whose email carried the link: signing up with it accepts that one (docs/decisions.md). */
+  /** The invitation whose email carried the link: signing up with it accepts that one (docs/adr/0011-proven-addresses.md). */
   member_id: ColumnType<string | null, string | null | undefined, string | null>;
   expires_at: Timestamp;
   created_at: Timestamp;

@@ -91,7 +91,7 @@ export function useCopyFlag(pid: string, envId: string, flagId: string) {
 
 /**
  * Switches a flag on or off at once in every view, and puts it back if the server refuses
- * (docs/decisions.md: optimistic toggles that roll back on error).
+ * (docs/adr/0013-dashboard.md: optimistic toggles that roll back on error).
  */
 export function useSetEnabled(pid: string) {
   const client = useQueryClient();

@@ -62,7 +62,7 @@ export const memberRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; mailer: Ma
   /**
    * What one invitation counts against (docs/api.md, Members): 50 an hour a project and an
    * inviter, 3 a day to one address from one project; and, so that inviting and cancelling again
-   * and again cannot flood one address, 10 a day from one inviter to it (docs/decisions.md).
+   * and again cannot flood one address, 10 a day from one inviter to it (docs/adr/0011-proven-addresses.md).
    */
   const invitationCounts = (projectId: string, inviterId: string, email: string): [Limit, string][] => [
     [limits.invitationsPerProject, projectId],
