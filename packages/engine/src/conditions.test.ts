@@ -21,7 +21,7 @@ interface World {
   segments: ReadonlyMap<string, readonly Condition[]>;
 }
 
-/** §14: the attribute's string form, or undefined when absent. */
+/** The attribute's string form as conditions read it (docs/targeting.md, The context), or undefined when absent. */
 function refAttribute(ctx: EvaluationContext, name: string, world: World): string | undefined {
   const custom = (key: string): string | undefined => {
     const attrs = ctx.custom_attributes;
@@ -102,7 +102,7 @@ function refRange(text: string): [ipaddr.IPv6, number] | undefined {
   return [parsed, v4 ? bits + 96 : bits];
 }
 
-/** The four-way compare of §14's NUM_/SEMVER_ operators on (attribute cmp value). */
+/** The four-way compare of the NUM_/SEMVER_ operators (docs/targeting.md) on (attribute cmp value). */
 function refCompare(op: string, c: number): boolean {
   if (op.endsWith('_EQ')) return c === 0;
   if (op.endsWith('_GTE')) return c >= 0;
@@ -213,7 +213,7 @@ function refRuleMatches(rule: RuleDefinition, ctx: EvaluationContext, world: Wor
   }
 }
 
-/** §2 with §14's per-rule rollout, serve and everyone_else. */
+/** A flag's evaluation (disabled, rules by priority, the rollout) with the per-rule rollout, serve and everyone_else of docs/targeting.md. */
 function reference(def: FlagDefinition, ctx: EvaluationContext, world: World): Answer {
   if (!def.enabled) return { enabled: false, reason: 'Flag is globally disabled' };
   for (const rule of def.rules) {
@@ -372,7 +372,7 @@ function generate(seed: number): Case {
 
 const SEEDS = Number(process.env['GUIDON_PROPERTY_SEEDS'] ?? 300);
 
-describe('property: the compiled engine agrees with a plain reading of §2 and §14', () => {
+describe('property: the compiled engine agrees with a plain reading of the evaluation order and the conditions', () => {
   test(`${SEEDS} random flag sets × 41 contexts: evaluateInto, evaluateFlag and the baseCodes invariant`, (t) => {
     let evaluations = 0;
     let ruleServed = 0;
@@ -748,7 +748,7 @@ describe('rules and flags around conditions (docs/targeting.md)', () => {
     assert.deepEqual([seedOff.enabled, seedOff.reason], [false, 'Matched user_id targeting rule']);
   });
 
-  test('a per-rule rollout serves the users whose §2 bucket is below it; others go on to the next rule', () => {
+  test('a per-rule rollout serves the users whose rollout bucket is below it; others go on to the next rule', () => {
     // bucket(dark_mode, user_1) = 47 (docs/api.md vectors).
     const ctx: EvaluationContext = { user_id: 'user_1', custom_attributes: { plan: 'pro' } };
     const def = (percent: number): FlagDefinition => ({ key: 'dark_mode', enabled: true, rolloutPercentage: 0, rules: [rule({ rolloutPercentage: percent }), { type: 'user_id', value: 'user_1', enabled: true, serve: false }] });

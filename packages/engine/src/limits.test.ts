@@ -102,7 +102,7 @@ const compiled = (pattern: string, caseInsensitive = false) => new CompiledPatte
 /** The general bound (every character a DFA state or an NFA step over every instruction): what searchCost never exceeds. */
 const general = (pattern: CompiledPattern) => 1024 * (COSTS.searchPerCharacter + (pattern.dfa ? COSTS.searchPerStep : COSTS.nfaSearchPerStep) * pattern.size);
 
-test("REGEX cost: ten anchored literals (^ab0c$ … ^ab9c$) are one condition a flag may hold, as §24's 10 values a condition allow", () => {
+test("REGEX cost: ten anchored literals (^ab0c$ … ^ab9c$) are one condition a flag may hold, as the 10 values a REGEX condition allows", () => {
   const ten = regex(Array.from({ length: 10 }, (_, i) => `^ab${i}c$`));
   assert.equal(conditionProblem(ten, 'conditions[0]'), null);
   assert.equal(flagProblem([rule([ten])], new Map()), null);

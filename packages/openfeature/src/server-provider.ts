@@ -47,7 +47,7 @@ export abstract class ServerProvider<Client extends ProviderClient> implements P
   }
 
   /**
-   * OpenFeature's tracking (spec §6): an event of the context's unit (targetingKey, else email) for
+   * OpenFeature's tracking (the specification's Tracking section): an event of the context's unit (targetingKey, else email) for
    * Guidon's experiments, with the details' `value`; sent in batches by the client. Never throws.
    */
   track(trackingEventName: string, context: EvaluationContext, trackingEventDetails?: TrackingEventDetails): void {

@@ -55,7 +55,7 @@ export class GuidonWebProvider implements Provider {
     await this.client.close();
   }
 
-  /** OpenFeature's tracking (spec §6): an event of the static context's unit for Guidon's experiments, with the details' `value`. Never throws. */
+  /** OpenFeature's tracking (the specification's Tracking section): an event of the static context's unit for Guidon's experiments, with the details' `value`. Never throws. */
   track(trackingEventName: string, context: EvaluationContext, trackingEventDetails?: TrackingEventDetails): void {
     this.client.track(trackingEventName, toGuidonContext(context), { value: trackingEventDetails?.value });
   }

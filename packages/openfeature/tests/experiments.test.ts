@@ -1,7 +1,7 @@
 /**
  * The providers' side of experiments (packages/openfeature/src/server-provider.ts, web.ts): a
  * resolved flag is recorded as an exposure of the context's unit and arm, and OpenFeature's
- * track() (spec §6) sends an event with the details' value, for the remote and the local server
+ * track() (the OpenFeature specification's Tracking section) sends an event with the details' value, for the remote and the local server
  * provider and the web provider. Against a real HTTP server that records POST /sdk/v1/events
  * (started here); against Guidon itself: packages/sdk/tests/events-intake.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 7, "invalidation is not atomic with the write", and ADR 0004: the revision bump (and on
+ * A change must commit with its revision ("invalidation is not atomic with the write", ADR 0004): the revision bump (and on
  * PostgreSQL the NOTIFY) commit with the write itself, so a committed write is always seen by
  * every instance: here with notifications off, through the revision check alone.
  */

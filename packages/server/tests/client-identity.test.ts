@@ -1,7 +1,7 @@
 /**
  * Who a client is, for the per-IP limits (docs/api.md), and counters that cannot be dodged:
- * X-Forwarded-For is believed from loopback only unless TRUST_PROXY names more (issue 18, finding
- * 3: a client in a private range chose its own address and never met the failed-login lockout);
+ * X-Forwarded-For is believed from loopback only unless TRUST_PROXY names more (docs/security.md,
+ * Client addresses and rate limits: a client in a private range chose its own address and never met the failed-login lockout);
  * and a flood of new client addresses cannot make the in-memory counters forget a key that is
  * being refused.
  */

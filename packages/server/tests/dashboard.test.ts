@@ -1,7 +1,7 @@
 /**
- * The dashboard served at / (issue 8): the built files of packages/web, index.html for
+ * The dashboard served at / (docs/adr/0013-dashboard.md): the built files of packages/web, index.html for
  * client-side routes, JSON 404 for unknown API paths, security headers on the pages (the API docs
- * at /docs too, which share the origin: issue 18, finding 10), and the first log line naming the
+ * at /docs too, which share the origin: docs/security.md, Headers), and the first log line naming the
  * dashboard's URL. Needs the dashboard built (`npm run build` does it).
  */
 import { after, before, describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Database away (issue 11; issue 7's timeouts): evaluate keeps serving the compiled view, writes
+ * Database away (docs/reliability.md; the database timeouts of docs/operations.md): evaluate keeps serving the compiled view, writes
  * answer 503 in the shape of docs/api.md (Errors) and change nothing, /health and /ready say 503 within 2 s, and all of
  * it recovers without a restart when the database returns. PostgreSQL: a private cluster that the
  * test stops, replaces by a port that accepts and never answers, and starts again. SQLite: the

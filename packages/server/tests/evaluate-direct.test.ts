@@ -219,7 +219,7 @@ describe('evaluate: the direct path with the rate limit on', () => {
       (await send(ip, 'direct', '{"environment":"production","__proto__":{"x":1}}')).status, // 5: counted, handed over: 400
       (await send(ip, 'direct')).status, // 6: the first 429
       (await send(ip, 'fastify')).status, // 7
-      (await send(ip, 'direct', '{"environment":"production"}', 'sdk_unknown')).status, // 8: the limit before the key (§2)
+      (await send(ip, 'direct', '{"environment":"production"}', 'sdk_unknown')).status, // 8: the limit before the key (docs/api.md, Evaluate: the order of errors)
     ];
     assert.deepEqual(statuses, [200, 400, 404, 200, 400, 429, 429, 429]);
     // Both paths count under one key: the route's request.ip (X-Forwarded-For through a trusted proxy).

@@ -1,5 +1,5 @@
 /**
- * Issue 20's two dashboard aids, through HTTP on the database of the pass: explain (which rule
+ * The targeting editor's two dashboard aids (docs/targeting.md, In the dashboard), through HTTP on the database of the pass: explain (which rule
  * served a context, for Try it; it records nothing) and the custom attribute names an environment
  * has seen (names only, the 200 most recently seen within 30 days, gone with the environment).
  */

@@ -197,7 +197,7 @@ function send(url: string, method: string, path: string, headers: [string, strin
     if (body) outgoing['content-length'] = String(body.length);
     const req = httpRequest({ host: target.hostname, port: target.port, method, path, headers: outgoing, agent }, (res) => {
       if (String(res.headers['content-type']).startsWith('text/event-stream')) {
-        // A stream that opened (issue 9): its status is the answer; it would never end by itself.
+        // A stream that opened (docs/sdk.md): its status is the answer; it would never end by itself.
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0) });
         req.destroy();
         return;
@@ -393,7 +393,7 @@ describe('fuzz: every route, every credential, hostile input', () => {
         if (fuzz.body.kind === 'raw') body = fuzz.body.bytes;
         if (body && fuzz.contentType && !fuzz.extraHeaders.some(([name]) => name === 'content-type')) headers.push(['content-type', fuzz.contentType]);
         if (['GET', 'HEAD'].includes(fuzz.method)) body = null;
-        // Headers over Node's 16 KiB get Fastify's 431 (§3 body) before any route: a HEAD client cannot read that body.
+        // Headers over Node's 16 KiB get Fastify's 431 (in the error shape of docs/api.md, Errors) before any route: a HEAD client cannot read that body.
         const method = fuzz.method === 'HEAD' && headers.some(([, value]) => String(value).length > 16_000) ? 'GET' : fuzz.method;
 
         let answer: Sent;

@@ -1,5 +1,5 @@
 /**
- * Issue 7: what must hold under races, abuse and a long history. Each test here fails without
+ * What must hold under races, abuse and a long history. Each test here fails without
  * the change it names. Runs on SQLite and, in the PostgreSQL pass, on PostgreSQL.
  */
 import { after, before, describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Issue 18, findings 1, 7 and 8 and log out (docs/api.md: Account, Members, API tokens): nobody takes over a project by
+ * Proven addresses, invitations and log out (docs/api.md: Account, Members, API tokens; docs/adr/0011-proven-addresses.md): nobody takes over a project by
  * registering an address. Verified addresses (an emailed single-use link), invitations with a
  * secret single-use link, memberships only for proven addresses, API tokens only for verified
  * accounts, closed sign-up without an oracle, invitation limits and a fixed email, leaving with a
@@ -232,7 +232,7 @@ describe('finding 1: invitations need the invitation’s secret or a proven addr
     assert.equal((await request(server, 'GET', `/api/projects/${project.id}`, { token: unverified.token })).body.role, 'editor');
   });
 
-  test('pre-claim (issue 18): an attacker who registers alice@ first gets no token, and never Alice’s memberships', async () => {
+  test('pre-claim: an attacker who registers alice@ first gets no token, and never Alice’s memberships', async () => {
     const project = await newProject(server, owner, 'Production');
     const alice = fresh('alice');
     // The attacker registers Alice's address and tries to keep a way in.

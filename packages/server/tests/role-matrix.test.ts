@@ -156,10 +156,10 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'GET /api/projects/:project_id/segments/:segment_id': 'viewer',
   'PUT /api/projects/:project_id/segments/:segment_id': 'editor',
   'DELETE /api/projects/:project_id/segments/:segment_id': 'editor',
-  // Issue 20: what Try it and the rule editor read; any member.
+  // Targeting (docs/targeting.md): what Try it and the rule editor read; any member.
   'POST /api/projects/:project_id/environments/:env_id/explain': 'viewer',
   'GET /api/projects/:project_id/environments/:env_id/attributes': 'viewer',
-  // Issue 34: scheduled changes and change requests (docs/change-management.md).
+  // Scheduled changes and change requests (docs/change-management.md).
   'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/schedules': 'editor',
   'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/schedules': 'viewer',
   'DELETE /api/projects/:project_id/environments/:env_id/flags/:flag_id/schedules/:schedule_id': 'editor',

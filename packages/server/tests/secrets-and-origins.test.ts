@@ -11,7 +11,7 @@ import { linkToken, type Mail } from './mailbox.js';
 
 /**
  * Secrets by shape: whatever their value, none of these may appear in a log line. Add a line
- * when a feature brings a new kind of secret (issue 10's `gdn_` API tokens are already here;
+ * when a feature brings a new kind of secret (the `gdn_` API tokens are already here;
  * stream tokens, webhook secrets next).
  */
 const SECRET_SHAPES: [string, RegExp][] = [
@@ -65,7 +65,7 @@ describe('secrets never reach the logs', () => {
     assert.equal((await request(server, 'POST', '/auth/forgot-password', { body: { email } })).status, 200);
     const resetToken = linkToken(await mailWith(email, '/reset-password'), '/reset-password');
     secrets.push(['reset token', resetToken]);
-    // The link as a browser opens it (the dashboard's page, issue 8): the query string is logged.
+    // The link as a browser opens it (the dashboard's page): the query string is logged.
     await request(server, 'GET', `/reset-password?token=${resetToken}`);
     assert.equal((await request(server, 'POST', '/auth/reset-password', { body: { token: 'bogus-token-value-0123456789abcdef', newPassword } })).status, 400);
     const reset = await request(server, 'POST', '/auth/reset-password', { body: { token: resetToken, newPassword } });

@@ -1,5 +1,5 @@
 /**
- * Secrets at rest (docs/security.md; issue 18, finding 9: the database and its backups were created
+ * Secrets at rest (docs/security.md, Secrets at rest: the database and its backups were created
  * world-readable, and a login token signed with the JWT secret read from a backup was accepted).
  * The SQLite database, its -wal and -shm files and every backup are readable by the service's
  * user only (0600; a folder the service makes, 0700), and a JWT_SECRET too short to be a key

@@ -2,7 +2,7 @@
  * Members, roles and invitations (docs/api.md, Members; emailed through a real SMTP receiver):
  * adding a member is an invitation the invitee accepts or declines (docs/security.md); closed
  * sign-up; API tokens (shown once, stored hashed, scoped, capped, last use, revocation seen by
- * every instance). Issue 18's proven addresses: proven-addresses.test.ts. The full route × caller
+ * every instance). Proven addresses: proven-addresses.test.ts. The full route × caller
  * matrix is role-matrix.test.ts.
  */
 import { after, before, describe, test } from 'node:test';

@@ -1,7 +1,7 @@
 /**
- * Issue 10, "upgrades lose nothing": databases written by the release before teams (fixtures/,
+ * Upgrades lose nothing: databases written by the release before teams (fixtures/,
  * see fixtures/README.md) migrate on start; every project's creator becomes its owner and
- * nothing that was there changes. Issue 18 adds users.email_verified_at: the fixtures' accounts
+ * nothing that was there changes. Proven addresses add users.email_verified_at: the fixtures' accounts
  * never completed a password reset, so they come out unverified (docs/adr/0011-proven-addresses.md), still owners
  * of their own projects. (The upgrade of a teams database: proven-addresses.test.ts.)
  */
@@ -28,14 +28,14 @@ async function oldData(db: Db): Promise<string> {
   const dump: Record<string, unknown> = {};
   for (const table of tables) {
     const rows = await db.selectFrom(table).selectAll().execute();
-    // Columns added since (issue 18) are checked by checkUpgraded, not here.
+    // Columns added since (proven addresses) are checked by checkUpgraded, not here.
     if (table === 'users') for (const row of rows as Record<string, unknown>[]) delete row.email_verified_at;
-    // Issue 20's columns take their defaults: the seed's behaviour (checked by checkUpgraded's evaluations).
+    // The conditions' columns (docs/targeting.md) take their defaults: the seed's behaviour (checked by checkUpgraded's evaluations).
     if (table === 'flags') for (const row of rows as Record<string, unknown>[]) if (row.everyone_else === 'rollout') delete row.everyone_else;
-    // Issue 21's columns are null: no variants (the flags answer as before, checked by checkUpgraded); issue 35's bucketing_key too; issue 33's prerequisites too.
+    // The variants' columns are null: no variants (the flags answer as before, checked by checkUpgraded); the bucketing_key of flags as code too; prerequisites too.
     const nullColumns: Partial<Record<(typeof tables)[number], string[]>> = { flags: ['variants', 'off_variant', 'bucketing_key', 'prerequisites'], rules: ['variant'], evaluation_snapshots: ['flag_variants', 'flag_prerequisites'] };
     for (const row of rows as Record<string, unknown>[]) for (const column of nullColumns[table] ?? []) if (row[column] === null) delete row[column];
-    // Issue 34's columns take their defaults: no approvals needed, no change counted yet.
+    // The columns of scheduled changes and change requests take their defaults: no approvals needed, no change counted yet.
     const zeroColumns: Partial<Record<(typeof tables)[number], string[]>> = { environments: ['approvals_required'], flags: ['revision'] };
     for (const row of rows as Record<string, unknown>[]) for (const column of zeroColumns[table] ?? []) if (row[column] === 0) delete row[column];
     if (table === 'rules') {

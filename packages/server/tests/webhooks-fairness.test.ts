@@ -1,12 +1,12 @@
 /**
- * Issue 18, finding 5 (docs/api.md, Webhooks): one project cannot delay another's deliveries. Here with the
+ * Fair sends (docs/api.md, Webhooks; docs/adr/0010-teams.md): one project cannot delay another's deliveries. Here with the
  * production schedule (a 10 s timeout): a project whose 20 webhooks all point at a receiver that
  * never answers, flooded with test sends and changes, while another project's change must see
  * its first attempt start within 5 s, the promised bound. Before the fix, one global queue sent
  * 20 at a time and waited for the slowest: the other project waited for every hanging send.
  * Also the caps: 20 webhooks a project (409 beyond), 10 test sends and resends a webhook a minute
  * (429; resends counted too, docs/security.md).
- * Then many projects at once (the review after issue 18): 21 projects whose receivers all hang
+ * Then many projects at once (a later review): 21 projects whose receivers all hang
  * filled the 200 slots, and a quiet project's first attempt waited for their 10 s timeouts
  * (46 s in the review's run); now a project with nothing in flight has a reserve beyond them.
  */

@@ -1,11 +1,11 @@
 /**
- * Issue 18, finding 2 (docs/security.md): a webhook connects to the address that was checked. A DNS
+ * DNS rebinding (docs/security.md, Webhooks): a webhook connects to the address that was checked. A DNS
  * server started here answers a webhook's name with a public address, then 127.0.0.1, then the
  * public one again, and so on (TTL 0), as a rebinding attacker's does. The server resolves as in
  * production (the process' system resolver is pointed at that DNS server for the test's zone).
  * Before the fix, the check before a send got the public answer and the connection the loopback
  * one: webhook.created and webhook.test reached a receiver on 127.0.0.1, and the deliveries list
- * showed its status. Also: the ranges §11 adds (IPv4-mapped, NAT64, 6to4, site-local, benchmark).
+ * showed its status. Also: the blocked ranges docs/security.md lists (IPv4-mapped, NAT64, 6to4, site-local, benchmark).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

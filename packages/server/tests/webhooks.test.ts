@@ -181,7 +181,7 @@ describe('webhooks', () => {
       assert.equal(event.resource_key, origin);
       for (const side of [event.before, event.after]) if (side) assert.equal(side.url, origin);
     }
-    // An event written before URLs were reduced (issue 18) is reduced when read.
+    // An event written before webhook URLs were reduced is reduced when read.
     const { secret: _secret, ...whole } = hook as Record<string, unknown>;
     const oldEventId = randomUUID();
     await server.database.db

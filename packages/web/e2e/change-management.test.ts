@@ -1,5 +1,5 @@
 /**
- * Scheduled changes and change requests (issue 34, docs/change-management.md) walked through in
+ * Scheduled changes and change requests (docs/change-management.md) walked through in
  * Debian's Chromium, by keyboard, role and accessible name: in staging a person schedules a change
  * at the time offered (its time zone shown), cancels it, and schedules a ramp of four steps; the
  * owner makes production need one approval; there, switching the flag on and setting its rollout

@@ -1,5 +1,5 @@
 /**
- * Flags as code in the dashboard (issue 35), walked in Debian's Chromium by role and accessible
+ * Flags as code in the dashboard (docs/flags-as-code.md), walked in Debian's Chromium by role and accessible
  * name, the buttons by keyboard: a project's settings download its document as JSON and YAML (the
  * bytes the API exports); another project imports that file: the check lists what would be
  * created, applying it creates the flags; a pasted document with mistakes is refused with each

@@ -1,5 +1,5 @@
 /**
- * Prerequisites (issue 33, docs/prerequisites.md) walked through in Debian's Chromium, by role and
+ * Prerequisites (docs/prerequisites.md) walked through in Debian's Chromium, by role and
  * accessible name, by keyboard: a flag gets a prerequisite (a flag of the environment, the state it
  * must have, a variant of it); a cycle is refused and the server's message shown where it happens;
  * the flags list says "needs <key>"; the parent's page lists the flag that needs it; a prerequisite

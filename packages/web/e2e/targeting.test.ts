@@ -1,5 +1,5 @@
 /**
- * Targeting on any attribute (issue 20, docs/targeting.md) walked through in Debian's Chromium, by role
+ * Targeting on any attribute (docs/targeting.md) walked through in Debian's Chromium, by role
  * and accessible name: a segment is created with its values as chips (typed, pasted as a list,
  * one removed), a bad one is refused with the server's message; a flag gets a conditions rule
  * naming the segment and a version, and a rule that serves off; everyone else is set to off; the
@@ -8,7 +8,7 @@
  * rule editor then offers the attributes Try it sent first. No console error on any page except
  * the deliberate refusals; axe finds no serious violation in any state reached. The new editors
  * (conditions builder, segment dialogs, the rules' order, everyone else, Try it's attributes) are
- * worked with the keyboard alone (issue 24): Tab to reach, Enter/Space to press, arrows to choose;
+ * worked with the keyboard alone (docs/adr/0015-dashboard-accessibility.md): Tab to reach, Enter/Space to press, arrows to choose;
  * each dialog gives the focus back to what opened it, a removed chip, condition or attribute row
  * passes it to its box, the next row or the Add button.
  *
@@ -53,7 +53,7 @@ test('a person targets beta customers on a recent app version, and no one else',
     await heading('No segments yet');
     await checkA11y(page, 'segments, none yet');
     const newSegment = page.getByRole('button', { name: 'New segment' });
-    // By keyboard alone (issue 24): Tab from field to field, Enter for a chip and on buttons.
+    // By keyboard alone: Tab from field to field, Enter for a chip and on buttons.
     let dialog = await dialogByKeyboard(page, newSegment, 'New segment');
     await focusReturnsTo(page, dialog.getByLabel('Name'));
     await page.keyboard.type('Beta customers');
@@ -122,7 +122,7 @@ test('a person targets beta customers on a recent app version, and no one else',
     await page.getByRole('link', { name: 'Open beta_checkout in Production' }).click();
     await heading(/Beta checkout/);
     const addRule = () => page.getByRole('button', { name: 'Add rule' });
-    // By keyboard alone (issue 24): the kind with the arrow keys, each field reached with Tab,
+    // By keyboard alone: the kind with the arrow keys, each field reached with Tab,
     // values as chips with Enter, options with the arrow keys, buttons with Enter.
     dialog = await dialogByKeyboard(page, addRule(), 'Add rule');
     const condition = (n: number) => dialog.getByRole('group', { name: `Condition ${n}` });
@@ -274,7 +274,7 @@ test('a person targets beta customers on a recent app version, and no one else',
     // Try it with custom attributes: the reason says which rule served.
     await section('Try it');
     await page.getByLabel('user_id').fill('user-7');
-    // Custom attributes by keyboard (issue 24): Enter on "Add attribute" twice, Tab through the rows.
+    // Custom attributes by keyboard: Enter on "Add attribute" twice, Tab through the rows.
     const addAttribute = page.getByRole('button', { name: 'Add attribute' });
     await tabTo(page, addAttribute);
     await page.keyboard.press('Enter');

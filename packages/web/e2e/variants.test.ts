@@ -1,5 +1,5 @@
 /**
- * Variants (issue 21, docs/variants.md) walked through in Debian's Chromium, by role and accessible
+ * Variants (docs/variants.md) walked through in Debian's Chromium, by role and accessible
  * name: a flag gets three string variants whose weights, typed as percentages, show their running
  * total; a total short of 100 % is refused in the page and nothing is stored; "Split evenly"
  * spreads the tenths; the off variant is chosen; a JSON value is checked as it is typed; a rule
@@ -41,7 +41,7 @@ test('a person gives a flag three button texts by weight, pins one for a user, a
   const panel = page.getByRole('region', { name: 'Variants' });
   const variant = (n: number) => panel.getByRole('group', { name: `Variant ${n}`, exact: true });
   const total = panel.getByRole('status').filter({ hasText: /^Total:/ });
-  // The editors by keyboard alone (issue 24): Tab to a control, then Enter, typing or arrows.
+  // The editors by keyboard alone (docs/adr/0015-dashboard-accessibility.md): Tab to a control, then Enter, typing or arrows.
   const press = async (control: Locator, key = 'Enter') => {
     await tabTo(page, control);
     await page.keyboard.press(key);

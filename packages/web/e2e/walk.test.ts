@@ -273,7 +273,7 @@ async function walk(page: Page, allowConsoleError: (allowed: RegExp | null) => v
   // How to connect an app, with the new key in its examples.
   await section('Connect an app');
   await page.getByText(newKey).first().waitFor();
-  // Local evaluation (issue 22): the snippet takes an API token, never the SDK key; OFREP for other languages.
+  // Local evaluation (docs/local-evaluation.md): the snippet takes an API token, never the SDK key; OFREP for other languages.
   const localSnippet = await page.getByLabel('Local evaluation on a server (@guidon/sdk) snippet', { exact: true }).textContent();
   assert.match(localSnippet ?? '', /mode: 'local'/);
   assert.ok(!(localSnippet ?? '').includes(newKey), 'the local-mode snippet does not carry the SDK key');
@@ -394,7 +394,7 @@ async function screenshots(dir: string, sessionToken: string, projectId: string)
     { name: 'flag', path: `/projects/${projectId}/flags/${production.id}/${flags[0].environments.production.flag_id}`, token: sessionToken },
     { name: 'usage', path: `/projects/${projectId}/usage`, token: sessionToken },
     { name: 'connect', path: `/projects/${projectId}/connect`, token: sessionToken },
-    // Issue 18: the account page (verified, and unverified with its banner), the emailed links' pages.
+    // Proven addresses (docs/adr/0011-proven-addresses.md): the account page (verified, and unverified with its banner), the emailed links' pages.
     { name: 'account', path: '/account', token: sessionToken },
     { name: 'account-unverified', path: '/account', token: unverified },
     { name: 'verify-email', path: '/verify-email?token=from-the-email', token: '' },

@@ -447,7 +447,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
-    // Flags as code (issue 35, docs/flags-as-code.md): a flag's bucketing key replaces its key in
+    // Flags as code (docs/flags-as-code.md): a flag's bucketing key replaces its key in
     // the rollout and variant hashes (null: the key, as before); each audit event of an import
     // carries the import's id.
     '0011_flags_as_code': {
@@ -472,7 +472,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('usage_reports_ended_idx').on('usage_reports').column('ended_at').execute();
       },
     },
-    // Scheduled changes and change requests (issue 34, docs/change-management.md). A flag's
+    // Scheduled changes and change requests (docs/change-management.md). A flag's
     // revision counts its changes (its rules' included): a change request records the revision of
     // each flag it touches, and is outdated when one moves. An event names the schedule or change
     // request it applied (and a request's approvers). A schedule keeps its flag's id without a
@@ -555,7 +555,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('schedules_project_idx').on('schedules').columns(['project_id', 'at']).execute();
       },
     },
-    // Prerequisites (issue 33, docs/prerequisites.md): the flags of the environment a flag needs,
+    // Prerequisites (docs/prerequisites.md): the flags of the environment a flag needs,
     // a JSON array of {flag_key, enabled, variants?}; null: none. Named by key, so a parent may
     // be missing (never met) and is found again when created.
     '0014_prerequisites': {

@@ -16,7 +16,7 @@ const MAX_NAME_IN_EMAIL = 60;
 
 /**
  * A project's name as an invitation email quotes it: the owner chose it, and whoever can create a
- * project can invite anyone, so it must not read as the email's own text (issue 18, finding 7).
+ * project can invite anyone, so it must not read as the email's own text (docs/security.md, Accounts, invitations and sessions).
  * One line (control, format and separator characters become spaces: no new paragraphs, no bidi
  * tricks), at most 60 characters, no double quote to end the quotation early, and nothing a mail
  * client would turn into a link (dots, colons and @ are bracketed: "https[:]//evil[.]example").

@@ -42,7 +42,7 @@ function toEvent(row: Selectable<AuditEventsTable>): ChangeEvent {
     resource_id: row.resource_id,
     resource_key: row.resource_key,
     actor: { user_id: row.actor_user_id, email: row.actor_email, token_id: row.actor_token_id },
-    // Redacted again: events written before URLs were reduced (issue 18) hold a webhook's full URL.
+    // Redacted again: events written before webhook URLs were reduced hold a webhook's full URL.
     before: redacted(parsed(row.before)),
     after: redacted(parsed(row.after)),
     import_id: row.import_id ?? null,

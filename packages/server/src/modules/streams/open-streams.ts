@@ -5,7 +5,7 @@ import { LogThrottle } from '../../log-throttle.js';
 
 /**
  * Open streams per client (docs/sdk.md: at most STREAMS_PER_CLIENT per client address and SDK
- * key), counted where the rate limits count (§4): with Redis, across every instance; otherwise in
+ * key), counted where the rate limits count (docs/operations.md, Rate limits): with Redis, across every instance; otherwise in
  * this process.
  */
 export interface OpenStreamCount {

@@ -121,7 +121,7 @@ export const webhookRoutes: ApiPlugin<{ db: Db; writes: ProjectWrites; config: R
     return listAttempts(db, webhook.id, { limit: request.query.limit ?? 50, cursor: request.query.cursor });
   });
 
-  // For the dashboard: send a logged delivery's event again (docs/reference/webhooks.md).
+  // For the dashboard: send a logged delivery's event again (docs/api.md, Webhooks).
   app.post(`${base}/:webhook_id/deliveries/:delivery_id/resend`, {
     config: { role: 'owner' },
     schema: { tags, params: DeliveryParams, response: { 202: Type.Object({ message: Type.String() }), ...errorResponses(401, 403, 404, 409, 429) } },
