@@ -283,7 +283,7 @@ const operatorCases: Case[] = operatorConditions.map(([name, condition]) => {
   return singleFlagCase(`condition ${name} (${Math.round((matched / attrContexts.length) * 100)}% match)`, flag, attrContexts);
 });
 
-// Issue 20's environment: 100 flags, each with one rule of 3 conditions (a 1,000-value IN, a
+// The conditions environment: 100 flags, each with one rule of 3 conditions (a 1,000-value IN, a
 // SEMVER_GTE, a REGEX), everyone else off. About half the contexts pass the IN of a flag.
 const conditionsEnvDefs: FlagDefinition[] = Array.from({ length: 100 }, (_, f) =>
   conditionsFlag(`cond_flag_${f}`, [
@@ -307,7 +307,7 @@ const conditionsEnvCase: Case = {
   },
 };
 
-// Issue 21's environment: 100 flags as issue 21's wrk case has them (off, on, 50% rollout, a rule),
+// The variants environment: 100 flags as the wrk bench's variants case has them (off, on, 50% rollout, a rule),
 // every second one serving one of three variants by weight.
 const variantsEnvDefs: FlagDefinition[] = Array.from({ length: 100 }, (_, f) => ({
   key: `variant_flag_${f}`,

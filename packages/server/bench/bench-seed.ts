@@ -132,12 +132,12 @@ export async function seed(url: string, count: number): Promise<string> {
   return project.sdk_key;
 }
 
-/** The user agents the bench's contexts send, and patterns over them (issue 20's REGEX condition). */
+/** The user agents the bench's contexts send, and patterns over them (the conditions case's REGEX condition). */
 export const AGENTS = ['Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0', 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_0) Mobile/15E148', 'okhttp/4.12.0 Android'];
 const PATTERNS = ['Chrome/1[0-9]{2}', 'iPhone|iPad', '(?i)android', 'Linux x86_64', 'Mobile/[0-9A-F]+'];
 
 /**
- * Issue 20's environment: `count` flags, each on only for whom one rule of three conditions
+ * The conditions environment: `count` flags, each on only for whom one rule of three conditions
  * serves: a 1,000-value IN (each flag its own slice of customers), a SEMVER_GTE and a REGEX.
  */
 export async function seedConditions(url: string, count: number): Promise<string> {
@@ -159,7 +159,7 @@ export async function seedConditions(url: string, count: number): Promise<string
 }
 
 /**
- * Issue 21's environment: `count` flags as seed() makes them, and every second one also serves
+ * The variants environment: `count` flags as seed() makes them, and every second one also serves
  * one of three string variants by weight (so every answer differs per user at those flags).
  */
 export async function seedVariants(url: string, count: number): Promise<string> {

@@ -16,7 +16,7 @@
  * (BENCH_PACE_MS between answer and next request per connection, default 12): latency when
  * the server is not the bottleneck.
  *
- * BENCH_FLAGS (default "10,100,1000"; empty: none), BENCH_CONDITIONS=0 (leaves out issue 20's case), BENCH_VARIANTS=0 (issue 21's), BENCH_PREREQUISITES=0 (the prerequisites case), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
+ * BENCH_FLAGS (default "10,100,1000"; empty: none), BENCH_CONDITIONS=0 (leaves out the conditions case), BENCH_VARIANTS=0 (the variants case), BENCH_PREREQUISITES=0 (the prerequisites case), BENCH_SECONDS per measurement (10), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (50). BENCH_WORKERS=0 leaves out the WORKERS=auto comparison.
  * BENCH_PROFILE=<dir>: Guidon runs with --cpu-prof and writes its profiles there
  * (summarize with `node packages/server/dist/bench/profile-summary.js <dir>/<file>.cpuprofile`).
@@ -41,9 +41,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const FLAG_COUNTS = (process.env.BENCH_FLAGS ?? '10,100,1000').split(',').filter(Boolean).map(Number);
-/** Issue 20's case: 100 flags each with a 3-condition rule (BENCH_CONDITIONS=0 leaves it out). */
+/** The conditions case: 100 flags each with a 3-condition rule (BENCH_CONDITIONS=0 leaves it out). */
 const WITH_CONDITIONS = process.env.BENCH_CONDITIONS !== '0';
-/** Issue 21's case: 100 flags, half with three variants by weight (BENCH_VARIANTS=0 leaves it out). */
+/** The variants case: 100 flags, half with three variants by weight (BENCH_VARIANTS=0 leaves it out). */
 const WITH_VARIANTS = process.env.BENCH_VARIANTS !== '0';
 /** 100 flags, half needing another in chains of 1–5 links, some off for everyone (BENCH_PREREQUISITES=0 leaves it out). */
 const WITH_PREREQUISITES = process.env.BENCH_PREREQUISITES !== '0';
@@ -96,7 +96,7 @@ if pace > 0 then delay = function() return pace end end
 request = function()
   n = n + 1
   if attributes then
-    -- Issue 20's case: attributes that its conditions read (customers 0–4999, versions 2.0.0–2.7.0, three agents).
+    -- The conditions case: attributes that its conditions read (customers 0–4999, versions 2.0.0–2.7.0, three agents).
     return wrk.format(nil, nil, nil, '{"environment":"production","context":{"user_id":"user-' .. n .. '","user_email":"user-' .. n .. '@example.com","custom_attributes":{"customer":"customer-' .. (n % 5000) .. '","app_version":"2.' .. (n % 8) .. '.0","agent":"' .. agents[n % 3 + 1] .. '"}}}')
   end
   return wrk.format(nil, nil, nil, '{"environment":"production","context":{"user_id":"user-' .. n .. '","user_email":"user-' .. n .. '@example.com"}}')

@@ -188,7 +188,7 @@ interface DeleteRow {
 }
 
 /**
- * Issue 7: an environment (staging) holding HISTORY_ROWS history rows over 100 snapshots is
+ * The history delete: an environment (staging) holding HISTORY_ROWS history rows over 100 snapshots is
  * deleted while evaluate runs against another one (production, 10 flags, 10 connections: below
  * saturation, so the latency shows stalls rather than queueing). Latency is measured from just
  * before the DELETE is sent until it has answered.

@@ -6,7 +6,7 @@
  * BENCH_REFERENCE: tags, branches or commits, comma-separated; a case is measured against the first
  * that can seed it. Default `bench-reference,bench-reference-features`: when a default tag is
  * missing and its commit is in the history, the tag is created there: `bench-reference` at
- * e8c63e9 (the build issue 30 measured main against, 2026-11-22, before conditions and variants),
+ * e8c63e9 (the build main was measured against from 2026-11-22, before conditions and variants),
  * `bench-reference-features` at d9e0f3f (main at the end of 2026-11-24, with conditions and
  * variants, for the cases e8c63e9 cannot seed). `none` measures this build alone. The commit is exported with `git archive` into
  * <tmp>/guidon-bench-reference-<sha> (kept between runs: built once) and its server built with the
