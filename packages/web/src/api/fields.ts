@@ -62,7 +62,14 @@ export const fields = {
     "experiment.created",
     "experiment.started",
     "experiment.stopped",
-    "experiment.deleted"
+    "experiment.deleted",
+    "release.created",
+    "release.advanced",
+    "release.paused",
+    "release.resumed",
+    "release.rolled_back",
+    "release.aborted",
+    "release.completed"
   ],
   "resourceTypes": [
     "project",
@@ -75,7 +82,8 @@ export const fields = {
     "schedule",
     "change_request",
     "metric",
-    "experiment"
+    "experiment",
+    "release"
   ],
   "operators": {
     "IN": {

@@ -9187,7 +9187,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    resource_type?: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook" | "schedule" | "change_request" | "metric" | "experiment";
+                    resource_type?: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook" | "schedule" | "change_request" | "metric" | "experiment" | "release";
                     resource_id?: string;
                     environment_id?: string;
                     actor_id?: string;
@@ -10366,9 +10366,9 @@ export interface components {
          * @description <resource>.<verb>, e.g. flag.toggled
          * @enum {unknown}
          */
-        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "segment.created" | "segment.updated" | "segment.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test" | "schedule.created" | "schedule.cancelled" | "schedule.failed" | "change_request.created" | "change_request.updated" | "change_request.reviewed" | "change_request.applied" | "change_request.rejected" | "change_request.cancelled" | "change_request.outdated" | "change_request.failed" | "metric.created" | "metric.updated" | "metric.deleted" | "experiment.created" | "experiment.started" | "experiment.stopped" | "experiment.deleted";
+        AuditAction: "project.created" | "project.updated" | "project.key_regenerated" | "environment.created" | "environment.updated" | "environment.deleted" | "flag.created" | "flag.updated" | "flag.toggled" | "flag.deleted" | "rule.created" | "rule.updated" | "rule.deleted" | "segment.created" | "segment.updated" | "segment.deleted" | "member.added" | "member.joined" | "member.updated" | "member.removed" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.test" | "schedule.created" | "schedule.cancelled" | "schedule.failed" | "change_request.created" | "change_request.updated" | "change_request.reviewed" | "change_request.applied" | "change_request.rejected" | "change_request.cancelled" | "change_request.outdated" | "change_request.failed" | "metric.created" | "metric.updated" | "metric.deleted" | "experiment.created" | "experiment.started" | "experiment.stopped" | "experiment.deleted" | "release.created" | "release.advanced" | "release.paused" | "release.resumed" | "release.rolled_back" | "release.aborted" | "release.completed";
         /** @enum {unknown} */
-        ResourceType: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook" | "schedule" | "change_request" | "metric" | "experiment";
+        ResourceType: "project" | "environment" | "flag" | "rule" | "segment" | "member" | "webhook" | "schedule" | "change_request" | "metric" | "experiment" | "release";
         AuditEvent: {
             /** Format: uuid */
             id: string;
@@ -10415,6 +10415,11 @@ export interface components {
                 user_id: string;
                 email: string;
             }[] | null;
+            /**
+             * Format: uuid
+             * @description the guarded release that made the change: a step, a rollback (docs/releases.md); else null
+             */
+            release_id: string | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp
