@@ -88,6 +88,10 @@ import { EventIntake } from './modules/experiments/intake.js';
 import { eventIntakeRoutes } from './modules/experiments/intake.routes.js';
 import { ResultsService } from './modules/experiments/results.service.js';
 import { stopExperimentsOfDeletedFlags } from './modules/experiments/experiment-writes.js';
+import { Release } from './modules/releases/releases.schemas.js';
+import { releaseRoutes } from './modules/releases/releases.routes.js';
+import { Releaser, type ReleaserOptions } from './modules/releases/releaser.js';
+import { endReleasesOfChangedFlags, refuseRolloutChangesDuringRelease } from './modules/releases/release-writes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -133,6 +137,8 @@ export interface BuildOptions {
   webhooks?: WebhookSenderOptions;
   /** Tests only: how often the scheduler looks for due changes. */
   scheduler?: SchedulerOptions;
+  /** Tests only: how often due release checks are looked for, and how long a release's second lasts. */
+  releaser?: ReleaserOptions;
 }
 
 /** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password, an OpenID callback's code and state. */
@@ -243,11 +249,18 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     // Audit records each change; webhooks queue its deliveries in the same transaction and are woken after the commit.
     // Every write is refused in an environment that needs approval unless it applies an approved
     // change request; a changed flag outdates the requests built on it; a deleted one's schedules are
-    // cancelled and its running experiments stopped.
+    // cancelled and its running experiments stopped. While a release runs, its flag's rollout is
+    // the release's to change; switching the flag off or deleting it aborts the release.
     writes: new ProjectWrites(
       db,
       changes,
-      { record: insertAuditEvent, checks: [refuseUnapprovedWrites], consequences: [cancelSchedulesOfDeletedFlags, stopExperimentsOfDeletedFlags, requestConsequences], withEvent: [enqueueDeliveries], afterEvents: [() => webhooks.wake()] },
+      {
+        record: insertAuditEvent,
+        checks: [refuseUnapprovedWrites, refuseRolloutChangesDuringRelease],
+        consequences: [cancelSchedulesOfDeletedFlags, stopExperimentsOfDeletedFlags, endReleasesOfChangedFlags, requestConsequences],
+        withEvent: [enqueueDeliveries],
+        afterEvents: [() => webhooks.wake()],
+      },
       app.log,
     ),
     webhooks,
@@ -278,7 +291,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     services.mailer.close();
   });
 
-  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest, Metric, Experiment, ExperimentResults]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ReturnPath, Project, Environment, Flag, Condition, ConditionBody, Rule, Segment, EvaluationItem, Member, ApiToken, AuditActionSchema, ResourceTypeSchema, AuditEvent, Webhook, Schedule, ChangeRequestItem, ChangeRequest, Metric, Experiment, ExperimentResults, Release]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       info: { title: 'Guidon', description: 'Self-hosted feature flags: JSON API and evaluate endpoint', version: '0.1.0' },
@@ -311,6 +324,10 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   const scheduler = new Scheduler(db, database.dialect, services.writes, metrics.scheduled, app.log, options.scheduler);
   app.addHook('onReady', async () => scheduler.start());
   app.addHook('onClose', () => scheduler.close());
+  // Checks guarded releases when due and takes each decision once (releases/releaser.ts).
+  const releaser = new Releaser(database, services.writes, services.mailer, app.log, options.releaser);
+  app.addHook('onReady', async () => releaser.start());
+  app.addHook('onClose', () => releaser.close());
   await app.register(metricsRoutes(metrics), services);
   await app.register(healthRoutes, services);
   await app.register(documentSchemaRoutes);
@@ -364,7 +381,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       api.addHook('onRequest', authorize(services));
       api.addHook('preValidation', refuseUnstorableText);
       // Writes go through services.writes.apply (the one change path), not a hook here.
-      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, metricRoutes, experimentRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
+      for (const routes of <ApiPlugin<Services>[]>[currentUserRoutes, accountRemovalRoutes, apiTokenRoutes, projectRoutes, memberRoutes, invitationRoutes, environmentRoutes, flagRoutes, acrossRoutes, ruleRoutes, scheduleRoutes, changeRequestRoutes, segmentRoutes, metricRoutes, experimentRoutes, releaseRoutes, flagsAsCodeRoutes, explainRoutes, attributeRoutes, evaluationRoutes, auditRoutes, webhookRoutes]) {
         await api.register(routes, services);
       }
     },

@@ -47,7 +47,7 @@ export async function startTwoInstances(): Promise<{ a: TestServer; b: TestServe
  */
 export async function startServer(
   env: Record<string, string> = {},
-  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; scheduler?: BuildOptions['scheduler']; changeNotifications?: boolean; port?: number; host?: string } = {},
+  options: { database?: TestDatabase; revisionCheckIntervalMs?: number; webhooks?: BuildOptions['webhooks']; scheduler?: BuildOptions['scheduler']; releaser?: BuildOptions['releaser']; changeNotifications?: boolean; port?: number; host?: string } = {},
 ): Promise<TestServer> {
   // A database passed in is shared with other servers: the caller drops it.
   const testDatabase = options.database ?? (await createTestDatabase());
@@ -70,7 +70,7 @@ export async function startServer(
     },
   });
   const database = await openDatabase(config.database, { poolSize: config.databasePoolSize });
-  const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs, webhooks: options.webhooks, scheduler: options.scheduler, changeNotifications: options.changeNotifications });
+  const app = await buildApp(config, database, { logStream, revisionCheckIntervalMs: options.revisionCheckIntervalMs, webhooks: options.webhooks, scheduler: options.scheduler, releaser: options.releaser, changeNotifications: options.changeNotifications });
   const host = options.host ?? '127.0.0.1';
   await app.listen({ port: options.port ?? 0, host });
   const { port } = app.server.address() as AddressInfo;

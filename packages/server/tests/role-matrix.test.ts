@@ -48,9 +48,12 @@ const BODIES: Record<string, (params: Record<string, string>) => unknown> = {
   'POST /api/projects/:project_id/metrics': () => ({ key: `metric-${next()}`, name: 'Purchases', event: 'purchase', kind: 'conversion', better: 'higher' }),
   'PUT /api/projects/:project_id/metrics/:metric_id': () => ({ name: `Purchases ${next()}` }),
   'POST /api/projects/:project_id/environments/:env_id/experiments': (params) => ({ flag_id: params.flag_id, name: `Experiment ${next()}`, control: 'off', metrics: [{ metric_id: params.metric_id, role: 'primary' }] }),
+  // Refused by the handler (HANDLER_REFUSES): no such metric, so the fixture's flag gets no release.
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases': () => ({ guardrails: [{ metric_id: NO_SUCH_ID }] }),
   'POST /api/projects/:project_id/import/unleash': () => ({ version: 1, features: [{ name: `unleashed-${next()}`, type: 'release', project: 'default' }], featureStrategies: [], featureEnvironments: [], environments: [] }),
 };
 
+const NO_SUCH_ID = '00000000-0000-4000-8000-000000000000';
 const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
 
 /** A query string that the route needs from a caller allowed to use it. */
@@ -88,6 +91,13 @@ const HANDLER_REFUSES: Record<string, number> = {
   // …and a draft has no results (experiment-results.test.ts reads those of running ones).
   'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/results': 409,
   'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/units.csv': 409,
+  // Releases (releases.test.ts runs them): a release would own the fixture's flag's rollout, which
+  // other routes change, so the calls here reach the handler and are refused by it.
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases': 400,
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id': 404,
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id/pause': 404,
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id/resume': 404,
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id/abort': 404,
 };
 
 /** docs/api.md (Members, API tokens, Webhooks, Account) and docs/change-management.md: the least role of the routes it names (other routes are held to their own declaration). */
@@ -175,6 +185,13 @@ const CONTRACT: Record<string, DeclaredRole> = {
   'DELETE /api/projects/:project_id/environments/:env_id/experiments/:experiment_id': 'editor',
   'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/results': 'viewer',
   'GET /api/projects/:project_id/environments/:env_id/experiments/:experiment_id/units.csv': 'editor',
+  // Guarded releases (docs/releases.md).
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases': 'editor',
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases': 'viewer',
+  'GET /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id': 'viewer',
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id/pause': 'editor',
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id/resume': 'editor',
+  'POST /api/projects/:project_id/environments/:env_id/flags/:flag_id/releases/:release_id/abort': 'editor',
 };
 
 let receiverUrl = '';
@@ -255,7 +272,7 @@ describe('role matrix: every /api route × every caller', () => {
     const other = await newProject(server, owner, 'Other');
     return {
       owner,
-      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, invitation_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id, schedule_id: schedule.id, cr_id: changeRequest.id, metric_id: metric.id, experiment_id: experiment.id },
+      params: { delivery_id: attempts[0].id, project_id: project.id, env_id: project.production, staging_env_id: project.staging, flag_id: flag.id, flag_key: flagKey, rule_id: rule.id, member_id: invited.id, invitation_id: invited.id, webhook_id: webhook.id, segment_id: segment.id, token_id: revoked.body.id, schedule_id: schedule.id, cr_id: changeRequest.id, metric_id: metric.id, experiment_id: experiment.id, release_id: NO_SUCH_ID },
       tokens: {
         owner: owner.token,
         editor: editor.token,

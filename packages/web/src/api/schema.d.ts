@@ -5712,6 +5712,30 @@ export interface paths {
                             note?: string | null;
                         } | {
                             /** @enum {string} */
+                            op: "release.create";
+                            /** Format: uuid */
+                            flag_id: string;
+                            release: {
+                                /** @description rollout percentages, increasing, the last 100; default [5, 10, 25, 50, 100] */
+                                steps?: number[];
+                                /** @description the least time at each step; default 3600 */
+                                hold_seconds?: number;
+                                /** @description how often it is analysed; default 300 */
+                                check_seconds?: number;
+                                /** @description units each side needs before any decision; default 100 */
+                                min_units?: number;
+                                /** @description metrics of the project that must not get worse, each once */
+                                guardrails: {
+                                    /** Format: uuid */
+                                    metric_id: string;
+                                    /** @description the largest harm accepted, in the metric’s own unit per unit (e.g. 0.002 more errors per user); default 0 */
+                                    tolerance?: number;
+                                }[];
+                                /** @description a variant key of a flag with variants: the rollout serves it, everyone else the off variant; default on */
+                                treatment?: string;
+                            };
+                        } | {
+                            /** @enum {string} */
                             op: "schedule.cancel";
                             /** Format: uuid */
                             schedule_id: string;
@@ -6172,6 +6196,30 @@ export interface paths {
                                 }[];
                             };
                             note?: string | null;
+                        } | {
+                            /** @enum {string} */
+                            op: "release.create";
+                            /** Format: uuid */
+                            flag_id: string;
+                            release: {
+                                /** @description rollout percentages, increasing, the last 100; default [5, 10, 25, 50, 100] */
+                                steps?: number[];
+                                /** @description the least time at each step; default 3600 */
+                                hold_seconds?: number;
+                                /** @description how often it is analysed; default 300 */
+                                check_seconds?: number;
+                                /** @description units each side needs before any decision; default 100 */
+                                min_units?: number;
+                                /** @description metrics of the project that must not get worse, each once */
+                                guardrails: {
+                                    /** Format: uuid */
+                                    metric_id: string;
+                                    /** @description the largest harm accepted, in the metric’s own unit per unit (e.g. 0.002 more errors per user); default 0 */
+                                    tolerance?: number;
+                                }[];
+                                /** @description a variant key of a flag with variants: the rollout serves it, everyone else the off variant; default on */
+                                treatment?: string;
+                            };
                         } | {
                             /** @enum {string} */
                             op: "schedule.cancel";
@@ -8191,6 +8239,562 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/releases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The flag's releases in this environment, newest first (without their checks). */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Release"][];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** @description Starts a guarded release: the flag on at the first step, checked every check_seconds. In an environment that needs approvals, a change request with op release.create. */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description rollout percentages, increasing, the last 100; default [5, 10, 25, 50, 100] */
+                        steps?: number[];
+                        /** @description the least time at each step; default 3600 */
+                        hold_seconds?: number;
+                        /** @description how often it is analysed; default 300 */
+                        check_seconds?: number;
+                        /** @description units each side needs before any decision; default 100 */
+                        min_units?: number;
+                        /** @description metrics of the project that must not get worse, each once */
+                        guardrails: {
+                            /** Format: uuid */
+                            metric_id: string;
+                            /** @description the largest harm accepted, in the metric’s own unit per unit (e.g. 0.002 more errors per user); default 0 */
+                            tolerance?: number;
+                        }[];
+                        /** @description a variant key of a flag with variants: the rollout serves it, everyone else the off variant; default on */
+                        treatment?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Release"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/releases/{release_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The release with every check and its figures, oldest first. */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                    release_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Release"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/releases/{release_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Running → paused: it no longer advances; its checks go on, and a harmful guardrail still rolls it back. */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                    release_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Release"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/releases/{release_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Paused → running. */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                    release_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Release"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{project_id}/environments/{env_id}/flags/{flag_id}/releases/{release_id}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Ends the release and rolls the flag back to what it was before it (no approval needed: the release was approved). */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                    env_id: string;
+                    flag_id: string;
+                    release_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Release"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -10806,6 +11410,120 @@ export interface components {
             }[];
             /** @description every arm with a positive expected share has at least min_units units */
             enough_data: boolean;
+        };
+        Release: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            project_id: string;
+            /** Format: uuid */
+            environment_id: string;
+            /** Format: uuid */
+            flag_id: string;
+            flag_key: string;
+            steps: number[];
+            hold_seconds: number;
+            check_seconds: number;
+            min_units: number;
+            guardrails: {
+                /** Format: uuid */
+                metric_id: string;
+                tolerance: number;
+            }[];
+            /** @description what the rollout serves: on, or a variant key */
+            treatment: string;
+            /** @description what everyone else is served: off, or the off variant */
+            control: string;
+            /** @enum {unknown} */
+            status: "running" | "paused" | "rolled_back" | "aborted" | "completed";
+            /** @description index into steps */
+            current_step: number;
+            /** @description steps[current_step] */
+            rollout_percentage: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            step_started_at: string;
+            /** @description why it paused or ended, in words; null while it runs as planned */
+            reason: string | null;
+            created_by: {
+                /** Format: uuid */
+                user_id: string | null;
+                email: string | null;
+            };
+            /**
+             * Format: uuid
+             * @description the approved change request that created it, else null
+             */
+            change_request_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            ended_at: string | null;
+            /** @description null once it has ended */
+            next_check_at: string | (never | null);
+            /** @description every check, oldest first (GET of one release only) */
+            checks?: {
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                at: string;
+                /** @description the rollout percentage when it was checked */
+                step: number;
+                /** @description false above 50 %: no control is left, the step advances on its hold time alone */
+                monitored: boolean;
+                units: {
+                    treatment: number;
+                    control: number;
+                };
+                srm: {
+                    p_value: number;
+                    flagged: boolean;
+                };
+                guardrails: {
+                    /** Format: uuid */
+                    metric_id: string;
+                    metric_key: string;
+                    /** @enum {unknown} */
+                    better: "higher" | "lower";
+                    tolerance: number;
+                    units: {
+                        treatment: number;
+                        control: number;
+                    };
+                    means: {
+                        treatment: number;
+                        control: number;
+                    };
+                    /** @description treatment mean − control mean */
+                    difference: number;
+                    /** @description the one-sided confidence sequence's bound of the difference on the better side; null before each side has min_units and a standard error */
+                    bound: number | null;
+                    /** @description the tolerance on the worse side of 0: −tolerance when higher is better, +tolerance when lower is; a bound beyond it rolls back */
+                    limit: number;
+                    /** @description the bound's distance from the difference: the smallest harm beyond the tolerance this check could have detected */
+                    detectable_harm: number | null;
+                    /** @enum {unknown} */
+                    decision: "harmful" | "no_harm" | "not_enough_data";
+                }[];
+                /** @enum {unknown} */
+                decision: "roll_back" | "pause" | "advance" | "complete" | "wait";
+                /** @description the decision in words */
+                explanation: string;
+            }[];
         };
         ProjectFlag: {
             key: string;

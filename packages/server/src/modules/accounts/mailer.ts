@@ -7,6 +7,8 @@ export interface Mailer {
   sendVerification(to: string, link: string): Promise<void>;
   /** The link (with the invitation's secret) opens the dashboard's sign-up (docs/api.md, Members). */
   sendInvitation(to: string, link: string, projectName: string): Promise<void>;
+  /** To a guarded release's creator when it rolled back by itself (docs/releases.md). */
+  sendReleaseRolledBack(to: string, release: { flagKey: string; releaseId: string; explanation: string }): Promise<void>;
   close(): void;
 }
 
@@ -47,6 +49,9 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
       async sendInvitation(to, link, projectName) {
         log.warn({ to, link, projectName }, 'SMTP_URL is not set: invitation link logged instead of emailed');
       },
+      async sendReleaseRolledBack(to, release) {
+        log.warn({ to, ...release }, 'SMTP_URL is not set: a release rolled back; the email to its creator is logged instead');
+      },
       close() {},
     };
   }
@@ -78,6 +83,15 @@ export function createMailer(smtpUrl: string | null, from: string, publicUrl: st
         to,
         subject: 'You are invited to a project on Guidon',
         text: `You are invited to join a project on Guidon, the feature-flag service at this address:\n${publicUrl}\n\nThe project's name, as its owner wrote it: "${nameForEmail(projectName)}"\n\nTo accept, open this link within 7 days and create your account with this email address:\n${link}\n\nIf you already have an account, sign in instead: the invitation waits on your projects page, where you accept or decline it.\nIf you did not expect this invitation, ignore this email: nothing happens unless you accept it.\n`,
+      });
+    },
+    // The flag key and the figures are the server's words; no text a member typed is quoted.
+    async sendReleaseRolledBack(to, release) {
+      await (await transport()).sendMail({
+        from,
+        to,
+        subject: `Guidon rolled back the release of ${release.flagKey}`,
+        text: `A guarded release you started on Guidon rolled back by itself: one of its guardrails got worse.\n\nFlag: ${release.flagKey}\nRelease: ${release.releaseId}\n\n${release.explanation}\n\nThe flag is back to what it served before the release. Every check and its figures are on the flag's page:\n${publicUrl}\n`,
       });
     },
     close: () => void made?.then((transporter) => transporter.close()),

@@ -15,16 +15,19 @@ import type { WriteContext } from '../changes/project-writes.js';
 import { outdate, PENDING, settle } from './change-requests.writes.js';
 
 /** The actions that change what an environment serves or will serve. */
-const REVIEWED_ACTIONS = new Set<AuditAction>(['flag.created', 'flag.updated', 'flag.toggled', 'flag.deleted', 'rule.created', 'rule.updated', 'rule.deleted', 'schedule.created', 'schedule.cancelled']);
+const REVIEWED_ACTIONS = new Set<AuditAction>(['flag.created', 'flag.updated', 'flag.toggled', 'flag.deleted', 'rule.created', 'rule.updated', 'rule.deleted', 'schedule.created', 'schedule.cancelled', 'release.created']);
 
 /** The message of every refused direct write. */
 const needsApprovalMessage = (environmentKey: string) => `Changes to ${environmentKey} need an approved change request`;
 
 /**
  * Whether this write applies an approved change request of the environment, or a schedule one
- * created. Such a write names its origin; only change-requests.writes.ts (applyRequest, after it
- * counted the approvals of the exact content in the same transaction and moved the request to
- * applied) and the scheduler (for a schedule) name one, and no route takes one from a caller.
+ * created, or is a step or the rollback of a release of the environment (its creation needed the
+ * approval: docs/releases.md). Such a write names its origin; only change-requests.writes.ts
+ * (applyRequest, after it counted the approvals of the exact content in the same transaction and
+ * moved the request to applied), the scheduler (for a schedule) and the releases module (the
+ * releaser, and abort, whose write rolls back that release's flag only) name one, and no route
+ * takes one from a caller's body.
  */
 async function appliesApproved(trx: Db, environmentId: string, origin: ChangeOrigin): Promise<boolean> {
   if (origin?.change_request_id) {
@@ -34,6 +37,10 @@ async function appliesApproved(trx: Db, environmentId: string, origin: ChangeOri
   if (origin?.schedule_id) {
     const schedule = await trx.selectFrom('schedules').select('change_request_id').where('id', '=', origin.schedule_id).where('environment_id', '=', environmentId).executeTakeFirst();
     return schedule !== undefined && schedule.change_request_id !== null;
+  }
+  if (origin?.release_id) {
+    const release = await trx.selectFrom('releases').select('id').where('id', '=', origin.release_id).where('environment_id', '=', environmentId).executeTakeFirst();
+    return release !== undefined;
   }
   return false;
 }

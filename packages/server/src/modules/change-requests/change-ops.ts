@@ -16,6 +16,8 @@ import { CreateFlagBody, CreateRuleBody, UpdateFlagBody, UpdateRuleBody } from '
 import type { PrerequisiteBatch } from '../flags/prerequisites.js';
 import { createRuleWrite, deleteRuleWrite, updateRuleWrite } from '../flags/rule-writes.js';
 import { cancelScheduleWrite, createScheduleWrite } from '../schedules/schedule-writes.js';
+import { createReleaseWrite } from '../releases/release-writes.js';
+import { CreateReleaseBody } from '../releases/releases.schemas.js';
 import { At, Note } from '../schedules/schedules.schemas.js';
 
 /** Where and for whom a change runs: the request's environment, its author, the request. */
@@ -75,6 +77,11 @@ export const CHANGE_OPS = {
   'schedule.create': op({ flag_id: Uuid, at: At, change: UpdateFlagBody, note: Type.Optional(Note) }, {
     flagOf: (change) => change.flag_id,
     run: (trx, record, context, change) => createScheduleWrite(trx, record, onFlag(context, change.flag_id), change, context.author, context.changeRequestId),
+  }),
+  // A guarded release (docs/releases.md): once approved, its steps and its rollback need no further approval.
+  'release.create': op({ flag_id: Uuid, release: CreateReleaseBody }, {
+    flagOf: (change) => change.flag_id,
+    run: (trx, record, context, change) => createReleaseWrite(trx, record, onFlag(context, change.flag_id), change.release, context.author, context.changeRequestId),
   }),
   'schedule.cancel': op({ schedule_id: Uuid }, {
     flagOf: () => null,

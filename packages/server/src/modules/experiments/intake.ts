@@ -2,7 +2,8 @@
  * What applications send (docs/experiments.md, "Sending exposures and events"): each batch is
  * sorted into what is kept and what is ignored (counted by reason), and what is kept waits here
  * until the next flush, at most FLUSH_INTERVAL_MS: durable within a second, and written at
- * shutdown. Only exposures of flags a running experiment of their environment watches, with an
+ * shutdown. Only exposures of flags a running experiment or a live guarded release
+ * (docs/releases.md) of their environment watches, with an
  * arm of that experiment, are kept; events are kept when a metric of the project counts their name.
  */
 import type { FastifyBaseLogger } from 'fastify';
@@ -298,16 +299,20 @@ export class EventIntake {
   }
 
   private async readWatch(projectId: string): Promise<ProjectWatch> {
-    const [running, metrics] = await Promise.all([
+    const [running, releases, metrics] = await Promise.all([
       this.database.db.selectFrom('experiments').select(['environment_id', 'flag_key', 'expected_shares']).where('project_id', '=', projectId).where('status', '=', 'running').execute(),
+      this.database.db.selectFrom('releases').select(['environment_id', 'flag_key', 'treatment', 'control']).where('project_id', '=', projectId).where('status', 'in', ['running', 'paused']).execute(),
       this.database.db.selectFrom('metrics').select('event').where('project_id', '=', projectId).execute(),
     ]);
     const flags = new Map<string, Map<string, ReadonlySet<string>>>();
-    for (const experiment of running) {
-      let watched = flags.get(experiment.environment_id);
-      if (!watched) flags.set(experiment.environment_id, (watched = new Map()));
-      watched.set(experiment.flag_key, new Set(Object.keys(fromJson<Record<string, number>>(experiment.expected_shares!))));
-    }
+    const watch = (environmentId: string, flagKey: string, arms: readonly string[]) => {
+      let watched = flags.get(environmentId);
+      if (!watched) flags.set(environmentId, (watched = new Map()));
+      watched.set(flagKey, new Set([...(watched.get(flagKey) ?? []), ...arms]));
+    };
+    for (const experiment of running) watch(experiment.environment_id, experiment.flag_key, Object.keys(fromJson<Record<string, number>>(experiment.expected_shares!)));
+    // A guarded release compares its treatment with its control (docs/releases.md).
+    for (const release of releases) watch(release.environment_id, release.flag_key, [release.treatment, release.control]);
     return { flags, events: new Set(metrics.map((metric) => metric.event)) };
   }
 }

@@ -88,7 +88,7 @@ function readPage(database: Database, table: 'exposures' | 'events', environment
 }
 
 /** Visits every row of a table's key in id order, page by page, with a turn of the event loop between pages. */
-async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void): Promise<void> {
+export async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void): Promise<void> {
   // A turn every few milliseconds: evaluate's p99 while a computation runs (docs/performance.md, "Experiments").
   const pace = pacer(3);
   let after = 0;

@@ -178,6 +178,18 @@ export function sequentialRho(alpha: number, tuning: number): number {
   return Math.sqrt((l + Math.log(l + 1)) / tuning);
 }
 
+/**
+ * The half-width of the one-sided confidence sequence at level α (gbstats'
+ * sequential_interval_halfwidth_one_sided; Waudby-Smith et al. 2023, eq. 134): ρ computed with
+ * 2α, s² = SE²·n, n = n_t + n_c. A guarded release's bound on the better side is the estimate
+ * ∓ this (docs/releases.md).
+ */
+export function oneSidedSequentialHalfWidth(se: number, n: number, alpha: number, tuning: number): number {
+  const rho = sequentialRho(2 * alpha, tuning);
+  const nr2 = n * rho * rho;
+  return Math.sqrt(((se * se * n * 2 * (nr2 + 1)) / (n * rho) ** 2) * Math.log(1 + Math.sqrt(nr2 + 1) / (2 * alpha)));
+}
+
 /** An estimate with its standard error, as a fixed-horizon t interval or a confidence sequence. */
 function interval(estimate: number, se: number, df: number, n: number, options: TestOptions): Interval {
   if (!(se > 0) || !Number.isFinite(se)) return NULL_INTERVAL;
