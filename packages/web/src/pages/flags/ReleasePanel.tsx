@@ -165,7 +165,8 @@ function ReleaseView({ projectId, environment, flag, release, metrics, readOnly,
       {live && !readOnly && (
         <div className="actions start">
           {/* One button that changes its name, so the focus stays on it from pause to resume. */}
-          <button type="button" className="secondary" disabled={act.isPending} onClick={() => void run(release.status === 'paused' ? 'resume' : 'pause')}>
+          {/* Not disabled while it is sent: a disabled button loses the focus. */}
+          <button type="button" className="secondary" aria-disabled={act.isPending || undefined} onClick={() => !act.isPending && void run(release.status === 'paused' ? 'resume' : 'pause')}>
             {release.status === 'paused' ? 'Resume release' : 'Pause release'}
           </button>
           <button type="button" className="danger" disabled={act.isPending} onClick={() => setAborting(true)}>
@@ -478,6 +479,11 @@ function StartReleaseForm({ projectId, environment, flag, metrics, metricsError,
   const [treatment, setTreatment] = useState(variants[0]?.key ?? '');
   const [errors, setErrors] = useState<FormErrors>({});
   const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | null>(null);
+  /** A field's error goes once the field is edited: it said what to change. */
+  const editing = (field: keyof FormErrors, change: () => void) => {
+    change();
+    setErrors((current) => (current[field] === undefined ? current : { ...current, [field]: undefined }));
+  };
 
   const percents = steps.split(/[\s,→>%]+/).filter(Boolean).map(Number);
   const first = percents[0];
@@ -525,10 +531,10 @@ function StartReleaseForm({ projectId, environment, flag, metrics, metricsError,
       )}
       {flag.enabled && flag.everyone_else === 'off' && <p className="notice">{flag.key} is on, and everyone else gets it off: the rollout is not used. Set Everyone else to “served by the rollout”, or switch it off, before a release.</p>}
       <div className="inline-form">
-        <Field label="Steps (%)" value={steps} onChange={setSteps} error={errors.steps} hint="Comma-separated, increasing, the last 100" />
-        <DurationField label="Hold at each step" amount={hold.amount} unit={hold.unit} onChange={(amount, unit) => setHold({ amount, unit })} error={errors.hold} hint="The least time at a step before it moves on; at least 10 seconds" />
-        <DurationField label="Check every" amount={check.amount} unit={check.unit} onChange={(amount, unit) => setCheck({ amount, unit })} error={errors.check} hint="How often the guardrails are compared; at least 10 seconds" />
-        <Field label="Units on each side" type="number" min={1} value={minUnits} onChange={setMinUnits} error={errors.minUnits} hint="Users with and without the release needed before any decision" />
+        <Field label="Steps (%)" value={steps} onChange={(value) => editing('steps', () => setSteps(value))} error={errors.steps} hint="Comma-separated, increasing, the last 100" />
+        <DurationField label="Hold at each step" amount={hold.amount} unit={hold.unit} onChange={(amount, unit) => editing('hold', () => setHold({ amount, unit }))} error={errors.hold} hint="The least time at a step before it moves on; at least 10 seconds" />
+        <DurationField label="Check every" amount={check.amount} unit={check.unit} onChange={(amount, unit) => editing('check', () => setCheck({ amount, unit }))} error={errors.check} hint="How often the guardrails are compared; at least 10 seconds" />
+        <Field label="Units on each side" type="number" min={1} value={minUnits} onChange={(value) => editing('minUnits', () => setMinUnits(value))} error={errors.minUnits} hint="Users with and without the release needed before any decision" />
         {variants.length > 0 && (
           <div className="field">
             <label htmlFor={`${id}-treatment`}>Variant to release</label>
@@ -564,7 +570,7 @@ function StartReleaseForm({ projectId, environment, flag, metrics, metricsError,
               return (
                 <li key={metric.id} className="guardrail-choice">
                   <label className="checkbox">
-                    <input type="checkbox" checked={on} onChange={(event) => toggle(metric, event.target.checked)} /> {metric.name} <span className="muted small">({metric.better} is better)</span>
+                    <input type="checkbox" checked={on} onChange={(event) => editing('guardrails', () => toggle(metric, event.target.checked))} /> {metric.name} <span className="muted small">({metric.better} is better)</span>
                   </label>
                   {on && (
                     <Field
