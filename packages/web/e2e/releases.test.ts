@@ -7,11 +7,13 @@
  * (bucket < 5) and in the comparison group (bucket 50–54): errors for 70 % of the treatment, 5 %
  * of the control. The page, reading the release again by itself, shows it rolled back with the
  * server's explanation, the guardrail's figures, chart and table, and the flag off again. Then a
- * second release is paused, resumed and aborted from the keyboard, the focus kept on the button.
- * No console error; axe finds no serious violation in any state.
+ * second release is paused, resumed and aborted from the keyboard, the focus kept on the button,
+ * and a start the server refuses (the flag on above the first step) is shown in its words. A
+ * second walk releases a variant where changes need approval: it goes into the draft change
+ * request. No console error but the deliberate refusal; axe finds no serious violation in any state.
  *
- * GUIDON_SCREENSHOTS=<dir> also saves the flag page with the rolled-back release (desktop and
- * phone, light and dark) and the start form.
+ * GUIDON_SCREENSHOTS=<dir> also saves the rolled-back release's section (desktop and phone, light
+ * and dark) and the start form.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,7 +54,9 @@ test('a person starts a guarded release that rolls itself back when errors rise'
   const releasesPath = `${flagsPath(project)}/${flag.id}/releases`;
 
   const { context, page } = await walkPage(browser, server.url);
-  const consoleErrors = watchConsole(page);
+  // Only the deliberate refusal may show the browser's "failed to load resource" error.
+  let allowed: RegExp | null = null;
+  const consoleErrors = watchConsole(page, () => allowed);
   const press = async (control: Locator, key = 'Enter') => {
     await tabTo(page, control);
     await page.keyboard.press(key);
@@ -187,6 +191,19 @@ test('a person starts a guarded release that rolls itself back when errors rise'
     assert.equal(await section.getByRole('button', { name: /Pause release|Resume release|Abort release/ }).count(), 0);
     await section.getByRole('button', { name: 'Start a guarded release' }).waitFor();
 
+    // A flag on above the first step: the page says so beforehand, and the server's refusal is shown in its words.
+    const on = await request(server, 'PUT', `${flagsPath(project)}/${flag.id}`, { token: user.token, body: { enabled: true, rollout_percentage: 60 } });
+    assert.equal(on.status, 200, on.text);
+    await page.reload();
+    await press(section.getByRole('button', { name: 'Start a guarded release' }));
+    await form.getByText(`${FLAG} is on at 60 % in Production. A release starts from off, or from a rollout no higher than its first step (5 %).`).waitFor();
+    await press(form.getByRole('checkbox', { name: /Errors/ }), 'Space');
+    allowed = /status of 409/;
+    await press(form.getByRole('button', { name: 'Start release' }));
+    await form.getByRole('alert').filter({ hasText: `Not started: Flag "${FLAG}" is on at 60 %: a release starts from a flag that is off` }).waitFor();
+    await checkA11y(page, 'start form, refused by the server');
+    allowed = null;
+
     // The audit log names the release's own events.
     const audit = await request(server, 'GET', `/api/projects/${project.id}/audit?resource_type=release`, { token: user.token });
     const actions = (audit.body.items as { action: string }[]).map((event) => event.action);
@@ -198,13 +215,68 @@ test('a person starts a guarded release that rolls itself back when errors rise'
   await context.close();
 });
 
+test('a release of a variant, where changes need approval, goes into the draft change request', { timeout: 200_000 }, async () => {
+  const user = await newUser(server, 'reviewed');
+  const project = await newProject(server, user, 'Reviewed shop');
+  const metric = await request(server, 'POST', `/api/projects/${project.id}/metrics`, { token: user.token, body: { key: 'errors', name: 'Errors', event: 'error', kind: 'count', better: 'lower' } });
+  assert.equal(metric.status, 201, metric.text);
+  const variants = [
+    { key: 'classic', value: 'classic', weight: 1000 },
+    { key: 'blue', value: 'blue', weight: 0 },
+    { key: 'green', value: 'green', weight: 0 },
+  ];
+  const flag = await newFlag(server, user, project, { key: 'redesign', name: 'Redesign', enabled: false, variants, off_variant: 'classic' }, project.staging);
+  const reviewed = await request(server, 'PUT', `/api/projects/${project.id}/environments/${project.staging}`, { token: user.token, body: { approvals_required: 1 } });
+  assert.equal(reviewed.status, 200, reviewed.text);
+
+  const { context, page } = await walkPage(browser, server.url);
+  const consoleErrors = watchConsole(page);
+  const press = async (control: Locator, key = 'Enter') => {
+    await tabTo(page, control);
+    await page.keyboard.press(key);
+  };
+  try {
+    await signIn(page, server.url, user.token);
+    await page.goto(`${server.url}/projects/${project.id}/flags/${project.staging}/${flag.id}`);
+    const section = page.getByRole('region', { name: 'Guarded release' });
+    await press(section.getByRole('button', { name: 'Start a guarded release' }));
+    const form = section.getByRole('form', { name: 'A new guarded release' });
+    const variant = form.getByLabel('Variant to release');
+    assert.deepEqual(await variant.locator('option').allTextContents(), ['blue', 'green'], 'every variant but the off one');
+    await variant.selectOption('green');
+    await press(form.getByRole('checkbox', { name: /Errors/ }), 'Space');
+    await tabTo(page, form.getByLabel('Tolerance of Errors'));
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('0.05');
+    await form.getByText('In error events per unit').waitFor();
+    await form.getByText(/Changes to Staging need approval: the release goes into the draft change request/).waitFor();
+    await checkA11y(page, 'start form, a variant in a reviewed environment');
+    await press(form.getByRole('button', { name: 'Add the release to the request' }));
+    await form.getByRole('status').filter({ hasText: 'Added to the draft request: a guarded release of redesign, 5 → 10 → 25 → 50 → 100 %.' }).waitFor();
+    const draft = page.getByRole('region', { name: 'Draft change request for Staging' });
+    await draft.getByText('redesign: start a guarded release, 5 → 10 → 25 → 50 → 100 %, with one guardrail').waitFor();
+    const stored = await page.evaluate((key) => JSON.parse(localStorage.getItem(key) ?? '[]'), `guidon.draft.${project.id}.${project.staging}`);
+    assert.deepEqual(stored[0]?.change, {
+      op: 'release.create',
+      flag_id: flag.id,
+      release: { steps: [5, 10, 25, 50, 100], hold_seconds: 3600, check_seconds: 300, min_units: 100, guardrails: [{ metric_id: metric.body.id, tolerance: 0.05 }], treatment: 'green' },
+    });
+    assert.equal((await request(server, 'GET', `${flagsPath(project, project.staging)}/${flag.id}/releases`, { token: user.token })).body.length, 0, 'nothing started on the server');
+    await checkA11y(page, 'a release in the draft');
+  } catch (error) {
+    throw await failureReport(page, 'releases-reviewed', error);
+  }
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+  await context.close();
+});
+
 /** One section of the page; the sticky top bar is let go first, or it would be drawn over the section as the shot scrolls. */
 async function sectionShot(page: Page, section: Locator, path: string) {
   await page.evaluate(() => document.querySelector<HTMLElement>('.topbar')?.style.setProperty('position', 'static'));
   await section.screenshot({ path });
 }
 
-/** The flag page with the rolled-back release, desktop and phone, light and dark (on a phone, the release section on its own). */
+/** The rolled-back release's section of the flag page, desktop and phone, light and dark. */
 async function screenshots(dir: string, token: string, path: string) {
   await forEachScreenshotView(dir, browser, async (page: Page, view) => {
     await signIn(page, server.url, token);
@@ -214,6 +286,5 @@ async function screenshots(dir: string, token: string, path: string) {
     await section.getByText(/^Figures of Errors at each check/).click();
     await page.waitForLoadState('networkidle');
     await sectionShot(page, section, join(dir, `release-${view.suffix}.png`));
-    if (view.fullPage) await page.screenshot({ path: join(dir, `flag-release-${view.suffix}.png`), fullPage: true });
   });
 }
