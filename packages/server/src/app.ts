@@ -79,7 +79,7 @@ import { cancelSchedulesOfDeletedFlags } from './modules/schedules/schedule-writ
 import { ChangeRequest, ChangeRequestItem } from './modules/change-requests/change-requests.schemas.js';
 import { changeRequestRoutes } from './modules/change-requests/change-requests.routes.js';
 import { refuseUnapprovedWrites, requestConsequences } from './modules/change-requests/approvals.js';
-import { Scheduler, type SchedulerOptions } from './modules/scheduler/scheduler.js';
+import { DueChanges, type SchedulerOptions } from './modules/due-work/due-changes.js';
 import { Metric } from './modules/experiments/metrics.schemas.js';
 import { metricRoutes } from './modules/experiments/metrics.routes.js';
 import { Experiment, ExperimentResults } from './modules/experiments/experiments.schemas.js';
@@ -90,7 +90,7 @@ import { ResultsService } from './modules/experiments/results.service.js';
 import { stopExperimentsOfDeletedFlags } from './modules/experiments/experiment-writes.js';
 import { Release } from './modules/releases/releases.schemas.js';
 import { releaseRoutes } from './modules/releases/releases.routes.js';
-import { Releaser, type ReleaserOptions } from './modules/releases/releaser.js';
+import { ReleaseChecks, type ReleaseCheckOptions } from './modules/due-work/release-checks.js';
 import { endReleasesOfChangedFlags, refuseRolloutChangesDuringRelease } from './modules/releases/release-writes.js';
 
 declare module 'fastify' {
@@ -138,7 +138,7 @@ export interface BuildOptions {
   /** Tests only: how often the scheduler looks for due changes. */
   scheduler?: SchedulerOptions;
   /** Tests only: how often due release checks are looked for, and how long a release's second lasts. */
-  releaser?: ReleaserOptions;
+  releaser?: ReleaseCheckOptions;
 }
 
 /** Query parameters that may carry a secret: a reset, verification or invitation link's token, an SDK or API key, a password, an OpenID callback's code and state. */
@@ -321,11 +321,11 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
   const metrics = createMetrics({ history: services.history, evaluateCache });
   app.addHook('onResponse', metrics.observe);
   // Applies scheduled changes and scheduled change requests when due, on every instance, each once.
-  const scheduler = new Scheduler(db, database.dialect, services.writes, metrics.scheduled, app.log, options.scheduler);
+  const scheduler = new DueChanges(db, database.dialect, services.writes, metrics.scheduled, app.log, options.scheduler);
   app.addHook('onReady', async () => scheduler.start());
   app.addHook('onClose', () => scheduler.close());
-  // Checks guarded releases when due and takes each decision once (releases/releaser.ts).
-  const releaser = new Releaser(database, services.writes, services.mailer, app.log, options.releaser);
+  // Checks guarded releases when due and takes each decision once (due-work/release-checks.ts).
+  const releaser = new ReleaseChecks(database, services.writes, services.mailer, app.log, options.releaser);
   app.addHook('onReady', async () => releaser.start());
   app.addHook('onClose', () => releaser.close());
   await app.register(metricsRoutes(metrics), services);

@@ -55,6 +55,17 @@ export class Conflict extends AppError {
   }
 }
 
+/**
+ * What was to move once (a due schedule, a change request being applied, a release's check) was
+ * moved meanwhile, by another instance or person. Work that runs later (modules/due-work/) skips
+ * it; a route that meets it answers 409, with a message that says why where it knows more.
+ */
+export class AlreadySettled extends Conflict {
+  constructor(message = 'It was settled meanwhile: read it again') {
+    super(message);
+  }
+}
+
 export class RateLimited extends AppError {
   constructor(
     readonly retryAfterSeconds: number,

@@ -13,6 +13,7 @@ import {
   compare,
   compareCuped,
   cupedTheta,
+  oneSidedSequentialHalfWidth,
   sampleRatioMismatch,
   summarize,
   summarizeRatio,
@@ -83,6 +84,17 @@ describe('gbstats tests/frequentist/test_tests.py', () => {
     assertInterval(r.relative, { estimate: 0.50338, ci: [-0.50969, 1.51646], p: 1 }, 5, 'relative');
     assert.equal(r.cuped_applied, true);
   });
+});
+
+describe('gbstats tests/frequentist/test_tests.py: the one-sided sequence (guarded releases, releases/analysis.ts)', () => {
+  // TestSequentialOneSided{Greater,Lesser}TTest.test_one_sided_ttest_absolute: α 0.05, N* 5000.
+  const c = summarize('count', sampleMean(3000, 1396.87, 52377.9767));
+  const t = summarize('count', sampleMean(3461, 2422.7, 134698.29));
+  const estimate = t.mean - c.mean;
+  const se = Math.sqrt(t.variance / t.n + c.variance / c.n);
+  const halfWidth = oneSidedSequentialHalfWidth(se, t.n + c.n, 0.05, 5000);
+  test('Greater: the lower bound', () => assertRounded(estimate - halfWidth, -0.12656844172804982, 5, 'ci low'));
+  test('Lesser: the upper bound', () => assertRounded(estimate + halfWidth, 0.5953217750613832, 5, 'ci high'));
 });
 
 describe('gbstats tests/test_gbstats.py (analyze_metric_df, frequentist, 9 decimals)', () => {

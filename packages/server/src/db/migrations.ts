@@ -666,7 +666,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
       },
     },
     // Guarded releases (docs/releases.md): a rollout raised step by step by the releaser
-    // (releases/releaser.ts), which leases a release due for a check (claimed_until, as the
+    // (due-work/release-checks.ts), which leases a release due for a check (claimed_until, as the
     // scheduler leases schedules) and records each check with its figures in release_checks.
     // `flag_before` is what a rollback restores; `step_started` each reached step's start (epoch
     // ms), which says from when a unit of each bucket takes part. flag_id has no foreign key:

@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
 import type { ApiPlugin } from '../../http/plugin.js';
 import type { Db } from '../../db/database.js';
-import { Conflict } from '../../errors.js';
+import { AlreadySettled, Conflict } from '../../errors.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { errorResponses, ProjectParams } from '../../http/schemas.js';
 import { approvalsNeeded, approvalsRequiredOf, describeRequest, listChangeRequests, requireRequestRow } from './change-requests.repository.js';
-import { AlreadySettled, applyRequest, cancelRequestWrite, createRequestWrite, reviewWrite, updateRequestWrite } from './change-requests.writes.js';
+import { applyRequest, cancelRequestWrite, createRequestWrite, reviewWrite, updateRequestWrite } from './change-requests.writes.js';
 import { ChangeRequestPage, ChangeRequestParams, ChangeRequestQuery, CreateChangeRequestBody, CreateChangeRequestParams, ReviewBody, UpdateChangeRequestBody } from './change-requests.schemas.js';
 
 /** Change requests (docs/change-management.md): open, list, read with the diff, edit, review, apply, cancel. */

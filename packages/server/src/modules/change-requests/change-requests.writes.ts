@@ -9,7 +9,7 @@
 import type { Db } from '../../db/database.js';
 import { rolledBack } from '../../db/dry-run.js';
 import { newId, nowIso, onlyProvided } from '../../db/values.js';
-import { AppError, Conflict, Forbidden, Invalid, Unavailable } from '../../errors.js';
+import { AlreadySettled, AppError, Conflict, Forbidden, Invalid, Unavailable } from '../../errors.js';
 import type { Actor, Approver, Change, ChangeOrigin } from '../changes/changes.schemas.js';
 import type { ProjectWrites, RecordChange } from '../changes/project-writes.js';
 import { requireEnvironment, type EnvironmentScope } from '../environments/environments.repository.js';
@@ -241,8 +241,6 @@ export async function outdate(trx: Db, rows: readonly RequestRow[]): Promise<Cha
   return before.map((request) => requestChange('change_request.outdated', request, after.get(request.id)!));
 }
 
-/** Its status moved on before the applying transaction took it (another instance, or a review). */
-export class AlreadySettled extends Error {}
 class Outdated extends Error {}
 /** Approved, but by reviewers of whom too many no longer stand: open again, not applied. */
 class ApprovalsLapsed extends Error {}

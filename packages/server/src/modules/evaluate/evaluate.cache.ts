@@ -8,7 +8,6 @@ import type { ChangeFeed } from '../changes/change-feed.js';
 import { currentRevisions } from '../changes/revisions.js';
 import type { BatchEnvironment } from '../history/history.protocol.js';
 import { countingBase, type CountingBase } from '../history/history.recorder.js';
-import type { RulesetAnswer } from '../local-evaluation/ruleset.document.js';
 import { EnvironmentAnswers } from './evaluate.answers.js';
 import type { EnvironmentView } from './environment-view.js';
 import { loadProjectBySdkKey, type StoredEnvironment, type StoredFlag } from './evaluate.repository.js';
@@ -49,8 +48,6 @@ export class CompiledEnvironment implements EnvironmentView {
   /** The flags as loaded (evaluation order) and the project's segments: what the local-evaluation ruleset is built from. */
   readonly definitions: readonly StoredFlag[];
   readonly segments: ReadonlyMap<string, readonly Condition[]>;
-  /** The local-evaluation ruleset built from these flags, once an SDK or the stream asked for it (ruleset.document.ts: rulesetAnswer). */
-  ruleset: RulesetAnswer | undefined = undefined;
   private readonly indexes: ReadonlyMap<string, number>;
   /** History's view of a one-flag evaluation per flag: a flag list of its own, made when first needed. */
   private readonly oneFlagViews: BatchEnvironment[] = [];

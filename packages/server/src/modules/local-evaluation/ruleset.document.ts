@@ -79,17 +79,16 @@ function segmentsUsed(flags: readonly FlagDefinition[]): Set<string> {
   return keys;
 }
 
-/**
- * What a ruleset is built from: a compiled environment (evaluate.cache.ts), which holds the
- * answer built from it in `ruleset`, so that the answer is dropped with it on the next change.
- */
+/** What a ruleset is built from: a compiled environment (evaluate/evaluate.cache.ts). */
 export interface RulesetSource {
   readonly key: string;
   /** The flags in evaluation order. */
   readonly definitions: readonly FlagDefinition[];
   readonly segments: ReadonlyMap<string, readonly Condition[]>;
-  ruleset: RulesetAnswer | undefined;
 }
+
+/** Each compiled environment's answer, kept as long as the environment is (a change compiles a new one, and the old answer goes with the old one). */
+const answers = new WeakMap<RulesetSource, RulesetAnswer>();
 
 export function rulesetDocument(environment: RulesetSource, revision: number): RulesetDocument {
   const flags = environment.definitions.map(flag);
@@ -108,12 +107,14 @@ export function rulesetDocument(environment: RulesetSource, revision: number): R
  * ETag hashes the bytes, so instances that compiled the same revision give the same tag.
  */
 export function rulesetAnswer(environment: RulesetSource, revision: number): RulesetAnswer {
-  if (environment.ruleset === undefined) {
+  let answer = answers.get(environment);
+  if (answer === undefined) {
     const document = rulesetDocument(environment, revision);
     const body = Buffer.from(JSON.stringify(document));
-    environment.ruleset = { body, etag: `W/"${hash('sha1', body, 'base64url')}"`, document };
+    answer = { body, etag: `W/"${hash('sha1', body, 'base64url')}"`, document };
+    answers.set(environment, answer);
   }
-  return environment.ruleset;
+  return answer;
 }
 
 /** A patch larger than this is left out of the stream's message: the SDKs fetch the document instead (compressed, once each). */

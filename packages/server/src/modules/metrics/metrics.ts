@@ -23,7 +23,7 @@ export function createMetrics(sources: MetricSources) {
   return {
     /** prom-client's registry, made on first use. */
     registry: (): Promise<Registry> => (registry ??= import('./prometheus.js').then(({ prometheusRegistry }) => prometheusRegistry(requests, scheduled, sources))),
-    /** For the scheduler (modules/scheduler): each scheduled change applied or failed. */
+    /** For the scheduler (modules/due-work/due-changes.ts): each scheduled change applied or failed. */
     scheduled,
     /** For answers sent without Fastify (evaluate's direct path, evaluate.direct.ts). */
     count,

@@ -109,7 +109,7 @@ export function prometheusRegistry(requests: RequestCounts, scheduled: ScheduleC
       this.inc(passwordWork.hashes);
     },
   });
-  // Scheduled changes and scheduled change requests (modules/scheduler), by kind.
+  // Scheduled changes and scheduled change requests (modules/due-work/due-changes.ts), by kind.
   new Counter({
     name: 'guidon_schedules_applied_total',
     help: 'Scheduled changes applied, by kind (schedule, change_request)',

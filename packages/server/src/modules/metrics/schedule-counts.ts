@@ -6,7 +6,7 @@ export const LAG_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 600, 3600, 86_400] 
 type Kind = 'schedule' | 'change_request';
 
 /**
- * What the scheduler (modules/scheduler) reports: scheduled changes applied and failed, and how
+ * What the scheduler (modules/due-work/due-changes.ts) reports: scheduled changes applied and failed, and how
  * late each was applied, by kind; handed to prom-client when /metrics is scraped (prometheus.ts).
  */
 export class ScheduleCounts {

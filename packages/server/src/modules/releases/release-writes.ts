@@ -1,14 +1,14 @@
 /**
  * The writes of guarded releases (docs/releases.md), each run inside ProjectWrites.apply: create
  * (the flag switched on at the first step), pause, resume, abort (a rollback), and a check's
- * decision (advance, complete, pause, roll back), taken by the releaser (releaser.ts) exactly
+ * decision (advance, complete, pause, roll back), taken by the release checks (due-work/release-checks.ts) exactly
  * once. The flag's own changes go through flags/flag-writes.ts, the ordinary write path, with the
  * release as their origin. Also the participants of every write that keep a flag's rollout the
  * release's while it runs.
  */
 import type { Db } from '../../db/database.js';
-import { newId, nowIso } from '../../db/values.js';
-import { Conflict, Invalid, NotFound } from '../../errors.js';
+import { newId, nowIso, toIso } from '../../db/values.js';
+import { AlreadySettled, Conflict, Invalid, NotFound } from '../../errors.js';
 import type { Actor, Change } from '../changes/changes.schemas.js';
 import type { RecordChange, WriteContext } from '../changes/project-writes.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
@@ -29,9 +29,6 @@ const releaseChange = (action: ReleaseAction, before: Release | null, after: Rel
   before,
   after: check ? { ...after, check } : after,
 });
-
-/** The decision was taken already (by another instance, or the release moved meanwhile). */
-export class AlreadyDecided extends Error {}
 
 const isLive = (status: string) => (LIVE_STATUSES as readonly string[]).includes(status);
 
@@ -178,16 +175,16 @@ export interface CheckedState {
   next_check_at: string;
 }
 
-/** The release row if it is where the check found it, else AlreadyDecided. */
+/** The release row if it is where the check found it, else AlreadySettled. */
 export async function rowAsChecked(trx: Db, checked: CheckedState): Promise<ReleaseRow> {
   const row = await trx.selectFrom('releases').selectAll().where('id', '=', checked.id).executeTakeFirst();
-  if (!row || row.status !== checked.status || row.current_step !== checked.current_step || row.next_check_at === null || Date.parse(String(row.next_check_at)) !== Date.parse(checked.next_check_at)) throw new AlreadyDecided();
+  if (!row || row.status !== checked.status || row.current_step !== checked.current_step || row.next_check_at === null || Date.parse(toIso(row.next_check_at)) !== Date.parse(checked.next_check_at)) throw new AlreadySettled();
   return row;
 }
 
 /**
  * A check's decision, in the write's transaction: the check recorded, then the release moved and
- * the flag with it. Refused (AlreadyDecided) when the release moved since the check began, so a
+ * the flag with it. Refused (AlreadySettled) when the release moved since the check began, so a
  * decision is taken once whatever the number of instances.
  */
 export async function decideWrite(trx: Db, record: RecordChange, checked: CheckedState, check: ReleaseCheck, nextCheckAt: string): Promise<Release> {

@@ -6,7 +6,7 @@
 import type { Db } from '../../db/database.js';
 import { rolledBack } from '../../db/dry-run.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
-import { AppError, Conflict, Invalid, Unavailable } from '../../errors.js';
+import { AlreadySettled, AppError, Conflict, Invalid, Unavailable } from '../../errors.js';
 import type { Actor, Change } from '../changes/changes.schemas.js';
 import type { RecordChange, WriteContext } from '../changes/project-writes.js';
 import { updateFlagWrite, type FlagPut } from '../flags/flag-writes.js';
@@ -103,9 +103,6 @@ export async function cancelSchedulesOfDeletedFlags(trx: Db, changes: readonly C
   await trx.updateTable('schedules').set({ status: 'cancelled', error: 'its flag was deleted' }).where('id', 'in', before.map((row) => row.id)).execute();
   return before.map((row) => scheduleChange('schedule.cancelled', toSchedule(row), { ...toSchedule(row), status: 'cancelled', error: 'its flag was deleted' }));
 }
-
-/** Thrown inside the applying transaction when another instance applied (or failed) it first. */
-export class AlreadySettled extends Error {}
 
 /**
  * In the write's transaction (origin: this schedule): takes the schedule from pending to applied

@@ -15,14 +15,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { toIso } from '../../db/values.js';
-import { AppError, Unavailable } from '../../errors.js';
+import { AlreadySettled, AppError, Unavailable } from '../../errors.js';
 import { nextTurn } from '../../pace.js';
-import { LogThrottle } from '../../log-throttle.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { authorOf, type RequestRow } from '../change-requests/change-requests.repository.js';
-import { AlreadySettled as RequestSettled, applyRequest, failMissedRequest } from '../change-requests/change-requests.writes.js';
-import { AlreadySettled, applyScheduleWrite, failScheduleWrite, MISSED_AFTER_MS } from '../schedules/schedule-writes.js';
+import { applyRequest, failMissedRequest } from '../change-requests/change-requests.writes.js';
+import { applyScheduleWrite, failScheduleWrite, MISSED_AFTER_MS } from '../schedules/schedule-writes.js';
 import { creatorOf, type ScheduleRow } from '../schedules/schedules.repository.js';
+import { Poller } from './poller.js';
 
 /** For tests (passed through buildApp, not a setting). */
 export interface SchedulerOptions {
@@ -43,44 +43,31 @@ const PER_PROJECT = 10;
 const LEASE_MS = 30_000;
 const lagOf = (due: string | Date, applied: string) => (Date.parse(applied) - Date.parse(toIso(due))) / 1000;
 
-export class Scheduler {
-  private timer: NodeJS.Timeout | undefined;
-  private closing = false;
-  private running: Promise<void> | null = null;
-  private readonly failureLog = new LogThrottle();
+export class DueChanges {
+  private readonly poller: Poller;
 
   constructor(
     private readonly db: Db,
     private readonly dialect: 'sqlite' | 'postgres',
     private readonly writes: ProjectWrites,
     private readonly observer: ScheduleObserver,
-    private readonly log: FastifyBaseLogger,
-    private readonly options: SchedulerOptions = {},
-  ) {}
+    log: FastifyBaseLogger,
+    options: SchedulerOptions = {},
+  ) {
+    this.poller = new Poller('due changes', options.pollIntervalMs ?? 1000, () => this.applyDue(), log);
+  }
 
   start(): void {
-    this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs ?? 1000);
-    this.timer.unref();
-    this.wake(); // at start: what came due while no instance ran
+    this.poller.start();
   }
 
-  async close(): Promise<void> {
-    this.closing = true;
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private wake(): void {
-    if (this.running) return;
-    this.running = this.applyDue()
-      .then(() => void (this.failureLog.recovered() && this.log.info('scheduler: applying due changes again')))
-      .catch((error: unknown) => void (this.failureLog.due() && this.log.error({ err: error }, 'scheduler: could not apply due changes; trying again')))
-      .finally(() => (this.running = null));
+  close(): Promise<void> {
+    return this.poller.close();
   }
 
   /** Batch after batch while items are due (each batch fair between projects), until none is left. */
   private async applyDue(): Promise<void> {
-    while (!this.closing) {
+    while (!this.poller.closing) {
       const now = Date.now();
       const [at, leaseUntil] = [new Date(now).toISOString(), new Date(now + LEASE_MS).toISOString()];
       const schedules = (await this.leaseDue('schedules', 'pending', 'at', at, leaseUntil)) as ScheduleRow[];
@@ -129,7 +116,7 @@ export class Scheduler {
     try {
       await apply();
     } catch (error) {
-      if (this.failureLog.due()) this.log.error({ err: error }, 'scheduler: could not apply a due change; it is tried again in 30 s');
+      this.poller.itemFailed(error, {}, 'could not apply a due change; it is tried again in 30 s');
     }
     await nextTurn();
   }
@@ -143,7 +130,7 @@ export class Scheduler {
       const applied = await applyRequest(this.writes, this.db, { projectId: request.project_id, requestId: request.id }, authorOf(request), 'scheduled');
       this.observer.applied('change_request', lagOf(request.apply_at!, applied.applied_at!));
     } catch (error) {
-      if (error instanceof RequestSettled) return;
+      if (error instanceof AlreadySettled) return;
       if (!(error instanceof AppError) || error instanceof Unavailable) throw error;
       this.observer.failed('change_request'); // failed or outdated, as applyRequest recorded
     }

@@ -2,27 +2,27 @@
  * Checks every running or paused release when its check is due, on every instance, each check
  * decided once (docs/releases.md, "Restarts and instances"). An instance leases a due release
  * with one conditional update (claimed_until, as the scheduler leases schedules), analyses it
- * outside any transaction (analysis.ts reads the rows in pages), then takes the decision in a
+ * outside any transaction (releases/analysis.ts reads the rows in pages), then takes the decision in a
  * transaction that first checks the release is still where the analysis found it: a lease that
  * ran out, or another instance, cannot make a step twice. State lives in the database only, so a
  * restart or a failover goes on from the last decision.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../db/database.js';
-import { toIso } from '../../db/values.js';
-import { LogThrottle } from '../../log-throttle.js';
+import { fromJson, toIso } from '../../db/values.js';
+import { AlreadySettled } from '../../errors.js';
 import { nextTurn } from '../../pace.js';
 import type { Mailer } from '../accounts/mailer.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import { listMetrics } from '../experiments/metrics.repository.js';
-import { analyse } from './analysis.js';
-import { AlreadyDecided, decideWrite, recordWait, type CheckedState } from './release-writes.js';
-import { stepStartsOf, type Guardrail, type ReleaseRow } from './releases.repository.js';
-import { LIVE_STATUSES } from './releases.schemas.js';
-import { fromJson } from '../../db/values.js';
+import { analyse } from '../releases/analysis.js';
+import { decideWrite, recordWait, type CheckedState } from '../releases/release-writes.js';
+import { stepStartsOf, type Guardrail, type ReleaseRow } from '../releases/releases.repository.js';
+import { LIVE_STATUSES } from '../releases/releases.schemas.js';
+import { Poller } from './poller.js';
 
 /** For tests (passed through buildApp, not a setting). */
-export interface ReleaserOptions {
+export interface ReleaseCheckOptions {
   /** How often due checks are looked for (default 1 s). */
   pollIntervalMs?: number;
   /** Milliseconds per second of a release's hold and check interval (default 1000): tests run a release's minutes in seconds. */
@@ -33,11 +33,8 @@ export interface ReleaserOptions {
 const LEASE_MS = 60_000;
 const BATCH = 20;
 
-export class Releaser {
-  private timer: NodeJS.Timeout | undefined;
-  private closing = false;
-  private running: Promise<void> | null = null;
-  private readonly failureLog = new LogThrottle();
+export class ReleaseChecks {
+  private readonly poller: Poller;
   private readonly msPerSecond: number;
 
   constructor(
@@ -45,34 +42,23 @@ export class Releaser {
     private readonly writes: ProjectWrites,
     private readonly mailer: Mailer,
     private readonly log: FastifyBaseLogger,
-    private readonly options: ReleaserOptions = {},
+    options: ReleaseCheckOptions = {},
   ) {
     this.msPerSecond = options.msPerSecond ?? 1000;
+    this.poller = new Poller('release checks', options.pollIntervalMs ?? 1000, () => this.checkDue(), log);
   }
 
   /** A release's due time for its next check, from now. */
-  nextCheckAt(checkSeconds: number, now = Date.now()): string {
+  private nextCheckAt(checkSeconds: number, now = Date.now()): string {
     return new Date(now + checkSeconds * this.msPerSecond).toISOString();
   }
 
   start(): void {
-    this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs ?? 1000);
-    this.timer.unref();
-    this.wake();
+    this.poller.start();
   }
 
-  async close(): Promise<void> {
-    this.closing = true;
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private wake(): void {
-    if (this.running) return;
-    this.running = this.checkDue()
-      .then(() => void (this.failureLog.recovered() && this.log.info('releaser: checking releases again')))
-      .catch((error: unknown) => void (this.failureLog.due() && this.log.error({ err: error }, 'releaser: could not check releases; trying again')))
-      .finally(() => (this.running = null));
+  close(): Promise<void> {
+    return this.poller.close();
   }
 
   private async checkDue(): Promise<void> {
@@ -88,7 +74,7 @@ export class Releaser {
       .limit(BATCH)
       .execute();
     for (const { id, next_check_at } of due) {
-      if (this.closing) return;
+      if (this.poller.closing) return;
       // One conditional update leases it: the instance whose update matched owns this check.
       const leased = await db
         .updateTable('releases')
@@ -102,7 +88,7 @@ export class Releaser {
       try {
         await this.check(leased);
       } catch (error) {
-        if (!(error instanceof AlreadyDecided) && this.failureLog.due()) this.log.error({ err: error, releaseId: id }, 'releaser: a check failed; it is tried again when its lease ends');
+        if (!(error instanceof AlreadySettled)) this.poller.itemFailed(error, { releaseId: id }, 'a check failed; it is tried again when its lease ends');
       }
       await nextTurn();
     }
@@ -113,11 +99,10 @@ export class Releaser {
     if (!flag) return; // deleting the flag ended the release in the same write; nothing to check
     const metrics = new Map((await listMetrics(this.database.db, row.project_id)).map((metric) => [metric.id, metric]));
     const now = Date.now();
-    const steps = fromJson<number[]>(row.steps);
     const check = await analyse(
       this.database,
       {
-        steps,
+        steps: fromJson<number[]>(row.steps as string),
         stepStarts: stepStartsOf(row),
         currentStep: row.current_step,
         paused: row.status === 'paused',
