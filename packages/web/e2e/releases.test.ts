@@ -8,7 +8,9 @@
  * of the control. The page, reading the release again by itself, shows it rolled back with the
  * server's explanation, the guardrail's figures, chart and table, and the flag off again. Then a
  * second release is paused, resumed and aborted from the keyboard, the focus kept on the button,
- * and a start the server refuses (the flag on above the first step) is shown in its words. A
+ * and a start the server refuses (the flag on above the first step) is shown in its words. A long
+ * completed release is read on a fixed answer (the latest eight checks, then all; a sample-ratio
+ * mismatch; steps above 50 % not monitored). A
  * second walk releases a variant where changes need approval: it goes into the draft change
  * request. No console error but the deliberate refusal; axe finds no serious violation in any state.
  *
@@ -164,6 +166,41 @@ test('a person starts a guarded release that rolls itself back when errors rise'
     await table.getByRole('cell', { name: 'harmful' }).last().waitFor();
     await checkA11y(page, 'flag page, a release rolled back');
     if (shots) await screenshots(shots, user.token, new URL(flagUrl).pathname);
+
+    // A long release on a fixed answer (the route answered by the test): ten checks, the latest
+    // eight listed until "Show all"; a sample-ratio mismatch marked; the steps above 50 % not monitored.
+    const real = (await request(server, 'GET', `${releasesPath}/${stored.id}`, { token: user.token })).body;
+    const figures = real.checks.at(-1).guardrails[0];
+    const at = (minute: number) => new Date(Date.parse(real.created_at) + minute * 60_000).toISOString();
+    const fixedCheck = (minute: number, step: number, decision: string, explanation: string, srm = false) => ({
+      at: at(minute), step, monitored: step <= 50, units: { treatment: 100 * minute, control: 100 * minute }, srm: { p_value: srm ? 0.0004 : 0.6, flagged: srm },
+      guardrails: step <= 50 ? [{ ...figures, decision: 'no_harm', bound: -0.01, difference: 0.002, limit: 0, detectable_harm: 0.012 }] : [], decision, explanation,
+    });
+    const fixed = {
+      ...real, status: 'completed', current_step: 4, rollout_percentage: 100, reason: 'Hold passed at 50 % and not monitored above 50 %: raised to 100 %, the release is complete.', ended_at: at(10), next_check_at: null,
+      checks: [
+        fixedCheck(1, 5, 'wait', 'Holding at 5 %.'), fixedCheck(2, 5, 'advance', 'Hold passed at 5 % and no guardrail showed harm: raised to 10 %.'),
+        fixedCheck(3, 10, 'wait', 'Holding at 10 %.', true), fixedCheck(4, 10, 'advance', 'Hold passed at 10 %: raised to 25 %.'),
+        fixedCheck(5, 25, 'wait', 'Holding at 25 %.'), fixedCheck(6, 25, 'advance', 'Hold passed at 25 %: raised to 50 %.'),
+        fixedCheck(7, 50, 'wait', 'Holding at 50 %.'), fixedCheck(8, 50, 'advance', 'Hold passed at 50 %: raised to 100 %.'),
+        fixedCheck(9, 100, 'wait', 'Holding at 100 %.'), fixedCheck(10, 100, 'complete', 'Hold passed at 100 %: the release is complete.'),
+      ],
+    };
+    await page.route(`**/releases/${stored.id}`, (route) => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(fixed) }));
+    await page.reload();
+    await status.getByText('Completed').waitFor();
+    assert.equal(await stepper.getByText(', done').count(), 5, 'every step done');
+    assert.equal(await checks.getByRole('listitem').count(), 8, 'the latest eight checks');
+    await checks.getByRole('listitem').first().filter({ hasText: 'Completed at 100 % (not monitored): Hold passed at 100 %' }).waitFor();
+    const showAll = section.getByRole('button', { name: 'Show all 10 checks' });
+    assert.equal(await showAll.getAttribute('aria-expanded'), 'false');
+    await press(showAll);
+    assert.equal(await checks.getByRole('listitem').count(), 10);
+    await focusReturnsTo(page, section.getByRole('button', { name: 'Show the latest 8 checks', expanded: true }));
+    await checks.getByRole('listitem').filter({ hasText: 'Waited at 10 %' }).getByText('sample ratio mismatch').waitFor();
+    await section.getByRole('article', { name: /^Errors/ }).getByText(/^At the latest check \(.*, 50 %\): Errors: .* within the tolerance \(not above \+0\): no harm beyond the tolerance\.$/).waitFor();
+    await checkA11y(page, 'flag page, a completed release with ten checks');
+    await page.unrouteAll();
 
     // A second release (an hour per step: it stays at 5 %), paused, resumed and aborted by keyboard.
     const second = await request(server, 'POST', releasesPath, { token: user.token, body: { guardrails: [{ metric_id: metric.body.id, tolerance: 0.01 }] } });
