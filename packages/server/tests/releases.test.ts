@@ -130,7 +130,7 @@ describe('a guarded release', () => {
     close(g.bound, expected.bound, 'bound');
     close(g.detectable_harm, expected.halfwidth, 'detectable harm');
     assert.equal(g.limit, 0.01);
-    assert.match(last.explanation, /rolled back/);
+    assert.match(last.explanation, /serves again what it served before the release/);
     assert.match(ended.reason, new RegExp(errors.key));
     // The flag is what it was: off.
     const back = await api('GET', flagPath(flag.id));
