@@ -203,8 +203,8 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     requestIdHeader: false,
     genReqId: requestIdOf,
     // Long path ids reach the UUID check (404) and the auth hook (401) like short ones.
-    // routeMeta: how evaluate's direct path reads the hooks of its route (evaluate.direct.ts); an
-    // option Fastify documents (its Server.md, buildPrettyMeta) that its types leave out.
+    // routeMeta: how evaluate's direct path reads the hooks of its route (evaluate.direct.ts);
+    // buildPrettyMeta is one of Fastify's documented router options, left out of its types.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048, buildPrettyMeta: routeMeta } as FastifyServerOptions['routerOptions'],
     // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.
     frameworkErrors: (_error, request, reply) => sendError(new AppError(404, 'Not found'), request, reply),

@@ -55,9 +55,9 @@ interface RouterRoute {
 let reading: ((route: RouterRoute) => void) | null = null;
 
 /**
- * Fastify's routerOptions.buildPrettyMeta (set in app.ts; node_modules/fastify/docs/Reference/Server.md,
- * "buildPrettyMeta"): the router hands it each route's store, which holds the hooks that apply to
- * the route by kind, as functions. hooksOf reads them here, as objects, while app.printRoutes walks
+ * Fastify's router option buildPrettyMeta (set in app.ts), one of its documented server options:
+ * the router hands it each route's store, which holds the hooks that apply to the route by kind,
+ * as functions. hooksOf reads them here, as objects, while app.printRoutes walks
  * the routes; the printout itself is not read. For printRoutes it returns what Fastify's own does.
  */
 export function routeMeta(route: RouterRoute): Record<string, unknown> {
