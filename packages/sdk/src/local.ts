@@ -6,7 +6,7 @@
  * ETag while it is away) and it stays as it is while Guidon is away; usage.ts reports what was
  * counted.
  */
-import { applyRulesetPatch, codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type RulesetDocument } from '@guidon/engine';
+import { applyRulesetPatch, codeOf, compileFlagSet, enabledOf, encodeAnswer, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type PackedAnswer, type RulesetDocument } from '@guidon/engine';
 import { Emitter } from './emitter.js';
 import { GuidonError } from './errors.js';
 import { Outbox, SeenExposures, unitOf, type EventStats, type ExperimentOptions, type SeenArms } from './exposures.js';
@@ -188,7 +188,7 @@ class LocalFlags implements LocalFlagSet {
     this.unit = exposing ? unitOf(context) : undefined;
   }
 
-  /** The flag's packed answer (engine's codeOf / variantOf), counted for usage; -1 for a flag not in the ruleset. */
+  /** The flag's packed answer (the engine's answer-codec.ts), counted for usage; -1 for a flag not in the ruleset. */
   private read(key: string): number {
     const compiled = this.compiled;
     const index = compiled?.indexes.get(key);
@@ -209,9 +209,9 @@ class LocalFlags implements LocalFlagSet {
     if (this.counting) this.count(index, packed);
     const unit = this.unit;
     if (unit !== undefined) {
-      // The arm as a small number: the variant's index + 2 (its byte in `packed` + 1), else 1 on, 0 off.
-      const variantByte = (packed >>> 8) & 255;
-      const arm = variantByte === 0 ? (enabledOf(packed) ? 1 : 0) : variantByte + 1;
+      // The arm as a small number: the variant's index + 2, else 1 on, 0 off.
+      const variant = variantOf(packed);
+      const arm = variant === NO_VARIANT ? (enabledOf(packed) ? 1 : 0) : variant + 2;
       // Seen before (the usual read): one Map.get here, inline; the rest only the first time.
       const had = this.compiled!.seen[index]!.get(unit);
       if (had === undefined || arm > 30 || (had & (1 << arm)) === 0) this.expose(index, packed, arm, unit);
@@ -230,10 +230,10 @@ class LocalFlags implements LocalFlagSet {
     outbox.exposure(compiled.set.keys[index]!, unit, armKey, compiled.set.reasonOf(index, codeOf(packed)));
   }
 
-  private packed(index: number): number {
+  private packed(index: number): PackedAnswer {
     // A set read flag after flag is evaluated in one pass once it is clear several will be read (cheaper per flag).
     if (!this.all && ++this.reads > READS_BEFORE_ALL) this.evaluateAll();
-    if (this.all) return this.all.codes[index]! | (((this.all.variants?.[index] ?? NO_VARIANT) + 1) << 8);
+    if (this.all) return encodeAnswer(this.all.codes[index]!, this.all.variants?.[index] ?? NO_VARIANT);
     return this.compiled!.set.evaluateFlag(this.context, index);
   }
 
