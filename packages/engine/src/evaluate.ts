@@ -28,18 +28,17 @@ export function bucketOf(flagKey: string, identifier: string): number {
 
 export { codeOf, variantOf, enabledOf } from './answer-codec.js';
 
-/**
- * How a flag is answered by evaluateInto (FlagSet.isVarying): which loop, if any, runs its
- * pipeline, so that the seed rules' loop knows whether it was answered already.
+/*
+ * How evaluateInto answers a flag (FlagSet.isVarying): which loop, if any, runs its pipeline, so
+ * that the seed rules' loop knows whether it was answered already. Module constants rather than an
+ * enum: tsc emits this package's enums as objects, and the seed loop would read one per flag.
  */
-const enum Varying {
-  /** Its base answer, unless a seed rule names the context. */
-  Fixed = 0,
-  /** Stage 4 or 5 alone, in the rolloutOnly or weightsOnly loop: the pipeline still runs when a seed rule names the context. */
-  OneStage = 1,
-  /** The whole pipeline, in the varying, gated or dependents' loop: a seed rule naming the context changes nothing more. */
-  Pipeline = 2,
-}
+/** Its base answer, unless a seed rule names the context (the array's initial 0). */
+const FIXED = 0;
+/** Stage 4 or 5 alone, in the rolloutOnly or weightsOnly loop: the pipeline still runs when a seed rule names the context. */
+const ONE_STAGE = 1;
+/** The whole pipeline, in the varying, gated or dependents' loop: a seed rule naming the context changes nothing more. */
+const PIPELINE = 2;
 
 /** One flag, compiled for the pipeline. */
 interface CompiledFlag {
@@ -99,7 +98,7 @@ class FlagSet implements CompiledFlagSet {
    * they run the pipeline, the others keep their base answer.
    */
   private readonly gatedCandidates: Int32Array;
-  /** Per flag, its Varying. */
+  /** Per flag, FIXED, ONE_STAGE or PIPELINE. */
   private readonly isVarying: Uint8Array;
   private readonly isSplit: Uint8Array;
   /** The enabled flags with prerequisites, parents before children: evaluated last, once their parents are answered. */
@@ -157,9 +156,9 @@ class FlagSet implements CompiledFlagSet {
     for (const index of gated) for (const gate of gatesOf[index]!) room += this.table.gate(gate, index);
     this.gatedCandidates = new Int32Array(room);
     this.varying = indexes((flag, index) => isGated[index] === 0 && (flag.ordered !== null || (flag.variants !== null && flag.everyoneElse < 0)));
-    this.isVarying = new Uint8Array(this.size);
-    for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = Varying.OneStage;
-    for (const index of [...this.varying, ...gated, ...this.dependents]) this.isVarying[index] = Varying.Pipeline;
+    this.isVarying = new Uint8Array(this.size).fill(FIXED);
+    for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = ONE_STAGE;
+    for (const index of [...this.varying, ...gated, ...this.dependents]) this.isVarying[index] = PIPELINE;
     this.variants = Object.freeze(defs.map((def, index) => (this.flags[index]!.variants === null ? null : Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))))));
   }
 
@@ -217,7 +216,7 @@ class FlagSet implements CompiledFlagSet {
     const matched = seeds.matchedCount();
     for (let i = 0; i < matched; i++) {
       const index = seeds.matched[i]!;
-      if (this.isVarying[index] === Varying.Pipeline) continue; // answered above
+      if (this.isVarying[index] === PIPELINE) continue; // answered above
       const packed = this.answerOf(index, ctx);
       codes[index] = codeOf(packed);
       if (withVariants) variants[index] = variantOf(packed);
