@@ -16,5 +16,8 @@ export const DOWNLOADS_DIR = fileURLToPath(new URL('../downloads/', import.meta.
 /** The history writer's thread (modules/history/history.worker.ts), never bundled. */
 export const HISTORY_WORKER_URL = new URL('./modules/history/history.worker.js', import.meta.url);
 
+/** The thread that computes experiments' results (modules/experiments/results.worker.ts), never bundled. */
+export const RESULTS_WORKER_URL = new URL('./modules/experiments/results.worker.js', import.meta.url);
+
 /** The thread that parses an import's YAML (modules/flags-as-code/yaml.worker.ts), never bundled. */
 export const YAML_WORKER_URL = new URL('./modules/flags-as-code/yaml.worker.js', import.meta.url);

@@ -7,6 +7,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
 import type { Database } from '../../db/database.js';
 import { Unavailable } from '../../errors.js';
 import { LogThrottle } from '../../log-throttle.js';
@@ -57,20 +58,34 @@ export interface IntakeOptions {
 }
 
 const DEFAULTS: IntakeOptions = { flushIntervalMs: 250, maxPendingRows: 500_000, rowsPerCommit: 1000 };
-/** Rows per INSERT statement (5 parameters each: within SQLite's 32,766). */
+/** Rows per INSERT statement (6 parameters each: within SQLite's 32,766). */
 const ROWS_PER_STATEMENT = 500;
-/** The rows' parameters in the order of their table's insert, in one array (no array per row). */
+/**
+ * The rows' parameters in the order of their table's insert, in one array (no array per row):
+ * the unit's id is looked up in `units` by (environment, unit) as the row is inserted.
+ */
 function parametersOf(rows: readonly (ExposureRow | EventRow)[]): unknown[] {
-  const parameters = new Array<unknown>(rows.length * 5);
+  const parameters = new Array<unknown>(rows.length * 6);
   let at = 0;
   for (const row of rows) {
     parameters[at++] = row.environment_id;
     parameters[at++] = 'flag_key' in row ? row.flag_key : row.name;
+    parameters[at++] = row.environment_id;
     parameters[at++] = row.unit;
     parameters[at++] = 'flag_key' in row ? row.arm : row.value;
     parameters[at++] = row.at;
   }
   return parameters;
+}
+
+/** The rows' (environment, unit) pairs, each once, sorted (two instances add overlapping units in the same order: no deadlock on PostgreSQL). */
+function unitsOf(rows: readonly (ExposureRow | EventRow)[]): { environment_id: string; unit: string }[] {
+  const seen = new Map<string, { environment_id: string; unit: string }>();
+  for (const row of rows) {
+    const key = `${row.environment_id}\u0000${row.unit}`;
+    if (!seen.has(key)) seen.set(key, { environment_id: row.environment_id, unit: row.unit });
+  }
+  return [...seen.keys()].sort().map((key) => seen.get(key)!);
 }
 
 export class EventIntake {
@@ -213,19 +228,44 @@ export class EventIntake {
     }
   }
 
-  /** One transaction of rows, in statements of ROWS_PER_STATEMENT. */
+  /** One transaction of rows: their units added to `units` if new, then the rows, in statements of ROWS_PER_STATEMENT. */
   private async writeRows(table: 'exposures' | 'events', rows: ExposureRow[] | EventRow[]): Promise<void> {
+    const units = unitsOf(rows);
     const sqlite = this.sqliteConnection();
     if (!sqlite) {
       await this.database.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await trx.insertInto(table).values(rows.slice(i, i + ROWS_PER_STATEMENT) as never).execute();
+        for (let i = 0; i < units.length; i += ROWS_PER_STATEMENT) {
+          await trx
+            .insertInto('units')
+            .values(units.slice(i, i + ROWS_PER_STATEMENT))
+            .onConflict((conflict) => conflict.doNothing())
+            .execute();
+        }
+        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+          const chunk: (ExposureRow | EventRow)[] = rows.slice(i, i + ROWS_PER_STATEMENT);
+          await trx
+            .insertInto(table)
+            .values(
+              chunk.map((row) => {
+                const unit_id = sql<number>`(select id from units where environment_id = ${row.environment_id} and unit = ${row.unit})`;
+                return 'flag_key' in row
+                  ? { environment_id: row.environment_id, flag_key: row.flag_key, unit_id, arm: row.arm, at: row.at }
+                  : { environment_id: row.environment_id, name: row.name, unit_id, value: row.value, at: row.at };
+              }) as never,
+            )
+            .execute();
+        }
       });
       return;
     }
     const write = sqlite.transaction(() => {
+      for (let i = 0; i < units.length; i += ROWS_PER_STATEMENT) {
+        const chunk = units.slice(i, i + ROWS_PER_STATEMENT);
+        this.statement(sqlite, 'units', chunk.length).run(chunk.flatMap((unit) => [unit.environment_id, unit.unit]));
+      }
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
         const chunk: (ExposureRow | EventRow)[] = rows.slice(i, i + ROWS_PER_STATEMENT);
-        this.insertStatement(sqlite, table, chunk.length).run(parametersOf(chunk));
+        this.statement(sqlite, table, chunk.length).run(parametersOf(chunk));
       }
     });
     // The write lock held by a transaction of the server's own connection (which waits for this
@@ -264,14 +304,20 @@ export class EventIntake {
 
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
-  private insertStatement(sqlite: BetterSqlite3.Database, table: 'exposures' | 'events', rows: number): BetterSqlite3.Statement {
+  private statement(sqlite: BetterSqlite3.Database, table: 'exposures' | 'events' | 'units', rows: number): BetterSqlite3.Statement {
     const key = `${table}:${rows}`;
     let statement = this.statements.get(key);
     if (!statement) {
-      const columns = table === 'exposures' ? '(environment_id, flag_key, unit, arm, at)' : '(environment_id, name, unit, value, at)';
-      statement = sqlite.prepare(`insert into ${table} ${columns} values ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`);
-      // Two sizes in use: the full chunk and the last one of a flush; others are rare.
-      if (this.statements.size > 16) this.statements.clear();
+      const unitId = '(select id from units where environment_id = ? and unit = ?)';
+      const [columns, row, conflict] =
+        table === 'units'
+          ? ['(environment_id, unit)', '(?, ?)', ' on conflict do nothing']
+          : table === 'exposures'
+            ? ['(environment_id, flag_key, unit_id, arm, at)', `(?, ?, ${unitId}, ?, ?)`, '']
+            : ['(environment_id, name, unit_id, value, at)', `(?, ?, ${unitId}, ?, ?)`, ''];
+      statement = sqlite.prepare(`insert into ${table} ${columns} values ${Array(rows).fill(row).join(', ')}${conflict}`);
+      // Two sizes in use per table: the full chunk and the last one of a flush; others are rare.
+      if (this.statements.size > 24) this.statements.clear();
       this.statements.set(key, statement);
     }
     return statement;

@@ -1,0 +1,42 @@
+/**
+ * The results thread (results.service.ts): computes one experiment at a time on a database
+ * connection of its own, so that reading millions of rows never holds the thread that answers
+ * evaluate (docs/performance.md, "Experiments").
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Config } from '../../config.js';
+import { openDatabase } from '../../db/database.js';
+import { lowerThreadPriority } from '../../thread-priority.js';
+import type { Experiment } from './experiments.repository.js';
+import type { Metric } from './metrics.repository.js';
+import { computeResults, type Results } from './results.js';
+
+export type ToResultsWorker = { type: 'compute'; id: number; experiment: Experiment; metrics: Metric[]; now: number } | { type: 'close' };
+export type FromResultsWorker = { type: 'computed'; id: number; results: Results } | { type: 'failed'; id: number; error: string } | { type: 'closed' };
+
+// Background work: where it shares a CPU with the evaluate thread, evaluate goes first. Nice +5,
+// not the history writer's +10: a computation is awaited by a person, and on a machine busy with
+// other processes a tenth of a CPU would stretch it to minutes.
+lowerThreadPriority(5);
+
+const port = parentPort!;
+const post = (message: FromResultsWorker) => port.postMessage(message);
+const database = await openDatabase((workerData as { database: Config['database'] }).database, { migrate: false, poolSize: 1 });
+// The exposed units' temporary table (results.ts) in memory, not in a file.
+database.sqlite?.pragma('temp_store = MEMORY');
+
+let queue = Promise.resolve();
+port.on('message', (message: ToResultsWorker) => {
+  queue = queue.then(async () => {
+    if (message.type === 'close') {
+      await database.close();
+      post({ type: 'closed' });
+      return;
+    }
+    try {
+      post({ type: 'computed', id: message.id, results: await computeResults(database, message.experiment, message.metrics, message.now) });
+    } catch (error) {
+      post({ type: 'failed', id: message.id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    }
+  });
+});
