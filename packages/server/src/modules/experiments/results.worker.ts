@@ -6,7 +6,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import { openDatabase } from '../../db/database.js';
-import { lowerThreadPriority } from '../../thread-priority.js';
 import type { Experiment } from './experiments.repository.js';
 import type { Metric } from './metrics.repository.js';
 import { computeResults, type Results } from './results.js';
@@ -14,10 +13,10 @@ import { computeResults, type Results } from './results.js';
 export type ToResultsWorker = { type: 'compute'; id: number; experiment: Experiment; metrics: Metric[]; now: number } | { type: 'close' };
 export type FromResultsWorker = { type: 'computed'; id: number; results: Results } | { type: 'failed'; id: number; error: string } | { type: 'closed' };
 
-// Background work: where it shares a CPU with the evaluate thread, evaluate goes first. Nice +5,
-// not the history writer's +10: a computation is awaited by a person, and on a machine busy with
-// other processes a tenth of a CPU would stretch it to minutes.
-lowerThreadPriority(5);
+// Not run at a lower priority as the history writer is (thread-priority.ts): on a machine busy
+// with other processes such a thread got too little of a CPU (a million units' results took
+// 36.8 s instead of 7.8 s at a load average of 7.5). With two cores or more it runs beside the
+// evaluate thread, not in its turns.
 
 const port = parentPort!;
 const post = (message: FromResultsWorker) => port.postMessage(message);

@@ -1,16 +1,28 @@
 /** The history worker thread: writes batches on its own database connection, in arrival order. */
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import { openDatabase } from '../../db/database.js';
-import { lowerThreadPriority } from '../../thread-priority.js';
 import type { FromWorker, ToWorker } from './history.protocol.js';
 import { HistoryStore } from './history.store.js';
 
 /**
- * Nice +10: with no CPU to spare at all this thread still gets a tenth of one, more than history
- * needs; rows past the pending bound are dropped and counted.
+ * Evaluate answers first: on Linux this thread runs at a lower priority (nice +10) than the
+ * process's others, so where it shares a CPU with the evaluate thread its batches wait instead of
+ * holding up answers (p99 in docs/performance.md). With no CPU to spare at all it still gets a
+ * tenth of one, more than history needs; rows past the pending bound are dropped and counted.
  */
-lowerThreadPriority(10);
+function lowerPriority(): void {
+  try {
+    const thread = /task\/(\d+)$/.exec(readlinkSync('/proc/thread-self'));
+    // Ten below the process's own (which may already run under nice), at most the lowest, 19.
+    if (thread) setPriority(Number(thread[1]), Math.min(19, getPriority(Number(thread[1])) + 10));
+  } catch {
+    // Not Linux, or not allowed: same priority as the rest.
+  }
+}
+lowerPriority();
 
 const port = parentPort!;
 const post = (message: FromWorker) => port.postMessage(message);
