@@ -16,6 +16,9 @@ export const DOWNLOADS_DIR = fileURLToPath(new URL('../downloads/', import.meta.
 /** The history writer's thread (modules/history/history.worker.ts), never bundled. */
 export const HISTORY_WORKER_URL = new URL('./modules/history/history.worker.js', import.meta.url);
 
+/** The thread that writes the experiments' intake on SQLite (modules/experiments/intake.worker.ts), never bundled. */
+export const INTAKE_WORKER_URL = new URL('./modules/experiments/intake.worker.js', import.meta.url);
+
 /** The thread that computes experiments' results (modules/experiments/results.worker.ts), never bundled. */
 export const RESULTS_WORKER_URL = new URL('./modules/experiments/results.worker.js', import.meta.url);
 
