@@ -69,8 +69,10 @@ export class ResultsService {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    await this.chain.catch(() => undefined);
+    // A computation under way is dropped, not waited for (a million units took 26 s, past the
+    // shutdown's backstop): every running experiment is computed again after a start.
     await this.worker.close();
+    await this.chain.catch(() => undefined);
   }
 
   /** New rows in these environments: their running experiments are computed again soon. */
@@ -127,6 +129,7 @@ export class ResultsService {
       for (const experiment of await withMetrics(this.database.db, rows)) await this.compute(experiment);
       this.restUntil = Date.now() + REST_MS;
     } catch (error) {
+      if (this.closed) return; // the thread stopped at shutdown
       for (const id of environments) this.dirtyEnvironments.add(id);
       if (this.failureLog.due()) this.log.error({ err: error }, 'computing experiment results failed; trying again');
     }
@@ -158,19 +161,12 @@ class ResultsWorker {
     });
   }
 
+  /** Stops the thread; a computation under way fails. The thread only reads: nothing is lost. */
   async close(): Promise<void> {
     const worker = this.worker;
     if (!worker) return;
     this.worker = undefined;
-    await new Promise<void>((resolve) => {
-      const deadline = setTimeout(() => void worker.terminate(), 5000);
-      worker.once('exit', () => {
-        clearTimeout(deadline);
-        resolve();
-      });
-      worker.on('message', (message: FromResultsWorker) => message.type === 'closed' && void worker.terminate());
-      worker.postMessage({ type: 'close' } satisfies ToResultsWorker);
-    });
+    await worker.terminate();
   }
 
   private start(): Worker {
@@ -178,7 +174,6 @@ class ResultsWorker {
     this.worker = worker;
     worker.unref();
     worker.on('message', (message: FromResultsWorker) => {
-      if (message.type === 'closed') return;
       const waiting = this.waiting.get(message.id);
       this.waiting.delete(message.id);
       if (message.type === 'computed') waiting?.resolve(message.results);

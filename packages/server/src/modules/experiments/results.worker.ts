@@ -10,8 +10,8 @@ import type { Experiment } from './experiments.repository.js';
 import type { Metric } from './metrics.repository.js';
 import { computeResults, type Results } from './results.js';
 
-export type ToResultsWorker = { type: 'compute'; id: number; experiment: Experiment; metrics: Metric[]; now: number } | { type: 'close' };
-export type FromResultsWorker = { type: 'computed'; id: number; results: Results } | { type: 'failed'; id: number; error: string } | { type: 'closed' };
+export type ToResultsWorker = { type: 'compute'; id: number; experiment: Experiment; metrics: Metric[]; now: number };
+export type FromResultsWorker = { type: 'computed'; id: number; results: Results } | { type: 'failed'; id: number; error: string };
 
 // Not run at a lower priority as the history writer is (thread-priority.ts): on a machine busy
 // with other processes such a thread got too little of a CPU (a million units' results took
@@ -27,11 +27,6 @@ database.sqlite?.pragma('temp_store = MEMORY');
 let queue = Promise.resolve();
 port.on('message', (message: ToResultsWorker) => {
   queue = queue.then(async () => {
-    if (message.type === 'close') {
-      await database.close();
-      post({ type: 'closed' });
-      return;
-    }
     try {
       post({ type: 'computed', id: message.id, results: await computeResults(database, message.experiment, message.metrics, message.now) });
     } catch (error) {
