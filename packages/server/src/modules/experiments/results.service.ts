@@ -4,7 +4,8 @@
  * on this instance is computed again within CHECK_INTERVAL_MS of them, or REST_MS after the last
  * background computation ended (one computation at a time, the oldest waiting first); every
  * running one once after a start; one never computed, or stopped since its last computation, is
- * computed when asked.
+ * computed when asked. Each computation runs on the results thread (results.worker.ts), with a
+ * database connection of its own.
  */
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
@@ -14,10 +15,9 @@ import { RESULTS_WORKER_URL } from '../../paths.js';
 import { fromJson, toIso } from '../../db/values.js';
 import { LogThrottle } from '../../log-throttle.js';
 import { withMetrics, type Experiment } from './experiments.repository.js';
-import { listMetrics } from './metrics.repository.js';
+import { listMetrics, type Metric } from './metrics.repository.js';
 import type { Results } from './results.js';
 import type { FromResultsWorker, ToResultsWorker } from './results.worker.js';
-import type { Metric } from './metrics.repository.js';
 import { unitsCsv } from './units-csv.js';
 import type { Readable } from 'node:stream';
 
@@ -135,7 +135,6 @@ export class ResultsService {
     }
   }
 }
-
 
 /**
  * The results thread (results.worker.ts), started with the first computation: one computation at

@@ -1,9 +1,10 @@
 /**
  * An experiment's results (docs/experiments.md, "How results are computed"): the exposed units
  * and their arms, then per metric each unit's value from its events, added up per arm into the
- * sums statistics.ts turns into every figure. Rows are read in pages along the indexes (no cursor
- * is held, so other queries run between pages on SQLite's one connection), with a turn of the
- * event loop between pages.
+ * sums statistics.ts turns into every figure. Computed on the results thread (results.worker.ts).
+ * Rows are read in pages along the indexes, in id order, without holding a cursor; on SQLite by
+ * unit id, joined in SQL to the exposed units (readUnitValuesSqlite), elsewhere with each row's unit
+ * (eachRow).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
@@ -96,7 +97,8 @@ function readPage(database: Database, table: 'exposures' | 'events', environment
 /**
  * Visits every row of a table's key in id order, page by page, with a turn of the event loop
  * between pages: `visit([id, unit, arm or value, at])`. The results on SQLite read by unit id
- * instead (readSqlite below); this one serves PostgreSQL, units.csv and other modules.
+ * instead (readExposedUnitsSqlite, readUnitValuesSqlite); this one serves PostgreSQL's results,
+ * units.csv and other modules (exported with this signature for them).
  */
 export async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void): Promise<void> {
   // A turn every few milliseconds: evaluate's p99 while a computation runs (docs/performance.md, "Experiments").
