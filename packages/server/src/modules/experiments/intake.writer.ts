@@ -39,21 +39,19 @@ export interface RowWriter {
   close(): Promise<void>;
 }
 
-/** Rows per INSERT statement (6 parameters each: within SQLite's 32,766). */
+/** Rows per INSERT statement (5 parameters each: within SQLite's 32,766). */
 const ROWS_PER_STATEMENT = 500;
+/** Unit ids the SQLite writer keeps (some 100 bytes each). */
+const CACHED_UNITS = 200_000;
 
-/**
- * The rows' parameters in the order of their table's insert, in one array (no array per row):
- * the unit's id is looked up in `units` by (environment, unit) as the row is inserted.
- */
-function parametersOf(rows: readonly Row[]): unknown[] {
-  const parameters = new Array<unknown>(rows.length * 6);
+/** The rows' parameters in the order of their table's insert, in one array (no array per row), each with its unit's id. */
+function parametersOf(rows: readonly Row[], idOf: (row: Row) => number): unknown[] {
+  const parameters = new Array<unknown>(rows.length * 5);
   let at = 0;
   for (const row of rows) {
     parameters[at++] = row.environment_id;
     parameters[at++] = 'flag_key' in row ? row.flag_key : row.name;
-    parameters[at++] = row.environment_id;
-    parameters[at++] = row.unit;
+    parameters[at++] = idOf(row);
     parameters[at++] = 'flag_key' in row ? row.arm : row.value;
     parameters[at++] = row.at;
   }
@@ -82,6 +80,14 @@ const environmentsOf = (rows: readonly Row[]) => new Set(rows.map((row) => row.e
 export class SqliteRowWriter {
   private readonly connection: BetterSqlite3.Database;
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
+  private readonly unitId: BetterSqlite3.Statement;
+  /**
+   * `environment \0 unit` → units.id, for units committed: a row of a known unit is inserted with
+   * its id, without a look-up in SQL (the look-up per row made the writer too slow for 50,000
+   * items a second: docs/performance.md, "Experiments"). Ids are kept only after their commit
+   * (SQLite may give a rolled-back id to another unit), and forgotten all at once past the bound.
+   */
+  private readonly unitIds = new Map<string, number>();
 
   constructor(path: string) {
     this.connection = new BetterSqlite3(path);
@@ -89,6 +95,7 @@ export class SqliteRowWriter {
     this.connection.pragma('synchronous = NORMAL');
     this.connection.pragma('busy_timeout = 5000');
     this.connection.pragma('foreign_keys = ON');
+    this.unitId = this.connection.prepare('select id from units where environment_id = ? and unit = ?').pluck();
   }
 
   write(table: Table, rows: Row[]): Set<string> {
@@ -110,30 +117,39 @@ export class SqliteRowWriter {
   }
 
   private writeRows(table: Table, rows: Row[]): void {
-    const units = unitsOf(rows);
+    const added = new Map<string, number>();
     this.connection.transaction(() => {
-      for (let i = 0; i < units.length; i += ROWS_PER_STATEMENT) {
-        const chunk = units.slice(i, i + ROWS_PER_STATEMENT);
+      const unknown = unitsOf(rows.filter((row) => !this.unitIds.has(`${row.environment_id}\u0000${row.unit}`)));
+      for (let i = 0; i < unknown.length; i += ROWS_PER_STATEMENT) {
+        const chunk = unknown.slice(i, i + ROWS_PER_STATEMENT);
         this.statement('units', chunk.length).run(chunk.flatMap((unit) => [unit.environment_id, unit.unit]));
       }
+      for (const { environment_id, unit } of unknown) {
+        const id = this.unitId.get(environment_id, unit) as number | undefined;
+        // Undefined only for a unit of an environment deleted meanwhile: its row fails on the environment's foreign key.
+        if (id !== undefined) added.set(`${environment_id}\u0000${unit}`, id);
+      }
+      const idOf = (row: Row) => this.unitIds.get(`${row.environment_id}\u0000${row.unit}`) ?? added.get(`${row.environment_id}\u0000${row.unit}`) ?? 0;
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
         const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-        this.statement(table, chunk.length).run(parametersOf(chunk));
+        this.statement(table, chunk.length).run(parametersOf(chunk, idOf));
       }
     }).immediate();
+    if (this.unitIds.size + added.size > CACHED_UNITS) this.unitIds.clear();
+    for (const [key, id] of added) this.unitIds.set(key, id);
   }
 
   private statement(table: Table | 'units', rows: number): BetterSqlite3.Statement {
     const key = `${table}:${rows}`;
     let statement = this.statements.get(key);
     if (!statement) {
-      const unitId = '(select id from units where environment_id = ? and unit = ?)';
-      const [columns, row, conflict] =
+      const [columns, conflict] =
         table === 'units'
-          ? ['(environment_id, unit)', '(?, ?)', ' on conflict do nothing']
+          ? ['(environment_id, unit)', ' on conflict do nothing']
           : table === 'exposures'
-            ? ['(environment_id, flag_key, unit_id, arm, at)', `(?, ?, ${unitId}, ?, ?)`, '']
-            : ['(environment_id, name, unit_id, value, at)', `(?, ?, ${unitId}, ?, ?)`, ''];
+            ? ['(environment_id, flag_key, unit_id, arm, at)', '']
+            : ['(environment_id, name, unit_id, value, at)', ''];
+      const row = table === 'units' ? '(?, ?)' : '(?, ?, ?, ?, ?)';
       statement = this.connection.prepare(`insert into ${table} ${columns} values ${Array(rows).fill(row).join(', ')}${conflict}`);
       // Two sizes in use per table: the full chunk and the last one of a flush; others are rare.
       if (this.statements.size > 24) this.statements.clear();
