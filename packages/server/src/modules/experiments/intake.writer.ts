@@ -8,7 +8,6 @@
  */
 import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
-import { sql } from 'kysely';
 import type { Database } from '../../db/database.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { INTAKE_WORKER_URL } from '../../paths.js';
@@ -159,8 +158,10 @@ export class SqliteRowWriter {
   }
 }
 
-/** PostgreSQL: the server's pool, through Kysely. */
+/** PostgreSQL: the server's pool, through Kysely; the ids of units committed kept as SqliteRowWriter keeps them. */
 export class PostgresRowWriter implements RowWriter {
+  private readonly unitIds = new Map<string, number>();
+
   constructor(private readonly database: Database) {}
 
   async write(table: Table, rows: Row[]): Promise<Set<string>> {
@@ -179,28 +180,36 @@ export class PostgresRowWriter implements RowWriter {
   async close(): Promise<void> {}
 
   private async writeRows(table: Table, rows: Row[]): Promise<void> {
-    const units = unitsOf(rows);
+    const added = new Map<string, number>();
     await this.database.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < units.length; i += ROWS_PER_STATEMENT) {
-        await trx
-          .insertInto('units')
-          .values(units.slice(i, i + ROWS_PER_STATEMENT))
-          .onConflict((conflict) => conflict.doNothing())
+      const unknown = unitsOf(rows.filter((row) => !this.unitIds.has(`${row.environment_id}\u0000${row.unit}`)));
+      for (let i = 0; i < unknown.length; i += ROWS_PER_STATEMENT) {
+        const chunk = unknown.slice(i, i + ROWS_PER_STATEMENT);
+        await trx.insertInto('units').values(chunk).onConflict((conflict) => conflict.doNothing()).execute();
+        // A statement of its own: it sees the units another instance committed while this insert waited for them.
+        const found = await trx
+          .selectFrom('units')
+          .select(['id', 'environment_id', 'unit'])
+          .where('environment_id', 'in', [...new Set(chunk.map((unit) => unit.environment_id))])
+          .where('unit', 'in', chunk.map((unit) => unit.unit))
           .execute();
+        for (const unit of found) added.set(`${unit.environment_id}\u0000${unit.unit}`, Number(unit.id));
       }
+      const idOf = (row: Row) => this.unitIds.get(`${row.environment_id}\u0000${row.unit}`) ?? added.get(`${row.environment_id}\u0000${row.unit}`) ?? 0;
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        const values = rows.slice(i, i + ROWS_PER_STATEMENT).map((row) => {
-          const unit_id = sql<number>`(select id from units where environment_id = ${row.environment_id} and unit = ${row.unit})`;
-          return 'flag_key' in row
-            ? { environment_id: row.environment_id, flag_key: row.flag_key, unit_id, arm: row.arm, at: row.at }
-            : { environment_id: row.environment_id, name: row.name, unit_id, value: row.value, at: row.at };
-        });
+        const values = rows.slice(i, i + ROWS_PER_STATEMENT).map((row) =>
+          'flag_key' in row
+            ? { environment_id: row.environment_id, flag_key: row.flag_key, unit_id: idOf(row), arm: row.arm, at: row.at }
+            : { environment_id: row.environment_id, name: row.name, unit_id: idOf(row), value: row.value, at: row.at },
+        );
         await trx
           .insertInto(table)
           .values(values as never)
           .execute();
       }
     });
+    if (this.unitIds.size + added.size > CACHED_UNITS) this.unitIds.clear();
+    for (const [key, id] of added) this.unitIds.set(key, id);
   }
 }
 
