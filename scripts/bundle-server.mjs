@@ -5,7 +5,7 @@
 // (start-up time: docs/performance.md); inside the bundle they cost one read. Packages that are
 // CommonJS, native, read files beside themselves, or are loaded only when a setting needs them
 // stay outside, imported from node_modules as before. The engine comes from its TypeScript
-// sources and the two worker threads the server starts (src/paths.ts) are bundled beside main.js,
+// sources and the worker threads the server starts (src/paths.ts) are bundled beside main.js,
 // so that `npm start` (scripts/start-build.mjs) needs no `tsc` output of the server or the engine.
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -14,7 +14,13 @@ const INSIDE = /^(typebox|kysely|jose|@guidon\/engine)(\/|$)/;
 const engineSource = fileURLToPath(new URL('../packages/engine/src/index.ts', import.meta.url));
 
 await build({
-  entryPoints: ['packages/server/src/main.ts', 'packages/server/src/modules/history/history.worker.ts', 'packages/server/src/modules/flags-as-code/yaml.worker.ts'],
+  entryPoints: [
+    'packages/server/src/main.ts',
+    'packages/server/src/modules/history/history.worker.ts',
+    'packages/server/src/modules/flags-as-code/yaml.worker.ts',
+    'packages/server/src/modules/experiments/intake.worker.ts',
+    'packages/server/src/modules/experiments/results.worker.ts',
+  ],
   outbase: 'packages/server/src',
   outdir: 'packages/server/dist/src',
   bundle: true,

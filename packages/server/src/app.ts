@@ -268,7 +268,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     ),
     webhooks,
     intake: new EventIntake(database, evaluateCache, app.log),
-    results: new ResultsService(database, app.log),
+    results: new ResultsService(database, config.database, app.log),
   };
   // New exposures or events: the running experiments of their environments are computed again.
   services.intake.onWritten((environments) => services.results.markWritten(environments));
