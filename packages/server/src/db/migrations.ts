@@ -713,6 +713,8 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
         await db.schema.createIndex('release_checks_release_idx').on('release_checks').columns(['release_id', 'at']).execute();
         await db.schema.alterTable('audit_events').addColumn('release_id', uuid).execute();
+      },
+    },
     // Units as integers (docs/experiments.md, "Beyond one database"; docs/decisions.md, "Units as
     // integers"): each environment's unit identifiers are kept once in `units`, filled by the
     // intake, and exposures and events name a unit by its id. A computation then reads four
