@@ -7,6 +7,7 @@
  * Its answer names the rule that served. The whole-set evaluation runs the same pipeline, only for
  * the flags whose answer can depend on the context.
  */
+import { codeOf, NO_RULE, ruleOf, ruleServed, variantOf, withoutRule, withVariant, type PackedAnswer } from './answer-codec.js';
 import { ConditionTable } from './conditions.js';
 import { hashKeyOf, NO_VARIANT } from './model.js';
 import type { Answer, CompiledFlagSet, CompileOptions, EvaluationContext, FlagDefinition, Outcome, ReasonKind, VariantDefinition } from './model.js';
@@ -25,15 +26,19 @@ export function bucketOf(flagKey: string, identifier: string): number {
   return murmur3_x86_32(`${flagKey}:${identifier}`, 0) % 100;
 }
 
-/** The code of evaluateFlag's packed answer. */
-export const codeOf = (packed: number): number => packed & 255;
-/** The variant index of evaluateFlag's packed answer (NO_VARIANT: the flag has none). */
-export const variantOf = (packed: number): number => (((packed >>> 8) & 255) || NO_VARIANT + 1) - 1;
-/** Whether evaluateFlag's packed answer is `enabled: true` (a byte read: a hot path's check, where OUTCOMES[code].enabled costs tens of ns). */
-export const enabledOf = (packed: number): boolean => ENABLED[packed & 255] === 1;
+export { codeOf, variantOf, enabledOf } from './answer-codec.js';
 
-/** What the pipeline's answer (rules.ts packAnswer) holds beyond the code: a served rule's rank. */
-const RULE_UNIT = 1 << 16;
+/*
+ * How evaluateInto answers a flag (FlagSet.isVarying): which loop, if any, runs its pipeline, so
+ * that the seed rules' loop knows whether it was answered already. Module constants rather than an
+ * enum: tsc emits this package's enums as objects, and the seed loop would read one per flag.
+ */
+/** Its base answer, unless a seed rule names the context (the array's initial 0). */
+const FIXED = 0;
+/** Stage 4 or 5 alone, in the rolloutOnly or weightsOnly loop: the pipeline still runs when a seed rule names the context. */
+const ONE_STAGE = 1;
+/** The whole pipeline, in the varying, gated or dependents' loop: a seed rule naming the context changes nothing more. */
+const PIPELINE = 2;
 
 /** One flag, compiled for the pipeline. */
 interface CompiledFlag {
@@ -93,7 +98,7 @@ class FlagSet implements CompiledFlagSet {
    * they run the pipeline, the others keep their base answer.
    */
   private readonly gatedCandidates: Int32Array;
-  /** 1 for a flag of rolloutOnly or weightsOnly, 2 of varying or gated (the pipeline has run for it, a seed rule or not). */
+  /** Per flag, FIXED, ONE_STAGE or PIPELINE. */
   private readonly isVarying: Uint8Array;
   private readonly isSplit: Uint8Array;
   /** The enabled flags with prerequisites, parents before children: evaluated last, once their parents are answered. */
@@ -151,10 +156,9 @@ class FlagSet implements CompiledFlagSet {
     for (const index of gated) for (const gate of gatesOf[index]!) room += this.table.gate(gate, index);
     this.gatedCandidates = new Int32Array(room);
     this.varying = indexes((flag, index) => isGated[index] === 0 && (flag.ordered !== null || (flag.variants !== null && flag.everyoneElse < 0)));
-    this.isVarying = new Uint8Array(this.size);
-    for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = 1;
-    for (const index of [...this.varying, ...gated]) this.isVarying[index] = 2;
-    for (const index of this.dependents) this.isVarying[index] = 2;
+    this.isVarying = new Uint8Array(this.size).fill(FIXED);
+    for (const index of [...this.rolloutOnly, ...this.weightsOnly]) this.isVarying[index] = ONE_STAGE;
+    for (const index of [...this.varying, ...gated, ...this.dependents]) this.isVarying[index] = PIPELINE;
     this.variants = Object.freeze(defs.map((def, index) => (this.flags[index]!.variants === null ? null : Object.freeze(def.variants!.map(({ key, value, weight }) => Object.freeze({ key, value, weight }))))));
   }
 
@@ -192,9 +196,9 @@ class FlagSet implements CompiledFlagSet {
     for (let i = 0; i < varying.length; i++) {
       const index = varying[i]!;
       const packed = this.answerOf(index, ctx);
-      codes[index] = packed & 255;
-      if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1; // 0 (none) - 1 wraps to NO_VARIANT
-      if (packed >= RULE_UNIT) served = true;
+      codes[index] = codeOf(packed);
+      if (withVariants) variants[index] = variantOf(packed);
+      if (ruleServed(packed)) served = true;
     }
     const { gatedCandidates } = this;
     if (gatedCandidates.length > 0) {
@@ -202,9 +206,9 @@ class FlagSet implements CompiledFlagSet {
       for (let i = 0; i < count; i++) {
         const index = gatedCandidates[i]!;
         const packed = this.answerOf(index, ctx);
-        codes[index] = packed & 255;
-        if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1;
-        if (packed >= RULE_UNIT) served = true;
+        codes[index] = codeOf(packed);
+        if (withVariants) variants[index] = variantOf(packed);
+        if (ruleServed(packed)) served = true;
       }
     }
     // A flag whose only way to differ is a seed rule: evaluated when one names the context.
@@ -212,10 +216,10 @@ class FlagSet implements CompiledFlagSet {
     const matched = seeds.matchedCount();
     for (let i = 0; i < matched; i++) {
       const index = seeds.matched[i]!;
-      if (this.isVarying[index] === 2) continue; // answered above
+      if (this.isVarying[index] === PIPELINE) continue; // answered above
       const packed = this.answerOf(index, ctx);
-      codes[index] = packed & 255;
-      if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1;
+      codes[index] = codeOf(packed);
+      if (withVariants) variants[index] = variantOf(packed);
       served = true;
     }
     // Flags with prerequisites, parents first: each reads its parents' answers written above.
@@ -224,24 +228,24 @@ class FlagSet implements CompiledFlagSet {
     for (let i = 0; i < dependents.length; i++) {
       const index = dependents[i]!;
       const packed = this.answerOf(index, ctx);
-      const code = packed & 255;
+      const code = codeOf(packed);
       codes[index] = code;
-      if (withVariants) variants[index] = ((packed >>> 8) & 255) - 1;
-      if (packed >= RULE_UNIT || isPrerequisiteCode(code)) served = true;
+      if (withVariants) variants[index] = variantOf(packed);
+      if (ruleServed(packed) || isPrerequisiteCode(code)) served = true;
     }
     return served;
   }
 
-  evaluateFlag(ctx: EvaluationContext, index: number): number {
+  evaluateFlag(ctx: EvaluationContext, index: number): PackedAnswer {
     this.scratch.begin(ctx);
-    return this.alone(index, ctx) & 0xffff;
+    return withoutRule(this.alone(index, ctx));
   }
 
   answer(ctx: EvaluationContext, index: number): Answer {
     this.scratch.begin(ctx);
     const packed = this.alone(index, ctx);
-    const code = packed & 255;
-    return { outcome: OUTCOMES[code]!, reason: this.reasonOf(index, code), prerequisite: this.prerequisiteOf(index, code), variant: variantOf(packed), rule: (packed >>> 16) - 1, kind: this.reasonKind(index, code) };
+    const code = codeOf(packed);
+    return { outcome: OUTCOMES[code]!, reason: this.reasonOf(index, code), prerequisite: this.prerequisiteOf(index, code), variant: variantOf(packed), rule: ruleOf(packed), kind: this.reasonKind(index, code) };
   }
 
   reasonOf(index: number, code: number): string {
@@ -254,7 +258,7 @@ class FlagSet implements CompiledFlagSet {
   }
 
   /** One flag's packed answer: with prerequisites, its ancestors first, each once, parents before children. */
-  private alone(index: number, ctx: EvaluationContext): number {
+  private alone(index: number, ctx: EvaluationContext): PackedAnswer {
     const closure = this.closures[index];
     if (closure === null || closure === undefined || !this.flags[index]!.enabled) return this.answerOf(index, ctx);
     const { ownCodes, ownVariants } = this;
@@ -264,8 +268,8 @@ class FlagSet implements CompiledFlagSet {
     for (let i = 0; i < closure.length; i++) {
       const flag = closure[i]!;
       packed = this.answerOf(flag, ctx);
-      ownCodes[flag] = packed & 255;
-      ownVariants[flag] = ((packed >>> 8) & 255) - 1;
+      ownCodes[flag] = codeOf(packed);
+      ownVariants[flag] = variantOf(packed);
     }
     return packed;
   }
@@ -275,17 +279,17 @@ class FlagSet implements CompiledFlagSet {
     return kind === 'STATIC' && this.isSplit[index] === 1 ? 'SPLIT' : kind;
   }
 
-  /** The pipeline: the flag's answer for the scratch's context, packed (pack). */
-  private answerOf(index: number, ctx: EvaluationContext): number {
+  /** The pipeline: the flag's answer for the scratch's context (answer-codec.ts). */
+  private answerOf(index: number, ctx: EvaluationContext): PackedAnswer {
     const flag = this.flags[index]!;
     // 1. Disabled: off, rules not consulted (or a prerequisite never met, folded at compile time).
-    if (!flag.enabled) return this.withVariant(flag, flag.offCode, -1);
+    if (!flag.enabled) return this.withVariant(flag, flag.offCode, NO_RULE);
     // 2. Prerequisites: off when one is not met, naming the first (its position is in the code);
     //    the parents were answered before (docs/prerequisites.md).
     const prerequisites = flag.prerequisites;
     if (prerequisites !== null) {
       const unmet = firstUnmet(prerequisites, this.parentCodes, this.parentVariants);
-      if (unmet >= 0) return this.withVariant(flag, PREREQUISITE_CODE + unmet, -1);
+      if (unmet >= 0) return this.withVariant(flag, PREREQUISITE_CODE + unmet, NO_RULE);
     }
     // 3. Rules: the first that matches the context and whose own rollout takes it serves.
     let bucket = -1;
@@ -307,7 +311,7 @@ class FlagSet implements CompiledFlagSet {
     // 4. Everyone else: off, on, or the rollout by bucket.
     let code = flag.everyoneElse;
     if (code < 0) code = this.rolloutCode(flag, bucket >= 0 ? bucket : this.scratch.hash(flag.bucketPrefix) % 100);
-    return this.withVariant(flag, code, -1);
+    return this.withVariant(flag, code, NO_RULE);
   }
 
   /**
@@ -329,9 +333,9 @@ class FlagSet implements CompiledFlagSet {
   }
 
   /** 5. The variant, for a flag that has them: `answer` (a code, and the rule that served) with its variant. */
-  private withVariant(flag: CompiledFlag, answer: number, rank: number): number {
+  private withVariant(flag: CompiledFlag, answer: PackedAnswer, rank: number): PackedAnswer {
     const plan = flag.variants;
-    return plan === null ? answer : answer | ((chooseVariant(plan, ENABLED[answer & 255] === 1, rank, this.scratch) + 1) << 8);
+    return plan === null ? answer : withVariant(answer, chooseVariant(plan, ENABLED[codeOf(answer)] === 1, rank, this.scratch));
   }
 
   private compileFlag(def: FlagDefinition, index: number, prerequisites: PrerequisitePlan | null, neverMet: number): CompiledFlag {

@@ -1,6 +1,8 @@
 export { RULE_TYPES, BUILT_IN_ATTRIBUTES, CONDITION_LIMITS, NO_VARIANT, isRuleType, hashKeyOf } from './model.js';
 export type { Answer, AttributeValue, CompiledFlagSet, CompileOptions, Condition, EvaluationContext, FlagDefinition, Operator, Outcome, PrerequisiteDefinition, ReasonKind, RuleDefinition, RuleType, VariantDefinition } from './model.js';
-export { compileFlagSet, evaluateFlag, evaluateVariant, codeOf, variantOf, enabledOf, bucketOf } from './evaluate.js';
+export { compileFlagSet, evaluateFlag, evaluateVariant, bucketOf } from './evaluate.js';
+export { encodeAnswer, withVariant, codeOf, variantOf, ruleOf, ruleServed, withoutRule, enabledOf, NO_RULE, MAX_RANK } from './answer-codec.js';
+export type { PackedAnswer } from './answer-codec.js';
 export { rolloutIdentifier } from './scratch.js';
 export { normalizeEmailDomain, looksLikeEmail } from './rules.js';
 export { OPERATORS, OPERATOR_TABLE, COSTS } from './operators.js';

@@ -199,8 +199,8 @@ export interface CompiledFlagSet {
    */
   evaluateInto(ctx: EvaluationContext, codes: Uint8Array, variants?: Uint8Array): boolean;
   /**
-   * The code of the flag at `index` for a context (what evaluateInto writes there); for a flag with
-   * variants, its variant index + 1 in the bits above (`code | (variant + 1) << 8`): read with codeOf and variantOf.
+   * The answer of the flag at `index` for a context: its code (what evaluateInto writes there)
+   * and variant, packed (answer-codec.ts: read with codeOf and variantOf), without the rule.
    */
   evaluateFlag(ctx: EvaluationContext, index: number): number;
   /** The flag's answer with the rule that served and its OpenFeature reason: for explain and one-off use. */

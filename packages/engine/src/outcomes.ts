@@ -65,7 +65,12 @@ export const ENABLED = Uint8Array.from({ length: 256 }, (_, code) => (OUTCOMES[c
 
 const kinds = new Map(OUTCOMES.map((outcome) => [outcome.reason, outcome.kind]));
 
-/** The OpenFeature reason of one of Guidon's reason strings; undefined for any other text. */
+/**
+ * The OpenFeature reason of one of Guidon's reason strings; undefined for any other text. Only for
+ * an answer that carries nothing but the string (POST /sdk/v1/evaluate, read by the remote
+ * providers: packages/openfeature/src/splits.ts): whoever holds the code reads OUTCOMES[code].kind
+ * or CompiledFlagSet.reasonKind instead.
+ */
 export function reasonKind(reason: string): ReasonKind | undefined {
   return kinds.get(reason) ?? (reason.startsWith('Prerequisite ') && reason.endsWith(' not met') ? 'PREREQUISITE_FAILED' : undefined);
 }

@@ -5,6 +5,7 @@
  * every flag is evaluated once per context. What may be saved (self, cycles, depth, variants) is
  * checked here too, for the server to call at every save.
  */
+import { codeOf, encodeAnswer, variantOf, type PackedAnswer } from './answer-codec.js';
 import { NO_VARIANT, type FlagDefinition, type PrerequisiteDefinition } from './model.js';
 import { DISABLED_CODE, ENABLED, PREREQUISITE_CODE, PREREQUISITE_LIMIT, everyoneElseCode } from './outcomes.js';
 import { compileVariants } from './variants.js';
@@ -123,7 +124,7 @@ export function compilePrerequisites(defs: readonly FlagDefinition[]): CompiledP
  */
 export function foldPrerequisites(defs: readonly FlagDefinition[], compiled: CompiledPrerequisites): Int32Array {
   const neverMet = new Int32Array(defs.length).fill(-1);
-  // Per flag, its answer when the same for every context (code | (variant + 1) << 8, 0 above the code: no variant), else -1.
+  // Per flag, its answer when the same for every context (answer-codec.ts), else -1.
   const fixed = defs.map((def, index) => (compiled.plans[index] === null || !def.enabled ? fixedAnswer(def, null) : -1));
   for (const index of compiled.dependents) {
     const def = defs[index]!;
@@ -135,7 +136,7 @@ export function foldPrerequisites(defs: readonly FlagDefinition[], compiled: Com
       const answer = parent < 0 ? -1 : fixed[parent]!;
       if (parent >= 0 && answer < 0) break; // the parent's answer depends on the context
       const mask = accepted[k];
-      const met = parent >= 0 && ENABLED[answer & 255] === enabled[k] && (mask === null || mask === undefined || mask[((answer >>> 8) & 255) - 1] === 1);
+      const met = parent >= 0 && ENABLED[codeOf(answer)] === enabled[k] && (mask === null || mask === undefined || mask[variantOf(answer)] === 1);
       if (!met) {
         neverMet[index] = k;
         fixed[index] = fixedAnswer(def, PREREQUISITE_CODE + k);
@@ -148,8 +149,8 @@ export function foldPrerequisites(defs: readonly FlagDefinition[], compiled: Com
   return neverMet;
 }
 
-/** A flag's answer when the same for every context (code | (variant + 1) << 8), else -1; `off`: the code it answers off with, whatever its rules. */
-function fixedAnswer(def: FlagDefinition, off: number | null): number {
+/** A flag's answer when the same for every context, else -1; `off`: the code it answers off with, whatever its rules. */
+function fixedAnswer(def: FlagDefinition, off: number | null): PackedAnswer {
   let code = off ?? (def.enabled ? -1 : DISABLED_CODE);
   if (code < 0) {
     if (def.rules.some((rule) => rule.enabled === true)) return -1;
@@ -157,9 +158,9 @@ function fixedAnswer(def: FlagDefinition, off: number | null): number {
     if (code < 0) return -1;
   }
   const plan = compileVariants(def);
-  if (plan === null) return code;
+  if (plan === null) return encodeAnswer(code);
   const variant = ENABLED[code] === 1 ? plan.only : plan.off;
-  return variant < 0 ? -1 : code | ((variant + 1) << 8);
+  return variant < 0 ? -1 : encodeAnswer(code, variant);
 }
 
 /**

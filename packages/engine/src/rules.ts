@@ -5,8 +5,9 @@
  * one index for the whole set (SeedIndex): three map reads per context, whatever the number of
  * rules and flags. What each type matches: docs/api.md ("Evaluate").
  */
+import { encodeAnswer, type PackedAnswer } from './answer-codec.js';
 import type { ConditionTable } from './conditions.js';
-import type { EvaluationContext, RuleDefinition } from './model.js';
+import { NO_VARIANT, type EvaluationContext, type RuleDefinition } from './model.js';
 import { matchCode } from './outcomes.js';
 import { normalizeEmail, type Scratch } from './scratch.js';
 
@@ -47,17 +48,9 @@ export interface CompiledRule {
   readonly conditions: Int32Array | null;
   /** 1–100: served when the context's bucket is below it. */
   readonly rollout: number;
-  /** What it answers, as the pipeline packs an answer: the outcome code it serves, and its rank. */
-  readonly answer: number;
+  /** What it answers (answer-codec.ts): the outcome code it serves, and its rank. */
+  readonly answer: PackedAnswer;
 }
-
-/**
- * The pipeline's answer in one small integer: code | (variant + 1) << 8 (0: no variant) | (rule
- * rank + 1) << 16 (0: no rule served). Ranks past MAX_RANK (a flag of more than 32,766 rules; the
- * server allows 100) are answered as MAX_RANK.
- */
-export const packAnswer = (code: number, rank: number): number => code | (Math.min(rank + 1, MAX_RANK + 1) << 16);
-const MAX_RANK = 0x7ffe;
 
 /** A rule compiled; null for one that never serves (disabled, rollout 0, an empty value, no conditions, an unknown type). */
 export function compileRule(rule: RuleDefinition, rank: number, table: ConditionTable): CompiledRule | null {
@@ -65,7 +58,7 @@ export function compileRule(rule: RuleDefinition, rank: number, table: Condition
   if (rule.enabled !== true || !(rollout > 0)) return null;
   const code = matchCode(rule.type, rule.serve !== false);
   // One object literal, every field in it (V8 keeps them in the object: read on every evaluation).
-  const compiled = (seed: Seed | null, key: string, conditions: Int32Array | null): CompiledRule => ({ rank, seed, key, conditions, rollout: Math.min(rollout, 100), answer: packAnswer(code, rank) });
+  const compiled = (seed: Seed | null, key: string, conditions: Int32Array | null): CompiledRule => ({ rank, seed, key, conditions, rollout: Math.min(rollout, 100), answer: encodeAnswer(code, NO_VARIANT, rank) });
   const value = typeof rule.value === 'string' ? rule.value : '';
   switch (rule.type) {
     case 'user_id':

@@ -5,7 +5,6 @@
  * provider's. OpenFeature's classes come from the SDK each provider is built for
  * (@openfeature/server-sdk or web-sdk, both optional peers), so they are passed in.
  */
-import { reasonKind, type FlagDefinition } from '@guidon/engine';
 import { REASON_BOOTSTRAP, REASON_FALLBACK, REASON_NO_RULESET, REASON_NOT_FOUND, REASON_UNKNOWN_FLAG, type FlagState, type GuidonContext, type GuidonError } from '@guidon/sdk';
 
 /** The parts of an OpenFeature SDK a provider answers with (both SDKs have the same). */
@@ -20,12 +19,23 @@ export interface OpenFeatureKit {
 /** The OpenFeature flag types: a flag's value must be of the type asked for. */
 export type FlagType = 'boolean' | 'string' | 'number' | 'object';
 
+/**
+ * What a provider knows of a flag's answer besides its state, from the engine (the local
+ * provider) or beside Guidon's answer (the remote ones, splits.ts): OpenFeature's reason
+ * (undefined: UNKNOWN) and the unmet prerequisite's key. The core never reads them from the
+ * reason's text.
+ */
+export interface AnswerKind {
+  kind: string | undefined;
+  prerequisite?: string | undefined;
+}
+
 /** Resolution details, as both SDKs type them. */
 export interface Details<T> {
   value: T;
   variant?: string;
   reason: string;
-  flagMetadata?: { reason: string };
+  flagMetadata?: { reason: string; prerequisite?: string };
 }
 
 /** What the core needs of a client, remote or local: its events, and track() for the providers' own. */
@@ -43,11 +53,6 @@ interface ClientEvents {
 
 interface Emitter {
   emit(event: never, details?: never): void;
-}
-
-/** Whether a flag's weights share among several variants: on for everyone, the weights still choose (SPLIT). */
-export function weightsChoose(flag: FlagDefinition): boolean {
-  return (flag.variants ?? []).filter((variant) => variant.weight > 0).length > 1;
 }
 
 /** Whether a value is of an OpenFeature flag type (object: any JSON object or array, as the SDKs' own check has it). */
@@ -88,7 +93,7 @@ export class ProviderCore {
    * bootstrap value (booleans only) answers DEFAULT, and a typed evaluation the caller's default.
    * Throws the SDK's error where there is no value to give (OpenFeature's way for a provider).
    */
-  resolve<T>(flagKey: string, type: FlagType, state: FlagState, defaultValue: T, weightsChose = false): Details<T> {
+  resolve<T>(flagKey: string, type: FlagType, state: FlagState, defaultValue: T, answer: AnswerKind): Details<T> {
     const { enabled, reason } = state;
     switch (reason) {
       case REASON_NOT_FOUND:
@@ -104,19 +109,13 @@ export class ProviderCore {
     const value = variant === undefined ? enabled : state.value;
     if (!isOfType(value, type)) throw new this.kit.TypeMismatchError(`Flag "${flagKey}" serves ${variant === undefined ? 'a boolean' : describe(value)}, not ${type}`);
     // OFREP's metadata: the unmet prerequisite's key beside the reason that names it (docs/prerequisites.md).
-    const prerequisite = /^Prerequisite (.+) not met$/.exec(reason)?.[1];
+    const { kind, prerequisite } = answer;
     const flagMetadata = prerequisite === undefined ? { reason } : { reason, prerequisite };
-    return { value: value as T, variant: variant ?? (enabled ? 'on' : 'off'), reason: this.stale ? this.kit.StandardResolutionReasons.STALE : this.reasonOf(reason, weightsChose), flagMetadata };
+    return { value: value as T, variant: variant ?? (enabled ? 'on' : 'off'), reason: this.stale ? this.kit.StandardResolutionReasons.STALE : (kind ?? 'UNKNOWN'), flagMetadata };
   }
 
   /** Throws the SDK's error unless the client holds flags from Guidon. */
   async ensureReady(answered: Promise<boolean>): Promise<void> {
     if (!(await answered)) throw new this.kit.GeneralError('Guidon did not answer');
-  }
-
-  /** The OpenFeature reason of one of Guidon's: its outcome's, SPLIT where the weights chose the variant of a flag on for everyone. */
-  private reasonOf(reason: string, weightsChose: boolean): string {
-    const kind = reasonKind(reason) ?? 'UNKNOWN';
-    return kind === 'STATIC' && weightsChose ? 'SPLIT' : kind;
   }
 }

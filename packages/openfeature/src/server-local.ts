@@ -4,8 +4,8 @@
  * Synchronous underneath, so an evaluation costs microseconds and no request; the client counts
  * usage for the metrics.
  */
-import { createClient, type FlagState, type GuidonContext, type LocalClient, type LocalClientOptions, type RulesetDocument } from '@guidon/sdk';
-import { weightsChoose } from './core.js';
+import { createClient, type FlagState, type GuidonContext, type LocalClient, type LocalClientOptions } from '@guidon/sdk';
+import type { AnswerKind } from './core.js';
 import { ServerProvider } from './server-provider.js';
 
 export interface GuidonLocalProviderOptions extends Omit<LocalClientOptions, 'mode'> {
@@ -15,17 +15,15 @@ export interface GuidonLocalProviderOptions extends Omit<LocalClientOptions, 'mo
 
 export class GuidonLocalProvider extends ServerProvider<LocalClient> {
   readonly metadata = { name: 'Guidon (local evaluation)' } as const;
-  /** The flags of the ruleset held whose weights choose among several variants (made once per ruleset). */
-  private splits: { ruleset: RulesetDocument | undefined; keys: ReadonlySet<string> } = { ruleset: undefined, keys: new Set() };
 
   constructor(options: GuidonLocalProviderOptions) {
     super(options.client ?? createClient({ ...options, mode: 'local' }));
   }
 
-  protected read(flagKey: string, context: GuidonContext): { state: FlagState; weightsChose: boolean } {
-    const ruleset = this.client.ruleset();
-    if (this.splits.ruleset !== ruleset) this.splits = { ruleset, keys: new Set((ruleset?.flags ?? []).filter(weightsChoose).map((flag) => flag.key)) };
-    return { state: this.client.evaluate(context).flag(flagKey), weightsChose: this.splits.keys.has(flagKey) };
+  /** The kind and the unmet prerequisite as the engine answers them (SPLIT where the weights chose), not read from the reason. */
+  protected read(flagKey: string, context: GuidonContext): { state: FlagState; answer: AnswerKind } {
+    const { state, kind, prerequisite } = this.client.evaluate(context).resolution(flagKey);
+    return { state, answer: { kind, prerequisite } };
   }
 
   protected answered(): Promise<boolean> {

@@ -6,7 +6,7 @@
 import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails, type TrackingEventDetails } from '@openfeature/server-sdk';
 import type { FlagState, GuidonContext } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
-import { ProviderCore, type FlagType, type ProviderClient } from './core.js';
+import { ProviderCore, type AnswerKind, type FlagType, type ProviderClient } from './core.js';
 
 const KIT = { ProviderEvents, StandardResolutionReasons, FlagNotFoundError, GeneralError, TypeMismatchError };
 
@@ -20,8 +20,8 @@ export abstract class ServerProvider<Client extends ProviderClient> implements P
     this.core = new ProviderCore(client, KIT, this.events);
   }
 
-  /** The flag as the client answers it for this context, and whether the weights chose its variant. */
-  protected abstract read(flagKey: string, context: GuidonContext): Promise<{ state: FlagState; weightsChose?: boolean }> | { state: FlagState; weightsChose?: boolean };
+  /** The flag as the client answers it for this context, and its kind. */
+  protected abstract read(flagKey: string, context: GuidonContext): Promise<{ state: FlagState; answer: AnswerKind }> | { state: FlagState; answer: AnswerKind };
 
   /** Whether the client holds flags from Guidon once its first fetch is done. */
   protected abstract answered(): Promise<boolean>;
@@ -55,7 +55,7 @@ export abstract class ServerProvider<Client extends ProviderClient> implements P
   }
 
   private async resolve<T>(flagKey: string, type: FlagType, defaultValue: T, context: EvaluationContext): Promise<ResolutionDetails<T>> {
-    const { state, weightsChose } = await this.read(flagKey, toGuidonContext(context));
-    return this.core.resolve(flagKey, type, state, defaultValue, weightsChose);
+    const { state, answer } = await this.read(flagKey, toGuidonContext(context));
+    return this.core.resolve(flagKey, type, state, defaultValue, answer);
   }
 }

@@ -3,8 +3,9 @@
  * or evaluating in-process (GuidonLocalProvider, server-local.ts).
  */
 import { createClient, type ClientOptions, type FlagState, type GuidonClient, type GuidonContext } from '@guidon/sdk';
+import type { AnswerKind } from './core.js';
 import { ServerProvider } from './server-provider.js';
-import { WeightSplits } from './splits.js';
+import { remoteAnswer, WeightSplits } from './splits.js';
 
 export interface GuidonServerProviderOptions extends Omit<ClientOptions, 'context'> {
   /** A client of your own to build on (then the other options are not used). */
@@ -26,12 +27,12 @@ export class GuidonServerProvider extends ServerProvider<GuidonClient> {
     this.splits = new WeightSplits(options, this.client);
   }
 
-  protected async read(flagKey: string, context: GuidonContext): Promise<{ state: FlagState; weightsChose: boolean }> {
+  protected async read(flagKey: string, context: GuidonContext): Promise<{ state: FlagState; answer: AnswerKind }> {
     const flags = await this.client.forContext(context);
     const state = flags.flag(flagKey);
     // The context's other flags are learnt with it: one request, then none until a flag changes.
     if (this.splits.undecided(flagKey, state)) await this.splits.learn(flags.allFlags(), context);
-    return { state, weightsChose: this.splits.chose(flagKey, state) };
+    return { state, answer: remoteAnswer(state, this.splits.chose(flagKey, state)) };
   }
 
   protected answered(): Promise<boolean> {

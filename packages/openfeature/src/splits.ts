@@ -10,12 +10,23 @@
  */
 import { reasonKind } from '@guidon/engine';
 import type { ClientOptions, Flags, GuidonContext } from '@guidon/sdk';
-import type { ProviderClient } from './core.js';
+import type { AnswerKind, ProviderClient } from './core.js';
 
 type Where = Pick<ClientOptions, 'baseUrl' | 'sdkKey' | 'environment' | 'fetch' | 'timeoutMs'>;
 
 /** A flag that answered with a variant and "Flag enabled globally": the weights chose, or it is the same for everyone. */
 const undecided = (state: Flags[string]) => typeof state.variant === 'string' && reasonKind(state.reason) === 'STATIC';
+
+/**
+ * The kind of a remote answer. POST /sdk/v1/evaluate gives a flag its reason string and nothing
+ * else about it (docs/api.md, "Evaluate"), so here alone the remote providers read the kind and
+ * the unmet prerequisite from that string; the local provider has both from the engine.
+ */
+export function remoteAnswer(state: Flags[string], weightsChose: boolean): AnswerKind {
+  const kind = reasonKind(state.reason);
+  const prerequisite = kind === 'PREREQUISITE_FAILED' ? /^Prerequisite (.+) not met$/.exec(state.reason)?.[1] : undefined;
+  return { kind: kind === 'STATIC' && weightsChose ? 'SPLIT' : kind, prerequisite };
+}
 
 /** OpenFeature's context for OFREP, from Guidon's (targetingKey is user_id, email user_email). */
 function ofrepContext(context: GuidonContext): Record<string, unknown> {

@@ -7,7 +7,7 @@ import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvent
 import { createClient, type ClientOptions, type GuidonClient, type GuidonContext } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
 import { ProviderCore, type FlagType } from './core.js';
-import { WeightSplits } from './splits.js';
+import { remoteAnswer, WeightSplits } from './splits.js';
 
 export interface GuidonWebProviderOptions extends Omit<ClientOptions, 'context'> {
   /** A client of your own to build on (then the other options are not used). */
@@ -48,7 +48,7 @@ export class GuidonWebProvider implements Provider {
 
   private resolve<T>(flagKey: string, type: FlagType, defaultValue: T): ResolutionDetails<T> {
     const state = this.client.flag(flagKey);
-    return this.core.resolve(flagKey, type, state, defaultValue, this.splits.chose(flagKey, state));
+    return this.core.resolve(flagKey, type, state, defaultValue, remoteAnswer(state, this.splits.chose(flagKey, state)));
   }
 
   async onClose(): Promise<void> {

@@ -19,5 +19,5 @@ export { RULESET_FORMAT } from './local.js';
 export type { FlagState, Flags, GuidonContext, JsonValue, ValueOf } from './model.js';
 export type { ClientEvents, ClientOptions, FlagSet, GuidonClient } from './client.js';
 export type { EventStats, ExperimentOptions } from './exposures.js';
-export type { LocalClient, LocalClientEvents, LocalClientOptions, LocalFlagSet, LocalFlagState } from './local.js';
-export type { RulesetDocument } from '@guidon/engine';
+export type { LocalClient, LocalClientEvents, LocalClientOptions, LocalFlagSet, LocalFlagState, LocalResolution } from './local.js';
+export type { ReasonKind, RulesetDocument } from '@guidon/engine';

@@ -19,6 +19,7 @@ const NO_FLAGS: LocalFlagSet = {
   value: (_key, fallback) => valueOr(undefined, fallback),
   flag: () => ({ enabled: false, reason: REASON_NO_RULESET }),
   allFlags: () => ({}),
+  resolution: () => ({ state: { enabled: false, reason: REASON_NO_RULESET } }),
 };
 
 export function createLocalClient(_options: LocalClientOptions): LocalClient {

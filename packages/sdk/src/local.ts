@@ -6,7 +6,7 @@
  * ETag while it is away) and it stays as it is while Guidon is away; usage.ts reports what was
  * counted.
  */
-import { applyRulesetPatch, codeOf, compileFlagSet, enabledOf, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type RulesetDocument } from '@guidon/engine';
+import { applyRulesetPatch, codeOf, compileFlagSet, enabledOf, encodeAnswer, NO_VARIANT, OUTCOMES, variantOf, type CompiledFlagSet, type EvaluationContext, type PackedAnswer, type ReasonKind, type RulesetDocument } from '@guidon/engine';
 import { Emitter } from './emitter.js';
 import { GuidonError } from './errors.js';
 import { Outbox, SeenExposures, unitOf, type EventStats, type ExperimentOptions, type SeenArms } from './exposures.js';
@@ -53,6 +53,19 @@ export interface LocalClientOptions extends ExperimentOptions {
 /** A flag's answer, as the `flags` member of POST /sdk/v1/evaluate gives it. */
 export type LocalFlagState = FlagState;
 
+/**
+ * One flag as flag() reads it, with what its answer is as the engine knows it (never read from
+ * the reason's text): OpenFeature's name for it (SPLIT where the weights chose; docs/variants.md)
+ * and the key of the unmet prerequisite (docs/prerequisites.md).
+ */
+export interface LocalResolution {
+  state: LocalFlagState;
+  /** Absent for a flag not in the ruleset, or without a ruleset. */
+  kind?: ReasonKind;
+  /** Only with kind PREREQUISITE_FAILED. */
+  prerequisite?: string;
+}
+
 /** Every flag for one context; reads never throw. */
 export interface LocalFlagSet {
   isEnabled(key: string): boolean;
@@ -68,6 +81,8 @@ export interface LocalFlagSet {
   flag(key: string): LocalFlagState;
   /** What POST /sdk/v1/evaluate's `flags` would hold for this context. */
   allFlags(): Record<string, LocalFlagState>;
+  /** flag(key), read once (counted and exposed as flag() is), with its kind and unmet prerequisite: what the OpenFeature providers answer with. */
+  resolution(key: string): LocalResolution;
 }
 
 export interface LocalClientEvents {
@@ -188,7 +203,7 @@ class LocalFlags implements LocalFlagSet {
     this.unit = exposing ? unitOf(context) : undefined;
   }
 
-  /** The flag's packed answer (engine's codeOf / variantOf), counted for usage; -1 for a flag not in the ruleset. */
+  /** The flag's packed answer (the engine's answer-codec.ts), counted for usage; -1 for a flag not in the ruleset. */
   private read(key: string): number {
     const compiled = this.compiled;
     const index = compiled?.indexes.get(key);
@@ -209,9 +224,9 @@ class LocalFlags implements LocalFlagSet {
     if (this.counting) this.count(index, packed);
     const unit = this.unit;
     if (unit !== undefined) {
-      // The arm as a small number: the variant's index + 2 (its byte in `packed` + 1), else 1 on, 0 off.
-      const variantByte = (packed >>> 8) & 255;
-      const arm = variantByte === 0 ? (enabledOf(packed) ? 1 : 0) : variantByte + 1;
+      // The arm as a small number: the variant's index + 2, else 1 on, 0 off.
+      const variant = variantOf(packed);
+      const arm = variant === NO_VARIANT ? (enabledOf(packed) ? 1 : 0) : variant + 2;
       // Seen before (the usual read): one Map.get here, inline; the rest only the first time.
       const had = this.compiled!.seen[index]!.get(unit);
       if (had === undefined || arm > 30 || (had & (1 << arm)) === 0) this.expose(index, packed, arm, unit);
@@ -230,10 +245,10 @@ class LocalFlags implements LocalFlagSet {
     outbox.exposure(compiled.set.keys[index]!, unit, armKey, compiled.set.reasonOf(index, codeOf(packed)));
   }
 
-  private packed(index: number): number {
+  private packed(index: number): PackedAnswer {
     // A set read flag after flag is evaluated in one pass once it is clear several will be read (cheaper per flag).
     if (!this.all && ++this.reads > READS_BEFORE_ALL) this.evaluateAll();
-    if (this.all) return this.all.codes[index]! | (((this.all.variants?.[index] ?? NO_VARIANT) + 1) << 8);
+    if (this.all) return encodeAnswer(this.all.codes[index]!, this.all.variants?.[index] ?? NO_VARIANT);
     return this.compiled!.set.evaluateFlag(this.context, index);
   }
 
@@ -296,6 +311,18 @@ class LocalFlags implements LocalFlagSet {
     const packed = this.use(key);
     if (packed < 0) return { enabled: false, reason: this.compiled ? REASON_UNKNOWN_FLAG : REASON_NO_RULESET };
     return this.state(this.usedIndex, packed);
+  }
+
+  resolution(key: string): LocalResolution {
+    const packed = this.use(key);
+    if (packed < 0) return { state: { enabled: false, reason: this.compiled ? REASON_UNKNOWN_FLAG : REASON_NO_RULESET } };
+    const index = this.usedIndex;
+    const { set } = this.compiled!;
+    const code = codeOf(packed);
+    const prerequisite = set.prerequisiteOf(index, code);
+    const state = this.state(index, packed);
+    const kind = set.reasonKind(index, code);
+    return prerequisite === null ? { state, kind } : { state, kind, prerequisite };
   }
 
   allFlags(): Record<string, LocalFlagState> {

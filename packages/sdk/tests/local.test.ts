@@ -287,6 +287,11 @@ describe('local mode against a running Guidon', () => {
     assert.equal(vip.isEnabled('nope'), false);
     assert.equal(vip.reason('nope'), 'Flag not in the ruleset');
     assert.deepEqual(c.evaluate({ user_id: 'someone' }).allFlags(), { checkout: { enabled: false, reason: 'Flag is globally disabled' }, beta: { enabled: false, reason: 'No targeting rule matched' } });
+    // The kind comes from the engine with the state, the reason's text unchanged.
+    assert.deepEqual(vip.resolution('beta'), { state: { enabled: true, reason: 'Matched user_id targeting rule' }, kind: 'TARGETING_MATCH' });
+    assert.deepEqual(vip.resolution('checkout'), { state: { enabled: false, reason: 'Flag is globally disabled' }, kind: 'DISABLED' });
+    assert.deepEqual(c.evaluate({ user_id: 'someone' }).resolution('beta'), { state: { enabled: false, reason: 'No targeting rule matched' }, kind: 'DEFAULT' });
+    assert.deepEqual(vip.resolution('nope'), { state: { enabled: false, reason: 'Flag not in the ruleset' } });
     assert.equal(c.ruleset()?.format, 1);
   });
 
@@ -298,6 +303,7 @@ describe('local mode against a running Guidon', () => {
     assert.equal(c.ruleset()?.format, 2);
     assert.deepEqual(c.evaluate({ user_id: 'vip' }).flag('child_of_beta'), { enabled: true, reason: 'Flag enabled globally' });
     assert.deepEqual(c.evaluate({ user_id: 'someone' }).flag('child_of_beta'), { enabled: false, reason: 'Prerequisite beta not met' });
+    assert.deepEqual(c.evaluate({ user_id: 'someone' }).resolution('child_of_beta'), { state: { enabled: false, reason: 'Prerequisite beta not met' }, kind: 'PREREQUISITE_FAILED', prerequisite: 'beta' });
     // (What evaluate answers for the same is compared in the random environments above; no remote
     // evaluation here, which would add to the usage counts the tests below read.)
     await eventually(() => c.ruleset() !== undefined, 'ready');

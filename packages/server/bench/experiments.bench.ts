@@ -197,9 +197,12 @@ async function results(): Promise<void> {
     // Started two hours ago: the exposures fall in the hour after.
     db.prepare('update experiments set started_at = ?').run(new Date(now - 2 * 3_600_000).toISOString());
     const series = 'with recursive n(i) as (select 0 union all select i + 1 from n where i < ? - 1)';
-    db.prepare(`${series} insert into exposures (environment_id, flag_key, unit, arm, at) select ?, 'checkout', 'user-' || i, case i % 2 when 1 then 'on' else 'off' end, ? + (i % 3000000) from n`).run(UNITS, environmentId, now - 3_600_000);
+    // Units user-0 … user-(UNITS − 1), given consecutive ids in one statement: user-i is units.id base + i.
+    db.prepare(`${series} insert into units (environment_id, unit) select ?, 'user-' || i from n`).run(UNITS, environmentId);
+    const { base } = db.prepare('select min(id) as base from units where environment_id = ?').get(environmentId) as { base: number };
+    db.prepare(`${series} insert into exposures (environment_id, flag_key, unit_id, arm, at) select ?, 'checkout', ? + i, case i % 2 when 1 then 'on' else 'off' end, ? + (i % 3000000) from n`).run(UNITS, environmentId, base, now - 3_600_000);
     // Ten events per unit, a fifth of them purchases, after the unit's exposure.
-    db.prepare(`${series} insert into events (environment_id, name, unit, value, at) select ?, case i % 5 when 0 then 'purchase' else 'click' end, 'user-' || (i * ? / ?), 1, ? + (i % 3000000) from n`).run(EVENTS, environmentId, UNITS, EVENTS, now - 3_500_000);
+    db.prepare(`${series} insert into events (environment_id, name, unit_id, value, at) select ?, case i % 5 when 0 then 'purchase' else 'click' end, ? + (i * ? / ?), 1, ? + (i % 3000000) from n`).run(EVENTS, environmentId, base, UNITS, EVENTS, now - 3_500_000);
     db.close();
     console.log(`results: seeded ${UNITS.toLocaleString('en')} exposed units and ${EVENTS.toLocaleString('en')} events in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
     server = await startServer(server.databaseUrl, dir);

@@ -35,6 +35,7 @@ import { AuditActionSchema, ResourceTypeSchema } from './modules/changes/changes
 import { ProjectWrites } from './modules/changes/project-writes.js';
 import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
+import { routeMeta } from './modules/evaluate/evaluate.direct.js';
 import { ofrepErrorBody, ofrepRoutes } from './modules/ofrep/ofrep.routes.js';
 import { streamRoutes } from './modules/streams/streams.routes.js';
 import { openStreamCount } from './modules/streams/open-streams.js';
@@ -202,7 +203,9 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     requestIdHeader: false,
     genReqId: requestIdOf,
     // Long path ids reach the UUID check (404) and the auth hook (401) like short ones.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // routeMeta: how evaluate's direct path reads the hooks of its route (evaluate.direct.ts);
+    // buildPrettyMeta is one of Fastify's documented router options, left out of its types.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048, buildPrettyMeta: routeMeta } as FastifyServerOptions['routerOptions'],
     // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.
     frameworkErrors: (_error, request, reply) => sendError(new AppError(404, 'Not found'), request, reply),
     schemaController: { compilersFactory: { buildValidator: buildValidator(), buildSerializer: buildSerializer() } },
@@ -265,7 +268,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     ),
     webhooks,
     intake: new EventIntake(database, evaluateCache, app.log),
-    results: new ResultsService(database, app.log),
+    results: new ResultsService(database, config.database, app.log),
   };
   // New exposures or events: the running experiments of their environments are computed again.
   services.intake.onWritten((environments) => services.results.markWritten(environments));

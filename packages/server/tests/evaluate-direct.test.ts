@@ -6,7 +6,8 @@ import { Redis } from 'ioredis';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
-import { hooksTheDirectPathWouldSkip } from '../src/modules/evaluate/evaluate.direct.js';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import { hooksTheDirectPathWouldSkip, routeMeta } from '../src/modules/evaluate/evaluate.direct.js';
 import { createTestDatabase } from './test-database.js';
 import { eventually, freePort, newFlag, newProject, newUser, request, startServer, type Answer, type TestProject, type TestServer } from './harness.js';
 
@@ -56,6 +57,60 @@ describe('evaluate: the direct path answers as Fastify does', () => {
     }
   });
 
+  test('a hook of any kind that reaches the route, from a plugin that shares the app\'s context too, stops the start', async () => {
+    const database = await createTestDatabase();
+    const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'silent' });
+    const opened = await openDatabase(config.database, { poolSize: 1 });
+    const app = await buildApp(config, opened, { changeNotifications: false });
+    // As @fastify/cors or @fastify/helmet are: a plugin marked skip-override adds its hooks to the app itself.
+    const shared = Object.assign(
+      async (instance: typeof app) => {
+        instance.addHook('preValidation', async function sharedCheck() {});
+        instance.addHook('onSend', async function addHeader(_request, _reply, payload) {
+          return payload;
+        });
+        instance.addHook('preSerialization', async function reshape(_request, _reply, payload) {
+          return payload;
+        });
+        instance.addHook('onError', async function noteError() {});
+      },
+      { [Symbol.for('skip-override')]: true },
+    );
+    await app.register(shared);
+    // Encapsulated elsewhere: not the evaluate route's, so not named.
+    await app.register(async (other) => {
+      other.addHook('preHandler', async function elsewhere() {});
+    });
+    try {
+      await assert.rejects(async () => app.ready(), (error: Error) => {
+        for (const hook of ['preValidation sharedCheck', 'onSend addHeader', 'preSerialization reshape', 'onError noteError']) assert.ok(error.message.includes(hook), `${hook} in ${error.message}`);
+        assert.ok(!error.message.includes('elsewhere'), error.message);
+        return true;
+      });
+    } finally {
+      await app.close().catch(() => undefined);
+      await opened.close();
+      await database.drop();
+    }
+  });
+
+  test('a read of the hooks that finds nothing is an error, not an empty list', async () => {
+    // Fastify without routeMeta (app.ts): nothing to read from.
+    const bare = Fastify();
+    bare.post('/sdk/v1/evaluate', { onRequest: function sdkProject(_request, _reply, done) {
+      done();
+    } }, async () => ({}));
+    await bare.ready();
+    assert.throws(() => hooksTheDirectPathWouldSkip(bare), /could not be read/);
+    await bare.close();
+    // With it, but the route lacks a hook the direct path names: the read is not trusted.
+    const lacking = Fastify({ routerOptions: { buildPrettyMeta: routeMeta } as FastifyServerOptions['routerOptions'] });
+    lacking.post('/sdk/v1/evaluate', async () => ({}));
+    await lacking.ready();
+    assert.throws(() => hooksTheDirectPathWouldSkip(lacking), /lack onRequest requestHeaders/);
+    await lacking.close();
+  });
+
   test('the same answer and headers; the request id is the caller\'s or a new one', async () => {
     for (const context of [{ user_id: 'user-1' }, { user_id: 'user-2', user_email: 'a@b.c' }, {}]) {
       const body = JSON.stringify({ environment: 'production', context });
@@ -81,7 +136,9 @@ describe('evaluate: the direct path answers as Fastify does', () => {
       `{"environment":"${'e'.repeat(65)}"}`,
       '{"environment":"nowhere"}', // unknown environment: 404
       '{"environment":"production","__proto__":{"x":1}}', // Fastify's JSON parser refuses it
-      '{"environment":"production","context":{"user_id":"\\u00e9"}}', // escapes: Fastify's parser decides, and answers 200
+      '{"environment":"production","constructor":{"prototype":{"x":1}}}', // refused too
+      '{"environment":"production","\\u005f_proto__":{"x":1}}', // the same key, escaped
+      '{"environment":"production","context":{"user_id":"\\u00e9"}}', // escapes: parsed by both, 200
       '[]',
       'null',
     ];

@@ -130,7 +130,7 @@ describe('a guarded release', () => {
     close(g.bound, expected.bound, 'bound');
     close(g.detectable_harm, expected.halfwidth, 'detectable harm');
     assert.equal(g.limit, 0.01);
-    assert.match(last.explanation, /rolled back/);
+    assert.match(last.explanation, /serves again what it served before the release/);
     assert.match(ended.reason, new RegExp(errors.key));
     // The flag is what it was: off.
     const back = await api('GET', flagPath(flag.id));
@@ -170,6 +170,32 @@ describe('a guarded release', () => {
     assert.equal((await api('GET', flagPath(flag.id))).body.rollout_percentage, 100);
     const actions = (await api('GET', `/api/projects/${project.id}/audit?resource_id=${release.id}`)).body.items.map((event: any) => event.action).sort();
     assert.deepEqual(actions, ['release.advanced', 'release.advanced', 'release.advanced', 'release.completed', 'release.created']);
+  });
+
+  test('a sample-ratio mismatch pauses it, and only resume starts it again', async () => {
+    const errors = await metric();
+    const flag = await newFlag(server, owner, project, { key: `lopsided-${++counter}` });
+    const release = await startRelease(flag.id, { guardrails: [{ metric_id: errors.id }] });
+    const sides = unitsBySide(flag.key, 60);
+    // 60 units with the change against 20 without, where half and half were expected.
+    await feed(flag.key, { treatment: sides.treatment, control: sides.control.slice(0, 20) }, { treatment: [], control: [] });
+    const path = `${flagPath(flag.id)}/releases/${release.id}`;
+    const paused = await releaseOnceIt(path, (r) => r.status !== 'running', 'the release to pause');
+    assert.equal(paused.status, 'paused');
+    assert.match(paused.reason, /Sample ratio mismatch/);
+    const check = paused.checks.find((c: any) => c.decision === 'pause');
+    const expected = runPython<{ p: number }>(String.raw`
+import json, sys
+from scipy import stats
+d = json.load(sys.stdin)
+print(json.dumps(dict(p=float(stats.chisquare(d).pvalue))))
+`, [60, 20]);
+    assert.ok(Math.abs(check.srm.p_value - expected.p) <= 1e-12, `${check.srm.p_value} vs ${expected.p}`);
+    // Still paused a few checks later: a pause is undone by resume only.
+    await releaseOnceIt(path, (r) => r.checks.length >= paused.checks.length + 3, 'more checks while paused');
+    assert.equal((await api('GET', path)).body.status, 'paused');
+    assert.equal((await api('GET', flagPath(flag.id))).body.rollout_percentage, 5);
+    await api('POST', `${path}/abort`);
   });
 
   test('pause, resume, abort; a direct change of the rollout is 409; a toggle off aborts; variants come back', async () => {

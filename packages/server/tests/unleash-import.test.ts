@@ -211,6 +211,14 @@ describe('import from a real Unleash', { skip }, () => {
     await feature('custom', [{ name: 'office-hours' }]);
     await feature('child', [{ name: 'default' }]);
     await unleash.admin('POST', `${project}/features/child/dependencies`, { feature: 'everyone', enabled: true });
+    // A dependency on variants the parent has in different environments ("blue" in development, "aa"
+    // in production): in each, the one the parent cannot serve never matches in Unleash.
+    const colours = (names: string[]) => names.map((name) => ({ name, weight: 1000 / names.length, weightType: 'variable', stickiness: 'default' }));
+    await feature('colour', [rollout('colour', 60)], { variants: colours(['aa', 'bb']) });
+    await feature('colour', [rollout('colour', 60)], { environment: 'development', variants: colours(['blue', 'red']) });
+    await feature('by-colour', [{ name: 'default' }]);
+    await feature('by-colour', [{ name: 'default' }], { environment: 'development' });
+    await unleash.admin('POST', `${project}/features/by-colour/dependencies`, { feature: 'colour', enabled: true, variants: ['blue', 'aa'] });
     await feature('two-groups', [rollout('two-groups', 50)], { variants: [{ name: 'x', weight: 1000, weightType: 'variable', stickiness: 'default' }] });
     await unleash.admin('PATCH', `${project}/features/two-groups/environments/production/strategies/${(await unleash.admin('GET', `${project}/features/two-groups/environments/production/strategies`))[0].id}`, [{ op: 'replace', path: '/parameters/groupId', value: 'elsewhere' }]);
 
@@ -259,6 +267,12 @@ describe('import from a real Unleash', { skip }, () => {
     assert.equal(document.flags.find((flag: { name: string }) => flag.name === 'shared-bucket').environments.production.bucketing_key, 'shared-group');
     const everyoneKey = document.flags.find((flag: { name: string }) => flag.name === 'everyone').key;
     assert.deepEqual(document.flags.find((flag: { name: string }) => flag.name === 'child').environments.production.prerequisites, [{ flag_key: everyoneKey }]);
+    // Per environment, the listed variants the parent has there; compared with Unleash below.
+    assert.equal(reason('by-colour'), undefined);
+    const colourKey = document.flags.find((flag: { name: string }) => flag.name === 'colour').key;
+    const byColour = document.flags.find((flag: { name: string }) => flag.name === 'by-colour').environments;
+    assert.deepEqual(byColour.production.prerequisites, [{ flag_key: colourKey, variants: ['aa'] }]);
+    assert.deepEqual(byColour.development.prerequisites, [{ flag_key: colourKey, variants: ['blue'] }]);
     assert.deepEqual(document.segments.map((segment: { key: string }) => segment.key), ['beta_users', 'big_accounts']);
 
     const mapped = document.flags.map((flag: { key: string; name: string; environments: Record<string, { variants: unknown[] }> }) => flag);

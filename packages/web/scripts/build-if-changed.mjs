@@ -10,6 +10,10 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const inputs = ['index.html', 'vite.config.ts', 'tsconfig.json', 'package.json', 'public', 'src'];
 const stampPath = join(root, 'dist', '.source-hash');
+// --no-typecheck (npm start, scripts/start-build.mjs): the bundle without the type-check, under a
+// stamp of its own, so that `npm run build` still type-checks what only npm start has built.
+const typecheck = !process.argv.includes('--no-typecheck');
+const bundledPath = join(root, 'dist', '.source-hash-unchecked');
 
 function* files(path) {
   if (!existsSync(path)) return;
@@ -23,14 +27,15 @@ for (const input of inputs) {
 }
 const digest = hash.digest('hex');
 
-if (!process.argv.includes('--force') && existsSync(join(root, 'dist', 'index.html')) && existsSync(stampPath) && readFileSync(stampPath, 'utf8') === digest) {
+const builtFrom = (path) => existsSync(path) && readFileSync(path, 'utf8') === digest;
+if (!process.argv.includes('--force') && existsSync(join(root, 'dist', 'index.html')) && (builtFrom(stampPath) || (!typecheck && builtFrom(bundledPath)))) {
   process.exit(0);
 }
 for (const [command, args] of [
-  ['tsc', ['-p', 'tsconfig.json', '--noEmit']],
+  ...(typecheck ? [['tsc', ['-p', 'tsconfig.json', '--noEmit']]] : []),
   ['vite', ['build', '--logLevel', 'warn']],
 ]) {
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', shell: process.platform === 'win32' });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
-writeFileSync(stampPath, digest);
+writeFileSync(typecheck ? stampPath : bundledPath, digest);

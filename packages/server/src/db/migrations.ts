@@ -715,5 +715,37 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable('audit_events').addColumn('release_id', uuid).execute();
       },
     },
+    // Units as integers (docs/experiments.md, "Beyond one database";
+    // docs/adr/0027-experiments-at-scale.md): each environment's unit identifiers are kept once in `units`, filled by the
+    // intake, and exposures and events name a unit by its id. A computation then reads four
+    // numbers a row and finds a unit by an integer key (the time of a million units' results:
+    // docs/performance.md, "Experiments"). Existing rows get their ids here.
+    '0018_units': {
+      async up(db: Kysely<any>) {
+        const id = pg ? 'bigint' : 'integer';
+        const identity = (c: any) => (pg ? c.primaryKey().generatedAlwaysAsIdentity() : c.primaryKey());
+        await db.schema
+          .createTable('units')
+          .addColumn('id', id, identity)
+          .addColumn('environment_id', uuid, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+          .addColumn('unit', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('units_unit_idx').on('units').columns(['environment_id', 'unit']).unique().execute();
+        await sql`insert into units (environment_id, unit) select environment_id, unit from exposures union select environment_id, unit from events order by 1, 2`.execute(db);
+        for (const table of ['exposures', 'events']) {
+          // SQLite adds a NOT NULL column only with a default; every row gets its id just below.
+          await db.schema.alterTable(table).addColumn('unit_id', id, (c) => c.notNull().defaultTo(0)).execute();
+          await sql`update ${sql.table(table)} set unit_id = (select u.id from units u where u.environment_id = ${sql.ref(`${table}.environment_id`)} and u.unit = ${sql.ref(`${table}.unit`)})`.execute(db);
+          if (pg) await db.schema.alterTable(table).alterColumn('unit_id', (c) => c.dropDefault()).execute();
+          await db.schema.alterTable(table).dropColumn('unit').execute();
+        }
+        // The indexes a computation reads along now hold what it reads, so SQLite never visits the
+        // table's rows (1.8 times as fast on ten million events): the same order, a wider entry.
+        await db.schema.dropIndex('exposures_flag_idx').execute();
+        await db.schema.createIndex('exposures_flag_idx').on('exposures').columns(['environment_id', 'flag_key', 'id', 'unit_id', 'arm', 'at']).execute();
+        await db.schema.dropIndex('events_name_idx').execute();
+        await db.schema.createIndex('events_name_idx').on('events').columns(['environment_id', 'name', 'id', 'unit_id', 'at', 'value']).execute();
+      },
+    },
   };
 }

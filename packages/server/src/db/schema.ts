@@ -434,7 +434,8 @@ export interface ExposuresTable {
   id: Generated<number>;
   environment_id: string;
   flag_key: string;
-  unit: string;
+  /** units.id */
+  unit_id: number;
   arm: string;
   at: ColumnType<number | string, number, number>;
 }
@@ -444,9 +445,17 @@ export interface EventsTable {
   id: Generated<number>;
   environment_id: string;
   name: string;
-  unit: string;
+  /** units.id */
+  unit_id: number;
   value: number;
   at: ColumnType<number | string, number, number>;
+}
+
+/** An environment's unit identifiers, each once (0018_units): exposures and events name a unit by its id. */
+export interface UnitsTable {
+  id: Generated<number>;
+  environment_id: string;
+  unit: string;
 }
 
 /** An experiment's latest computed results, as GET .../results answers them (JSON). */
@@ -530,6 +539,7 @@ export interface Schema {
   experiment_metrics: ExperimentMetricsTable;
   exposures: ExposuresTable;
   events: EventsTable;
+  units: UnitsTable;
   experiment_results: ExperimentResultsTable;
   releases: ReleasesTable;
   release_checks: ReleaseChecksTable;

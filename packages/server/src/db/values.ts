@@ -16,6 +16,9 @@ export function toIso(value: string | Date): string {
   return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
 }
 
+/** toIso for a nullable timestamp column. */
+export const toIsoOrNull = (value: string | Date | null): string | null => (value === null ? null : toIso(value));
+
 /** A JSON array column: text on SQLite, already parsed by pg for jsonb. */
 export function toArray(value: string | string[]): string[] {
   return typeof value === 'string' ? (JSON.parse(value) as string[]) : value;

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { ApiTokensTable, Role } from '../../db/schema.js';
-import { newId, nowIso, toIso } from '../../db/values.js';
+import { newId, nowIso, toIso, toIsoOrNull } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 
 export const TOKEN_PREFIX = 'gdn_';
@@ -12,8 +12,7 @@ const hashOf = (secret: string) => createHash('sha256').update(secret).digest('h
 const COLUMNS = ['id', 'name', 'project_id', 'role', 'created_at', 'expires_at', 'last_used_at'] as const;
 
 function toToken(row: Pick<Selectable<ApiTokensTable>, (typeof COLUMNS)[number]>) {
-  const iso = (value: string | Date | null) => (value === null ? null : toIso(value));
-  return { ...row, created_at: toIso(row.created_at), expires_at: iso(row.expires_at), last_used_at: iso(row.last_used_at) };
+  return { ...row, created_at: toIso(row.created_at), expires_at: toIsoOrNull(row.expires_at), last_used_at: toIsoOrNull(row.last_used_at) };
 }
 
 /** The secret (gdn_ + 32 random bytes) is returned here only; the database keeps its SHA-256. */

@@ -45,15 +45,50 @@ export const DIRECT_PATH_DOES: Readonly<Record<string, readonly string[]>> = Obj
   onResponse: ['observe'],
 });
 
-/** The hooks that apply to a route, by kind, as printRoutes draws them: `• (onRequest) ["requestHeaders()", …]`. */
+/** A route as Fastify's router hands it to routerOptions.buildPrettyMeta (find-my-way's route). */
+interface RouterRoute {
+  method: string;
+  path: string;
+  store: unknown;
+}
+
+let reading: ((route: RouterRoute) => void) | null = null;
+
+/**
+ * Fastify's router option buildPrettyMeta (set in app.ts), one of its documented server options:
+ * the router hands it each route's store, which holds the hooks that apply to the route by kind,
+ * as functions. hooksOf reads them here, as objects, while app.printRoutes walks
+ * the routes; the printout itself is not read. For printRoutes it returns what Fastify's own does.
+ */
+export function routeMeta(route: RouterRoute): Record<string, unknown> {
+  reading?.(route);
+  const store = route.store as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(store).filter(([key, value]) => isHookList(value) || key === 'errorHandler' || key === 'logLevel' || key === 'logSerializers'));
+}
+
+const isHookList = (value: unknown): value is ((...args: never[]) => unknown)[] => Array.isArray(value) && value.length > 0 && value.every((hook) => typeof hook === 'function');
+
+/**
+ * The hooks that apply to a route, by kind, by function name (Fastify binds them: "bound name").
+ * Every hook the direct path names in DIRECT_PATH_DOES applies to the route, so a read that misses
+ * one is a read that no longer works (another Fastify, routeMeta not set): it stops the start
+ * rather than finding nothing to skip.
+ */
 function hooksOf(app: FastifyInstance, method: string, path: string): Record<string, string[]> {
-  const lines = app.printRoutes({ includeHooks: true, commonPrefix: false, method }).split('\n').map((line) => line.replace(/^[\s│├└─]*/, ''));
-  const at = lines.indexOf(`${path} (${method})`);
-  if (at < 0) throw new Error(`${method} ${path} is not a route`);
+  let store: Record<string, unknown> | undefined;
+  reading = (route) => {
+    if (route.method === method && route.path === path) store = route.store as Record<string, unknown>;
+  };
+  try {
+    app.printRoutes({ method, includeMeta: [] }); // includeMeta: buildPrettyMeta is called for each route
+  } finally {
+    reading = null;
+  }
+  if (store === undefined) throw new Error(`${method} ${path}: its hooks could not be read (routerOptions.buildPrettyMeta: routeMeta, app.ts)`);
   const hooks: Record<string, string[]> = {};
-  for (let i = at + 1; i < lines.length && lines[i]!.startsWith('• ('); i++) {
-    const [, kind, names] = /^• \((\w+)\) (.*)$/.exec(lines[i]!) ?? [];
-    if (kind && names) hooks[kind] = (JSON.parse(names) as string[]).map((name) => name.replace(/\(\)$/, ''));
+  for (const [kind, value] of Object.entries(store)) if (isHookList(value)) hooks[kind] = value.map((hook) => hook.name.replace(/^bound /, ''));
+  for (const [kind, names] of Object.entries(DIRECT_PATH_DOES)) {
+    for (const name of names) if (!hooks[kind]?.includes(name)) throw new Error(`${method} ${path}: its hooks as read lack ${kind} ${name}, which applies to it: the read (evaluate.direct.ts, hooksOf) no longer works`);
   }
   return hooks;
 }
@@ -87,6 +122,13 @@ export function directEvaluate(
   const clientAddress = clientAddressOf(config.trustProxy); // what app.ts's Fastify gives as request.ip
   // The route's schema, compiled as the route's is (no coercion, no defaults): what passes here passes there.
   const valid = bodyValidator(EvaluateBody);
+  // Fastify's own JSON parser with the app's settings (prototype poisoning refused): a body parses
+  // here as it would there; one it refuses goes to the route, which answers its 400.
+  const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error');
+  let parsed: unknown;
+  const keepParsed = (error: Error | null, value?: unknown) => {
+    parsed = error === null ? value : undefined;
+  };
   let on = false;
 
   app.addHook('onReady', async () => {
@@ -136,16 +178,8 @@ export function directEvaluate(
     request.on('error', () => response.destroy());
     request.on('end', () => {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      const text = body.toString('utf8');
-      // What Fastify's JSON parser would look at twice (prototype poisoning, escapes) is its to decide.
-      let parsed: unknown;
-      if (!text.includes('__proto__') && !text.includes('constructor') && !text.includes('\\u')) {
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-      }
+      parsed = undefined;
+      parseJson(request as never, body.toString('utf8'), keepParsed); // calls keepParsed before it returns
       const environment = parsed !== undefined && valid(parsed) ? project.environments.get((parsed as EvaluateBody).environment) : undefined; // unknown: the route's 404
       let answer: Answer | undefined;
       try {

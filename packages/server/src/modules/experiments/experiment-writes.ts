@@ -12,6 +12,7 @@ import { requireEnvironment } from '../environments/environments.repository.js';
 import { requireFlag } from '../flags/flags.repository.js';
 import { armsOf, armsWithShare, expectedShares } from './arms.js';
 import { requireExperiment, withMetrics, type Experiment, type ExperimentMetric } from './experiments.repository.js';
+import { requireProjectMetrics } from './metrics.repository.js';
 
 type ExperimentAction = 'experiment.created' | 'experiment.started' | 'experiment.stopped' | 'experiment.deleted';
 type Scope = Parameters<typeof requireExperiment>[1];
@@ -45,11 +46,7 @@ export async function createExperimentWrite(trx: Db, record: RecordChange, scope
   });
   const arms = armsOf(flag);
   if (!arms.includes(fields.control)) throw notAnArm('control', fields.control, arms);
-  const metricIds = fields.metrics.map((metric) => metric.metric_id);
-  if (new Set(metricIds).size !== metricIds.length) throw new Invalid('metrics: each metric may be named once');
-  const known = new Set((await trx.selectFrom('metrics').select('id').where('project_id', '=', scope.projectId).where('id', 'in', metricIds).execute()).map((row) => row.id));
-  const unknown = metricIds.find((id) => !known.has(id));
-  if (unknown !== undefined) throw new Invalid(`metrics: no metric ${unknown} in this project`);
+  await requireProjectMetrics(trx, scope.projectId, fields.metrics.map((metric) => metric.metric_id), 'metrics');
   const now = nowIso();
   const row = {
     id: newId(),

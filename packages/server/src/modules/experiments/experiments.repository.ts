@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { ExperimentsTable } from '../../db/schema.js';
-import { fromJson, toBool, toIso } from '../../db/values.js';
+import { fromJson, toBool, toIso, toIsoOrNull } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 import type { ExperimentStatus, METRIC_ROLES } from './experiments.schemas.js';
 
@@ -10,8 +10,6 @@ export interface ExperimentMetric {
   metric_id: string;
   role: (typeof METRIC_ROLES)[number];
 }
-
-const iso = (value: string | Date | null) => (value === null ? null : toIso(value));
 
 /** The experiment as the API shows it (docs/experiments.md). */
 export function toExperiment(row: ExperimentRow, metrics: ExperimentMetric[]) {
@@ -37,8 +35,8 @@ export function toExperiment(row: ExperimentRow, metrics: ExperimentMetric[]) {
     note: row.note,
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
-    started_at: iso(row.started_at),
-    stopped_at: iso(row.stopped_at),
+    started_at: toIsoOrNull(row.started_at),
+    stopped_at: toIsoOrNull(row.stopped_at),
   };
 }
 export type Experiment = ReturnType<typeof toExperiment>;

@@ -7,15 +7,14 @@
  * arm of that experiment, are kept; events are kept when a metric of the project counts their name.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import BetterSqlite3 from 'better-sqlite3';
 import type { Database } from '../../db/database.js';
 import { Unavailable } from '../../errors.js';
 import { LogThrottle } from '../../log-throttle.js';
 import { nextTurn } from '../../pace.js';
 import { fromJson } from '../../db/values.js';
-import { isForeignKeyViolation } from '../../db/errors.js';
 import type { EvaluateCache } from '../evaluate/evaluate.cache.js';
 import type { EventsBody } from './intake.schemas.js';
+import { PostgresRowWriter, ThreadRowWriter, type EventRow, type ExposureRow, type RowWriter } from './intake.writer.js';
 
 /** An `at` older than this, or further ahead than FUTURE_MS, is ignored (clocks and retries, not history). */
 export const OLDEST_MS = 24 * 60 * 60 * 1000;
@@ -26,21 +25,6 @@ const ANONYMOUS = 'anonymous';
 const SERVED_BY_RULE = /^Matched .* targeting rule$|^TARGETING_MATCH$/;
 
 export type IgnoredReason = 'not_watched' | 'unknown_arm' | 'served_by_rule' | 'anonymous' | 'too_old' | 'in_future' | 'no_metric';
-
-interface ExposureRow {
-  environment_id: string;
-  flag_key: string;
-  unit: string;
-  arm: string;
-  at: number;
-}
-interface EventRow {
-  environment_id: string;
-  name: string;
-  unit: string;
-  value: number;
-  at: number;
-}
 
 /** What a project keeps: per environment, the watched flags with their arms; in every environment, the event names its metrics count (CUPED reads events from before an experiment starts). */
 interface ProjectWatch {
@@ -58,21 +42,6 @@ export interface IntakeOptions {
 }
 
 const DEFAULTS: IntakeOptions = { flushIntervalMs: 250, maxPendingRows: 500_000, rowsPerCommit: 1000 };
-/** Rows per INSERT statement (5 parameters each: within SQLite's 32,766). */
-const ROWS_PER_STATEMENT = 500;
-/** The rows' parameters in the order of their table's insert, in one array (no array per row). */
-function parametersOf(rows: readonly (ExposureRow | EventRow)[]): unknown[] {
-  const parameters = new Array<unknown>(rows.length * 5);
-  let at = 0;
-  for (const row of rows) {
-    parameters[at++] = row.environment_id;
-    parameters[at++] = 'flag_key' in row ? row.flag_key : row.name;
-    parameters[at++] = row.unit;
-    parameters[at++] = 'flag_key' in row ? row.arm : row.value;
-    parameters[at++] = row.at;
-  }
-  return parameters;
-}
 
 export class EventIntake {
   private readonly options: IntakeOptions;
@@ -84,6 +53,10 @@ export class EventIntake {
   private flushing: Promise<void> | null = null;
   private readonly failureLog = new LogThrottle();
   private readonly writtenListeners = new Set<(environmentIds: ReadonlySet<string>) => void>();
+  /** Rows of the flush under way not yet written. */
+  private writing = 0;
+  /** SQLite: the intake's own thread writes (intake.writer.ts); PostgreSQL: the server's pool. */
+  private readonly writer: RowWriter;
 
   constructor(
     private readonly database: Database,
@@ -92,6 +65,7 @@ export class EventIntake {
     options: Partial<IntakeOptions> = {},
   ) {
     this.options = { ...DEFAULTS, ...options };
+    this.writer = database.sqlite ? new ThreadRowWriter(database.sqlite.name) : new PostgresRowWriter(database);
     // An experiment started or stopped, a metric added: every write of the project drops its watch.
     cache.onInvalidate((projectId) => this.watched.delete(projectId));
   }
@@ -106,8 +80,9 @@ export class EventIntake {
     this.writtenListeners.add(listener);
   }
 
+  /** Rows accepted and not yet written: waiting for the next flush, or in the flush under way. */
   get pendingRows(): number {
-    return this.exposures.length + this.events.length;
+    return this.exposures.length + this.events.length + this.writing;
   }
 
   /** Sorts one batch; what is kept is written within a flush interval. */
@@ -166,7 +141,7 @@ export class EventIntake {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
-    this.connection?.close();
+    await this.writer.close();
   }
 
   private async write(): Promise<void> {
@@ -174,108 +149,30 @@ export class EventIntake {
     const events = this.events;
     this.exposures = [];
     this.events = [];
-    const environments = new Set<string>();
     const step = this.options.rowsPerCommit;
-    let exposuresWritten = 0;
-    let eventsWritten = 0;
+    const groups: ({ table: 'exposures'; rows: ExposureRow[] } | { table: 'events'; rows: EventRow[] })[] = [];
+    for (let i = 0; i < exposures.length; i += step) groups.push({ table: 'exposures', rows: exposures.slice(i, i + step) });
+    for (let i = 0; i < events.length; i += step) groups.push({ table: 'events', rows: events.slice(i, i + step) });
+    this.writing = exposures.length + events.length;
+    const environments = new Set<string>();
+    let written = 0;
     try {
-      // A commit per thousand rows, a turn of the event loop between: no write holds the thread long.
-      while (exposuresWritten < exposures.length) {
-        const group = exposures.slice(exposuresWritten, exposuresWritten + step);
-        await this.writeGroup('exposures', group);
-        exposuresWritten += group.length;
-        for (const row of group) environments.add(row.environment_id);
-        await nextTurn();
-      }
-      while (eventsWritten < events.length) {
-        const group = events.slice(eventsWritten, eventsWritten + step);
-        await this.writeGroup('events', group);
-        eventsWritten += group.length;
-        for (const row of group) environments.add(row.environment_id);
-        await nextTurn();
+      // A commit per thousand rows; on PostgreSQL a turn of the event loop between them: no write holds the thread long.
+      for (const { table, rows } of groups) {
+        for (const id of await this.writer.write(table, rows)) environments.add(id);
+        written++;
+        this.writing -= rows.length;
+        if (!this.database.sqlite) await nextTurn();
       }
       if (this.failureLog.recovered()) this.log.info('exposures and events written again');
     } catch (error) {
       // The database away: what was not written waits for the next flush, within the bound.
-      this.requeue(exposures.slice(exposuresWritten), events.slice(eventsWritten), error);
+      this.writing = 0;
+      const left = groups.slice(written);
+      this.requeue(left.flatMap((group) => (group.table === 'exposures' ? group.rows : [])), left.flatMap((group) => (group.table === 'events' ? group.rows : [])), error);
     }
+    this.writing = 0;
     if (environments.size > 0) for (const listener of this.writtenListeners) listener(environments);
-  }
-
-  /** A group's rows; those of an environment deleted since they were accepted are dropped (its rows went with it). */
-  private async writeGroup(table: 'exposures' | 'events', rows: ExposureRow[] | EventRow[]): Promise<void> {
-    try {
-      await this.writeRows(table, rows);
-    } catch (error) {
-      if (!isForeignKeyViolation(error)) throw error;
-      const ids = [...new Set(rows.map((row) => row.environment_id))];
-      const existing = new Set((await this.database.db.selectFrom('environments').select('id').where('id', 'in', ids).execute()).map((row) => row.id));
-      await this.writeRows(table, (rows as (ExposureRow | EventRow)[]).filter((row) => existing.has(row.environment_id)) as ExposureRow[] | EventRow[]);
-    }
-  }
-
-  /** One transaction of rows, in statements of ROWS_PER_STATEMENT. */
-  private async writeRows(table: 'exposures' | 'events', rows: ExposureRow[] | EventRow[]): Promise<void> {
-    const sqlite = this.sqliteConnection();
-    if (!sqlite) {
-      await this.database.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await trx.insertInto(table).values(rows.slice(i, i + ROWS_PER_STATEMENT) as never).execute();
-      });
-      return;
-    }
-    const write = sqlite.transaction(() => {
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        const chunk: (ExposureRow | EventRow)[] = rows.slice(i, i + ROWS_PER_STATEMENT);
-        this.insertStatement(sqlite, table, chunk.length).run(parametersOf(chunk));
-      }
-    });
-    // The write lock held by a transaction of the server's own connection (which waits for this
-    // thread to go on): give it turns until it commits, for up to a few seconds.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        write.immediate();
-        return;
-      } catch (error) {
-        if ((error as { code?: string }).code !== 'SQLITE_BUSY' || attempt >= 500) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-    }
-  }
-
-  /**
-   * SQLite: a connection of the intake's own, with the driver's prepared statements (no query
-   * built per chunk: a third of the intake's time through Kysely) and synchronous = NORMAL, as the
-   * history worker's: in WAL mode a crash of the process loses nothing written, a power cut at most
-   * the last commits, and no commit waits for the disk. busy_timeout 0: it must never block this
-   * thread waiting for a lock that this thread's other connection holds.
-   */
-  private sqliteConnection(): BetterSqlite3.Database | null {
-    const main = this.database.sqlite;
-    if (!main) return null;
-    if (!this.connection) {
-      this.connection = new BetterSqlite3(main.name);
-      this.connection.pragma('journal_mode = WAL');
-      this.connection.pragma('synchronous = NORMAL');
-      this.connection.pragma('busy_timeout = 0');
-      this.connection.pragma('foreign_keys = ON');
-    }
-    return this.connection;
-  }
-  private connection: BetterSqlite3.Database | undefined;
-
-  private readonly statements = new Map<string, BetterSqlite3.Statement>();
-
-  private insertStatement(sqlite: BetterSqlite3.Database, table: 'exposures' | 'events', rows: number): BetterSqlite3.Statement {
-    const key = `${table}:${rows}`;
-    let statement = this.statements.get(key);
-    if (!statement) {
-      const columns = table === 'exposures' ? '(environment_id, flag_key, unit, arm, at)' : '(environment_id, name, unit, value, at)';
-      statement = sqlite.prepare(`insert into ${table} ${columns} values ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`);
-      // Two sizes in use: the full chunk and the last one of a flush; others are rare.
-      if (this.statements.size > 16) this.statements.clear();
-      this.statements.set(key, statement);
-    }
-    return statement;
   }
 
   private requeue(exposures: ExposureRow[], events: EventRow[], error: unknown): void {

@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.js';
 import { conflictOnDuplicate } from '../../db/errors.js';
 import type { MetricsTable } from '../../db/schema.js';
 import { newId, nowIso, toIso } from '../../db/values.js';
-import { NotFound } from '../../errors.js';
+import { Invalid, NotFound } from '../../errors.js';
 import type { BETTER, METRIC_KINDS } from './metrics.schemas.js';
 
 export interface MetricFields {
@@ -38,6 +38,14 @@ export async function requireMetric(db: Db, projectId: string, metricId: string)
   const row = await db.selectFrom('metrics').selectAll().where('id', '=', metricId).where('project_id', '=', projectId).executeTakeFirst();
   if (!row) throw new NotFound('Metric not found');
   return toMetric(row);
+}
+
+/** 400 unless these are metrics of the project, each named once (`field`: where the body names them). */
+export async function requireProjectMetrics(db: Db, projectId: string, metricIds: readonly string[], field: string): Promise<void> {
+  if (new Set(metricIds).size !== metricIds.length) throw new Invalid(`${field}: each metric may be named once`);
+  const known = new Set((await db.selectFrom('metrics').select('id').where('project_id', '=', projectId).where('id', 'in', metricIds).execute()).map((row) => row.id));
+  const unknown = metricIds.find((id) => !known.has(id));
+  if (unknown !== undefined) throw new Invalid(`${field}: no metric ${unknown} in this project`);
 }
 
 /** By key. */

@@ -4,15 +4,20 @@
  * on this instance is computed again within CHECK_INTERVAL_MS of them, or REST_MS after the last
  * background computation ended (one computation at a time, the oldest waiting first); every
  * running one once after a start; one never computed, or stopped since its last computation, is
- * computed when asked.
+ * computed when asked. Each computation runs on the results thread (results.worker.ts), with a
+ * database connection of its own.
  */
+import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
+import { RESULTS_WORKER_URL } from '../../paths.js';
 import { fromJson, toIso } from '../../db/values.js';
 import { LogThrottle } from '../../log-throttle.js';
 import { withMetrics, type Experiment } from './experiments.repository.js';
-import { listMetrics } from './metrics.repository.js';
-import { computeResults, type Results } from './results.js';
+import { listMetrics, type Metric } from './metrics.repository.js';
+import type { Results } from './results.js';
+import type { FromResultsWorker, ToResultsWorker } from './results.worker.js';
 import { unitsCsv } from './units-csv.js';
 import type { Readable } from 'node:stream';
 
@@ -34,10 +39,15 @@ export class ResultsService {
   private closed = false;
   private restUntil = 0;
 
+  private readonly worker: ResultsWorker;
+
   constructor(
     private readonly database: Database,
+    databaseConfig: Config['database'],
     private readonly log: FastifyBaseLogger,
-  ) {}
+  ) {
+    this.worker = new ResultsWorker(databaseConfig, log);
+  }
 
   start(): void {
     this.timer = setInterval(() => void this.computeDirty(), CHECK_INTERVAL_MS);
@@ -59,6 +69,9 @@ export class ResultsService {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    // A computation under way is dropped, not waited for (a million units took 26 s, past the
+    // shutdown's backstop): every running experiment is computed again after a start.
+    await this.worker.close();
     await this.chain.catch(() => undefined);
   }
 
@@ -82,7 +95,7 @@ export class ResultsService {
     if (under) return under;
     const run = this.chain.then(async () => {
       const metrics = await listMetrics(this.database.db, experiment.project_id);
-      const results = await computeResults(this.database, experiment, metrics);
+      const results = await this.worker.compute(experiment, metrics);
       const row = { experiment_id: experiment.id, computed_at: results.computed_at, results: JSON.stringify(results) };
       try {
         await this.database.db
@@ -116,9 +129,61 @@ export class ResultsService {
       for (const experiment of await withMetrics(this.database.db, rows)) await this.compute(experiment);
       this.restUntil = Date.now() + REST_MS;
     } catch (error) {
+      if (this.closed) return; // the thread stopped at shutdown
       for (const id of environments) this.dirtyEnvironments.add(id);
       if (this.failureLog.due()) this.log.error({ err: error }, 'computing experiment results failed; trying again');
     }
   }
 }
 
+/**
+ * The results thread (results.worker.ts), started with the first computation: one computation at
+ * a time (ResultsService chains them). A thread that dies fails what it was computing, and the
+ * next computation starts another.
+ */
+class ResultsWorker {
+  private worker: Worker | undefined;
+  private readonly waiting = new Map<number, { resolve: (results: Results) => void; reject: (error: Error) => void }>();
+  private lastId = 0;
+
+  constructor(
+    private readonly databaseConfig: Config['database'],
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  compute(experiment: Experiment, metrics: Metric[]): Promise<Results> {
+    const worker = this.worker ?? this.start();
+    const id = ++this.lastId;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.postMessage({ type: 'compute', id, experiment, metrics, now: Date.now() } satisfies ToResultsWorker);
+    });
+  }
+
+  /** Stops the thread; a computation under way fails. The thread only reads: nothing is lost. */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    this.worker = undefined;
+    await worker.terminate();
+  }
+
+  private start(): Worker {
+    const worker = new Worker(RESULTS_WORKER_URL, { workerData: { database: this.databaseConfig } });
+    this.worker = worker;
+    worker.unref();
+    worker.on('message', (message: FromResultsWorker) => {
+      const waiting = this.waiting.get(message.id);
+      this.waiting.delete(message.id);
+      if (message.type === 'computed') waiting?.resolve(message.results);
+      else waiting?.reject(new Error(`computing results failed: ${message.error}`));
+    });
+    worker.on('error', (error) => this.log.error({ err: error }, 'results worker failed'));
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = undefined;
+      for (const { reject } of this.waiting.values()) reject(new Error('the results worker stopped'));
+      this.waiting.clear();
+    });
+    return worker;
+  }
+}

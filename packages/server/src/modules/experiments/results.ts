@@ -1,9 +1,10 @@
 /**
  * An experiment's results (docs/experiments.md, "How results are computed"): the exposed units
  * and their arms, then per metric each unit's value from its events, added up per arm into the
- * sums statistics.ts turns into every figure. Rows are read in pages along the indexes (no cursor
- * is held, so other queries run between pages on SQLite's one connection), with a turn of the
- * event loop between pages.
+ * sums statistics.ts turns into every figure. Computed on the results thread (results.worker.ts).
+ * Rows are read in pages along the indexes, in id order, without holding a cursor; on SQLite by
+ * unit id, joined in SQL to the exposed units (readUnitValuesSqlite), elsewhere with each row's unit
+ * (eachRow).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
@@ -32,14 +33,18 @@ const DAY_MS = 24 * HOUR_MS;
 /** A unit exposed to more than one arm. */
 export const MULTIPLE = -1;
 
-/** Every exposed unit: its arm (an index into `arms`, or MULTIPLE) and its first exposure. */
-export interface ExposedUnits {
+/** Every exposed unit, in the order of its first counted exposure: its arm (an index into `arms`, or MULTIPLE) and its first exposure. */
+export interface UnitArms {
   arms: string[];
-  /** unit → its index in `arm` and `first` */
-  index: Map<string, number>;
   arm: Int32Array;
   first: Float64Array;
   size: number;
+}
+
+/** The same with each unit's identifier. */
+export interface ExposedUnits extends UnitArms {
+  /** unit → its index in `arm` and `first` */
+  index: Map<string, number>;
 }
 
 /** Per unit, one metric's events in its window (`count`, `sum`) and over the lookback before its first exposure (`preCount`, `preSum`). */
@@ -66,8 +71,8 @@ const statements = new WeakMap<BetterSqlite3.Database, Record<'exposures' | 'eve
 
 /**
  * The rows of one flag's exposures or one event name's events after `afterId`, PAGE_ROWS at most,
- * in id order. SQLite: the driver's statement in raw mode (arrays, not objects: reading ten
- * million rows is most of a computation's time).
+ * in id order, each with its unit's identifier (from `units`). SQLite: the driver's statement in
+ * raw mode (arrays, not objects).
  */
 function readPage(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, afterId: number): Promise<PageRow[]> | PageRow[] {
   const { key: keyColumn, read } = PAGED[table];
@@ -76,18 +81,25 @@ function readPage(database: Database, table: 'exposures' | 'events', environment
     let prepared = statements.get(sqlite);
     if (!prepared) {
       const page = (from: 'exposures' | 'events') =>
-        sqlite.prepare(`select id, unit, ${PAGED[from].read}, at from ${from} where environment_id = ? and ${PAGED[from].key} = ? and id > ? order by id limit ?`).raw(true);
+        sqlite
+          .prepare(`select r.id, u.unit, r.${PAGED[from].read}, r.at from ${from} r join units u on u.id = r.unit_id where r.environment_id = ? and r.${PAGED[from].key} = ? and r.id > ? order by r.id limit ?`)
+          .raw(true);
       prepared = { exposures: page('exposures'), events: page('events') };
       statements.set(sqlite, prepared);
     }
     return prepared[table].all(environmentId, key, afterId, PAGE_ROWS) as PageRow[];
   }
-  return sql<{ id: string; unit: string; x: string | number; at: string }>`select id, unit, ${sql.ref(read)} as x, at from ${sql.table(table)} where environment_id = ${environmentId} and ${sql.ref(keyColumn)} = ${key} and id > ${afterId} order by id limit ${PAGE_ROWS}`
+  return sql<{ id: string; unit: string; x: string | number; at: string }>`select r.id, u.unit, r.${sql.ref(read)} as x, r.at from ${sql.table(table)} r join units u on u.id = r.unit_id where r.environment_id = ${environmentId} and r.${sql.ref(keyColumn)} = ${key} and r.id > ${afterId} order by r.id limit ${PAGE_ROWS}`
     .execute(database.db)
     .then(({ rows }) => rows.map((row): PageRow => [row.id, row.unit, row.x, row.at]));
 }
 
-/** Visits every row of a table's key in id order, page by page, with a turn of the event loop between pages. */
+/**
+ * Visits every row of a table's key in id order, page by page, with a turn of the event loop
+ * between pages: `visit([id, unit, arm or value, at])`. The results on SQLite read by unit id
+ * instead (readExposedUnitsSqlite, readUnitValuesSqlite); this one serves PostgreSQL's results,
+ * units.csv and other modules (exported with this signature for them).
+ */
 export async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void): Promise<void> {
   // A turn every few milliseconds: evaluate's p99 while a computation runs (docs/performance.md, "Experiments").
   const pace = pacer(3);
@@ -174,13 +186,126 @@ export async function readUnitValues(database: Database, experiment: Experiment,
   return values;
 }
 
+/**
+ * SQLite, in the results worker (results.worker.ts: its own connection, nothing else on its
+ * thread, so no turns are given): the same units and values as readExposedUnits and
+ * readUnitValues, read by unit id. The exposed units go into a temporary table of the
+ * connection, keyed by unit id, with their index and first exposure; each metric's events are then
+ * joined to it in SQL, which checks the windows and hands back per event one integer (the unit's
+ * index, or -1 − index for the CUPED lookback), plus the value for `sum` and `mean` metrics.
+ * Reading ten million rows as arrays of four values was most of a computation's time
+ * (docs/performance.md, "Experiments"). Rows are read in id order, so a unit's sum adds its values
+ * in the same order as readUnitValues: the figures are the same to the last bit.
+ */
+const ID_RANGE = 4096;
+
+function idPages(sqlite: BetterSqlite3.Database, table: 'exposures' | 'events'): number {
+  return Number(sqlite.prepare(`select coalesce(max(id), 0) from ${table}`).pluck().get());
+}
+
+function readExposedUnitsSqlite(sqlite: BetterSqlite3.Database, experiment: Experiment, now: number): UnitArms {
+  const arms = Object.keys(experiment.expected_shares ?? {});
+  const armIndex = new Map(arms.map((arm, i) => [arm, i]));
+  const { start, end } = spanOf(experiment, now);
+  const index = new Map<number, number>();
+  let arm = new Int32Array(1024);
+  let first = new Float64Array(1024);
+  const page = sqlite.prepare('select unit_id, arm, at from exposures where environment_id = ? and flag_key = ? and id >= ? and id < ? and at >= ? and at <= ? order by id').raw(true);
+  const last = idPages(sqlite, 'exposures');
+  for (let from = 0; from <= last; from += ID_RANGE) {
+    for (const [unit, rowArmKey, rowAt] of page.all(experiment.environment_id, experiment.flag_key, from, from + ID_RANGE, start, end) as [number, string, number][]) {
+      const rowArm = armIndex.get(rowArmKey);
+      if (rowArm === undefined) continue;
+      const known = index.get(unit);
+      if (known === undefined) {
+        const i = index.size;
+        if (i === arm.length) {
+          arm = grow(arm);
+          first = grow(first);
+        }
+        index.set(unit, i);
+        arm[i] = rowArm;
+        first[i] = rowAt;
+      } else {
+        if (arm[known] !== rowArm) arm[known] = MULTIPLE;
+        if (rowAt < first[known]!) first[known] = rowAt;
+      }
+    }
+  }
+  sqlite.exec('create temp table if not exists exposed_units (unit_id integer primary key, row integer not null, first integer not null)');
+  sqlite.exec('delete from temp.exposed_units');
+  const ROWS = 1000;
+  const insert = (rows: number) => sqlite.prepare(`insert into temp.exposed_units (unit_id, row, first) values ${Array(rows).fill('(?, ?, ?)').join(', ')}`);
+  const full = insert(ROWS);
+  const parameters: number[] = [];
+  sqlite.transaction(() => {
+    for (const [unit, i] of index) {
+      parameters.push(unit, i, first[i]!);
+      if (parameters.length === ROWS * 3) {
+        full.run(parameters);
+        parameters.length = 0;
+      }
+    }
+    if (parameters.length > 0) insert(parameters.length / 3).run(parameters);
+  })();
+  return { arms, arm, first, size: index.size };
+}
+
+function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experiment, metric: Metric, units: UnitArms, now: number): UnitValues {
+  const { end } = spanOf(experiment, now);
+  const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
+  const values: UnitValues = {
+    count: new Float64Array(units.size),
+    sum: new Float64Array(units.size),
+    preCount: experiment.cuped ? new Float64Array(units.size) : null,
+    preSum: experiment.cuped ? new Float64Array(units.size) : null,
+  };
+  if (units.size === 0) return values;
+  const earliest = Date.parse(experiment.started_at!) - lookback;
+  // No window: the largest window any two times can be apart (at − first ≤ it always holds, as with Infinity).
+  const window = metric.window_hours === null ? Number.MAX_SAFE_INTEGER : metric.window_hours * HOUR_MS;
+  // conversion and count use the number of events alone (valueOf); sum and mean the values too.
+  const withValues = metric.kind === 'sum' || metric.kind === 'mean';
+  const page = sqlite.prepare(
+    `select case when e.at >= x.first then x.row else -1 - x.row end${withValues ? ', e.value' : ''}
+       from events e cross join temp.exposed_units x on x.unit_id = e.unit_id
+      where e.environment_id = ? and e.name = ? and e.id >= ? and e.id < ? and e.at >= ? and e.at <= ?
+        and ((e.at >= x.first and e.at - x.first <= ?) or (e.at < x.first and e.at >= x.first - ?))
+      order by e.id`,
+  );
+  if (withValues) page.raw(true);
+  else page.pluck(true);
+  const last = idPages(sqlite, 'events');
+  const { count, sum, preCount, preSum } = values;
+  for (let from = 0; from <= last; from += ID_RANGE) {
+    const rows = page.all(experiment.environment_id, metric.event, from, from + ID_RANGE, earliest, end, window, lookback);
+    if (withValues) {
+      for (const [i, value] of rows as [number, number][]) {
+        if (i >= 0) {
+          count[i]! += 1;
+          sum[i]! += value;
+        } else {
+          preCount![-1 - i]! += 1;
+          preSum![-1 - i]! += value;
+        }
+      }
+    } else {
+      for (const i of rows as number[]) {
+        if (i >= 0) count[i]! += 1;
+        else preCount![-1 - i]! += 1;
+      }
+    }
+  }
+  return values;
+}
+
 /** A unit's value of a conversion, count or sum metric from its events' count and sum. */
 const valueOf = (kind: Metric['kind'], count: number, sum: number): number => (kind === 'conversion' ? (count > 0 ? 1 : 0) : kind === 'count' ? count : sum);
 
 const moments = () => ({ sum: 0, sumSquares: 0 });
 
 /** Per arm, the sums of one metric over the units of that arm alone. */
-function armSums(kind: Metric['kind'], units: ExposedUnits, values: UnitValues) {
+function armSums(kind: Metric['kind'], units: UnitArms, values: UnitValues) {
   const arms = units.arms.length;
   const ratio: RatioSums[] = Array.from({ length: arms }, () => ({ n: 0, numerator: moments(), denominator: moments(), sumOfProducts: 0 }));
   const cuped: CupedSums[] = Array.from({ length: arms }, () => ({ n: 0, post: moments(), pre: moments(), sumOfProducts: 0 }));
@@ -226,7 +351,7 @@ export interface Results {
 }
 
 /** One metric's figures: the raw arms, and each other arm against the control (CUPED when asked and the kind has it). */
-function metricResult(experiment: Experiment, metric: Metric, role: string, units: ExposedUnits, values: UnitValues): MetricResult {
+function metricResult(experiment: Experiment, metric: Metric, role: string, units: UnitArms, values: UnitValues): MetricResult {
   const { ratio, cuped } = armSums(metric.kind, units, values);
   const summaries: ArmSummary[] = ratio.map((sums) =>
     metric.kind === 'mean' ? summarizeRatio(sums) : summarize(metric.kind as Exclude<Metric['kind'], 'mean'>, { n: sums.n, ...sums.numerator } satisfies ValueSums),
@@ -250,7 +375,8 @@ function metricResult(experiment: Experiment, metric: Metric, role: string, unit
 
 /** Every figure of the results answer, from the database as it is now. */
 export async function computeResults(database: Database, experiment: Experiment, metrics: Metric[], now = Date.now()): Promise<Results> {
-  const units = await readExposedUnits(database, experiment, now);
+  const sqlite = database.sqlite;
+  const units: UnitArms = sqlite ? readExposedUnitsSqlite(sqlite, experiment, now) : await readExposedUnits(database, experiment, now);
   const shares = experiment.expected_shares ?? {};
   const armUnits = new Array<number>(units.arms.length).fill(0);
   let multiple = 0;
@@ -266,7 +392,8 @@ export async function computeResults(database: Database, experiment: Experiment,
   for (const { metric_id, role } of experiment.metrics) {
     const metric = byId.get(metric_id);
     if (!metric) continue; // deleted since
-    metricResults.push(metricResult(experiment, metric, role, units, await readUnitValues(database, experiment, metric, units, now)));
+    const values = sqlite ? readUnitValuesSqlite(sqlite, experiment, metric, units, now) : await readUnitValues(database, experiment, metric, units as ExposedUnits, now);
+    metricResults.push(metricResult(experiment, metric, role, units, values));
   }
   const withShare = units.arms.filter((arm) => shares[arm]! > 0);
   return {

@@ -444,6 +444,11 @@ export function fromUnleash(input: unknown): { document: GuidonDocument; skipped
   /**
    * Each dependent's prerequisites, where every parent is imported in that environment; a parent
    * skipped there would leave the child always off, where Unleash may serve it: skipped too.
+   * A dependency's variants are listed once for every environment (the parent's in one, and in
+   * another); in each, a variant the parent does not have there never matches in Unleash, so the
+   * prerequisite keeps the ones it has. When it has none of them, nothing can meet it: the child is
+   * never on there, which a prerequisite cannot say (its variants are one or more of the parent's),
+   * so the environment is skipped.
    */
   const linkDependencies = () => {
     for (let changed = true; changed; ) {
@@ -459,10 +464,21 @@ export function fromUnleash(input: unknown): { document: GuidonDocument; skipped
             changed = true;
             continue;
           }
+          const served = (parent: (typeof parents)[number]) => {
+            const has = new Set((flags.get(parent.feature)!.environments[environment]!.variants ?? []).map((variant) => variant.key));
+            return parent.variants!.map((variant) => keyOf(variant)).filter((key) => has.has(key));
+          };
+          const unmet = parents.find((parent) => parent.variants !== null && served(parent).length === 0);
+          if (unmet !== undefined) {
+            delete flag.environments[environment];
+            skip(name, environments.get(environment) ?? environment, 'the feature', `it depends on variants ${unmet.variants!.map((variant) => `"${variant}"`).join(', ')} of feature "${unmet.feature}", which has none of them in this environment (the feature is never on there)`);
+            changed = true;
+            continue;
+          }
           entry.prerequisites = parents.map((parent) => ({
             flag_key: flags.get(parent.feature)!.key,
             ...(parent.enabled ? {} : { enabled: false }),
-            ...(parent.variants === null ? {} : { variants: parent.variants.map((variant) => keyOf(variant)) }),
+            ...(parent.variants === null ? {} : { variants: served(parent) }),
           }));
         }
       }

@@ -158,6 +158,13 @@ export function guardrailFigures(
 }
 
 const percent = (value: number) => `${value} %`;
+/** A time left in words: "45 s", "12 min", "3 h 20 min". */
+function duration(ms: number): string {
+  const minutes = Math.round(ms / 60_000);
+  if (ms < 60_000) return `${Math.max(1, Math.round(ms / 1000))} s`;
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h${minutes % 60 === 0 ? '' : ` ${minutes % 60} min`}`;
+}
 const figure = (value: number) => (Math.abs(value) >= 100 ? value.toFixed(1) : Number(value.toPrecision(3)).toString());
 const signed = (value: number) => (value > 0 ? `+${figure(value)}` : figure(value));
 
@@ -173,7 +180,7 @@ export function decide(release: ReleaseUnderCheck, figures: Omit<ReleaseCheck, '
       explanation:
         `${harmful.metric_key} got worse: ${figure(harmful.means.treatment)} per unit with the change against ${figure(harmful.means.control)} without ` +
         `(${harmful.units.treatment} and ${harmful.units.control} units; difference ${signed(harmful.difference)}). Even at its most favourable bound, ` +
-        `${signed(harmful.bound!)}, it is ${worse} than the tolerance allows (${signed(harmful.limit)}): rolled back.`,
+        `${signed(harmful.bound!)}, it is ${worse} than the tolerance allows (${signed(harmful.limit)}). The flag serves again what it served before the release.`,
     };
   }
   if (figures.monitored && figures.srm.flagged && !release.paused) {
@@ -184,7 +191,7 @@ export function decide(release: ReleaseUnderCheck, figures: Omit<ReleaseCheck, '
   }
   if (release.paused) return { decision: 'wait', explanation: `Paused at ${percent(step)}: no guardrail showed harm; it goes on when resumed.` };
   const holdEnds = release.stepStarts[release.currentStep]! + release.holdMs;
-  if (now < holdEnds) return { decision: 'wait', explanation: `Holding at ${percent(step)} until ${new Date(holdEnds).toISOString()}; no guardrail showed harm so far.` };
+  if (now < holdEnds) return { decision: 'wait', explanation: `Holding at ${percent(step)} for ${duration(holdEnds - now)} more; no guardrail showed harm so far.` };
   if (figures.monitored && (figures.units.treatment < release.minUnits || figures.units.control < release.minUnits)) {
     return { decision: 'wait', explanation: `Waiting at ${percent(step)} for ${release.minUnits} units on each side: ${figures.units.treatment} with the change, ${figures.units.control} without.` };
   }

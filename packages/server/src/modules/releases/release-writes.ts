@@ -13,6 +13,7 @@ import type { Actor, Change } from '../changes/changes.schemas.js';
 import type { RecordChange, WriteContext } from '../changes/project-writes.js';
 import { requireEnvironment } from '../environments/environments.repository.js';
 import { updateFlagWrite, type Flag, type FlagPut } from '../flags/flag-writes.js';
+import { requireProjectMetrics } from '../experiments/metrics.repository.js';
 import { requireFlag, type FlagScope } from '../flags/flags.repository.js';
 import { flagBeforeOf, liveReleasesOf, requireReleaseRow, stepStartsOf, toRelease, type FlagBefore, type Release, type ReleaseRow, type ReleaseScope } from './releases.repository.js';
 import { LIVE_STATUSES, RELEASE_DEFAULTS, type CreateReleaseBody, type ReleaseCheck, type ReleaseStatus } from './releases.schemas.js';
@@ -57,11 +58,7 @@ function checkedSteps(steps: readonly number[]): number[] {
 export async function createReleaseWrite(trx: Db, record: RecordChange, scope: FlagScope, body: CreateReleaseBody, author: Actor, changeRequestId: string | null): Promise<Release> {
   await requireEnvironment(trx, scope);
   const steps = checkedSteps(body.steps ?? RELEASE_DEFAULTS.steps);
-  const metricIds = body.guardrails.map((guardrail) => guardrail.metric_id);
-  if (new Set(metricIds).size !== metricIds.length) throw new Invalid('guardrails: each metric may be named once');
-  const known = new Set((await trx.selectFrom('metrics').select('id').where('project_id', '=', scope.projectId).where('id', 'in', metricIds).execute()).map((row) => row.id));
-  const unknown = metricIds.find((id) => !known.has(id));
-  if (unknown !== undefined) throw new Invalid(`guardrails: no metric ${unknown} in this project`);
+  await requireProjectMetrics(trx, scope.projectId, body.guardrails.map((guardrail) => guardrail.metric_id), 'guardrails');
   const flag = await requireFlag(trx, scope);
   let control = 'off';
   if (flag.variants.length > 0) {

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { ReleasesTable } from '../../db/schema.js';
-import { fromJson, toIso } from '../../db/values.js';
+import { fromJson, toIso, toIsoOrNull } from '../../db/values.js';
 import { NotFound } from '../../errors.js';
 import { LIVE_STATUSES, type ReleaseCheck, type ReleaseStatus } from './releases.schemas.js';
 
@@ -17,8 +17,6 @@ export interface FlagBefore {
   variants?: { key: string; value: unknown; weight: number; description?: string }[];
   off_variant?: string | null;
 }
-
-const iso = (value: string | Date | null) => (value === null ? null : toIso(value));
 
 /** The release as the API shows it (docs/releases.md). */
 export function toRelease(row: ReleaseRow) {
@@ -46,8 +44,8 @@ export function toRelease(row: ReleaseRow) {
     change_request_id: row.change_request_id,
     created_at: toIso(row.created_at),
     updated_at: toIso(row.updated_at),
-    ended_at: iso(row.ended_at),
-    next_check_at: iso(row.next_check_at),
+    ended_at: toIsoOrNull(row.ended_at),
+    next_check_at: toIsoOrNull(row.next_check_at),
   };
 }
 export type Release = ReturnType<typeof toRelease>;

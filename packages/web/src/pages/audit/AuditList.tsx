@@ -72,6 +72,7 @@ export function AuditList({ projectId, filters, emptyText }: { projectId: string
               <span className="muted small">
                 by {actorName(event)} · <time dateTime={event.created_at}>{dateTime(event.created_at)}</time>
                 {event.schedule_id && ' · scheduled'}
+                {event.release_id && event.resource_type !== 'release' && ' · by a guarded release'}
                 {event.change_request_id && event.resource_type !== 'change_request' && (
                   <>
                     {' · '}

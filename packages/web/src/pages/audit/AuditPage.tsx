@@ -11,6 +11,7 @@ const TYPES: { value: ResourceType; label: string }[] = [
   { value: 'project', label: 'Project' },
   { value: 'member', label: 'Members' },
   { value: 'webhook', label: 'Webhooks' },
+  { value: 'release', label: 'Guarded releases' },
 ];
 
 /** Every change in the project: who, when, and what it was before and after (docs/api.md). */

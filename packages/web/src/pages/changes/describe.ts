@@ -36,6 +36,8 @@ export function describeChange(change: RequestedChange, subject: string): string
       return `${subject}: at ${dateTime(change.at)}, ${describeFlagChange(change.change)}`;
     case 'schedule.cancel':
       return `Cancel a scheduled change of ${subject}`;
+    case 'release.create':
+      return `${subject}: start a guarded release, ${(change.release.steps ?? [5, 10, 25, 50, 100]).join(' → ')} %, with ${change.release.guardrails.length === 1 ? 'one guardrail' : `${change.release.guardrails.length} guardrails`}`;
   }
 }
 

@@ -5,6 +5,7 @@ import { downloadUnits, useExperiment, useMetrics, useResults, useTimeline, type
 import { useEnvironments } from '../../api/queries';
 import { useRole } from '../../api/roles';
 import { FormError } from '../../components/FormError';
+import { extentOf, IntervalAxis, IntervalRow, type Verdict } from '../../components/IntervalTrack';
 import { ErrorState, Loading, QueryState } from '../../components/States';
 import { ago, dateTime, plural } from '../../components/time';
 import { changes } from '../audit/AuditList';
@@ -233,39 +234,22 @@ function MetricResultView({ experiment, result, metric }: { experiment: Experime
 }
 
 /**
- * Each arm's interval against the control drawn across a zero line (HTML boxes placed by percent,
- * so it is sharp at any width). One image for assistive technology, named by what it shows and
- * described by the sentences above it, which say the same figures in words.
+ * Each arm's interval against the control drawn across a zero line (IntervalTrack). One image for
+ * assistive technology, named by what it shows and described by the sentences above it, which say
+ * the same figures in words.
  */
-function Intervals({ experiment, name, items, describedBy }: { experiment: Experiment; name: string; items: { arm: string; versus: MetricResult['versus_control'][string]; verdict: string }[]; describedBy: string }) {
+function Intervals({ experiment, name, items, describedBy }: { experiment: Experiment; name: string; items: { arm: string; versus: MetricResult['versus_control'][string]; verdict: Verdict }[]; describedBy: string }) {
   const relative = items.every((item) => item.versus.relative !== null);
   const comparisons = items.map((item) => ({ ...item, comparison: relative ? headline(item.versus).comparison : item.versus.absolute }));
-  const extent = Math.max(1e-9, ...comparisons.flatMap(({ comparison }) => [...bounds(comparison), comparison.estimate].map(Math.abs))) * 1.15;
-  const x = (value: number) => `${((value + extent) / (2 * extent)) * 100}%`;
+  const extent = extentOf(comparisons.flatMap(({ comparison }) => [...bounds(comparison), comparison.estimate]));
   return (
     <figure className="intervals">
       <div role="img" aria-label={`${name}: ${level(experiment.alpha)} intervals of each arm against ${experiment.control}, ${relative ? 'relative' : 'absolute'}`} aria-describedby={describedBy}>
         {comparisons.map(({ arm, comparison, verdict }) => {
           const [lo, hi] = bounds(comparison);
-          return (
-            <div className="interval-row" key={arm}>
-              <span className="interval-arm">{arm}</span>
-              <div className="interval-track">
-                <span className="interval-zero" style={{ left: x(0) }} />
-                <span className={`interval-bar ${verdict}`} style={{ left: x(lo), width: `calc(${x(hi)} - ${x(lo)})` }} />
-                <span className={`interval-point ${verdict}`} style={{ left: x(comparison.estimate) }} />
-              </div>
-            </div>
-          );
+          return <IntervalRow key={arm} label={arm} extent={extent} lo={lo} hi={hi} estimate={comparison.estimate} verdict={verdict} />;
         })}
-        <div className="interval-row axis" aria-hidden="true">
-          <span />
-          <div className="interval-axis">
-            <span>{formatChange(-extent, relative)}</span>
-            <span>0</span>
-            <span>{formatChange(extent, relative)}</span>
-          </div>
-        </div>
+        <IntervalAxis extent={extent} format={(value) => formatChange(value, relative)} />
       </div>
       <figcaption className="muted small">
         {relative ? 'Relative change' : 'Absolute difference'} against <code>{experiment.control}</code>, {level(experiment.alpha)} {experiment.sequential ? 'confidence sequences' : 'confidence intervals'}; an interval clear of zero is a clear difference.

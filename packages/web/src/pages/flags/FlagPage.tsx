@@ -19,6 +19,8 @@ import { FormError, Outcome } from '../../components/FormError';
 import { useDraft, withDraft } from '../../api/drafts';
 import { DraftPanel } from '../changes/DraftPanel';
 import { SchedulesPanel } from './SchedulesPanel';
+import { ReleasePanel } from './ReleasePanel';
+import { isLive, useReleases } from '../../api/releases';
 
 const FlagChart = lazy(() => import('../usage/FlagChart'));
 
@@ -53,6 +55,10 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
   const showHistory = params.get('view') === 'history';
   const { can } = useRole(projectId);
   const canEdit = can('editor');
+  // While a guarded release is live it alone sets the rollout (the server refuses a change by hand).
+  const releases = useReleases(projectId, environment.id, stored.id);
+  const releasing = releases.data?.[0] !== undefined && isLive(releases.data[0]);
+  const rolloutLocked = !canEdit || releasing;
   useEffect(() => setRollout(flag.rollout_percentage), [flag.rollout_percentage]);
 
   const save = async (changes: Partial<Pick<Flag, 'name' | 'description' | 'rollout_percentage' | 'everyone_else' | 'bucketing_key'>>) => void (await update.mutateAsync(changes));
@@ -132,11 +138,11 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
               <FormError message={setEnabled.error && `Not switched: ${setEnabled.error.message}`} />
               <div className="rollout-row">
                 <span id="rollout-label">Rollout</span>
-                <Slider.Root className="slider" disabled={!canEdit} value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
+                <Slider.Root className="slider" disabled={rolloutLocked} value={[rollout]} min={0} max={100} step={1} onValueChange={([value]) => setRollout(value ?? 0)} onValueCommit={([value]) => void saveRollout(value ?? 0)} aria-labelledby="rollout-label">
                   <Slider.Track className="slider-track">
                     <Slider.Range className="slider-range" />
                   </Slider.Track>
-                  <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} />
+                  <Slider.Thumb className="slider-thumb" aria-label={`Rollout percentage of ${flag.key} in ${environment.name}`} aria-describedby={releasing ? 'rollout-released' : undefined} />
                 </Slider.Root>
                 <span className="number-group">
                 <label className="visually-hidden" htmlFor="rollout-number">
@@ -149,9 +155,9 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
                   min={0}
                   max={100}
                   value={rollout}
-                  disabled={!canEdit}
+                  disabled={rolloutLocked}
                   aria-invalid={rolloutError ? true : undefined}
-                  aria-describedby={rolloutError ? 'rollout-error' : undefined}
+                  aria-describedby={[releasing ? 'rollout-released' : '', rolloutError ? 'rollout-error' : ''].join(' ').trim() || undefined}
                   onChange={(event) => setRollout(event.target.value === '' ? 0 : Number(event.target.value))}
                   onBlur={() => rollout !== flag.rollout_percentage && void saveRollout(rollout)}
                   onKeyDown={(event) => event.key === 'Enter' && void saveRollout(rollout)}
@@ -160,6 +166,11 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
                 </span>
               </div>
               <FormError message={rolloutError} id="rollout-error" />
+              {releasing && (
+                <p className="muted small" id="rollout-released">
+                  A guarded release sets the rollout step by step: see Guarded release below.
+                </p>
+              )}
               <EveryoneElse flag={flag} readOnly={!canEdit} save={save} />
               <p className="muted small">
                 While it is on, users a rule serves get what the rule serves.{' '}
@@ -171,6 +182,8 @@ function FlagView({ stored, environment, environments }: { stored: Flag; environ
               </p>
             </div>
           </section>
+
+          <ReleasePanel projectId={projectId} environment={environment} flag={stored} readOnly={!canEdit} />
 
           <VariantsEditor projectId={projectId} envId={environment.id} flag={flag} readOnly={!canEdit} saveLabel={saveLabel} />
 

@@ -1,10 +1,9 @@
-import { useEffect, useRef, useState } from 'react';
+import { useRef, useState } from 'react';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
 import { api, unwrap } from '../../api/client';
 import { flagParams } from '../../api/queries';
 import { ErrorState, Loading } from '../../components/States';
+import { themedAxis, useUplot } from '../../components/useUplot';
 
 const RANGES = [
   { hours: 24, label: '24 hours' },
@@ -39,45 +38,37 @@ export default function FlagChart({ projectId, envId, flagId, flagKey, variantKe
   const variantsKey = variants.join('\n');
   const box = useRef<HTMLDivElement>(null);
 
-  useEffect(() => {
-    const element = box.current;
-    const data = metrics.data;
-    if (!element || !data) return;
-    const style = getComputedStyle(element);
-    const colour = (name: string) => style.getPropertyValue(name).trim() || '#888';
-    const series: uPlot.AlignedData = [
-      data.buckets.map((bucket) => Date.parse(bucket.start) / 1000),
-      data.buckets.map((bucket) => bucket.enabled),
-      data.buckets.map((bucket) => bucket.disabled),
-      ...variants.map((key) => data.buckets.map((bucket) => bucket.variants?.[key] ?? 0)),
-    ];
-    const axis = { stroke: colour('--muted'), grid: { stroke: colour('--border'), width: 1 }, ticks: { stroke: colour('--border') } };
-    const chart = new uPlot(
-      {
-        width: element.clientWidth,
-        height: 200,
-        legend: { show: true },
-        cursor: { drag: { x: false, y: false } },
-        scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-        axes: [axis, { ...axis, size: 48 }],
-        series: [
-          {},
-          { label: 'Enabled', stroke: colour('--on'), fill: colour('--on-fill'), width: 2 },
-          { label: 'Disabled', stroke: colour('--off'), width: 2, dash: [4, 3] },
-          ...variants.map((key, i) => ({ label: key, stroke: colour(`--series-${(i % VARIANT_COLOURS) + 1}`), width: 2 })),
+  useUplot(
+    box,
+    200,
+    (colour) => {
+      const data = metrics.data;
+      if (!data) return null;
+      const axis = themedAxis(colour);
+      return {
+        data: [
+          data.buckets.map((bucket) => Date.parse(bucket.start) / 1000),
+          data.buckets.map((bucket) => bucket.enabled),
+          data.buckets.map((bucket) => bucket.disabled),
+          ...variants.map((key) => data.buckets.map((bucket) => bucket.variants?.[key] ?? 0)),
         ],
-      },
-      series,
-      element,
-    );
-    const resize = new ResizeObserver(() => chart.setSize({ width: element.clientWidth, height: 200 }));
-    resize.observe(element);
-    return () => {
-      resize.disconnect();
-      chart.destroy();
-    };
+        options: {
+          legend: { show: true },
+          cursor: { drag: { x: false, y: false } },
+          scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+          axes: [axis, { ...axis, size: 48 }],
+          series: [
+            {},
+            { label: 'Enabled', stroke: colour('--on'), fill: colour('--on-fill'), width: 2 },
+            { label: 'Disabled', stroke: colour('--off'), width: 2, dash: [4, 3] },
+            ...variants.map((key, i) => ({ label: key, stroke: colour(`--series-${(i % VARIANT_COLOURS) + 1}`), width: 2 })),
+          ],
+        },
+      };
+    },
     // `variants` is derived from the data and the flag's keys: redrawn when either changes.
-  }, [metrics.data, variantsKey]);
+    [metrics.data, variantsKey],
+  );
 
   const totals = metrics.data?.totals;
   return (

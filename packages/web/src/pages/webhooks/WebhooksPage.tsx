@@ -31,6 +31,7 @@ const GROUP_LABELS: Record<ResourceType, string> = {
   change_request: 'Change requests',
   metric: 'Metrics',
   experiment: 'Experiments',
+  release: 'Guarded releases',
 };
 /** Actions no webhook hears: the project exists before any webhook, and a test send goes to one webhook whatever it listens to. */
 const UNHEARD: readonly AuditAction[] = ['project.created', 'webhook.test'];

@@ -1,0 +1,274 @@
+/**
+ * How the intake's rows reach the database (intake.ts): each group of rows in one transaction,
+ * their units first added to `units` (0018_units) and each row inserted with its unit's id. On
+ * SQLite the writing runs on a thread of its own (intake.worker.ts, with SqliteRowWriter), so that
+ * no commit holds the thread that answers evaluate (docs/performance.md, "Experiments"); on
+ * PostgreSQL the server's pool writes (PostgresRowWriter: the driver waits on the network, not on
+ * this thread).
+ */
+import { Worker } from 'node:worker_threads';
+import BetterSqlite3 from 'better-sqlite3';
+import type { Database } from '../../db/database.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
+import { INTAKE_WORKER_URL } from '../../paths.js';
+
+export interface ExposureRow {
+  environment_id: string;
+  flag_key: string;
+  unit: string;
+  arm: string;
+  at: number;
+}
+export interface EventRow {
+  environment_id: string;
+  name: string;
+  unit: string;
+  value: number;
+  at: number;
+}
+export type Table = 'exposures' | 'events';
+type Row = ExposureRow | EventRow;
+
+export interface RowWriter {
+  /**
+   * Writes one group of rows in a transaction; those of an environment deleted since they were
+   * accepted are dropped (its rows went with it). Answers the environments whose rows were written.
+   */
+  write(table: Table, rows: Row[]): Promise<Set<string>>;
+  close(): Promise<void>;
+}
+
+/** Rows per INSERT statement (5 parameters each: within SQLite's 32,766). */
+const ROWS_PER_STATEMENT = 500;
+/** Unit ids the SQLite writer keeps (some 100 bytes each). */
+const CACHED_UNITS = 200_000;
+
+/** The rows' parameters in the order of their table's insert, in one array (no array per row), each with its unit's id. */
+function parametersOf(rows: readonly Row[], idOf: (row: Row) => number): unknown[] {
+  const parameters = new Array<unknown>(rows.length * 5);
+  let at = 0;
+  for (const row of rows) {
+    parameters[at++] = row.environment_id;
+    parameters[at++] = 'flag_key' in row ? row.flag_key : row.name;
+    parameters[at++] = idOf(row);
+    parameters[at++] = 'flag_key' in row ? row.arm : row.value;
+    parameters[at++] = row.at;
+  }
+  return parameters;
+}
+
+/** The rows' (environment, unit) pairs, each once, sorted (two instances add overlapping units in the same order: no deadlock on PostgreSQL). */
+function unitsOf(rows: readonly Row[]): { environment_id: string; unit: string }[] {
+  const seen = new Map<string, { environment_id: string; unit: string }>();
+  for (const row of rows) {
+    const key = `${row.environment_id}\u0000${row.unit}`;
+    if (!seen.has(key)) seen.set(key, { environment_id: row.environment_id, unit: row.unit });
+  }
+  return [...seen.keys()].sort().map((key) => seen.get(key)!);
+}
+
+const environmentsOf = (rows: readonly Row[]) => new Set(rows.map((row) => row.environment_id));
+
+/**
+ * SQLite, on the intake's thread: a connection of its own, with the driver's prepared statements
+ * (no query built per chunk: a third of the intake's time through Kysely) and synchronous =
+ * NORMAL, as the history worker's: in WAL mode a crash of the process loses nothing written, a
+ * power cut at most the last commits, and no commit waits for the disk. Waiting for the write lock
+ * (the server's connection writing) blocks this thread only, up to 5 s.
+ */
+export class SqliteRowWriter {
+  private readonly connection: BetterSqlite3.Database;
+  private readonly statements = new Map<string, BetterSqlite3.Statement>();
+  private readonly unitId: BetterSqlite3.Statement;
+  /**
+   * `environment \0 unit` → units.id, for units committed: a row of a known unit is inserted with
+   * its id, without a look-up in SQL (the look-up per row made the writer too slow for 50,000
+   * items a second: docs/performance.md, "Experiments"). Ids are kept only after their commit
+   * (SQLite may give a rolled-back id to another unit), and forgotten all at once past the bound.
+   */
+  private readonly unitIds = new Map<string, number>();
+
+  constructor(path: string) {
+    this.connection = new BetterSqlite3(path);
+    this.connection.pragma('journal_mode = WAL');
+    this.connection.pragma('synchronous = NORMAL');
+    this.connection.pragma('busy_timeout = 5000');
+    this.connection.pragma('foreign_keys = ON');
+    this.unitId = this.connection.prepare('select id from units where environment_id = ? and unit = ?').pluck();
+  }
+
+  write(table: Table, rows: Row[]): Set<string> {
+    try {
+      this.writeRows(table, rows);
+      return environmentsOf(rows);
+    } catch (error) {
+      if (!isForeignKeyViolation(error)) throw error;
+      const ids = [...environmentsOf(rows)];
+      const existing = new Set(this.connection.prepare(`select id from environments where id in (${ids.map(() => '?').join(', ')})`).pluck().all(...ids) as string[]);
+      const kept = rows.filter((row) => existing.has(row.environment_id));
+      this.writeRows(table, kept);
+      return environmentsOf(kept);
+    }
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+
+  private writeRows(table: Table, rows: Row[]): void {
+    const added = new Map<string, number>();
+    this.connection.transaction(() => {
+      const unknown = unitsOf(rows.filter((row) => !this.unitIds.has(`${row.environment_id}\u0000${row.unit}`)));
+      for (let i = 0; i < unknown.length; i += ROWS_PER_STATEMENT) {
+        const chunk = unknown.slice(i, i + ROWS_PER_STATEMENT);
+        this.statement('units', chunk.length).run(chunk.flatMap((unit) => [unit.environment_id, unit.unit]));
+      }
+      for (const { environment_id, unit } of unknown) {
+        const id = this.unitId.get(environment_id, unit) as number | undefined;
+        // Undefined only for a unit of an environment deleted meanwhile: its row fails on the environment's foreign key.
+        if (id !== undefined) added.set(`${environment_id}\u0000${unit}`, id);
+      }
+      const idOf = (row: Row) => this.unitIds.get(`${row.environment_id}\u0000${row.unit}`) ?? added.get(`${row.environment_id}\u0000${row.unit}`) ?? 0;
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+        this.statement(table, chunk.length).run(parametersOf(chunk, idOf));
+      }
+    }).immediate();
+    if (this.unitIds.size + added.size > CACHED_UNITS) this.unitIds.clear();
+    for (const [key, id] of added) this.unitIds.set(key, id);
+  }
+
+  private statement(table: Table | 'units', rows: number): BetterSqlite3.Statement {
+    const key = `${table}:${rows}`;
+    let statement = this.statements.get(key);
+    if (!statement) {
+      const [columns, conflict] =
+        table === 'units'
+          ? ['(environment_id, unit)', ' on conflict do nothing']
+          : table === 'exposures'
+            ? ['(environment_id, flag_key, unit_id, arm, at)', '']
+            : ['(environment_id, name, unit_id, value, at)', ''];
+      const row = table === 'units' ? '(?, ?)' : '(?, ?, ?, ?, ?)';
+      statement = this.connection.prepare(`insert into ${table} ${columns} values ${Array(rows).fill(row).join(', ')}${conflict}`);
+      // Two sizes in use per table: the full chunk and the last one of a flush; others are rare.
+      if (this.statements.size > 24) this.statements.clear();
+      this.statements.set(key, statement);
+    }
+    return statement;
+  }
+}
+
+/** PostgreSQL: the server's pool, through Kysely; the ids of units committed kept as SqliteRowWriter keeps them. */
+export class PostgresRowWriter implements RowWriter {
+  private readonly unitIds = new Map<string, number>();
+
+  constructor(private readonly database: Database) {}
+
+  async write(table: Table, rows: Row[]): Promise<Set<string>> {
+    try {
+      await this.writeRows(table, rows);
+      return environmentsOf(rows);
+    } catch (error) {
+      if (!isForeignKeyViolation(error)) throw error;
+      const existing = new Set((await this.database.db.selectFrom('environments').select('id').where('id', 'in', [...environmentsOf(rows)]).execute()).map((row) => row.id));
+      const kept = rows.filter((row) => existing.has(row.environment_id));
+      await this.writeRows(table, kept);
+      return environmentsOf(kept);
+    }
+  }
+
+  async close(): Promise<void> {}
+
+  private async writeRows(table: Table, rows: Row[]): Promise<void> {
+    const added = new Map<string, number>();
+    await this.database.db.transaction().execute(async (trx) => {
+      const unknown = unitsOf(rows.filter((row) => !this.unitIds.has(`${row.environment_id}\u0000${row.unit}`)));
+      for (let i = 0; i < unknown.length; i += ROWS_PER_STATEMENT) {
+        const chunk = unknown.slice(i, i + ROWS_PER_STATEMENT);
+        await trx.insertInto('units').values(chunk).onConflict((conflict) => conflict.doNothing()).execute();
+        // A statement of its own: it sees the units another instance committed while this insert waited for them.
+        const found = await trx
+          .selectFrom('units')
+          .select(['id', 'environment_id', 'unit'])
+          .where('environment_id', 'in', [...new Set(chunk.map((unit) => unit.environment_id))])
+          .where('unit', 'in', chunk.map((unit) => unit.unit))
+          .execute();
+        for (const unit of found) added.set(`${unit.environment_id}\u0000${unit.unit}`, Number(unit.id));
+      }
+      const idOf = (row: Row) => this.unitIds.get(`${row.environment_id}\u0000${row.unit}`) ?? added.get(`${row.environment_id}\u0000${row.unit}`) ?? 0;
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const values = rows.slice(i, i + ROWS_PER_STATEMENT).map((row) =>
+          'flag_key' in row
+            ? { environment_id: row.environment_id, flag_key: row.flag_key, unit_id: idOf(row), arm: row.arm, at: row.at }
+            : { environment_id: row.environment_id, name: row.name, unit_id: idOf(row), value: row.value, at: row.at },
+        );
+        await trx
+          .insertInto(table)
+          .values(values as never)
+          .execute();
+      }
+    });
+    if (this.unitIds.size + added.size > CACHED_UNITS) this.unitIds.clear();
+    for (const [key, id] of added) this.unitIds.set(key, id);
+  }
+}
+
+export type ToIntakeWorker = { type: 'write'; id: number; table: Table; rows: Row[] } | { type: 'close' };
+export type FromIntakeWorker = { type: 'written'; id: number; environments: string[] } | { type: 'failed'; id: number; error: string; code?: string } | { type: 'closed' };
+
+/**
+ * SQLite: the rows handed to the intake's thread (intake.worker.ts), started with the first
+ * write. A thread that dies fails the groups it held (the intake keeps their rows for the next
+ * flush), and the next write starts another.
+ */
+export class ThreadRowWriter implements RowWriter {
+  private worker: Worker | undefined;
+  private readonly waiting = new Map<number, { resolve: (environments: Set<string>) => void; reject: (error: Error) => void }>();
+  private lastId = 0;
+
+  constructor(private readonly path: string) {}
+
+  write(table: Table, rows: Row[]): Promise<Set<string>> {
+    const worker = this.worker ?? this.start();
+    const id = ++this.lastId;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.postMessage({ type: 'write', id, table, rows } satisfies ToIntakeWorker);
+    });
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    this.worker = undefined;
+    await new Promise<void>((resolve) => {
+      worker.once('exit', () => resolve());
+      worker.on('message', (message: FromIntakeWorker) => message.type === 'closed' && void worker.terminate());
+      worker.postMessage({ type: 'close' } satisfies ToIntakeWorker);
+    });
+  }
+
+  private start(): Worker {
+    const worker = new Worker(INTAKE_WORKER_URL, { workerData: { path: this.path } });
+    this.worker = worker;
+    worker.unref();
+    worker.on('message', (message: FromIntakeWorker) => {
+      if (message.type === 'closed') return;
+      const waiting = this.waiting.get(message.id);
+      this.waiting.delete(message.id);
+      if (message.type === 'written') waiting?.resolve(new Set(message.environments));
+      else waiting?.reject(Object.assign(new Error(message.error), { code: message.code }));
+    });
+    worker.on('error', (error) => this.failAll(error));
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = undefined;
+      this.failAll(new Error('the intake worker stopped'));
+    });
+    return worker;
+  }
+
+  private failAll(error: Error): void {
+    for (const { reject } of this.waiting.values()) reject(error);
+    this.waiting.clear();
+  }
+}
