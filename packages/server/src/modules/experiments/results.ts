@@ -117,29 +117,38 @@ export async function readExposedUnits(database: Database, experiment: Experimen
   const arms = Object.keys(experiment.expected_shares ?? {});
   const armIndex = new Map(arms.map((arm, i) => [arm, i]));
   const { start, end } = spanOf(experiment, now);
-  const index = new Map<string, number>();
-  let arm = new Int32Array(1024);
-  let first = new Float64Array(1024);
+  const tally = new ExposureTally<string>();
   await eachRow(database, 'exposures', experiment.environment_id, experiment.flag_key, ([, unit, rowArmKey, rowAt]) => {
     const at = Number(rowAt);
     const rowArm = armIndex.get(rowArmKey as string);
     if (at < start || at > end || rowArm === undefined) return;
-    const known = index.get(unit);
-    if (known === undefined) {
-      const i = index.size;
-      if (i === arm.length) {
-        arm = grow(arm);
-        first = grow(first);
-      }
-      index.set(unit, i);
-      arm[i] = rowArm;
-      first[i] = at;
-    } else {
-      if (arm[known] !== rowArm) arm[known] = MULTIPLE;
-      if (at < first[known]!) first[known] = at;
-    }
+    tally.add(unit, rowArm, at);
   });
-  return { arms, index, arm, first, size: index.size };
+  return { arms, index: tally.index, arm: tally.arm, first: tally.first, size: tally.index.size };
+}
+
+/** The exposed units as their exposures are read, by identifier (text, or the SQLite reader's unit id): each unit's row, its arm (MULTIPLE once it met two) and its first exposure. */
+class ExposureTally<K> {
+  readonly index = new Map<K, number>();
+  arm = new Int32Array(1024);
+  first = new Float64Array(1024);
+
+  add(unit: K, rowArm: number, at: number): void {
+    const known = this.index.get(unit);
+    if (known === undefined) {
+      const i = this.index.size;
+      if (i === this.arm.length) {
+        this.arm = grow(this.arm);
+        this.first = grow(this.first);
+      }
+      this.index.set(unit, i);
+      this.arm[i] = rowArm;
+      this.first[i] = at;
+    } else {
+      if (this.arm[known] !== rowArm) this.arm[known] = MULTIPLE;
+      if (at < this.first[known]!) this.first[known] = at;
+    }
+  }
 }
 
 function grow<T extends Int32Array | Float64Array>(array: T): T {
@@ -207,31 +216,16 @@ function readExposedUnitsSqlite(sqlite: BetterSqlite3.Database, experiment: Expe
   const arms = Object.keys(experiment.expected_shares ?? {});
   const armIndex = new Map(arms.map((arm, i) => [arm, i]));
   const { start, end } = spanOf(experiment, now);
-  const index = new Map<number, number>();
-  let arm = new Int32Array(1024);
-  let first = new Float64Array(1024);
+  const tally = new ExposureTally<number>();
   const page = sqlite.prepare('select unit_id, arm, at from exposures where environment_id = ? and flag_key = ? and id >= ? and id < ? and at >= ? and at <= ? order by id').raw(true);
   const last = idPages(sqlite, 'exposures');
   for (let from = 0; from <= last; from += ID_RANGE) {
     for (const [unit, rowArmKey, rowAt] of page.all(experiment.environment_id, experiment.flag_key, from, from + ID_RANGE, start, end) as [number, string, number][]) {
       const rowArm = armIndex.get(rowArmKey);
-      if (rowArm === undefined) continue;
-      const known = index.get(unit);
-      if (known === undefined) {
-        const i = index.size;
-        if (i === arm.length) {
-          arm = grow(arm);
-          first = grow(first);
-        }
-        index.set(unit, i);
-        arm[i] = rowArm;
-        first[i] = rowAt;
-      } else {
-        if (arm[known] !== rowArm) arm[known] = MULTIPLE;
-        if (rowAt < first[known]!) first[known] = rowAt;
-      }
+      if (rowArm !== undefined) tally.add(unit, rowArm, rowAt);
     }
   }
+  const { index, arm, first } = tally;
   sqlite.exec('create temp table if not exists exposed_units (unit_id integer primary key, row integer not null, first integer not null)');
   sqlite.exec('delete from temp.exposed_units');
   const ROWS = 1000;
