@@ -180,7 +180,7 @@ export function decide(release: ReleaseUnderCheck, figures: Omit<ReleaseCheck, '
       explanation:
         `${harmful.metric_key} got worse: ${figure(harmful.means.treatment)} per unit with the change against ${figure(harmful.means.control)} without ` +
         `(${harmful.units.treatment} and ${harmful.units.control} units; difference ${signed(harmful.difference)}). Even at its most favourable bound, ` +
-        `${signed(harmful.bound!)}, it is ${worse} than the tolerance allows (${signed(harmful.limit)}). The flag serves again what it served before the release.`,
+        `${signed(harmful.bound!)}, it is ${worse} than the tolerance allows (${signed(harmful.limit)}).`,
     };
   }
   if (figures.monitored && figures.srm.flagged && !release.paused) {
