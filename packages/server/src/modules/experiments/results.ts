@@ -157,6 +157,12 @@ function grow<T extends Int32Array | Float64Array>(array: T): T {
   return bigger;
 }
 
+/** Zeroed per-unit values for `size` units (the pre-exposure ones with CUPED only). */
+function emptyValues(experiment: Experiment, size: number): UnitValues {
+  const pre = () => (experiment.cuped ? new Float64Array(size) : null);
+  return { count: new Float64Array(size), sum: new Float64Array(size), preCount: pre(), preSum: pre() };
+}
+
 /**
  * One metric's events per unit: those of its name from the unit's first exposure (inclusive) to
  * `window_hours` after it, or to the end of the experiment; with CUPED, also those of the lookback
@@ -166,12 +172,7 @@ export async function readUnitValues(database: Database, experiment: Experiment,
   const { end } = spanOf(experiment, now);
   const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
   const window = metric.window_hours === null ? Infinity : metric.window_hours * HOUR_MS;
-  const values: UnitValues = {
-    count: new Float64Array(units.size),
-    sum: new Float64Array(units.size),
-    preCount: experiment.cuped ? new Float64Array(units.size) : null,
-    preSum: experiment.cuped ? new Float64Array(units.size) : null,
-  };
+  const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
   const earliest = Date.parse(experiment.started_at!) - lookback;
   await eachRow(database, 'events', experiment.environment_id, metric.event, ([, unit, rowValue, rowAt]) => {
@@ -248,12 +249,7 @@ function readExposedUnitsSqlite(sqlite: BetterSqlite3.Database, experiment: Expe
 function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experiment, metric: Metric, units: UnitArms, now: number): UnitValues {
   const { end } = spanOf(experiment, now);
   const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
-  const values: UnitValues = {
-    count: new Float64Array(units.size),
-    sum: new Float64Array(units.size),
-    preCount: experiment.cuped ? new Float64Array(units.size) : null,
-    preSum: experiment.cuped ? new Float64Array(units.size) : null,
-  };
+  const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
   const earliest = Date.parse(experiment.started_at!) - lookback;
   // No window: the largest window any two times can be apart (at − first ≤ it always holds, as with Infinity).
