@@ -280,6 +280,39 @@ print(json.dumps(dict(p=float(stats.chisquare(d).pvalue))))
   });
 });
 
+describe('releases while the intake writes', () => {
+  test('checks go on, none failed: on SQLite the intake thread commits between a check reading its release and recording its decision', async () => {
+    // Checks every 10 ms: before transactions took the write lock when they began (db/database.ts),
+    // a commit of the intake's thread between a check's read and its write failed the check at
+    // once ("database is locked"), and its lease kept the release unchecked for a minute.
+    const busy = await startServer({}, { releaser: { pollIntervalMs: 10, msPerSecond: 1 } });
+    try {
+      const user = await newUser(busy, 'busy-releaser');
+      const p = await newProject(busy, user, 'Releases under load');
+      const m = await request(busy, 'POST', `/api/projects/${p.id}/metrics`, { token: user.token, body: { key: 'errors', name: 'Errors', event: 'error', kind: 'conversion', better: 'lower' } });
+      const flag = await newFlag(busy, user, p, { key: 'under-load' });
+      const path = `/api/projects/${p.id}/environments/${p.production}/flags/${flag.id}/releases`;
+      // A minimum it never reaches: it waits at 5 %, checked and recorded every 10 ms.
+      const created = await request(busy, 'POST', path, { token: user.token, body: { steps: [5, 100], hold_seconds: 10, check_seconds: 10, min_units: 1_000_000, guardrails: [{ metric_id: m.body.id }] } });
+      assert.equal(created.status, 201, created.text);
+      const checks = async () => (await request(busy, 'GET', `${path}/${created.body.id}`, { token: user.token })).body.checks.length as number;
+      let sent = 0;
+      const until = Date.now() + 3000;
+      while (Date.now() < until) {
+        const units = Array.from({ length: 500 }, () => `unit-${sent++}`);
+        const body = { environment: 'production', exposures: units.map((unit) => ({ flag: flag.key, unit, arm: 'on' })), events: units.map((unit) => ({ name: 'error', unit })) };
+        assert.equal((await request(busy, 'POST', '/sdk/v1/events', { sdkKey: p.sdk_key, body })).status, 202);
+      }
+      const before = await checks();
+      await eventually(async () => (await checks()) > before, 'a check after the load');
+      const failed = busy.logs.filter((line) => line.includes('a check failed'));
+      assert.deepEqual(failed, [], 'no check failed');
+    } finally {
+      await busy.close();
+    }
+  });
+});
+
 describe('releases across instances and restarts', () => {
   test('two instances on one database take each decision once', async () => {
     const database = await createTestDatabase();

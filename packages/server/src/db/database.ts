@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, sql, type DatabaseConnection, type Driver, type SqliteDatabase, type SqliteDialectConfig } from 'kysely';
 import type { Config } from '../config.js';
 import { translateDriverError } from './errors.js';
 import type { Database, Db, OpenOptions } from './handle.js';
@@ -59,6 +59,27 @@ function sqliteAdapter(raw: BetterSqlite3.Database): SqliteDatabase {
 }
 
 /**
+ * Transactions take the write lock when they begin (BEGIN IMMEDIATE), waiting for it up to the busy
+ * timeout. Other connections write the same file (the intake's thread, intake.writer.ts), and a
+ * deferred transaction that read before one of their commits cannot write after it: SQLite fails
+ * it with "database is locked" at once, without waiting. Kysely serializes this connection's
+ * transactions anyway, so taking the lock early costs no concurrency on this thread.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new (class extends SqliteDriver {
+      override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+        await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+      }
+    })(this.settings);
+  }
+}
+
+/**
  * SQLite's health: taking the write lock proves more than `select 1` (which a locked or
  * read-only database still answers). Waits at most 1 s for the lock: the wait blocks the thread.
  */
@@ -108,7 +129,7 @@ function openSqlite(path: string, options: OpenOptions): Database {
   raw.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqliteAdapter(raw) }) });
+  const db = new Kysely<Schema>({ dialect: new ImmediateSqliteDialect({ database: sqliteAdapter(raw) }) });
   return {
     db,
     dialect: 'sqlite',

@@ -75,9 +75,31 @@ export function postgresBus(db: Db, url: string, log: FastifyBaseLogger): Change
   };
 }
 
+/** At most this many notifications wait for the publisher's return; beyond, the others' revision check catches the change. */
+const MAX_UNSENT = 10_000;
+
 /** Redis pub/sub: a subscriber connection (ioredis resubscribes after a reconnect) and the shared client to publish. */
 export function redisBus(publisher: Redis, subscriber: Redis, log: FastifyBaseLogger): ChangeBus {
   let closed = false;
+  /**
+   * Notifications the publisher could not send (it fails at once while away, see redis.ts), sent
+   * when it is back: other instances may already listen again, and a change made meanwhile must
+   * reach them even where no revision check runs. A set: a project changed twice is told once.
+   */
+  const unsent = new Set<string>();
+  const send = async (message: string) => {
+    try {
+      await publisher.publish(CHANNEL, message);
+    } catch (error) {
+      if (unsent.size < MAX_UNSENT) unsent.add(message);
+      throw error;
+    }
+  };
+  publisher.on('ready', () => {
+    const waiting = [...unsent];
+    unsent.clear();
+    for (const message of waiting) send(message).catch(() => {}); // kept again for the next return
+  });
   /**
    * ioredis resubscribes after a reconnect only to channels it once subscribed to: the first
    * subscription is retried here until it succeeds (Redis may be down when the instance starts).
@@ -100,7 +122,7 @@ export function redisBus(publisher: Redis, subscriber: Redis, log: FastifyBaseLo
       void subscribe(onReconnect, 250);
     },
     async publish(message) {
-      await publisher.publish(CHANNEL, message);
+      await send(message);
     },
     async close() {
       closed = true;
