@@ -267,7 +267,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
       app.log,
     ),
     webhooks,
-    intake: new EventIntake(database, evaluateCache, app.log),
+    intake: new EventIntake(database, config.database, evaluateCache, app.log),
     results: new ResultsService(database, config.database, app.log),
   };
   // New exposures or events: the running experiments of their environments are computed again.

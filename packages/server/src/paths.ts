@@ -16,7 +16,7 @@ export const DOWNLOADS_DIR = fileURLToPath(new URL('../downloads/', import.meta.
 /** The history writer's thread (modules/history/history.worker.ts), a bundle of its own beside main.js. */
 export const HISTORY_WORKER_URL = new URL('./modules/history/history.worker.js', import.meta.url);
 
-/** The thread that writes the experiments' intake on SQLite (modules/experiments/intake.worker.ts), a bundle of its own beside main.js. */
+/** The thread that writes the experiments' intake (modules/experiments/intake.worker.ts), a bundle of its own beside main.js. */
 export const INTAKE_WORKER_URL = new URL('./modules/experiments/intake.worker.js', import.meta.url);
 
 /** The thread that computes experiments' results (modules/experiments/results.worker.ts), a bundle of its own beside main.js. */

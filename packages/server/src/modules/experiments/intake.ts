@@ -7,14 +7,14 @@
  * arm of that experiment, are kept; events are kept when a metric of the project counts their name.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import { Unavailable } from '../../errors.js';
 import { LogThrottle } from '../../log-throttle.js';
-import { nextTurn } from '../../pace.js';
 import { fromJson } from '../../db/values.js';
 import type { EvaluateCache } from '../evaluate/evaluate.cache.js';
 import type { EventsBody } from './intake.schemas.js';
-import { PostgresRowWriter, ThreadRowWriter, type EventRow, type ExposureRow, type RowWriter } from './intake.writer.js';
+import { ThreadRowWriter, type EventRow, type ExposureRow } from './intake.writer.js';
 
 /** An `at` older than this, or further ahead than FUTURE_MS, is ignored (clocks and retries, not history). */
 export const OLDEST_MS = 24 * 60 * 60 * 1000;
@@ -55,17 +55,18 @@ export class EventIntake {
   private readonly writtenListeners = new Set<(environmentIds: ReadonlySet<string>) => void>();
   /** Rows of the flush under way not yet written. */
   private writing = 0;
-  /** SQLite: the intake's own thread writes (intake.writer.ts); PostgreSQL: the server's pool. */
-  private readonly writer: RowWriter;
+  /** The intake's own thread writes, on a connection of its own (intake.writer.ts). */
+  private readonly writer: ThreadRowWriter;
 
   constructor(
     private readonly database: Database,
+    databaseConfig: Config['database'],
     cache: EvaluateCache,
     private readonly log: FastifyBaseLogger,
     options: Partial<IntakeOptions> = {},
   ) {
     this.options = { ...DEFAULTS, ...options };
-    this.writer = database.sqlite ? new ThreadRowWriter(database.sqlite.name) : new PostgresRowWriter(database);
+    this.writer = new ThreadRowWriter(databaseConfig);
     // An experiment started or stopped, a metric added: every write of the project drops its watch.
     cache.onInvalidate((projectId) => this.watched.delete(projectId));
   }
@@ -157,12 +158,11 @@ export class EventIntake {
     const environments = new Set<string>();
     let written = 0;
     try {
-      // A commit per thousand rows; on PostgreSQL a turn of the event loop between them: no write holds the thread long.
+      // A commit per thousand rows, each on the intake's thread.
       for (const { table, rows } of groups) {
         for (const id of await this.writer.write(table, rows)) environments.add(id);
         written++;
         this.writing -= rows.length;
-        if (!this.database.sqlite) await nextTurn();
       }
       if (this.failureLog.recovered()) this.log.info('exposures and events written again');
     } catch (error) {

@@ -1,13 +1,15 @@
 /**
  * How the intake's rows reach the database (intake.ts): each group of rows in one transaction,
- * their units first added to `units` (0018_units) and each row inserted with its unit's id. On
- * SQLite the writing runs on a thread of its own (intake.worker.ts, with SqliteRowWriter), so that
- * no commit holds the thread that answers evaluate (docs/performance.md, "Experiments"); on
- * PostgreSQL the server's pool writes (PostgresRowWriter: the driver waits on the network, not on
- * this thread).
+ * their units first added to `units` (0018_units) and each row inserted with its unit's id. The
+ * writing runs on a thread of its own (intake.worker.ts) with a connection of its own: SQLite's
+ * commits, and on PostgreSQL building each statement's thousands of parameters and reading back
+ * the new units' ids, would otherwise hold the thread that answers evaluate (docs/performance.md,
+ * "Experiments").
  */
 import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
+import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { INTAKE_WORKER_URL } from '../../paths.js';
@@ -158,10 +160,11 @@ export class SqliteRowWriter {
   }
 }
 
-/** PostgreSQL: the server's pool, through Kysely; the ids of units committed kept as SqliteRowWriter keeps them. */
+/** PostgreSQL, on the intake's thread: a pool of one connection of its own, through Kysely; the ids of units committed kept as SqliteRowWriter keeps them. */
 export class PostgresRowWriter implements RowWriter {
   private readonly unitIds = new Map<string, number>();
 
+  /** The database is the writer's: close() closes it. */
   constructor(private readonly database: Database) {}
 
   async write(table: Table, rows: Row[]): Promise<Set<string>> {
@@ -177,35 +180,41 @@ export class PostgresRowWriter implements RowWriter {
     }
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.database.close();
+  }
 
+  /**
+   * Each statement takes its columns as arrays (unnest): one statement a group, its parameters
+   * five arrays instead of five per row, which PostgreSQL parses and binds in a fraction of the
+   * time (its CPU is the evaluate thread's on a small machine: docs/performance.md, "Experiments").
+   */
   private async writeRows(table: Table, rows: Row[]): Promise<void> {
     const added = new Map<string, number>();
     await this.database.db.transaction().execute(async (trx) => {
       const unknown = unitsOf(rows.filter((row) => !this.unitIds.has(`${row.environment_id}\u0000${row.unit}`)));
-      for (let i = 0; i < unknown.length; i += ROWS_PER_STATEMENT) {
-        const chunk = unknown.slice(i, i + ROWS_PER_STATEMENT);
-        await trx.insertInto('units').values(chunk).onConflict((conflict) => conflict.doNothing()).execute();
+      if (unknown.length > 0) {
+        const environments = unknown.map((unit) => unit.environment_id);
+        const units = unknown.map((unit) => unit.unit);
+        await sql`insert into units (environment_id, unit) select * from unnest(${environments}::uuid[], ${units}::text[]) on conflict do nothing`.execute(trx);
         // A statement of its own: it sees the units another instance committed while this insert waited for them.
-        const found = await trx
-          .selectFrom('units')
-          .select(['id', 'environment_id', 'unit'])
-          .where('environment_id', 'in', [...new Set(chunk.map((unit) => unit.environment_id))])
-          .where('unit', 'in', chunk.map((unit) => unit.unit))
-          .execute();
-        for (const unit of found) added.set(`${unit.environment_id}\u0000${unit.unit}`, Number(unit.id));
+        const found = await sql<{ id: string; environment_id: string; unit: string }>`
+          select u.id, u.environment_id, u.unit from units u
+          join unnest(${environments}::uuid[], ${units}::text[]) as wanted(environment_id, unit) on u.environment_id = wanted.environment_id and u.unit = wanted.unit`.execute(trx);
+        for (const unit of found.rows) added.set(`${unit.environment_id}\u0000${unit.unit}`, Number(unit.id));
       }
       const idOf = (row: Row) => this.unitIds.get(`${row.environment_id}\u0000${row.unit}`) ?? added.get(`${row.environment_id}\u0000${row.unit}`) ?? 0;
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        const values = rows.slice(i, i + ROWS_PER_STATEMENT).map((row) =>
-          'flag_key' in row
-            ? { environment_id: row.environment_id, flag_key: row.flag_key, unit_id: idOf(row), arm: row.arm, at: row.at }
-            : { environment_id: row.environment_id, name: row.name, unit_id: idOf(row), value: row.value, at: row.at },
-        );
-        await trx
-          .insertInto(table)
-          .values(values as never)
-          .execute();
+      const environments = rows.map((row) => row.environment_id);
+      const ids = rows.map(idOf);
+      const ats = rows.map((row) => row.at);
+      if (table === 'exposures') {
+        const exposures = rows as ExposureRow[];
+        await sql`insert into exposures (environment_id, flag_key, unit_id, arm, at)
+          select * from unnest(${environments}::uuid[], ${exposures.map((row) => row.flag_key)}::text[], ${ids}::bigint[], ${exposures.map((row) => row.arm)}::text[], ${ats}::bigint[])`.execute(trx);
+      } else {
+        const events = rows as EventRow[];
+        await sql`insert into events (environment_id, name, unit_id, value, at)
+          select * from unnest(${environments}::uuid[], ${events.map((row) => row.name)}::text[], ${ids}::bigint[], ${events.map((row) => row.value)}::float8[], ${ats}::bigint[])`.execute(trx);
       }
     });
     if (this.unitIds.size + added.size > CACHED_UNITS) this.unitIds.clear();
@@ -217,7 +226,7 @@ export type ToIntakeWorker = { type: 'write'; id: number; table: Table; rows: Ro
 export type FromIntakeWorker = { type: 'written'; id: number; environments: string[] } | { type: 'failed'; id: number; error: string; code?: string } | { type: 'closed' };
 
 /**
- * SQLite: the rows handed to the intake's thread (intake.worker.ts), started with the first
+ * The rows handed to the intake's thread (intake.worker.ts), started with the first
  * write. A thread that dies fails the groups it held (the intake keeps their rows for the next
  * flush), and the next write starts another.
  */
@@ -226,7 +235,7 @@ export class ThreadRowWriter implements RowWriter {
   private readonly waiting = new Map<number, { resolve: (environments: Set<string>) => void; reject: (error: Error) => void }>();
   private lastId = 0;
 
-  constructor(private readonly path: string) {}
+  constructor(private readonly databaseConfig: Config['database']) {}
 
   write(table: Table, rows: Row[]): Promise<Set<string>> {
     const worker = this.worker ?? this.start();
@@ -249,7 +258,7 @@ export class ThreadRowWriter implements RowWriter {
   }
 
   private start(): Worker {
-    const worker = new Worker(INTAKE_WORKER_URL, { workerData: { path: this.path } });
+    const worker = new Worker(INTAKE_WORKER_URL, { workerData: { database: this.databaseConfig } });
     this.worker = worker;
     worker.unref();
     worker.on('message', (message: FromIntakeWorker) => {
