@@ -351,6 +351,8 @@ describe('POST /sdk/v1/events', () => {
         { flag: 'nobody-watches', unit: 'u', arm: 'on' },
         { flag: experiment.flag, unit: 'u', arm: 'blue' },
         { flag: experiment.flag, unit: 'u', arm: 'on', reason: 'Matched user_id targeting rule' },
+        { flag: experiment.flag, unit: 'u', arm: 'on', reason: 'Matched conditions targeting rule' },
+        { flag: experiment.flag, unit: 'u', arm: 'on', reason: 'TARGETING_MATCH' },
         { flag: experiment.flag, unit: 'anonymous', arm: 'on' },
         { flag: experiment.flag, unit: 'u', arm: 'on', at: iso(now - 25 * HOUR) },
         { flag: experiment.flag, unit: 'u', arm: 'on', at: iso(now + 10 * MINUTE) },
@@ -361,7 +363,7 @@ describe('POST /sdk/v1/events', () => {
       ],
     });
     assert.equal(answer.status, 202, answer.text);
-    assert.deepEqual(answer.body, { accepted: 2, ignored: { not_watched: 1, unknown_arm: 1, served_by_rule: 1, anonymous: 1, too_old: 1, in_future: 1, no_metric: 1 } });
+    assert.deepEqual(answer.body, { accepted: 2, ignored: { not_watched: 1, unknown_arm: 1, served_by_rule: 3, anonymous: 1, too_old: 1, in_future: 1, no_metric: 1 } });
     // A count metric counts events, whatever their value.
     await resultsWith(experiment.path, 1, [{ on: 1, off: 0 }]);
   });

@@ -6,6 +6,7 @@
  * (docs/releases.md) of their environment watches, with an
  * arm of that experiment, are kept; events are kept when a metric of the project counts their name.
  */
+import { reasonKind } from '@guidon/engine';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
@@ -21,8 +22,12 @@ export const OLDEST_MS = 24 * 60 * 60 * 1000;
 export const FUTURE_MS = 5 * 60 * 1000;
 /** The identifier the engine buckets a context without one by: never a unit. */
 const ANONYMOUS = 'anonymous';
-/** A reason of the engine's that says a targeting rule served the unit (engine outcomes.ts): the rollout did not choose its arm. */
-const SERVED_BY_RULE = /^Matched .* targeting rule$|^TARGETING_MATCH$/;
+/**
+ * Whether an exposure's reason says a targeting rule served the unit, so that the rollout did not
+ * choose its arm: one of the engine's reason strings of that kind (its one table, engine
+ * outcomes.ts), or OpenFeature's TARGETING_MATCH, which the providers send.
+ */
+const servedByRule = (reason: string) => (reasonKind(reason) ?? reason) === 'TARGETING_MATCH';
 
 export type IgnoredReason = 'not_watched' | 'unknown_arm' | 'served_by_rule' | 'anonymous' | 'too_old' | 'in_future' | 'no_metric';
 
@@ -111,7 +116,7 @@ export class EventIntake {
       else if (typeof at !== 'number') ignore(at);
       else if (!arms) ignore('not_watched');
       else if (!arms.has(exposure.arm)) ignore('unknown_arm');
-      else if (exposure.reason !== undefined && SERVED_BY_RULE.test(exposure.reason)) ignore('served_by_rule');
+      else if (exposure.reason !== undefined && servedByRule(exposure.reason)) ignore('served_by_rule');
       else {
         this.exposures.push({ environment_id: environmentId, flag_key: exposure.flag, unit: exposure.unit, arm: exposure.arm, at });
         accepted++;
