@@ -134,10 +134,7 @@ export class DueChanges {
   }
 
   private async applyRequest(request: RequestRow, now: number): Promise<void> {
-    if (now - Date.parse(toIso(request.apply_at!)) > MISSED_AFTER_MS) {
-      await failMissedRequest(this.writes, request, 'missed');
-      return this.observer.failed('change_request');
-    }
+    if (await this.failedAsMissed({ kind: 'change_request', row: request }, now)) return;
     try {
       const applied = await applyRequest(this.writes, this.db, { projectId: request.project_id, requestId: request.id }, authorOf(request), 'scheduled');
       this.observer.applied('change_request', lagOf(request.apply_at!, applied.applied_at!));
@@ -150,7 +147,7 @@ export class DueChanges {
 
   private async applySchedule(schedule: ScheduleRow, now: number): Promise<void> {
     const origin = { schedule_id: schedule.id };
-    if (now - Date.parse(toIso(schedule.at)) > MISSED_AFTER_MS) return this.failSchedule(schedule, 'missed');
+    if (await this.failedAsMissed({ kind: 'schedule', row: schedule }, now)) return;
     try {
       const applied = await this.writes.apply(creatorOf(schedule), schedule.project_id, (trx, record) => applyScheduleWrite(trx, record, schedule), origin);
       this.observer.applied('schedule', lagOf(applied.at, applied.applied_at!));
@@ -159,12 +156,28 @@ export class DueChanges {
       // Refused as the PUT would now be refused (or needs approval): failed, with why. Anything else: tried again after the lease.
       if (!(error instanceof AppError) || error instanceof Unavailable) throw error;
       await this.failSchedule(schedule, error.message);
+      this.observer.failed('schedule');
     }
+  }
+
+  /**
+   * The one way a due item fails as missed: found more than MISSED_AFTER_MS after its time (no
+   * instance ran meanwhile), it is failed "missed" instead of applied late. The write is the one
+   * that fails its kind when refused, and differs as the rows do: a schedule fails as its creator
+   * (schedule.failed), a change request as its author (change_request.failed, changes described).
+   */
+  private async failedAsMissed(item: { kind: 'schedule'; row: ScheduleRow } | { kind: 'change_request'; row: RequestRow }, now: number): Promise<boolean> {
+    const due = item.kind === 'schedule' ? item.row.at : item.row.apply_at!;
+    const missed = now - Date.parse(toIso(due)) > MISSED_AFTER_MS;
+    if (!missed) return false;
+    if (item.kind === 'schedule') await this.failSchedule(item.row, 'missed');
+    else await failMissedRequest(this.writes, item.row, 'missed');
+    this.observer.failed(item.kind);
+    return true;
   }
 
   private async failSchedule(schedule: ScheduleRow, reason: string): Promise<void> {
     await this.writes.apply(creatorOf(schedule), schedule.project_id, (trx, record) => failScheduleWrite(trx, record, schedule.id, reason), { schedule_id: schedule.id });
-    this.observer.failed('schedule');
   }
 }
 
