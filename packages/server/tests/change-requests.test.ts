@@ -304,6 +304,21 @@ describe('change requests', () => {
     assert.equal(events[0].actor.user_id, editor.id, 'as its author');
   });
 
+  test('apply_at more than 24 h past when the scheduler first sees it (no instance ran meanwhile): failed "missed", as its author, nothing applied', async () => {
+    const before = (await flagNow()).rollout_percentage;
+    const cr = await opened({ changes: [setRollout(before === 91 ? 92 : 91)], apply_at: new Date(Date.now() + 3_600_000).toISOString() }, editor.token);
+    assert.equal((await review(cr.id, 'approve', owner.token)).body.status, 'scheduled');
+    await server.database.db.updateTable('change_requests').set({ apply_at: new Date(Date.now() - 25 * 3600_000).toISOString() }).where('id', '=', cr.id).execute();
+    let done: any;
+    await eventually(async () => (done = await get(cr.id)).status !== 'scheduled', 'settled by the scheduler');
+    assert.equal(done.status, 'failed');
+    assert.equal(done.error, 'missed');
+    assert.equal((await flagNow()).rollout_percentage, before, 'nothing applied');
+    const events = (await auditEvents(server, owner.token, project.id)).filter((event) => event.resource_id === cr.id && event.action === 'change_request.failed');
+    assert.equal(events.length, 1);
+    assert.equal(events[0].actor.user_id, editor.id, 'as its author');
+  });
+
   test('schedules in a reviewed environment: one a request made applies when due; one saved before approval was required fails', async () => {
     const cr = await throughReview([{ op: 'schedule.create', flag_id: flag.id, at: new Date(Date.now() + 3_600_000).toISOString(), change: { rollout_percentage: 15 } }]);
     const approvedSchedule = cr.diff[0].resource_id;

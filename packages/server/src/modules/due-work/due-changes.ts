@@ -12,7 +12,7 @@
  * once delays another project's item by one batch at most, not by its whole backlog.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { toIso } from '../../db/values.js';
 import { AlreadySettled, AppError, Unavailable } from '../../errors.js';
@@ -70,9 +70,9 @@ export class DueChanges {
     while (!this.poller.closing) {
       const now = Date.now();
       const [at, leaseUntil] = [new Date(now).toISOString(), new Date(now + LEASE_MS).toISOString()];
-      const schedules = (await this.leaseDue('schedules', 'pending', 'at', at, leaseUntil)) as ScheduleRow[];
+      const schedules = await this.leaseSchedules(at, leaseUntil);
       for (const schedule of schedules) await this.each(() => this.applySchedule(schedule, now));
-      const requests = (await this.leaseDue('change_requests', 'scheduled', 'apply_at', at, leaseUntil)) as RequestRow[];
+      const requests = await this.leaseRequests(at, leaseUntil);
       for (const request of requests) await this.each(() => this.applyRequest(request, now));
       if (schedules.length === 0 && requests.length === 0) return;
     }
@@ -85,26 +85,38 @@ export class DueChanges {
    * SQLite), and one that dies leaves them to be taken when the lease ends. Whether one is applied
    * is decided again in the transaction that applies it: a status that moves once. The batch holds
    * at most PER_PROJECT rows of a project (its earliest), and is returned in round-robin order.
+   * Two thin calls, one per table (typed by it), around the one query of the due rows (dueNow).
    */
-  private async leaseDue(table: 'schedules' | 'change_requests', status: string, dueColumn: 'at' | 'apply_at', now: string, leaseUntil: string): Promise<unknown[]> {
-    type Row = { id: string; project_id: string; status: string; claimed_until: string | null } & Record<typeof dueColumn, string>;
-    const db = this.db as unknown as Kysely<Record<typeof table, Row>>;
+  private async leaseSchedules(now: string, leaseUntil: string): Promise<ScheduleRow[]> {
+    const due = await this.dueNow('schedules', 'pending', 'at', now);
+    if (!due) return [];
+    const leased = await this.db.updateTable('schedules').set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', 'pending').returningAll().execute();
+    return roundRobin(leased, 'at');
+  }
+
+  private async leaseRequests(now: string, leaseUntil: string): Promise<RequestRow[]> {
+    const due = await this.dueNow('change_requests', 'scheduled', 'apply_at', now);
+    if (!due) return [];
+    const leased = await this.db.updateTable('change_requests').set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', 'scheduled').returningAll().execute();
+    return roundRobin(leased, 'apply_at');
+  }
+
+  /** The ids of the batch due at `now` (to lease in a statement), or null when none is due. */
+  private async dueNow(table: 'schedules' | 'change_requests', status: string, dueColumn: 'at' | 'apply_at', now: string) {
     // Each due row's place in its project's queue (1 for its earliest).
-    const ranked = db
+    const ranked = this.db
       .selectFrom(table)
       .select(['id', dueColumn, sql<number>`row_number() over (partition by project_id order by ${sql.ref(dueColumn)}, id)`.as('place')])
       .where('status', '=', status)
       .where(dueColumn, '<=', now)
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]));
-    const picked = db.selectFrom(ranked.as('ranked')).select('ranked.id').where('ranked.place', '<=', PER_PROJECT).orderBy('ranked.place').orderBy(`ranked.${dueColumn}`).limit(BATCH);
+    const picked = this.db.selectFrom(ranked.as('ranked')).select('ranked.id').where('ranked.place', '<=', PER_PROJECT).orderBy('ranked.place').orderBy(`ranked.${dueColumn}`).limit(BATCH);
     // Looked at first with a plain read: on SQLite an UPDATE takes the write lock even when it
     // matches nothing, and better-sqlite3 waits for it synchronously, so a writer holding the
     // database (a backup, another process) would stall the event loop every poll.
-    if ((await picked.execute()).length === 0) return [];
+    if ((await picked.execute()).length === 0) return null;
     // PostgreSQL locks (FOR UPDATE, SKIP LOCKED) rows of a plain select, not of one with a window function: the picked rows are selected again.
-    const due = this.dialect === 'postgres' ? db.selectFrom(table).select('id').where('id', 'in', picked).forUpdate().skipLocked() : picked;
-    const leased = (await db.updateTable(table).set({ claimed_until: leaseUntil }).where('id', 'in', due).where('status', '=', status).returningAll().execute()) as Row[];
-    return roundRobin(leased, dueColumn);
+    return this.dialect === 'postgres' ? this.db.selectFrom(table).select('id').where('id', 'in', picked).forUpdate().skipLocked() : picked;
   }
 
   /**
@@ -122,10 +134,7 @@ export class DueChanges {
   }
 
   private async applyRequest(request: RequestRow, now: number): Promise<void> {
-    if (now - Date.parse(toIso(request.apply_at!)) > MISSED_AFTER_MS) {
-      await failMissedRequest(this.writes, request, 'missed');
-      return this.observer.failed('change_request');
-    }
+    if (await this.failedAsMissed({ kind: 'change_request', row: request }, now)) return;
     try {
       const applied = await applyRequest(this.writes, this.db, { projectId: request.project_id, requestId: request.id }, authorOf(request), 'scheduled');
       this.observer.applied('change_request', lagOf(request.apply_at!, applied.applied_at!));
@@ -138,7 +147,7 @@ export class DueChanges {
 
   private async applySchedule(schedule: ScheduleRow, now: number): Promise<void> {
     const origin = { schedule_id: schedule.id };
-    if (now - Date.parse(toIso(schedule.at)) > MISSED_AFTER_MS) return this.failSchedule(schedule, 'missed');
+    if (await this.failedAsMissed({ kind: 'schedule', row: schedule }, now)) return;
     try {
       const applied = await this.writes.apply(creatorOf(schedule), schedule.project_id, (trx, record) => applyScheduleWrite(trx, record, schedule), origin);
       this.observer.applied('schedule', lagOf(applied.at, applied.applied_at!));
@@ -147,12 +156,28 @@ export class DueChanges {
       // Refused as the PUT would now be refused (or needs approval): failed, with why. Anything else: tried again after the lease.
       if (!(error instanceof AppError) || error instanceof Unavailable) throw error;
       await this.failSchedule(schedule, error.message);
+      this.observer.failed('schedule');
     }
+  }
+
+  /**
+   * The one way a due item fails as missed: found more than MISSED_AFTER_MS after its time (no
+   * instance ran meanwhile), it is failed "missed" instead of applied late. The write is the one
+   * that fails its kind when refused, and differs as the rows do: a schedule fails as its creator
+   * (schedule.failed), a change request as its author (change_request.failed, changes described).
+   */
+  private async failedAsMissed(item: { kind: 'schedule'; row: ScheduleRow } | { kind: 'change_request'; row: RequestRow }, now: number): Promise<boolean> {
+    const due = item.kind === 'schedule' ? item.row.at : item.row.apply_at!;
+    const missed = now - Date.parse(toIso(due)) > MISSED_AFTER_MS;
+    if (!missed) return false;
+    if (item.kind === 'schedule') await this.failSchedule(item.row, 'missed');
+    else await failMissedRequest(this.writes, item.row, 'missed');
+    this.observer.failed(item.kind);
+    return true;
   }
 
   private async failSchedule(schedule: ScheduleRow, reason: string): Promise<void> {
     await this.writes.apply(creatorOf(schedule), schedule.project_id, (trx, record) => failScheduleWrite(trx, record, schedule.id, reason), { schedule_id: schedule.id });
-    this.observer.failed('schedule');
   }
 }
 

@@ -276,6 +276,7 @@ const reviewedKeys = (state: ProjectState, desired: DesiredState) => state.envir
 export async function runImport(db: Db, writes: ProjectWrites, actor: Actor, projectId: string, input: unknown, mode: ImportMode, dryRun: boolean): Promise<Plan & { mode: ImportMode; dry_run: boolean; import_id: string | null; change_requests: ImportRequest[] }> {
   compileDocumentCheck();
   await nextTurn();
+  // Planned first outside the transaction: writes.apply bumps the revision even when nothing is recorded, so an import that changes nothing answers here (no revision, no write lock).
   const before = await readProjectState(db, projectId);
   const unchanged = planImport(before, checkDocument(input, before, mode), mode);
   if (isEmpty(unchanged)) return { mode, dry_run: dryRun, import_id: null, ...unchanged, change_requests: [] };
