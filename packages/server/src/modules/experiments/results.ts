@@ -289,8 +289,8 @@ function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experi
   return values;
 }
 
-/** A unit's value of a conversion, count or sum metric from its events' count and sum. */
-const valueOf = (kind: Metric['kind'], count: number, sum: number): number => (kind === 'conversion' ? (count > 0 ? 1 : 0) : kind === 'count' ? count : sum);
+/** A unit's value of a conversion, count or sum metric from its events' count and sum (docs/experiments.md, "Metrics"); releases/analysis.ts reads it too. */
+export const valueOf = (kind: Metric['kind'], count: number, sum: number): number => (kind === 'conversion' ? (count > 0 ? 1 : 0) : kind === 'count' ? count : sum);
 
 const moments = () => ({ sum: 0, sumSquares: 0 });
 

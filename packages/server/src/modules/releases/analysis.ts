@@ -5,7 +5,7 @@
  */
 import { bucketOf, hashKeyOf } from '@guidon/engine';
 import type { Database } from '../../db/database.js';
-import { eachRow } from '../experiments/results.js';
+import { eachRow, valueOf } from '../experiments/results.js';
 import type { Metric } from '../experiments/metrics.repository.js';
 import { oneSidedSequentialHalfWidth, sampleRatioMismatch, summarize, summarizeRatio, type ArmSummary } from '../experiments/statistics.js';
 import type { Guardrail } from './releases.repository.js';
@@ -113,7 +113,7 @@ function summaryOf(kind: Metric['kind'], participants: Participants, s: number, 
       ratio.denominator.sumSquares += c * c;
       ratio.sumOfProducts += y * c;
     } else {
-      const value = kind === 'conversion' ? (c > 0 ? 1 : 0) : kind === 'count' ? c : y;
+      const value = valueOf(kind, c, y);
       moments.n++;
       moments.sum += value;
       moments.sumSquares += value * value;
