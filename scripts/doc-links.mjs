@@ -1,4 +1,4 @@
-// node scripts/doc-links.mjs [root]: checks the relative links of README.md and docs/ (not part of npm test).
+// node scripts/doc-links.mjs [root]: checks the relative links of README.md and docs/ (npm test runs it, scripts/test.mjs).
 // Every relative link in docs/**/*.md and README.md must name an existing file (and, for #anchors, an existing heading).
 import { readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

@@ -118,20 +118,24 @@ const laterLine = process.env.GUIDON_TEST_LATER_LINE === '1';
 const onPostgres = postgres && !laterLine ? run('server, SDK and provider tests on PostgreSQL', againstTheServer, { GUIDON_TEST_DATABASE: 'postgres' }) : 0;
 let apiClient = 0;
 let circles = 0;
+let links = 0;
 if (only.length === 0) {
   console.log(`\n=== dashboard: API client against the server's OpenAPI document (Node ${process.version}) ===`);
   apiClient = spawnSync(process.execPath, ['packages/web/scripts/openapi.mjs', '--check'], { stdio: 'inherit' }).status ?? 1;
   console.log(`\n=== imports go one way: no circle between the files of a package (Node ${process.version}) ===`);
   circles = spawnSync(process.execPath, ['scripts/import-circles.mjs'], { stdio: 'inherit' }).status ?? 1;
+  console.log(`\n=== documents: every relative link and anchor leads somewhere (Node ${process.version}) ===`);
+  links = spawnSync(process.execPath, ['scripts/doc-links.mjs'], { stdio: 'inherit' }).status ?? 1;
   if (apiClient !== 0) appendFileSync(failuresFile, '(the dashboard API client does not match the OpenAPI document)\n');
   if (circles !== 0) appendFileSync(failuresFile, '(an import circle)\n');
+  if (links !== 0) appendFileSync(failuresFile, '(a broken link in the documents)\n');
 }
 const dashboard = chromium && !laterLine ? run('dashboard walk in Chromium', ['packages/web/e2e/dist'], {}) : 0;
 // The container image is built and run once per `npm test`, not on every Node line: runLines sets
 // GUIDON_TEST_IMAGE=0 for the lines after the first (scripts/container/image.test.mjs).
 // Building the image from nothing (its base included) takes several minutes: it gets 40.
 const image = process.env.GUIDON_TEST_IMAGE === '0' ? 0 : run('container image, built and run with Podman (once per run)', ['scripts/container'], {}, 40 * 60_000);
-const status = onSqlite || onPostgres || apiClient || circles || dashboard || image;
+const status = onSqlite || onPostgres || apiClient || circles || links || dashboard || image;
 if (!process.env.GUIDON_TEST_FAILURES && failuresIn(failuresFile) !== '') console.log(`\n##### failed on Node ${process.version} #####\n${failuresIn(failuresFile)}`);
 process.exit(status);
 
