@@ -160,6 +160,13 @@ test('a person starts a guarded release that rolls itself back when errors rise'
     const chart = guardrail.getByRole('img', { name: 'Errors at each check: the bound of the difference against the tolerance' });
     await chart.locator('canvas').waitFor();
     assert.ok(await chart.getAttribute('aria-describedby'), 'the chart is described in words');
+    // The system switching between light and dark draws the chart again, in the other theme's colours (read as it is drawn).
+    const dark = await page.evaluate(() => matchMedia('(prefers-color-scheme: dark)').matches);
+    const drawnBefore = await chart.locator('canvas').elementHandle();
+    await page.emulateMedia({ colorScheme: dark ? 'light' : 'dark' });
+    await page.waitForFunction((canvas) => !canvas?.isConnected, drawnBefore);
+    await chart.locator('canvas').waitFor();
+    await page.emulateMedia({ colorScheme: dark ? 'dark' : 'light' });
     await guardrail.getByText(/^[\d.]+ \(a harm beyond the tolerance smaller than this could go unnoticed at this check\)$/).waitFor();
     await press(guardrail.getByText(/^Figures of Errors at each check/));
     const table = guardrail.getByRole('table', { name: 'Errors at each check, oldest first' });

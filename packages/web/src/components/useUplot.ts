@@ -1,4 +1,4 @@
-import { useEffect, type DependencyList, type RefObject } from 'react';
+import { useEffect, useState, type DependencyList, type RefObject } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
@@ -8,12 +8,28 @@ export type ThemeColour = (name: string) => string;
 /** The axes of the dashboard's charts: muted labels, border-coloured grid and ticks. */
 export const themedAxis = (colour: ThemeColour): uPlot.Axis => ({ stroke: colour('--muted'), grid: { stroke: colour('--border'), width: 1 }, ticks: { stroke: colour('--border') } });
 
+const DARK = '(prefers-color-scheme: dark)';
+
+/** Whether the system's dark scheme is on now (styles.css follows it), followed as it changes. */
+function useDarkScheme(): boolean {
+  const [dark, setDark] = useState(() => window.matchMedia(DARK).matches);
+  useEffect(() => {
+    const query = window.matchMedia(DARK);
+    const follow = () => setDark(query.matches);
+    query.addEventListener('change', follow);
+    return () => query.removeEventListener('change', follow);
+  }, []);
+  return dark;
+}
+
 /**
  * A uPlot chart in `box`, as wide as the box (redrawn at its new width when it is resized), in the
- * theme's colours; drawn again when `deps` change, and destroyed with the component. `draw` answers
- * null when there is nothing to draw yet.
+ * theme's colours (drawn again when the system switches between light and dark); drawn again when
+ * `deps` change, and destroyed with the component. `draw` answers null when there is nothing to
+ * draw yet.
  */
 export function useUplot(box: RefObject<HTMLDivElement | null>, height: number, draw: (colour: ThemeColour) => { options: Omit<uPlot.Options, 'width' | 'height'>; data: uPlot.AlignedData } | null, deps: DependencyList): void {
+  const dark = useDarkScheme();
   useEffect(() => {
     const element = box.current;
     if (!element) return;
@@ -27,6 +43,6 @@ export function useUplot(box: RefObject<HTMLDivElement | null>, height: number, 
       resize.disconnect();
       chart.destroy();
     };
-    // The caller names what the drawing depends on.
-  }, deps);
+    // The caller names what the drawing depends on; the scheme changes the colours.
+  }, [...deps, dark]);
 }
