@@ -7,17 +7,30 @@
  * ruleset once the event has arrived and is parsed), and otherwise fetches the ruleset again with
  * If-None-Match on a new connection (the SDK's keep-alive connection has timed out by then).
  *
+ * BENCH_PATH says how the clients come to hold the change:
+ * - `patch` (the default): as above.
+ * - `fetch`: local clients that must fetch: on each `refetchRuleset` they ignore any patch in it and
+ *   fetch the ruleset again (If-None-Match, a new connection), as an SDK older than the patch does,
+ *   or every SDK after a change too big for a patch. A client holds it when its 200 has all arrived.
+ * - `remote`: remote-evaluation clients (browsers, mobile apps): each evaluates once (POST
+ *   /sdk/v1/evaluate with X-SDK-Key, `{"environment":"production","context":{"user_id":<its
+ *   own>}}`), holds GET /sdk/v1/stream with the project's SDK key, and on each `refetchEvaluation`
+ *   evaluates again on a new connection (no If-None-Match: the answer is read). It holds the change
+ *   when that answer has all arrived and its JSON shows the toggled flag's new `enabled`.
+ * The figures are the same for every path ("by patch" is 0 but with `patch`); the header names it.
+ *
  * The clients are BENCH_CLIENT_PROCESSES (4) processes of this file, each from its own loopback
  * source addresses (one per client: 127.<process>.x.y), with raw sockets and no parsing beyond
- * status, headers and length (and the events' JSON), so that the machine's CPU goes to the server. A
- * client holds the new ruleset when the last byte of its 200 has arrived, or its patch is parsed. The server is `node main.js` on a fresh
+ * status, headers and length (and the events' JSON, and with `remote` the evaluate answers'), so that
+ * the machine's CPU goes to the server. A local client holds the new ruleset when the last byte of
+ * its 200 has arrived, or its patch is parsed. The server is `node main.js` on a fresh
  * SQLite file (BENCH_DATABASE=postgres: two instances on one PostgreSQL database behind nginx,
  * which the bench installs with apt-get when missing), seeded with BENCH_FLAGS (100) flags, rate
  * limits off, log level warn. The bench raises its children's open-file limit (ulimit -n) to the
  * hard limit; the server's defaults are not changed.
  *
  * Per toggle (BENCH_TOGGLES, 3, after a warm-up one): the time from just before the toggle request
- * to each client holding the new ruleset (p50, p99, max, how many within 5 s), and errors. Beside
+ * to each client holding the change (p50, p99, max, how many within 5 s), and errors. Beside
  * it, a paced load of POST /sdk/v1/evaluate (BENCH_EVALUATE_RPS, 4,000 a second, from one more
  * process): its p99 while quiet (streams open, BENCH_QUIET_SECONDS 16 s, so a heartbeat falls in
  * it) and over the requests sent within 2 s after each toggle. The server's RSS before and after
@@ -46,6 +59,11 @@ const FLAGS = Number(process.env.BENCH_FLAGS ?? 100);
 const TOGGLES = Number(process.env.BENCH_TOGGLES ?? 3);
 const EVALUATE_RPS = Number(process.env.BENCH_EVALUATE_RPS ?? 4000);
 const QUIET_SECONDS = Number(process.env.BENCH_QUIET_SECONDS ?? 16);
+/** BENCH_PATH: how a client comes to hold the change, `patch` (the default), `fetch` or `remote` (the header comment). */
+const PATHS = ['patch', 'fetch', 'remote'] as const;
+type Path = (typeof PATHS)[number];
+const PATH = (process.env.BENCH_PATH ?? 'patch') as Path;
+if (!PATHS.includes(PATH)) throw new Error(`BENCH_PATH must be one of ${PATHS.join(', ')}, not ${PATH}`);
 const ON_POSTGRES = process.env.BENCH_DATABASE === 'postgres';
 /** BENCH_EVALUATE_DIRECT=1: on PostgreSQL, the paced evaluate load goes to the first instance, not through nginx (to see what the proxy adds). */
 const EVALUATE_DIRECT = ON_POSTGRES && process.env.BENCH_EVALUATE_DIRECT === '1';
@@ -60,19 +78,22 @@ interface Target {
   port: number;
   token: string;
   sdkKey: string;
+  /** The toggled flag's key: a remote client reads its `enabled` in each evaluate answer. */
+  flagKey: string;
 }
 
 type ToClients = { type: 'open'; target: Target; count: number; addressBase: number } | { type: 'arm' } | { type: 'report' } | { type: 'close' };
 type FromClients = { type: 'opened'; errors: number } | { type: 'report'; arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[] };
 
-/** One HTTP/1.1 exchange on a new connection: status, headers (lower-case) and the body's length, once it has all arrived. */
-function exchange(target: Target, localAddress: string, head: string): Promise<{ status: number; headers: Map<string, string> }> {
+/** One HTTP/1.1 exchange on a new connection: status, headers (lower-case) and the body (by its length), once it has all arrived. */
+function exchange(target: Target, localAddress: string, head: string): Promise<{ status: number; headers: Map<string, string>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: target.host, port: target.port, localAddress });
     let buffer: Buffer = Buffer.alloc(0);
     let status = 0;
     let headers: Map<string, string> | undefined;
     let needed = -1;
+    let bodyStart = 0;
     socket.on('connect', () => socket.write(head));
     socket.on('data', (chunk: Buffer) => {
       buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
@@ -82,11 +103,12 @@ function exchange(target: Target, localAddress: string, head: string): Promise<{
         const lines = buffer.subarray(0, end).toString('latin1').split('\r\n');
         status = Number(lines[0]!.split(' ')[1]);
         headers = new Map(lines.slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
-        needed = end + 4 + Number(headers.get('content-length') ?? 0);
+        bodyStart = end + 4;
+        needed = bodyStart + Number(headers.get('content-length') ?? 0);
       }
       if (buffer.length >= needed) {
         socket.destroy();
-        resolve({ status, headers });
+        resolve({ status, headers, body: buffer.subarray(bodyStart, needed) });
       }
     });
     socket.on('error', reject);
@@ -94,9 +116,11 @@ function exchange(target: Target, localAddress: string, head: string): Promise<{
   });
 }
 
-/** A local-mode client: its ruleset's ETag, its stream, and what it saw since armed. */
+/** A client (local mode, or remote with BENCH_PATH=remote): its ruleset's ETag or the toggled flag's value, its stream, and what it saw since armed. */
 class Client {
   etag = '';
+  /** BENCH_PATH=remote: the toggled flag's `enabled` in the last evaluate answer. */
+  enabled: boolean | undefined;
   armed = false;
   /** The stream's text since the last complete event. */
   private pending = '';
@@ -109,6 +133,34 @@ class Client {
 
   private rulesetHead(etag: string): string {
     return `GET /sdk/v1/ruleset?environment=production HTTP/1.1\r\nhost: ${this.target.host}\r\nauthorization: Bearer ${this.target.token}\r\naccept-encoding: gzip, deflate\r\n${etag ? `if-none-match: ${etag}\r\n` : ''}\r\n`;
+  }
+
+  /** What the client starts from: the ruleset (local), or an evaluation (remote). */
+  load(): Promise<void> {
+    return PATH === 'remote' ? this.evaluate() : this.fetch();
+  }
+
+  private evaluateHead(): string {
+    const body = `{"environment":"production","context":{"user_id":${JSON.stringify(this.address)}}}`;
+    return `POST /sdk/v1/evaluate HTTP/1.1\r\nhost: ${this.target.host}\r\ncontent-type: application/json\r\nx-sdk-key: ${this.target.sdkKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  }
+
+  /** BENCH_PATH=remote: POST /sdk/v1/evaluate on a new connection; the client holds the change once the answer has all arrived and shows the flag's new `enabled`. */
+  async evaluate(): Promise<void> {
+    const { status, headers, body } = await exchange(this.target, this.address, this.evaluateHead());
+    if (status !== 200) throw new Error(`evaluate answered ${status}`);
+    if (!headers.has('content-length') || headers.has('content-encoding')) throw new Error(`evaluate answered without a length, or encoded`);
+    const enabled = (JSON.parse(body.toString('utf8')) as { flags?: Record<string, { enabled?: unknown }> }).flags?.[this.target.flagKey]?.enabled;
+    if (typeof enabled !== 'boolean') throw new Error(`evaluate's answer has no ${this.target.flagKey}`);
+    if (enabled === this.enabled) {
+      if (this.armed) this.seen.unchanged++;
+      return;
+    }
+    this.enabled = enabled;
+    if (this.armed) {
+      this.seen.arrivals.push(now());
+      this.armed = false;
+    }
   }
 
   async fetch(): Promise<void> {
@@ -125,8 +177,16 @@ class Client {
     }
   }
 
-  /** As the SDK: nothing when it names the ETag held; its patch when that starts from the ETag held (the client holds the new ruleset once the message is parsed); else a fetch. */
+  /**
+   * BENCH_PATH=patch, as the SDK: nothing when it names the ETag held; its patch when that starts from
+   * the ETag held (the client holds the new ruleset once the message is parsed); else a fetch.
+   * BENCH_PATH=fetch, as an SDK older than the patch: a fetch, whatever the message holds.
+   */
   private changed(message: { etag: string; patch?: { from: string } }): void {
+    if (PATH === 'fetch') {
+      this.fetch().catch((error: Error) => this.seen.errors.push(error.message));
+      return;
+    }
     if (message.etag === this.etag) {
       if (this.armed) this.seen.skipped++;
       return;
@@ -148,8 +208,10 @@ class Client {
       const socket: Socket = connect({ host: this.target.host, port: this.target.port, localAddress: this.address });
       let started = false;
       socket.setEncoding('latin1');
+      // Local clients hold the stream with the API token; remote ones with the project's SDK key, as the SDK's remote client.
+      const credential = PATH === 'remote' ? `x-sdk-key: ${this.target.sdkKey}` : `authorization: Bearer ${this.target.token}`;
       socket.on('connect', () =>
-        socket.write(`GET /sdk/v1/stream?environment=production HTTP/1.1\r\nhost: ${this.target.host}\r\nauthorization: Bearer ${this.target.token}\r\naccept: text/event-stream\r\n\r\n`),
+        socket.write(`GET /sdk/v1/stream?environment=production HTTP/1.1\r\nhost: ${this.target.host}\r\n${credential}\r\naccept: text/event-stream\r\n\r\n`),
       );
       socket.on('data', (chunk: string) => {
         if (!started) {
@@ -164,7 +226,10 @@ class Client {
           const event = this.pending.slice(0, end);
           this.pending = this.pending.slice(end + 2);
           const data = /^data: (.*)$/m.exec(event)?.[1];
-          if (data !== undefined && data.includes('"refetchRuleset"')) this.changed(JSON.parse(Buffer.from(data, 'latin1').toString('utf8')));
+          if (data === undefined) continue;
+          if (PATH === 'remote') {
+            if (data.includes('"refetchEvaluation"')) this.evaluate().catch((error: Error) => this.seen.errors.push(error.message));
+          } else if (data.includes('"refetchRuleset"')) this.changed(JSON.parse(Buffer.from(data, 'latin1').toString('utf8')));
         }
       });
       socket.on('error', (error) => (started ? this.seen.errors.push(`stream: ${error.message}`) : reject(error)));
@@ -184,7 +249,7 @@ async function runClients(): Promise<void> {
         await Promise.all(
           clients.slice(start, start + 100).map((client) =>
             client
-              .fetch()
+              .load()
               .then(() => client.open())
               .catch((error: Error) => {
                 errors++;
@@ -389,7 +454,7 @@ async function startServer(mainJs: string, dir: string): Promise<Server> {
   const { token } = await call(url, 'POST', '/api/tokens', login, { name: 'burst', project_id: project.id });
   const flags = await call(url, 'GET', `/api/projects/${project.id}/environments/${production.id}/flags`, login);
   const flag = (flags.items ?? flags)[0];
-  const target = { host: '127.0.0.1', port, token, sdkKey: project.sdk_key };
+  const target = { host: '127.0.0.1', port, token, sdkKey: project.sdk_key, flagKey: flag.key };
   return {
     target,
     evaluateTarget: EVALUATE_DIRECT ? { ...target, port: ports[0]! } : target,
@@ -515,7 +580,8 @@ async function measure(build: string, mainJs: string): Promise<Result> {
 async function main(): Promise<void> {
   const builds = [...(process.env.BENCH_BASE_MAIN_JS ? [['base', process.env.BENCH_BASE_MAIN_JS]] : []), ['this build', join(dirname(here), '..', 'src', 'main.js')]] as const;
   const before = cpuJiffies();
-  console.log(`burst bench: ${CLIENTS} clients in ${PROCESSES} processes${CLIENT_NICE === 0 ? '' : ` at nice ${CLIENT_NICE}`}, ${FLAGS} flags, ${ON_POSTGRES ? 'two instances on PostgreSQL behind nginx' : 'one instance on SQLite'}, evaluate paced at ${EVALUATE_RPS}/s${EVALUATE_DIRECT ? ' to the first instance directly' : ''}; load average ${loadAverage()}; open-file limit ${readFileSync('/proc/self/limits', 'utf8').match(/Max open files\s+(\d+)\s+(\d+)/)?.slice(1).join(' / ')}; somaxconn ${readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim()}`);
+  const described = { patch: 'local clients, patch when it applies', fetch: 'local clients that fetch on each change', remote: 'remote clients, evaluate on each change' }[PATH];
+  console.log(`burst bench, path ${PATH} (${described}): ${CLIENTS} clients in ${PROCESSES} processes${CLIENT_NICE === 0 ? '' : ` at nice ${CLIENT_NICE}`}, ${FLAGS} flags, ${ON_POSTGRES ? 'two instances on PostgreSQL behind nginx' : 'one instance on SQLite'}, evaluate paced at ${EVALUATE_RPS}/s${EVALUATE_DIRECT ? ' to the first instance directly' : ''}; load average ${loadAverage()}; open-file limit ${readFileSync('/proc/self/limits', 'utf8').match(/Max open files\s+(\d+)\s+(\d+)/)?.slice(1).join(' / ')}; somaxconn ${readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim()}`);
   const results: Result[] = [];
   for (const [build, mainJs] of builds) results.push(await measure(build, mainJs));
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
