@@ -80,6 +80,15 @@ async function releaseOnceIt(path: string, done: (release: any) => boolean, what
   return last;
 }
 
+/** A new user's project on `target` with an `errors` conversion metric (lower is better) and a flag, off. */
+async function releaseSetup(target: TestServer, who: string, projectName: string, flagKey: string) {
+  const user = await newUser(target, who);
+  const p = await newProject(target, user, projectName);
+  const m = await request(target, 'POST', `/api/projects/${p.id}/metrics`, { token: user.token, body: { key: 'errors', name: 'Errors', event: 'error', kind: 'conversion', better: 'lower' } });
+  const flag = await newFlag(target, user, p, { key: flagKey });
+  return { user, p, m, flag };
+}
+
 /** The one-sided bound of gbstats' confidence sequence, from the per-unit 0/1 values, in numpy (a conversion's variance is p(1 − p), gbstats' ProportionStatistic). */
 const BOUND = String.raw`
 import json, sys
@@ -287,10 +296,7 @@ describe('releases while the intake writes', () => {
     // once ("database is locked"), and its lease kept the release unchecked for a minute.
     const busy = await startServer({}, { releaser: { pollIntervalMs: 10, msPerSecond: 1 } });
     try {
-      const user = await newUser(busy, 'busy-releaser');
-      const p = await newProject(busy, user, 'Releases under load');
-      const m = await request(busy, 'POST', `/api/projects/${p.id}/metrics`, { token: user.token, body: { key: 'errors', name: 'Errors', event: 'error', kind: 'conversion', better: 'lower' } });
-      const flag = await newFlag(busy, user, p, { key: 'under-load' });
+      const { user, p, m, flag } = await releaseSetup(busy, 'busy-releaser', 'Releases under load', 'under-load');
       const path = `/api/projects/${p.id}/environments/${p.production}/flags/${flag.id}/releases`;
       // A minimum it never reaches: it waits at 5 %, checked and recorded every 10 ms.
       const created = await request(busy, 'POST', path, { token: user.token, body: { steps: [5, 100], hold_seconds: 10, check_seconds: 10, min_units: 1_000_000, guardrails: [{ metric_id: m.body.id }] } });
@@ -319,10 +325,7 @@ describe('releases across instances and restarts', () => {
     const a = await startServer({}, { database, releaser: FAST });
     const b = await startServer({}, { database, releaser: FAST });
     try {
-      const user = await newUser(a, 'twins');
-      const p = await newProject(a, user, 'Two instances');
-      const m = await request(a, 'POST', `/api/projects/${p.id}/metrics`, { token: user.token, body: { key: 'errors', name: 'Errors', event: 'error', kind: 'conversion', better: 'lower' } });
-      const flag = await newFlag(a, user, p, { key: 'twin-flag' });
+      const { user, p, m, flag } = await releaseSetup(a, 'twins', 'Two instances', 'twin-flag');
       const path = `/api/projects/${p.id}/environments/${p.production}/flags/${flag.id}/releases`;
       const created = await request(a, 'POST', path, { token: user.token, body: { steps: [5, 20, 50, 100], hold_seconds: 10, check_seconds: 10, min_units: 20, guardrails: [{ metric_id: m.body.id }] } });
       assert.equal(created.status, 201, created.text);
@@ -351,10 +354,7 @@ describe('releases across instances and restarts', () => {
     let first: TestServer | undefined = await startServer({}, { database, releaser: FAST });
     let second: TestServer | undefined;
     try {
-      const user = await newUser(first, 'restarter');
-      const p = await newProject(first, user, 'Restarts');
-      const m = await request(first, 'POST', `/api/projects/${p.id}/metrics`, { token: user.token, body: { key: 'errors', name: 'Errors', event: 'error', kind: 'conversion', better: 'lower' } });
-      const flag = await newFlag(first, user, p, { key: 'restart-flag' });
+      const { user, p, m, flag } = await releaseSetup(first, 'restarter', 'Restarts', 'restart-flag');
       const path = `/api/projects/${p.id}/environments/${p.production}/flags/${flag.id}/releases`;
       // A hold of 100 s (2 s here): the restart falls inside the first step.
       const created = await request(first, 'POST', path, { token: user.token, body: { steps: [5, 50, 100], hold_seconds: 100, check_seconds: 10, min_units: 10, guardrails: [{ metric_id: m.body.id }] } });
