@@ -8,6 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { evaluate, eventually, flagsPath, freePort, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './test-database.js';
 import { openStream, type TestStream } from './stream-client.js';
@@ -38,6 +39,39 @@ class TestRedis {
     const exited = new Promise((resolve) => this.process?.once('exit', resolve));
     this.process?.kill('SIGKILL');
     await exited;
+  }
+}
+
+/** A TCP relay to the test's Redis that the test can cut and restore: one instance loses Redis while the others keep it. */
+class RedisRelay {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  constructor(
+    readonly port: number,
+    private readonly redisPort: number,
+  ) {}
+  get url() {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+  async open(): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect({ host: '127.0.0.1', port: this.redisPort });
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+  }
+  /** Drops every connection and refuses new ones until open() again. */
+  async cut(): Promise<void> {
+    const closed = new Promise((resolve) => this.server?.close(resolve));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
   }
 }
 
@@ -167,6 +201,29 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
       await eventually(async () => (await open(b)).status === 200, 'the place given back on A taken on B');
     } finally {
       for (const stream of streams) stream.close();
+    }
+  });
+
+  test('a change whose notification failed while its instance had lost Redis reaches B when that instance is back, B connected all along', async () => {
+    // C reaches Redis through a relay the test cuts; B keeps its connection, so no reconnection
+    // makes it check revisions: only the notification C kept and sent on its return can tell it.
+    const relay = new RedisRelay(await freePort(), redis.port);
+    await relay.open();
+    const c = await startServer({ REDIS_URL: relay.url, RATE_LIMIT_EVALUATE: '200' }, { database, revisionCheckIntervalMs: 3_600_000 });
+    try {
+      const owner = await newUser(c, 'relayed');
+      const project = await newProject(c, owner);
+      const flag = await newFlag(c, owner, project, { key: 'kept-notice', enabled: false });
+      assert.equal((await served(b, project, 'kept-notice'))?.enabled, false); // compiled on B now
+      await relay.cut();
+      await eventually(() => c.logs.some((line) => line.includes('Redis connection failed')), 'C seeing Redis away');
+      assert.equal((await request(c, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: owner.token })).status, 200);
+      await eventually(() => c.logs.some((line) => line.includes('could not notify other instances')), 'the notification failing');
+      await relay.open();
+      await eventually(async () => (await served(b, project, 'kept-notice'))?.enabled === true, "the toggle on B once C's Redis is back", 20_000);
+    } finally {
+      await c.close();
+      await relay.cut();
     }
   });
 
