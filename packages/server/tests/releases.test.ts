@@ -7,6 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bucketOf } from '@guidon/engine';
+import { sql } from 'kysely';
 import { addMember, eventually, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { assertError } from './resources.js';
 import { runPython } from './python.js';
@@ -179,7 +180,13 @@ describe('a guarded release', () => {
     const decisions = done.checks.filter((check: any) => check.decision !== 'wait').map((check: any) => [check.step, check.decision]);
     assert.deepEqual(decisions, [[5, 'advance'], [25, 'advance'], [50, 'advance'], [80, 'complete']]);
     assert.equal(done.checks.find((check: any) => check.step === 80).monitored, false);
-    assert.ok(done.checks.filter((check: any) => check.monitored && check.guardrails[0].decision === 'no_harm').length >= 3);
+    // The intake commits a batch's exposures and its events one after the other, so the check
+    // that advanced from 5 % may have seen the units without their errors yet (no variance: not
+    // enough data, which holds nothing back). The last monitored step, reached two holds later,
+    // was judged on all of it.
+    const fromHalf = done.checks.find((check: any) => check.step === 50 && check.decision === 'advance');
+    assert.deepEqual([fromHalf.monitored, fromHalf.guardrails[0].decision, fromHalf.guardrails[0].means], [true, 'no_harm', { treatment: 0.1, control: 0.1 }], JSON.stringify(fromHalf));
+    assert.ok(done.checks.every((check: any) => check.step > 50 || check.guardrails[0].decision !== 'harmful'));
     assert.equal((await api('GET', flagPath(flag.id))).body.rollout_percentage, 100);
     const actions = (await api('GET', `/api/projects/${project.id}/audit?resource_id=${release.id}`)).body.items.map((event: any) => event.action).sort();
     assert.deepEqual(actions, ['release.advanced', 'release.advanced', 'release.advanced', 'release.completed', 'release.created']);
@@ -316,6 +323,29 @@ describe('releases while the intake writes', () => {
     } finally {
       await busy.close();
     }
+  });
+});
+
+describe('a check that fails', () => {
+  test('is tried again within seconds, not when its minute-long lease ends', async () => {
+    const errors = await metric();
+    const flag = await newFlag(server, owner, project, { key: `refused-checks-${++counter}` });
+    const release = await startRelease(flag.id, { hold_seconds: 100_000, guardrails: [{ metric_id: errors.id }] });
+    // The database refuses this release's checks, as a database busy or away a moment would.
+    const refuse =
+      server.config.database.kind === 'sqlite'
+        ? [`create trigger refuse_checks before insert on release_checks when new.release_id = '${release.id}' begin select raise(abort, 'refused by the test'); end`]
+        : [
+            `create function refuse_checks() returns trigger language plpgsql as $$ begin if new.release_id = '${release.id}' then raise exception 'refused by the test'; end if; return new; end $$`,
+            'create trigger refuse_checks before insert on release_checks for each row execute function refuse_checks()',
+          ];
+    for (const statement of refuse) await sql.raw(statement).execute(server.database.db);
+    await eventually(() => server.logs.some((line) => line.includes('a check failed') && line.includes(release.id)), 'a failed check');
+    const path = `${flagPath(flag.id)}/releases/${release.id}`;
+    const recorded = (await api('GET', path)).body.checks.length;
+    await sql.raw('drop trigger refuse_checks' + (server.config.database.kind === 'sqlite' ? '' : ' on release_checks')).execute(server.database.db);
+    // Its retry is 10 of the release's seconds (0.2 s here); the lease is 60 s.
+    await releaseOnceIt(path, (r) => r.checks.length > recorded, 'a check after the database took them again', server);
   });
 });
 

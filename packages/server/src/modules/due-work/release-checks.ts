@@ -31,6 +31,8 @@ export interface ReleaseCheckOptions {
 
 /** Long enough for an analysis; an instance that dies leaves its release to another after it. */
 const LEASE_MS = 60_000;
+/** A check that failed (the database busy or away a moment) is tried again after this many of a release's seconds, not after its lease: a harmful release must not run on for a minute. */
+const RETRY_SECONDS = 10;
 const BATCH = 20;
 
 export class ReleaseChecks {
@@ -88,10 +90,22 @@ export class ReleaseChecks {
       try {
         await this.check(leased);
       } catch (error) {
-        if (!(error instanceof AlreadySettled)) this.poller.itemFailed(error, { releaseId: id }, 'a check failed; it is tried again when its lease ends');
+        if (error instanceof AlreadySettled) continue;
+        this.poller.itemFailed(error, { releaseId: id }, `a check failed; it is tried again in ${RETRY_SECONDS} s`);
+        await this.retrySoon(leased).catch(() => undefined); // the database still away: the lease ends by itself
       }
       await nextTurn();
     }
+  }
+
+  /** Shortens this instance's lease on a release whose check failed, so that any instance checks it again soon. */
+  private async retrySoon(leased: ReleaseRow): Promise<void> {
+    await this.database.db
+      .updateTable('releases')
+      .set({ claimed_until: new Date(Date.now() + RETRY_SECONDS * this.msPerSecond).toISOString() })
+      .where('id', '=', leased.id)
+      .where('claimed_until', '=', leased.claimed_until)
+      .execute();
   }
 
   private async check(row: ReleaseRow): Promise<void> {
