@@ -67,10 +67,9 @@ const kinds = new Map(OUTCOMES.map((outcome) => [outcome.reason, outcome.kind]))
 
 /**
  * The OpenFeature reason of one of Guidon's reason strings; undefined for any other text. Only for
- * what carries nothing but the string (POST /sdk/v1/evaluate's answer, read by the remote
- * providers: packages/openfeature/src/splits.ts; an exposure sent to POST /sdk/v1/events, read by
- * the server's intake): whoever holds the code reads OUTCOMES[code].kind or
- * CompiledFlagSet.reasonKind instead.
+ * what carries nothing but the string (an exposure sent to POST /sdk/v1/events, read by the
+ * server's intake): whoever holds the code reads OUTCOMES[code].kind or CompiledFlagSet.reasonKind
+ * instead, and evaluate gives the kind itself to whoever asks (X-Guidon-Answer: kind).
  */
 export function reasonKind(reason: string): ReasonKind | undefined {
   return kinds.get(reason) ?? (reason.startsWith('Prerequisite ') && reason.endsWith(' not met') ? 'PREREQUISITE_FAILED' : undefined);

@@ -21,7 +21,7 @@ export type FlagType = 'boolean' | 'string' | 'number' | 'object';
 
 /**
  * What a provider knows of a flag's answer besides its state, from the engine (the local
- * provider) or beside Guidon's answer (the remote ones, splits.ts): OpenFeature's reason
+ * provider) or in Guidon's answer (the remote ones: the SDK's FlagState.kind): OpenFeature's reason
  * (undefined: UNKNOWN) and the unmet prerequisite's key. The core never reads them from the
  * reason's text.
  */

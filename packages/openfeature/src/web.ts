@@ -4,10 +4,9 @@
  * the last answer in localStorage.
  */
 import { FlagNotFoundError, GeneralError, OpenFeatureEventEmitter, ProviderEvents, StandardResolutionReasons, TypeMismatchError, type EvaluationContext, type JsonValue, type Provider, type ResolutionDetails, type TrackingEventDetails } from '@openfeature/web-sdk';
-import { createClient, type ClientOptions, type GuidonClient, type GuidonContext } from '@guidon/sdk';
+import { createClient, type ClientOptions, type GuidonClient } from '@guidon/sdk';
 import { toGuidonContext } from './context.js';
 import { ProviderCore, type FlagType } from './core.js';
-import { remoteAnswer, WeightSplits } from './splits.js';
 
 export interface GuidonWebProviderOptions extends Omit<ClientOptions, 'context'> {
   /** A client of your own to build on (then the other options are not used). */
@@ -20,16 +19,10 @@ export class GuidonWebProvider implements Provider {
   readonly events = new OpenFeatureEventEmitter();
   readonly client: GuidonClient;
   private readonly core: ProviderCore;
-  /** Which flags' weights split (SPLIT rather than STATIC), learnt from OFREP (splits.ts) for the static context. */
-  private readonly splits: WeightSplits;
-  private context: GuidonContext = {};
 
   constructor(options: GuidonWebProviderOptions) {
     this.client = options.client ?? createClient(options);
     this.core = new ProviderCore(this.client, { ProviderEvents, StandardResolutionReasons, FlagNotFoundError, GeneralError, TypeMismatchError }, this.events);
-    this.splits = new WeightSplits(options, this.client);
-    // A changed flag is asked about again (meanwhile it answers STATIC).
-    this.client.on('change', () => void this.splits.learn(this.client.allFlags(), this.context));
   }
 
   async initialize(context?: EvaluationContext): Promise<void> {
@@ -41,14 +34,13 @@ export class GuidonWebProvider implements Provider {
   }
 
   private async identify(context: EvaluationContext | undefined): Promise<void> {
-    this.context = toGuidonContext(context);
-    await this.core.ensureReady(this.client.identify(this.context));
-    await this.splits.learn(this.client.allFlags(), this.context);
+    await this.core.ensureReady(this.client.identify(toGuidonContext(context)));
   }
 
   private resolve<T>(flagKey: string, type: FlagType, defaultValue: T): ResolutionDetails<T> {
     const state = this.client.flag(flagKey);
-    return this.core.resolve(flagKey, type, state, defaultValue, remoteAnswer(state, this.splits.chose(flagKey, state)));
+    // The answer carries the flag's kind and unmet prerequisite (the remote client asks for them).
+    return this.core.resolve(flagKey, type, state, defaultValue, { kind: state.kind, prerequisite: state.prerequisite });
   }
 
   async onClose(): Promise<void> {

@@ -132,6 +132,13 @@ describe('OpenFeature typed getters against Guidon variants', () => {
     await server.close();
   });
 
+  /** A fetch that notes the path of every request Guidon's providers make: evaluate only, with the kinds (no second request to OFREP). */
+  const asked: string[] = [];
+  const noting: typeof fetch = (input, init) => {
+    asked.push(`${new URL(String(input)).pathname} ${new Headers(init?.headers).get('x-guidon-answer')}`);
+    return fetch(input, init);
+  };
+
   /** What case j of context i must give through Guidon's providers or through OFREP. */
   const expectedOf = (i: number, j: number): Outcome => expected[i]![j]!;
 
@@ -147,9 +154,12 @@ describe('OpenFeature typed getters against Guidon variants', () => {
   }
 
   test('GuidonServerProvider: typed getters give value, variant and reason; TYPE_MISMATCH with the default', async () => {
-    await OpenFeature.setProviderAndWait('guidon', new GuidonServerProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', stream: false }));
+    asked.length = 0;
+    await OpenFeature.setProviderAndWait('guidon', new GuidonServerProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', stream: false, fetch: noting }));
     const client = OpenFeature.getClient('guidon');
     await throughServerClient(client);
+    // SPLIT and STATIC told apart from evaluate's answer alone: nothing asked of OFREP.
+    assert.deepEqual([...new Set(asked)], ['/sdk/v1/evaluate kind']);
     const details = await client.getObjectDetails('config', {}, ADA);
     assert.deepEqual(details.flagMetadata, { reason: 'Flag enabled globally' }, "Guidon's own reason");
   });
@@ -173,10 +183,11 @@ describe('OpenFeature typed getters against Guidon variants', () => {
   });
 
   test('GuidonWebProvider: the same answers for each static context', async () => {
+    asked.length = 0;
     for (const [i, [context, cases]] of CASES.entries()) {
       const domain = `guidon-web-${i}`;
       await WebOpenFeature.setContext(domain, context);
-      await WebOpenFeature.setProviderAndWait(domain, new GuidonWebProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', storage: false, stream: false }));
+      await WebOpenFeature.setProviderAndWait(domain, new GuidonWebProvider({ baseUrl: server.url, sdkKey: project.sdk_key, environment: 'production', storage: false, stream: false, fetch: noting }));
       const client = WebOpenFeature.getClient(domain);
       const getters = { boolean: client.getBooleanDetails, string: client.getStringDetails, number: client.getNumberDetails, object: client.getObjectDetails };
       for (const [j, c] of cases.entries()) {
@@ -184,6 +195,7 @@ describe('OpenFeature typed getters against Guidon variants', () => {
         assert.deepEqual(outcome(details), expectedOf(i, j), `${context.targetingKey}: ${c.name} (${c.type} ${c.key})`);
       }
     }
+    assert.deepEqual([...new Set(asked)], ['/sdk/v1/evaluate kind'], 'evaluate with the kinds only, nothing to OFREP');
   });
 
   test('the stock @openfeature/ofrep-web-provider, unmodified, in Node 20 with --experimental-eventsource: the same answers', async () => {

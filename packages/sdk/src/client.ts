@@ -88,6 +88,9 @@ interface FlagVersion {
 
 type Evaluation = { kind: 'flags'; flags: Flags; etag: string | undefined } | { kind: 'not-modified' } | { kind: 'failed'; error: GuidonError };
 
+/** Asks evaluate for each flag's kind and unmet prerequisite besides its reason (docs/api.md): the providers need not read the reason's text, nor ask again. */
+const KINDS = Object.freeze({ 'x-guidon-answer': 'kind' });
+
 const contextKey = (context: GuidonContext) =>
   JSON.stringify([context.user_id ?? null, context.user_email ?? null, context.custom_attributes ? Object.entries(context.custom_attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : null]);
 
@@ -325,11 +328,12 @@ class RemoteClient implements GuidonClient {
 
   // ---- fetching -----------------------------------------------------------------------------
 
-  /** POST /sdk/v1/evaluate; never throws. */
+  /** POST /sdk/v1/evaluate, each flag's answer with its kind (what the OpenFeature providers answer with); never throws. */
   private async evaluate(context: GuidonContext, etag: string | undefined): Promise<Evaluation> {
     const answer = await this.transport.request('/sdk/v1/evaluate', {
       method: 'POST',
       etag,
+      headers: KINDS,
       json: { environment: this.options.environment, context: { user_id: context.user_id ?? null, user_email: context.user_email ?? null, ...(context.custom_attributes ? { custom_attributes: context.custom_attributes } : {}) } },
     });
     if (answer.kind !== 'ok') return answer;

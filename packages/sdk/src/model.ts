@@ -1,4 +1,5 @@
 /** The SDK's vocabulary, shared by the remote and the local client. Types only. */
+import type { ReasonKind } from '@guidon/engine';
 
 /** Any JSON value, as a variant may serve. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -26,6 +27,14 @@ export interface FlagState {
   variant?: string;
   /** Only for a flag with variants: the variant's value (any JSON). */
   value?: JsonValue;
+  /**
+   * The reason's kind, as OpenFeature names it (SPLIT where the weights chose between variants):
+   * in the remote client's answers, which ask Guidon for it (`X-Guidon-Answer: kind`, docs/api.md).
+   * Absent from a fallback, a bootstrap and the local client's allFlags().
+   */
+  kind?: ReasonKind;
+  /** With kind PREREQUISITE_FAILED: the key of the first prerequisite not met. */
+  prerequisite?: string;
 }
 
 export type Flags = Record<string, FlagState>;

@@ -63,6 +63,8 @@ export interface RequestOptions {
   json?: unknown;
   /** Sent as If-None-Match: 304 answers `not-modified`. */
   etag?: string;
+  /** Sent besides the credential. */
+  headers?: Record<string, string>;
   /** Sent even after close() (the local client's last usage report). */
   evenClosed?: boolean;
 }
@@ -100,7 +102,7 @@ export class Transport {
     }, this.timeoutMs);
     this.inFlight.add(controller);
     try {
-      const headers: Record<string, string> = { ...this.options.headers };
+      const headers: Record<string, string> = { ...this.options.headers, ...init.headers };
       if (init.json !== undefined) headers['content-type'] = 'application/json';
       if (init.etag !== undefined) headers['if-none-match'] = init.etag;
       const body = init.json === undefined ? undefined : JSON.stringify(init.json);

@@ -94,7 +94,8 @@ describe('@guidon/sdk values against a running Guidon', () => {
     assert.equal(limit, 10);
     assert.deepEqual(config, DARK, "the rule's pinned variant");
     assert.deepEqual([c.getVariant('button_text'), c.getVariant('limit'), c.getVariant('config')], ['buy', 'low', 'dark']);
-    assert.deepEqual(c.allFlags().button_text, { enabled: true, reason: 'Flag enabled globally', variant: 'buy', value: 'Buy now' });
+    // The remote client asks for each flag's kind (X-Guidon-Answer: kind): one variant with all the weight is STATIC.
+    assert.deepEqual(c.allFlags().button_text, { enabled: true, reason: 'Flag enabled globally', variant: 'buy', value: 'Buy now', kind: 'STATIC' });
     // @ts-expect-error a string default gives a string, not a number
     const wrong: number = c.getValue('button_text', 'x');
     assert.equal(typeof wrong, 'string');

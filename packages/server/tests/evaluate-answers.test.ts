@@ -161,3 +161,99 @@ describe('evaluate answers reused between requests', () => {
     bodies.forEach((body, n) => assert.deepEqual(JSON.parse(body).flags, wanted(`late-${n}`), `answer ${n}`));
   });
 });
+
+/**
+ * `X-Guidon-Answer: kind` (docs/api.md): each flag's answer also carries its kind, as OpenFeature
+ * names it, and an unmet prerequisite's key; what the SDK's remote client asks for, so that the
+ * OpenFeature providers need neither read the reason's text nor ask OFREP.
+ */
+describe('each flag\'s kind: X-Guidon-Answer: kind', () => {
+  let server: TestServer;
+  let cors: TestServer;
+  before(async () => {
+    server = await startServer();
+    cors = await startServer({ CORS_ORIGINS: 'https://app.example.com' });
+  });
+  after(async () => {
+    await server?.close();
+    await cors?.close();
+  });
+
+  const KINDS = { 'x-guidon-answer': 'kind' };
+  const variants = (a: number, b: number) => ({ variants: [{ key: 'a', value: 'A', weight: a }, { key: 'b', value: 'B', weight: b }], off_variant: 'a' });
+
+  test('every kind, and the unmet prerequisite, as OFREP answers them for the same context; without the header the answer is unchanged', async () => {
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    await newFlag(server, user, project, { key: 'off', enabled: false });
+    await newFlag(server, user, project, { key: 'on', enabled: true });
+    await newFlag(server, user, project, { key: 'half', enabled: true, rollout_percentage: 50 });
+    const vip = await newFlag(server, user, project, { key: 'vip', enabled: true, everyone_else: 'off' });
+    await request(server, 'POST', `${flagsPath(project)}/${vip.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'vip-1' } });
+    await newFlag(server, user, project, { key: 'gated', enabled: true, prerequisites: [{ flag_key: 'off' }] });
+    await newFlag(server, user, project, { key: 'weighted', enabled: true, ...variants(500, 500) });
+    await newFlag(server, user, project, { key: 'single', enabled: true, ...variants(0, 1000) });
+    const expected = (id: string) => ({
+      off: 'DISABLED',
+      on: 'STATIC',
+      half: 'SPLIT',
+      vip: id === 'vip-1' ? 'TARGETING_MATCH' : 'DEFAULT',
+      gated: 'PREREQUISITE_FAILED',
+      // The weights chose between two variants: "Flag enabled globally", but SPLIT; one variant with all the weight: STATIC.
+      weighted: 'SPLIT',
+      single: 'STATIC',
+    });
+    for (const id of ['vip-1', 'user-1', 'user-2', 'user-3']) {
+      const body = { environment: 'production', context: { user_id: id } };
+      const plain = await evaluate(server, project.sdk_key, 'production', { user_id: id });
+      const kinds = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: KINDS, body });
+      assert.equal(kinds.status, 200, kinds.text);
+      const ofrep = await request(server, 'POST', '/ofrep/v1/evaluate/flags', { sdkKey: project.sdk_key, headers: { 'x-environment': 'production' }, body: { context: { targetingKey: id } } });
+      assert.equal(ofrep.status, 200, ofrep.text);
+      assert.deepEqual(Object.keys(kinds.body.flags), Object.keys(plain.body.flags));
+      for (const [key, answer] of Object.entries<any>(kinds.body.flags)) {
+        const { kind, prerequisite, ...rest } = answer;
+        assert.deepEqual(rest, plain.body.flags[key], `${key}, ${id}: the plain answer's members`);
+        assert.equal(kind, (expected(id) as Record<string, string>)[key], `${key}, ${id}`);
+        const viaOfrep = ofrep.body.flags.find((flag: any) => flag.key === key);
+        assert.deepEqual([kind, prerequisite], [viaOfrep.reason, viaOfrep.metadata.prerequisite], `${key}, ${id}: as OFREP`);
+      }
+      assert.equal(kinds.body.flags.gated.prerequisite, 'off');
+      // Without the header: enabled and reason (variant and value with variants), nothing more.
+      for (const answer of Object.values<any>(plain.body.flags)) assert.deepEqual(Object.keys(answer).filter((member) => !['enabled', 'reason', 'variant', 'value'].includes(member)), []);
+      assert.notEqual(kinds.headers.get('etag'), plain.headers.get('etag'));
+    }
+  });
+
+  test('its ETag is its own; through Fastify\'s route (If-None-Match, CORS) the same answer', async () => {
+    const user = await newUser(server);
+    const project = await newProject(server, user);
+    await newFlag(server, user, project, { key: 'weighted', enabled: true, ...variants(300, 700) });
+    const body = { environment: 'production', context: { user_id: 'u' } };
+    const ask = (target: TestServer, headers: Record<string, string>) => request(target, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers, body });
+    const kinds = await ask(server, KINDS); // the direct path (evaluate.direct.ts)
+    const plain = await ask(server, {});
+    assert.equal(kinds.body.flags.weighted.kind, 'SPLIT');
+    assert.equal((await ask(server, { ...KINDS, 'if-none-match': kinds.headers.get('etag')! })).status, 304);
+    // Another representation's ETag is not this one's: the whole answer.
+    const crossed = await ask(server, { ...KINDS, 'if-none-match': plain.headers.get('etag')! });
+    assert.deepEqual([crossed.status, crossed.body], [200, kinds.body]);
+    const back = await ask(server, { 'if-none-match': kinds.headers.get('etag')! });
+    assert.deepEqual([back.status, back.body], [200, plain.body]);
+    // Another value of the header: the plain answer.
+    assert.deepEqual((await ask(server, { 'x-guidon-answer': 'kinds' })).body, plain.body);
+  });
+
+  test('a browser may send it: the CORS preflight of CORS_ORIGINS allows it', async () => {
+    const preflight = await request(cors, 'OPTIONS', '/sdk/v1/evaluate', {
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-sdk-key,x-guidon-answer' },
+    });
+    assert.ok(preflight.status < 300, `preflight ${preflight.status}`);
+    assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /X-Guidon-Answer/i);
+    const user = await newUser(cors);
+    const project = await newProject(cors, user);
+    await newFlag(cors, user, project, { key: 'on', enabled: true });
+    const answer = await request(cors, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: { ...KINDS, origin: 'https://app.example.com' }, body: { environment: 'production' } });
+    assert.deepEqual(answer.body.flags, { on: { enabled: true, reason: 'Flag enabled globally', kind: 'STATIC' } });
+  });
+});

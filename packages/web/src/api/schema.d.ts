@@ -906,7 +906,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description `kind`: each flag's answer also carries `kind` (and `prerequisite`): what Guidon's remote SDK asks for */
+                    "x-guidon-answer"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -942,6 +945,10 @@ export interface paths {
                                     variant?: string;
                                     /** @description only for a flag with variants: the variant's value */
                                     value?: unknown;
+                                    /** @description only with `X-Guidon-Answer: kind`: the reason's kind, as OpenFeature names it (SPLIT where the weights chose between variants) */
+                                    kind?: "DISABLED" | "TARGETING_MATCH" | "SPLIT" | "STATIC" | "DEFAULT" | "PREREQUISITE_FAILED";
+                                    /** @description only with `X-Guidon-Answer: kind` and kind PREREQUISITE_FAILED: the key of the first prerequisite not met */
+                                    prerequisite?: string;
                                 };
                             };
                         };

@@ -258,7 +258,11 @@ export class EnvironmentAnswers {
   /** How many are kept: fewer for large answers, so that they stay within BYTES_PER_ENVIRONMENT (set by the first answer). */
   private capacity = 0;
 
-  constructor(private readonly environment: EnvironmentView) {
+  /** With `withKinds`, each flag's answer also carries its kind (and an unmet prerequisite's key): the answer to `X-Guidon-Answer: kind` (docs/api.md). */
+  constructor(
+    private readonly environment: EnvironmentView,
+    private readonly withKinds = false,
+  ) {
     const count = environment.flagSet.size;
     this.jsonKeys = environment.quotedKeys.map((key, i) => `${i === 0 ? '' : ','}${key}:`);
     this.perFlag = environment.flagSet.hasVariants ? FRAGMENTS * 2 : FRAGMENTS;
@@ -286,7 +290,7 @@ export class EnvironmentAnswers {
     }
 
     const { body, slab: at } = (ruleMatched ? undefined : this.template.write(codes)) ?? this.built(codes);
-    const etag = etagOf(this.environment, codes);
+    const etag = this.withKinds ? kindsEtag(etagOf(this.environment, codes)) : etagOf(this.environment, codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
     if (++this.misses > 64 && this.hits * 8 < this.misses) return { body, etag, slab: at };
     // A copy of its own: a kept answer must not hold a slab.
@@ -349,17 +353,29 @@ export class EnvironmentAnswers {
     return k < 0 ? this.made(flag, code, variant) : this.fragments[k]!; // past the slots: not kept
   }
 
-  /** `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants (docs/variants.md). */
+  /**
+   * `"<key>":{"enabled":…,"reason":"…"}`, with `"variant"` and `"value"` for a flag with variants
+   * (docs/variants.md), and with kinds asked for, `"kind"` and an unmet prerequisite's key.
+   */
   private made(flag: number, code: number, variant: number): string {
+    const { flagSet } = this.environment;
     const members = variant === NO_VARIANT ? undefined : this.environment.variantMembers[flag]?.[variant];
     // An unmet prerequisite's reason names the parent: the flag's own (docs/prerequisites.md).
-    const outcome = isPrerequisiteCode(code) ? JSON.stringify({ enabled: false, reason: this.environment.flagSet.reasonOf(flag, code) }) : OUTCOME_JSON[code]!;
-    return this.jsonKeys[flag]! + (members === undefined ? outcome : outcome.slice(0, -1) + members + '}');
+    const outcome = isPrerequisiteCode(code) ? JSON.stringify({ enabled: false, reason: flagSet.reasonOf(flag, code) }) : OUTCOME_JSON[code]!;
+    let json = members === undefined ? outcome : outcome.slice(0, -1) + members + '}';
+    if (this.withKinds) {
+      const prerequisite = flagSet.prerequisiteOf(flag, code);
+      json = `${json.slice(0, -1)},"kind":"${flagSet.reasonKind(flag, code)}"${prerequisite === null ? '' : `,"prerequisite":${JSON.stringify(prerequisite)}`}}`;
+    }
+    return this.jsonKeys[flag]! + json;
   }
 }
 
 /** The variant index of a flag in an evaluation's bytes (codes, then variants when the environment has any: outcomeWidth). */
 const variantAt = (environment: EnvironmentView, codes: Uint8Array, flag: number): number => (environment.flagSet.hasVariants ? codes[environment.flagSet.size + flag]! : NO_VARIANT);
+
+/** The ETag of an answer with kinds: not the plain answer's, whose bytes differ. */
+const kindsEtag = (etag: string) => `${etag.slice(0, -1)}.k"`;
 
 /** Outcomes one flag usually gives: disabled, its rules' matches, then in/not in rollout, enabled globally or no rule matched. */
 const FRAGMENTS = 8;
@@ -374,12 +390,17 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
 /**
  * What evaluate does for a request that passed its checks (docs/api.md), by whichever path it came
  * (evaluate.routes.ts, evaluate.direct.ts): every flag evaluated for the context, the request
- * recorded in history, and the answer.
+ * recorded in history, and the answer (with each flag's kind when the request asked for it).
  */
-export function answerFor(environment: EnvironmentView & { readonly answers: EnvironmentAnswers }, sent: SentContext | undefined, history: HistoryRecorder): Answer {
+export function answerFor(
+  environment: EnvironmentView & { readonly answers: EnvironmentAnswers; readonly answersWithKinds: EnvironmentAnswers },
+  sent: SentContext | undefined,
+  history: HistoryRecorder,
+  withKinds: boolean,
+): Answer {
   const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
   noteAttributes(environment.environmentId, sent?.custom_attributes);
   const evaluated = evaluateAll(environment, context);
   recordAll(history, environment, context, evaluated);
-  return environment.answers.answer(evaluated);
+  return (withKinds ? environment.answersWithKinds : environment.answers).answer(evaluated);
 }

@@ -44,6 +44,7 @@ export class CompiledEnvironment implements EnvironmentView {
   readonly variantMembers: readonly (readonly string[] | null)[];
   /** Recent answers and the bytes to build new ones (evaluate.answers.ts). */
   readonly answers: EnvironmentAnswers;
+  private withKinds: EnvironmentAnswers | undefined;
   readonly countingBase: CountingBase;
   /** The flags as loaded (evaluation order) and the project's segments: what the local-evaluation ruleset is built from. */
   readonly definitions: readonly StoredFlag[];
@@ -80,6 +81,11 @@ export class CompiledEnvironment implements EnvironmentView {
     this.indexes = new Map(this.flagKeys.map((key, i) => [key, i]));
     this.answers = new EnvironmentAnswers(this);
     this.countingBase = countingBase(this.flagSet);
+  }
+
+  /** The same, each flag's answer with its kind (`X-Guidon-Answer: kind`, which Guidon's remote SDK sends): made when first asked for. */
+  get answersWithKinds(): EnvironmentAnswers {
+    return (this.withKinds ??= new EnvironmentAnswers(this, true));
   }
 
   /** The position of a flag in the environment, or -1. */

@@ -11,7 +11,7 @@ import { bodyValidator } from '../../http/compilers.js';
 import { requestIdOf } from '../../http/request-id.js';
 import { answerFor, releaseAnswer, type Answer } from './evaluate.answers.js';
 import type { CompiledProject, EvaluateCache } from './evaluate.cache.js';
-import { EvaluateBody } from './evaluate.schemas.js';
+import { EvaluateBody, wantsKinds } from './evaluate.schemas.js';
 
 type Listener = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -183,7 +183,7 @@ export function directEvaluate(
       const environment = parsed !== undefined && valid(parsed) ? project.environments.get((parsed as EvaluateBody).environment) : undefined; // unknown: the route's 404
       let answer: Answer | undefined;
       try {
-        if (environment !== undefined) answer = answerFor(environment, (parsed as EvaluateBody).context, history);
+        if (environment !== undefined) answer = answerFor(environment, (parsed as EvaluateBody).context, history, wantsKinds(request.headers));
       } catch {
         answer = undefined; // the route meets the same failure and answers it (500, logged)
       }

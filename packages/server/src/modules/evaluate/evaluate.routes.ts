@@ -8,7 +8,7 @@ import { answerFor } from './evaluate.answers.js';
 import { environmentOf, type EvaluateCache } from './evaluate.cache.js';
 import { bodyReadBefore, directEvaluate } from './evaluate.direct.js';
 import { notModified } from './evaluation.js';
-import { EvaluateBody, EvaluateResult, NotModified } from './evaluate.schemas.js';
+import { AnswerHeaders, EvaluateBody, EvaluateResult, NotModified, wantsKinds } from './evaluate.schemas.js';
 import { sdkKeyHeader, sdkProjectHook } from './sdk-auth.js';
 
 /** POST /sdk/v1/evaluate: what applications call at runtime. */
@@ -23,13 +23,14 @@ export const evaluateRoutes: ApiPlugin<{ config: Readonly<Config>; limits: RateL
     schema: {
       tags: ['evaluate'],
       security: [{ sdkKey: [] }],
+      headers: AnswerHeaders,
       body: EvaluateBody,
       // 413: a body over 1 MiB; 503: the database away while the SDK key is not compiled yet (Retry-After).
       response: { 200: EvaluateResult, 304: NotModified, ...errorResponses(400, 401, 404, 413, 429, 500, 503) },
     },
   }, (request, reply) => {
     const environment = environmentOf(request.sdkProject, request.body.environment);
-    const answer = answerFor(environment, request.body.context, history);
+    const answer = answerFor(environment, request.body.context, history, wantsKinds(request.headers));
     reply.header('etag', answer.etag);
     if (notModified(request.headers, answer.etag)) reply.code(304).send(undefined as never);
     // Already JSON (the response schema documents its shape).

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { CONDITION_LIMITS } from '@guidon/engine';
 import { Type } from 'typebox';
 
@@ -38,8 +39,20 @@ export const EvaluateResult = Type.Object({
       reason: Type.String(),
       variant: Type.Optional(Type.String({ description: 'only for a flag with variants (docs/variants.md): the variant served' })),
       value: Type.Optional(Type.Unknown({ description: "only for a flag with variants: the variant's value" })),
+      kind: Type.Optional(
+        Type.Union(['DISABLED', 'TARGETING_MATCH', 'SPLIT', 'STATIC', 'DEFAULT', 'PREREQUISITE_FAILED'].map((kind) => Type.Literal(kind)), {
+          description: "only with `X-Guidon-Answer: kind`: the reason's kind, as OpenFeature names it (SPLIT where the weights chose between variants)",
+        }),
+      ),
+      prerequisite: Type.Optional(Type.String({ description: 'only with `X-Guidon-Answer: kind` and kind PREREQUISITE_FAILED: the key of the first prerequisite not met' })),
     }),
   ),
 });
+
+/** `X-Guidon-Answer: kind` adds each flag's kind to the answer (docs/api.md); any other value, or none, leaves the answer as it is. */
+export const AnswerHeaders = Type.Object({
+  'x-guidon-answer': Type.Optional(Type.String({ description: '`kind`: each flag\'s answer also carries `kind` (and `prerequisite`): what Guidon\'s remote SDK asks for' })),
+});
+export const wantsKinds = (headers: IncomingHttpHeaders): boolean => headers['x-guidon-answer'] === 'kind';
 
 export const NotModified = Type.Null({ description: 'Not modified: the answer is the one the If-None-Match ETag names (no body)' });
