@@ -90,9 +90,10 @@ export class ReleaseChecks {
       try {
         await this.check(leased);
       } catch (error) {
-        if (error instanceof AlreadySettled) continue;
-        this.poller.itemFailed(error, { releaseId: id }, `a check failed; it is tried again in ${RETRY_SECONDS} s`);
-        await this.retrySoon(leased).catch(() => undefined); // the database still away: the lease ends by itself
+        if (!(error instanceof AlreadySettled)) {
+          this.poller.itemFailed(error, { releaseId: id }, `a check failed; it is tried again in ${RETRY_SECONDS} s`);
+          await this.retrySoon(leased).catch(() => undefined); // the database still away: the lease ends by itself
+        }
       }
       await nextTurn();
     }
