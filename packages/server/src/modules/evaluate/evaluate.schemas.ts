@@ -31,6 +31,9 @@ export const EvaluateBody = Type.Object({
   ),
 });
 
+/** OpenFeature's name of a reason (the engine's ReasonKind): evaluate's `kind` and OFREP's `reason`. */
+export const ReasonKind = Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC'), Type.Literal('DEFAULT'), Type.Literal('PREREQUISITE_FAILED')]);
+
 export const EvaluateResult = Type.Object({
   flags: Type.Record(
     Type.String(),
@@ -39,11 +42,7 @@ export const EvaluateResult = Type.Object({
       reason: Type.String(),
       variant: Type.Optional(Type.String({ description: 'only for a flag with variants (docs/variants.md): the variant served' })),
       value: Type.Optional(Type.Unknown({ description: "only for a flag with variants: the variant's value" })),
-      kind: Type.Optional(
-        Type.Union(['DISABLED', 'TARGETING_MATCH', 'SPLIT', 'STATIC', 'DEFAULT', 'PREREQUISITE_FAILED'].map((kind) => Type.Literal(kind)), {
-          description: "only with `X-Guidon-Answer: kind`: the reason's kind, as OpenFeature names it (SPLIT where the weights chose between variants)",
-        }),
-      ),
+      kind: Type.Optional({ ...ReasonKind, description: "only with `X-Guidon-Answer: kind`: the reason's kind, as OpenFeature names it (SPLIT where the weights chose between variants)" }),
       prerequisite: Type.Optional(Type.String({ description: 'only with `X-Guidon-Answer: kind` and kind PREREQUISITE_FAILED: the key of the first prerequisite not met' })),
     }),
   ),

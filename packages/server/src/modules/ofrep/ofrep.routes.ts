@@ -6,7 +6,7 @@ import type { ApiPlugin } from '../../http/plugin.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledEnvironment, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { contextOf, etagOf, evaluateAll, evaluateOne, notModified, recordAll } from '../evaluate/evaluation.js';
-import { AttributeNumber } from '../evaluate/evaluate.schemas.js';
+import { AttributeNumber, ReasonKind } from '../evaluate/evaluate.schemas.js';
 import { anySdkCredential, sdkProjectHook } from '../evaluate/sdk-auth.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
 import { noteOfrepAttributes } from '../attributes/attributes.seen.js';
@@ -47,7 +47,7 @@ const OfrepFlag = Type.Object({
   key: Type.String(),
   value: Type.Unknown({ description: 'a boolean flag: true or false; a flag with variants: its variant\'s value (docs/variants.md)' }),
   variant: Type.String({ description: 'a boolean flag: on or off; a flag with variants: the variant\'s key' }),
-  reason: Type.Union([Type.Literal('DISABLED'), Type.Literal('TARGETING_MATCH'), Type.Literal('SPLIT'), Type.Literal('STATIC'), Type.Literal('DEFAULT'), Type.Literal('PREREQUISITE_FAILED')]),
+  reason: ReasonKind,
   metadata: Type.Object({
     reason: Type.String({ description: "Guidon's reason" }),
     prerequisite: Type.Optional(Type.String({ description: 'with PREREQUISITE_FAILED: the key of the first prerequisite not met (docs/prerequisites.md)' })),
