@@ -29,6 +29,23 @@ function retryAfterMs(header: string | null): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
+/** The longest spread the SDK waits out (docs/sdk.md, "Spread refetches"): a larger one is taken as this. */
+const MAX_SPREAD_MS = 30_000;
+
+/**
+ * The moment within a change message's `spread` (ms) this client fetches at: a uniform draw, so
+ * that the server's clients arrive at the rate it announced rather than all at once. 0 without one.
+ */
+function spreadDelayMs(data: string): number {
+  let spread: unknown;
+  try {
+    spread = (JSON.parse(data) as { spread?: unknown } | null)?.spread;
+  } catch {
+    return 0;
+  }
+  return typeof spread === 'number' && spread > 0 ? Math.random() * Math.min(spread, MAX_SPREAD_MS) : 0;
+}
+
 const messageOf = (error: unknown): string => String((error as Error)?.message ?? error);
 
 /** Every timer of the SDK: it never keeps a Node process alive on its own (close() ends a client; a pending poll does not hold an exit). */
@@ -207,6 +224,8 @@ export class Follower {
   private failures = 0;
   private closed = false;
   private pollTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A fetch a change message asked for, waiting for this client's moment within the message's spread. */
+  private spreadTimer: ReturnType<typeof setTimeout> | undefined;
   private streamOpen = false;
   /** Ends the stream, or the wait before the next attempt. */
   private streamAbort: AbortController | undefined;
@@ -228,6 +247,7 @@ export class Follower {
   close(): void {
     this.closed = true;
     clearTimeout(this.pollTimer);
+    clearTimeout(this.spreadTimer);
     this.streamAbort?.abort();
   }
 
@@ -302,7 +322,7 @@ export class Follower {
         await readSse(
           body,
           (message) => {
-            if (message.event === 'message' && message.data.includes(this.options.refetch) && !this.handles(message.data)) this.changed();
+            if (message.event === 'message' && message.data.includes(this.options.refetch) && !this.handles(message.data)) this.changed(spreadDelayMs(message.data));
           },
           rearm,
           // The revision of each message, or the one the stream started from: sent back when it reconnects.
@@ -337,8 +357,18 @@ export class Follower {
     }
   }
 
-  private changed(): void {
+  /** A change: the fetch now, or after `delayMs` (its moment within a spread); one already waiting is not put off. */
+  private changed(delayMs = 0): void {
     this.options.onChange?.();
+    if (delayMs > 0) {
+      this.spreadTimer ??= later(() => {
+        this.spreadTimer = undefined;
+        void this.refresh();
+      }, delayMs);
+      return;
+    }
+    clearTimeout(this.spreadTimer);
+    this.spreadTimer = undefined;
     void this.refresh();
   }
 

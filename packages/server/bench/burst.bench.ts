@@ -49,7 +49,7 @@ import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { benchProject, call, freePort, rssMb, seed, waitForHealth } from './bench-seed.js';
-import { busyBetween, cpuJiffies, loadAverage, median, processCpuSeconds } from './machine.js';
+import { busyBetween, cpuJiffies, listenOverflows, loadAverage, median, processCpuSeconds } from './machine.js';
 
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 10_000);
 const PROCESSES = Number(process.env.BENCH_CLIENT_PROCESSES ?? 4);
@@ -83,7 +83,7 @@ interface Target {
 }
 
 type ToClients = { type: 'open'; target: Target; count: number; addressBase: number } | { type: 'arm' } | { type: 'report' } | { type: 'close' };
-type FromClients = { type: 'opened'; errors: number } | { type: 'report'; arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[] };
+type FromClients = { type: 'opened'; errors: number } | { type: 'report'; arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[]; spreadMs: number };
 
 /** One HTTP/1.1 exchange on a new connection: status, headers (lower-case) and the body (by its length), once it has all arrived. */
 function exchange(target: Target, localAddress: string, head: string): Promise<{ status: number; headers: Map<string, string>; body: Buffer }> {
@@ -128,7 +128,7 @@ class Client {
   constructor(
     private readonly target: Target,
     private readonly address: string,
-    private readonly seen: { arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[] },
+    private readonly seen: { arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[]; spreadMs: number },
   ) {}
 
   private rulesetHead(etag: string): string {
@@ -182,9 +182,9 @@ class Client {
    * the ETag held (the client holds the new ruleset once the message is parsed); else a fetch.
    * BENCH_PATH=fetch, as an SDK older than the patch: a fetch, whatever the message holds.
    */
-  private changed(message: { etag: string; patch?: { from: string } }): void {
+  private changed(message: { etag: string; patch?: { from: string }; spread?: number }): void {
     if (PATH === 'fetch') {
-      this.fetch().catch((error: Error) => this.seen.errors.push(error.message));
+      this.fetchWithin(message.spread);
       return;
     }
     if (message.etag === this.etag) {
@@ -200,7 +200,15 @@ class Client {
       }
       return;
     }
-    this.fetch().catch((error: Error) => this.seen.errors.push(error.message));
+    this.fetchWithin(message.spread);
+  }
+
+  /** As the SDK (transport.ts, spreadDelayMs): a fetch at a uniform moment within the message's spread, at once without one. */
+  private fetchWithin(spreadMs: number | undefined): void {
+    this.seen.spreadMs = Math.max(this.seen.spreadMs, spreadMs ?? 0);
+    const run = () => (PATH === 'remote' ? this.evaluate() : this.fetch()).catch((error: Error) => this.seen.errors.push(error.message));
+    if (typeof spreadMs === 'number' && spreadMs > 0) setTimeout(run, Math.random() * spreadMs);
+    else void run();
   }
 
   open(): Promise<void> {
@@ -228,7 +236,7 @@ class Client {
           const data = /^data: (.*)$/m.exec(event)?.[1];
           if (data === undefined) continue;
           if (PATH === 'remote') {
-            if (data.includes('"refetchEvaluation"')) this.evaluate().catch((error: Error) => this.seen.errors.push(error.message));
+            if (data.includes('"refetchEvaluation"')) this.fetchWithin((JSON.parse(data) as { spread?: number }).spread);
           } else if (data.includes('"refetchRuleset"')) this.changed(JSON.parse(Buffer.from(data, 'latin1').toString('utf8')));
         }
       });
@@ -238,7 +246,7 @@ class Client {
 }
 
 async function runClients(): Promise<void> {
-  const seen = { arrivals: [] as number[], skipped: 0, unchanged: 0, patched: 0, errors: [] as string[] };
+  const seen = { arrivals: [] as number[], skipped: 0, unchanged: 0, patched: 0, errors: [] as string[], spreadMs: 0 };
   let clients: Client[] = [];
   process.on('message', async (message: ToClients) => {
     if (message.type === 'open') {
@@ -260,7 +268,7 @@ async function runClients(): Promise<void> {
       }
       process.send!({ type: 'opened', errors } satisfies FromClients);
     } else if (message.type === 'arm') {
-      Object.assign(seen, { arrivals: [], skipped: 0, unchanged: 0, patched: 0, errors: [] });
+      Object.assign(seen, { arrivals: [], skipped: 0, unchanged: 0, patched: 0, errors: [], spreadMs: 0 });
       for (const client of clients) client.armed = true;
     } else if (message.type === 'report') {
       process.send!({ type: 'report', ...seen } satisfies FromClients);
@@ -470,7 +478,7 @@ async function startServer(mainJs: string, dir: string): Promise<Server> {
 
 interface Result {
   build: string;
-  toggles: { toggleMs: number; first: number; p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number; patched: number; maxFiles: number }[];
+  toggles: { toggleMs: number; first: number; p50: number; p99: number; max: number; within5s: number; errors: number; evaluateP99: number; evaluateFailures: number; skipped: number; patched: number; maxFiles: number; overflows: number; spreadMs: number }[];
   openSeconds: number;
   openErrors: number;
   kibPerStream: number;
@@ -516,6 +524,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const during = load(loader, server.evaluateTarget, 4);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const cpuBefore = serverCpu();
+      const overflowsBefore = listenOverflows();
       const toggledAt = now();
       await server.toggle();
       const toggleMs = now() - toggledAt;
@@ -535,6 +544,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
         reports = await report();
       }
       const cpuAfter = serverCpu();
+      const overflows = listenOverflows() - overflowsBefore;
       const maxFiles = Math.max(...fileCounts.splice(0));
       if (round === 0) continue; // the warm-up toggle
       cpuMs += (cpuAfter - cpuBefore - loadCpu) * 1000;
@@ -556,6 +566,8 @@ async function measure(build: string, mainJs: string): Promise<Result> {
         skipped: reports.reduce((sum, report) => sum + report.skipped, 0),
         patched: reports.reduce((sum, report) => sum + report.patched, 0),
         maxFiles,
+        overflows,
+        spreadMs: Math.max(0, ...reports.map((report) => report.spreadMs)),
       });
       console.log(`${build}, toggle ${round}: ${JSON.stringify(toggles.at(-1))}`);
     }
@@ -587,12 +599,12 @@ async function main(): Promise<void> {
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
   const f = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(0));
   console.log(`\nmachine busy ${busyPct.toFixed(0)} % (steal ${stealPct.toFixed(0)} %), load average ${loadAverage()}\n`);
-  console.log('| build | toggle | toggle answered ms | first ms | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | by patch | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| build | toggle | toggle answered ms | first ms | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | by patch | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max | spread announced ms | listen queue overflows |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const result of results) {
     result.toggles.forEach((toggle, i) =>
       console.log(
-        `| ${result.build} | ${i + 1} | ${f(toggle.toggleMs)} | ${f(toggle.first)} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${toggle.patched} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} | ${toggle.maxFiles} |`,
+        `| ${result.build} | ${i + 1} | ${f(toggle.toggleMs)} | ${f(toggle.first)} | ${f(toggle.p50)} | ${f(toggle.p99)} | ${f(toggle.max)} | ${toggle.within5s} / ${CLIENTS} | ${toggle.errors} | ${toggle.skipped} | ${toggle.patched} | ${result.quietP99.toFixed(1)} → ${toggle.evaluateP99.toFixed(1)} | ${result.cpuMsPerClient.toFixed(3)} | ${result.kibPerStream.toFixed(1)} | ${result.openSeconds.toFixed(1)} | ${toggle.maxFiles} | ${toggle.spreadMs} | ${toggle.overflows} |`,
       ),
     );
   }

@@ -35,3 +35,16 @@ export const median = (values: readonly number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted.length === 0 ? NaN : sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
 };
+
+/**
+ * The kernel's count of connections its listen queues turned away so far (TcpExt ListenOverflows,
+ * /proc/net/netstat), for the whole machine: a client's connection attempt dropped there is retried
+ * by its kernel a second later. Compare two readings.
+ */
+export function listenOverflows(): number {
+  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+  const names = lines.find((line) => line.startsWith('TcpExt:'))?.split(/\s+/) ?? [];
+  const values = lines.filter((line) => line.startsWith('TcpExt:'))[1]?.split(/\s+/) ?? [];
+  const at = names.indexOf('ListenOverflows');
+  return at < 0 ? NaN : Number(values[at]);
+}

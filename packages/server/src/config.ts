@@ -29,6 +29,12 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** Open streams at most per client address and SDK key together (docs/security.md, Change streams); 0: no cap. */
   streamsPerClient: number;
+  /**
+   * The fetches a second one instance asks its streams' clients to arrive at after a change
+   * (docs/sdk.md, "Spread refetches"): each message carries a spread of its project's open
+   * streams on the instance divided by this; 0: no spread announced.
+   */
+  refetchRate: number;
   /** Bearer token that GET /metrics (Prometheus) requires; null: /metrics answers 404. */
   metricsToken: string | null;
   /** At shutdown, how long the last history flush may take before its rows are given up. */
@@ -192,6 +198,7 @@ export function loadConfig(given: Env = process.env): Readonly<Config> {
     allowRegistration: boolSetting(env, 'ALLOW_REGISTRATION', true),
     webhookAllowPrivate: boolSetting(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     streamsPerClient: intSetting(env, 'STREAMS_PER_CLIENT', 50),
+    refetchRate: intSetting(env, 'REFETCH_RATE', 5000),
     metricsToken: env.METRICS_TOKEN?.trim() || null,
     historyFlushTimeoutSeconds: intSetting(env, 'HISTORY_FLUSH_TIMEOUT_SECONDS', 10, 1),
     oidc,

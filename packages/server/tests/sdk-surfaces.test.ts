@@ -126,6 +126,7 @@ describe('GET /sdk/v1/stream', () => {
     assert.ok(Math.abs(data.lastModified - Date.now() / 1000) < 60);
     assert.match(message!.id ?? '', /^\d+$/);
     assert.match(stream.raw, /^retry: \d+/);
+    assert.equal(data.spread, undefined, 'one stream at REFETCH_RATE 5,000 a second needs no spread');
     assert.equal(quiet.messages.length, 0);
   });
 
@@ -228,6 +229,36 @@ describe('GET /sdk/v1/stream', () => {
     assert.ok(logs.includes('/sdk/v1/stream?token=[redacted]'), 'the stream request is logged, redacted');
     assert.ok(!logs.includes(token), 'the token is not in the logs');
     assert.ok(!logs.includes(project.sdk_key), 'nor is the SDK key');
+  });
+});
+
+describe('the spread a change message announces (docs/sdk.md, "Spread refetches")', () => {
+  test("each message carries the project's open streams on the instance over REFETCH_RATE, in ms, for SDK-key and API-token streams alike, up to 30 s; none at REFETCH_RATE=0", async (t) => {
+    const spreads = async (env: Record<string, string>, count: number) => {
+      const server = await startServer(env);
+      t.after(() => server.close());
+      const user = await newUser(server);
+      const project = await newProject(server, user);
+      const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
+      const created = await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', project_id: project.id } });
+      assert.equal(created.status, 201, created.text);
+      const revision = String(await storedRevision(server, project.id));
+      const path = `${server.url}/sdk/v1/stream?environment=production`;
+      const streams = await Promise.all(
+        Array.from({ length: count }, (_, i) => openStream(path, { ...(i === 0 ? { authorization: `Bearer ${created.body.token}` } : { 'x-sdk-key': project.sdk_key }), 'last-event-id': revision })),
+      );
+      t.after(() => streams.forEach((stream) => stream.close()));
+      assert.deepEqual(streams.map((stream) => stream.status), streams.map(() => 200));
+      await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+      await eventually(() => streams.every((stream) => stream.messages.length > 0), 'a message on every stream');
+      const data = streams.map((stream) => JSON.parse(stream.messages[0]!.data));
+      assert.deepEqual(new Set(data.map((each) => each.type)), new Set(['refetchRuleset', 'refetchEvaluation']));
+      return new Set(data.map((each) => each.spread));
+    };
+    // 3 streams at 2 a second: 1,500 ms; 40 at 1 a second would be 40 s, announced as 30 s.
+    assert.deepEqual(await spreads({ REFETCH_RATE: '2' }, 3), new Set([1500]));
+    assert.deepEqual(await spreads({ REFETCH_RATE: '1' }, 40), new Set([30_000]));
+    assert.deepEqual(await spreads({ REFETCH_RATE: '0' }, 3), new Set([undefined]));
   });
 });
 

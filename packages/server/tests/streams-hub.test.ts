@@ -8,7 +8,7 @@ import { StreamHub, type OpenStream, type StreamHubOptions } from '../src/module
 import { eventually, newProject, newUser, request, startServer } from './harness.js';
 
 /** A server with a user and a project, and a hub of the test's own beside the server's, on its database. */
-async function hubOnItsOwn(t: TestContext, options: StreamHubOptions) {
+async function hubOnItsOwn(t: TestContext, options: Partial<StreamHubOptions>) {
   const server = await startServer();
   t.after(() => server.close());
   const user = await newUser(server);

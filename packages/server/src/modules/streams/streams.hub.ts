@@ -26,11 +26,16 @@ export interface StreamHubOptions {
    * within this window wait for its end and are sent as one message.
    */
   coalesceMs: number;
+  /** The fetches a second this instance asks for after a change (config.ts, refetchRate); 0: none asked. */
+  refetchRate: number;
 }
 
-/** The message a stream gets for a change: its id is the project's revision, for Last-Event-ID. */
-export function refetchMessage(revision: number): string {
-  const data = JSON.stringify({ type: 'refetchEvaluation', etag: String(revision), lastModified: Math.floor(Date.now() / 1000) });
+/**
+ * The message a stream gets for a change: its id is the project's revision, for Last-Event-ID.
+ * With a spread (ms, above 0), its clients fetch at a moment of their own within it (refetchSpreadMs).
+ */
+export function refetchMessage(revision: number, spreadMs = 0): string {
+  const data = JSON.stringify({ type: 'refetchEvaluation', etag: String(revision), lastModified: Math.floor(Date.now() / 1000), ...(spreadMs > 0 && { spread: spreadMs }) });
   return `id: ${revision}\nevent: message\ndata: ${data}\n\n`;
 }
 
@@ -39,10 +44,24 @@ export function refetchMessage(revision: number): string {
  * ETag of the environment's new ruleset: an SDK that holds it (a change of another environment,
  * two changes it fetched at once) need not fetch it. With `patch` (JSON text, rulesetPatch), the
  * change itself: an SDK holding the document the patch starts from applies it instead of fetching.
+ * With a spread, as refetchMessage.
  */
-export function rulesetMessage(revision: number, etag: string, patch: string | null = null): string {
-  const data = JSON.stringify({ type: 'refetchRuleset', revision, etag });
+export function rulesetMessage(revision: number, etag: string, patch: string | null = null, spreadMs = 0): string {
+  const data = JSON.stringify({ type: 'refetchRuleset', revision, etag, ...(spreadMs > 0 && { spread: spreadMs }) });
   return `id: ${revision}\nevent: message\ndata: ${patch === null ? data : `${data.slice(0, -1)},"patch":${patch}}`}\n\n`;
+}
+
+/** The longest spread a message announces, however many streams: a client waits at most this long for a change. */
+const MAX_SPREAD_MS = 30_000;
+
+/**
+ * Over how long (ms) the clients of `streams` open streams should fetch after a change so that
+ * they arrive at `rate` a second, not all at once (docs/sdk.md, "Spread refetches"): 10,000 at
+ * once overflowed the listen queue, and the dropped connections came back a second later.
+ * Zero when there is no rate or it is not needed.
+ */
+export function refetchSpreadMs(streams: number, rate: number): number {
+  return rate <= 0 ? 0 : Math.min(MAX_SPREAD_MS, Math.floor((streams * 1000) / rate));
 }
 
 /**
@@ -94,6 +113,7 @@ export class StreamHub {
   private readonly sliceOf = new Map<OpenStream, Set<OpenStream>>();
   private tick = 0;
   private readonly unsubscribe: () => void;
+  private readonly options: StreamHubOptions;
   /** The database away: each waiting change is retried every second; said at most every 10 s. */
   private readonly failureLog = new LogThrottle();
 
@@ -101,13 +121,14 @@ export class StreamHub {
     private readonly db: Db,
     private readonly cache: EvaluateCache,
     private readonly log: FastifyBaseLogger,
-    private readonly options: StreamHubOptions = { heartbeatMs: 15_000, coalesceMs: 50 },
+    options: Partial<StreamHubOptions> = {},
   ) {
+    this.options = { heartbeatMs: 15_000, coalesceMs: 50, refetchRate: 0, ...options };
     this.unsubscribe = cache.onInvalidate((projectId) => {
       this.lastChange.set(projectId, Date.now());
       this.changed(projectId);
     });
-    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs / HEARTBEAT_SLICES);
+    this.heartbeat = setInterval(() => this.beat(), this.options.heartbeatMs / HEARTBEAT_SLICES);
     this.heartbeat.unref();
   }
 
@@ -216,7 +237,9 @@ export class StreamHub {
     const streams = this.byProject.get(projectId);
     if (!streams) return;
     const keyHash = sdkKey === null ? null : sdkKeyHash(sdkKey);
-    const message = project ? refetchMessage(project.revision) : '';
+    // Every client of the project on this instance may fetch (a remote one always does; a local one when no patch fits it).
+    const spreadMs = refetchSpreadMs(streams.size, this.options.refetchRate);
+    const message = project ? refetchMessage(project.revision, spreadMs) : '';
     // Per environment: its ruleset, built once here for every SDK about to fetch it, and its ETag.
     const forRuleset = new Map<string, string>();
     let written = 0;
@@ -233,20 +256,20 @@ export class StreamHub {
       else if (!ruleset) stream.write(message);
       else {
         let forEnvironment = forRuleset.get(stream.environment);
-        if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = this.rulesetChange(projectId, environment, project.revision)));
+        if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = this.rulesetChange(projectId, environment, project.revision, spreadMs)));
         stream.write(forEnvironment);
       }
     }
   }
 
   /** The message for an environment's change, with the patch from the ruleset last sent when it is small; what it sends is remembered for the next. */
-  private rulesetChange(projectId: string, environment: CompiledEnvironment, revision: number): string {
+  private rulesetChange(projectId: string, environment: CompiledEnvironment, revision: number, spreadMs: number): string {
     const answer = rulesetAnswer(environment, revision);
     let sent = this.sent.get(projectId);
     if (!sent) this.sent.set(projectId, (sent = new Map()));
     const before = sent.get(environment.key);
     sent.set(environment.key, answer);
-    return rulesetMessage(revision, answer.etag, before === undefined || before.etag === answer.etag ? null : rulesetPatch(before, answer));
+    return rulesetMessage(revision, answer.etag, before === undefined || before.etag === answer.etag ? null : rulesetPatch(before, answer), spreadMs);
   }
 
   private beat(): void {

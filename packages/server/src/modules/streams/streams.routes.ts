@@ -38,7 +38,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
   app,
   { config, db, limits, evaluateCache, streamTokens, openStreams },
 ) => {
-  const hub = new StreamHub(db, evaluateCache, app.log);
+  const hub = new StreamHub(db, evaluateCache, app.log, { refetchRate: config.refetchRate });
   // The server waits for open answers when it closes: end the streams first.
   app.addHook('preClose', async () => hub.close());
   app.decorateRequest('streamScope', null);
