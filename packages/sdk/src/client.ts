@@ -90,6 +90,11 @@ type Evaluation = { kind: 'flags'; flags: Flags; etag: string | undefined } | { 
 
 /** Asks evaluate for each flag's kind and unmet prerequisite besides its reason (docs/api.md): the providers need not read the reason's text, nor ask again. */
 const KINDS = Object.freeze({ 'x-guidon-answer': 'kind' });
+/** The longest X-Guidon-Context the client sends (the server takes 8 KiB): a longer context's stream carries no answers. */
+const MAX_CONTEXT_HEADER = 8192;
+
+/** A context as evaluate's body and X-Guidon-Context send it. */
+const sentContext = (context: GuidonContext) => ({ user_id: context.user_id ?? null, user_email: context.user_email ?? null, ...(context.custom_attributes ? { custom_attributes: context.custom_attributes } : {}) });
 
 const contextKey = (context: GuidonContext) =>
   JSON.stringify([context.user_id ?? null, context.user_email ?? null, context.custom_attributes ? Object.entries(context.custom_attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : null]);
@@ -133,6 +138,8 @@ class RemoteClient implements GuidonClient {
   /** The client's context's unit (exposures.ts). */
   private unit: string | undefined;
   private closing: Promise<void> | undefined;
+  /** The context the open stream named in X-Guidon-Context: its messages' answers are for it. */
+  private streamContext: GuidonContext | undefined;
 
   constructor(private readonly options: ClientOptions) {
     this.transport = new Transport({ baseUrl: options.baseUrl, headers: { 'x-sdk-key': options.sdkKey }, timeoutMs: options.timeoutMs, fetch: options.fetch });
@@ -141,6 +148,8 @@ class RemoteClient implements GuidonClient {
       streamPath: `/sdk/v1/stream?environment=${encodeURIComponent(options.environment)}`,
       refetch: 'refetchEvaluation',
       stream: options.stream !== false,
+      streamHeaders: () => this.streamHeaders(),
+      handled: (data) => this.takeAnswer(data),
       pollIntervalMs,
       fetchOnce: () => this.fetchOwn(),
       holds: () => this.source !== 'fallback',
@@ -216,6 +225,7 @@ class RemoteClient implements GuidonClient {
     this.unit = unitOf(this.context);
     this.etag = undefined;
     this.restoreStored();
+    this.follower.reopenStream(); // its messages answer for the new context from now on
     return this.follower.refresh();
   }
 
@@ -334,12 +344,33 @@ class RemoteClient implements GuidonClient {
       method: 'POST',
       etag,
       headers: KINDS,
-      json: { environment: this.options.environment, context: { user_id: context.user_id ?? null, user_email: context.user_email ?? null, ...(context.custom_attributes ? { custom_attributes: context.custom_attributes } : {}) } },
+      json: { environment: this.options.environment, context: sentContext(context) },
     });
     if (answer.kind !== 'ok') return answer;
     const flags = (answer.body as { flags?: unknown } | undefined)?.flags;
     if (typeof flags !== 'object' || flags === null) return { kind: 'failed', error: new GuidonError(`Guidon answered ${answer.status} without flags`, 'http', answer.status) };
     return { kind: 'flags', flags: flags as Flags, etag: answer.etag };
+  }
+
+  /**
+   * The stream's headers, as it opens: its messages carry the answer for the client's context
+   * (docs/sdk.md, "The answer in the message"), unless the context is too long for a header.
+   */
+  private streamHeaders(): Record<string, string> {
+    const encoded = encodeURIComponent(JSON.stringify(sentContext(this.context)));
+    this.streamContext = encoded.length <= MAX_CONTEXT_HEADER ? this.context : undefined;
+    return this.streamContext ? { ...KINDS, 'x-guidon-context': encoded } : {};
+  }
+
+  /** A change message's answer, taken as a fetch's would be when it was evaluated for the client's context (the one the stream opened with); false: the client fetches. */
+  private takeAnswer(data: string): boolean {
+    if (this.streamContext !== this.context) return false;
+    const message = JSON.parse(data) as { answer?: { flags?: unknown }; answerEtag?: unknown } | null;
+    const flags = message?.answer?.flags;
+    if (typeof flags !== 'object' || flags === null || typeof message?.answerEtag !== 'string') return false;
+    this.setFlags(flags as Flags, 'server', message.answerEtag);
+    this.store(flags as Flags, message.answerEtag);
+    return true;
   }
 
   /** The client's own flags, for the follower; resolves the failure, or undefined. */

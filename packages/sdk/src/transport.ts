@@ -145,8 +145,8 @@ export class Transport {
   }
 
   /** Opens the change stream: its body, or why Guidon refused it. Throws what fetch throws (the follower's loop catches it). */
-  async stream(path: string, lastEventId: string | undefined, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | GuidonError> {
-    const headers: Record<string, string> = { ...this.options.headers, accept: 'text/event-stream' };
+  async stream(path: string, lastEventId: string | undefined, signal: AbortSignal, extraHeaders: Record<string, string> = {}): Promise<ReadableStream<Uint8Array> | GuidonError> {
+    const headers: Record<string, string> = { ...this.options.headers, ...extraHeaders, accept: 'text/event-stream' };
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
     const response = await this.fetchImpl(`${this.baseUrl}${path}`, { headers, signal });
     if (response.status === 200 && response.body) return response.body;
@@ -193,6 +193,8 @@ export interface FollowOptions {
   streamPath: string;
   /** The message type that asks for a fetch: refetchEvaluation (remote) or refetchRuleset (local). */
   refetch: string;
+  /** Headers of the stream's request beyond the credential, asked each time it opens (the remote client's context). */
+  streamHeaders?: () => Record<string, string>;
   /** Follow the stream (true), or only poll. */
   stream: boolean;
   /** How often to poll when not streaming, and while the stream is away. */
@@ -230,6 +232,8 @@ export class Follower {
   /** Ends the stream, or the wait before the next attempt. */
   private streamAbort: AbortController | undefined;
   private lastEventId: string | undefined;
+  /** reopenStream() ended the stream: the loop opens it again at once, with no outage. */
+  private reopening = false;
 
   constructor(
     private readonly transport: Transport,
@@ -242,6 +246,13 @@ export class Follower {
   start(): void {
     if (this.options.stream) void this.streamLoop();
     else this.schedulePoll();
+  }
+
+  /** Opens the stream again at once when it is open (its headers changed: the remote client's context); no error, no stale. */
+  reopenStream(): void {
+    if (!this.streamOpen) return; // an attempt under way or to come asks streamHeaders anew, or the client's handled() sees the old context
+    this.reopening = true;
+    this.streamAbort?.abort();
   }
 
   close(): void {
@@ -305,7 +316,7 @@ export class Follower {
       let silence = later(() => controller.abort(), this.transport.timeoutMs);
       let error: GuidonError;
       try {
-        const body = await this.transport.stream(this.options.streamPath, this.lastEventId, controller.signal);
+        const body = await this.transport.stream(this.options.streamPath, this.lastEventId, controller.signal, this.options.streamHeaders?.());
         if (body instanceof GuidonError) throw body;
         attempt = 0;
         this.streamOpen = true;
@@ -322,7 +333,10 @@ export class Follower {
         await readSse(
           body,
           (message) => {
-            if (message.event === 'message' && message.data.includes(this.options.refetch) && !this.handles(message.data)) this.changed(spreadDelayMs(message.data));
+            if (message.event !== 'message' || !message.data.includes(this.options.refetch)) return;
+            // Brought up to date from the message itself (a patch, an answer): no fetch.
+            if (this.handles(message.data)) this.options.onChange?.();
+            else this.changed(spreadDelayMs(message.data));
           },
           rearm,
           // The revision of each message, or the one the stream started from: sent back when it reconnects.
@@ -336,6 +350,11 @@ export class Follower {
         this.streamOpen = false;
       }
       if (this.closed) break;
+      if (this.reopening) {
+        // Last-Event-ID goes with it: a change made meanwhile comes as a message at once.
+        this.reopening = false;
+        continue;
+      }
       this.options.onOutage?.();
       if (!away) {
         away = true;

@@ -231,6 +231,39 @@ describe('@guidon/sdk against a running Guidon', () => {
     await eventually(async () => (await c.forContext({ user_id: 'vip' })).isEnabled('checkout') !== checkout, 'the cache to be invalidated by the change');
   });
 
+  test("a change's answer travels in the stream message: no evaluate request, the flags evaluate answers; after identify() the messages answer for the new user", async () => {
+    const counting = countingFetch();
+    const c = client(options({ fetch: counting.fetch, context: { user_id: 'someone' }, storage: false }));
+    assert.equal(await c.ready(), true);
+    await eventually(() => counting.calls.some((call) => call.url.includes('/sdk/v1/stream')), 'the stream open');
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the server follows the stream
+    const asked = counting.evaluations().length;
+    const changes: string[][] = [];
+    c.on('change', ({ keys }) => changes.push(keys));
+    for (let i = 0; i < 2; i++) {
+      const before = c.isEnabled('checkout');
+      await toggle();
+      await eventually(() => c.isEnabled('checkout') !== before, `toggle ${i} seen`);
+    }
+    assert.equal(counting.evaluations().length, asked, 'no evaluate request: the messages carried the answers');
+    assert.deepEqual(changes, [['checkout'], ['checkout']]);
+    const fresh = await request(server, 'POST', '/sdk/v1/evaluate', { sdkKey: project.sdk_key, headers: { 'x-guidon-answer': 'kind' }, body: { environment: 'production', context: { user_id: 'someone', user_email: null } } });
+    assert.deepEqual(c.allFlags(), fresh.body.flags, 'what evaluate answers, kinds included');
+
+    // identify(): one request for the new user, and the stream opened again with its context.
+    const streamsBefore = counting.calls.filter((call) => call.url.includes('/sdk/v1/stream')).length;
+    assert.equal(await c.identify({ user_id: 'vip' }), true);
+    assert.equal(c.reason('beta'), 'Matched user_id targeting rule');
+    await eventually(() => counting.calls.filter((call) => call.url.includes('/sdk/v1/stream')).length === streamsBefore + 1, 'the stream opened again');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const afterIdentify = counting.evaluations().length;
+    const before = c.isEnabled('checkout');
+    await toggle();
+    await eventually(() => c.isEnabled('checkout') !== before, 'the toggle seen as vip');
+    assert.equal(c.reason('beta'), 'Matched user_id targeting rule', "the message's answer is vip's");
+    assert.equal(counting.evaluations().length, afterIdentify, 'no evaluate request');
+  });
+
   test('polling with ETag: unchanged flags come back 304', async () => {
     const counting = countingFetch();
     const c = client(options({ stream: false, pollIntervalMs: 50, fetch: counting.fetch }));
@@ -273,10 +306,10 @@ describe('@guidon/sdk against a running Guidon', () => {
   });
 
   /** A remote client through a cutting proxy, ready, its stream open, its ready and stale events noted. */
-  const behindProxy = async (t: TestContext) => {
+  const behindProxy = async (t: TestContext, extra: Partial<ClientOptions> = {}) => {
     const proxy = await startCuttingProxy(server.url);
     t.after(() => proxy.close());
-    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000 }));
+    const remote = client(options({ baseUrl: proxy.url, pollIntervalMs: 60_000, ...extra }));
     const events: string[] = [];
     for (const event of ['ready', 'stale'] as const) remote.on(event, () => events.push(event));
     assert.equal(await remote.ready(), true);
@@ -285,7 +318,9 @@ describe('@guidon/sdk against a running Guidon', () => {
   };
 
   test('an answer asked before the stream broke does not make the client ready again; the fetch after the reconnect does', async (t) => {
-    const { proxy, remote, events } = await behindProxy(t);
+    // A context too long for X-Guidon-Context (8 KiB encoded): the change messages carry no answer, so the client asks.
+    const long = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`note${i}`, 'x'.repeat(1000)]));
+    const { proxy, remote, events } = await behindProxy(t, { context: { custom_attributes: long } });
     const before = remote.isEnabled('checkout');
     const held = proxy.holdNextAnswer('/sdk/v1/evaluate');
     await toggle(); // announced over the stream: the client asks, and its answer is held

@@ -14,10 +14,14 @@
  *   or every SDK after a change too big for a patch. A client holds it when its 200 has all arrived.
  * - `remote`: remote-evaluation clients (browsers, mobile apps): each evaluates once (POST
  *   /sdk/v1/evaluate with X-SDK-Key, `{"environment":"production","context":{"user_id":<its
- *   own>}}`), holds GET /sdk/v1/stream with the project's SDK key, and on each `refetchEvaluation`
- *   evaluates again on a new connection (no If-None-Match: the answer is read). It holds the change
- *   when that answer has all arrived and its JSON shows the toggled flag's new `enabled`.
- * The figures are the same for every path ("by patch" is 0 but with `patch`); the header names it.
+ *   own>}}`), holds GET /sdk/v1/stream with the project's SDK key and, as the SDK, its context in
+ *   X-Guidon-Context. On each `refetchEvaluation` it takes the answer the message carries, or (a
+ *   server that sends none, as builds before it) evaluates again on a new connection (no
+ *   If-None-Match: the answer is read). It holds the change when the answer shows the toggled
+ *   flag's new `enabled`.
+ * Every client that fetches does so at a uniform moment within the message's `spread`, as the SDK.
+ * The figures are the same for every path ("by the message" is 0 but for a patch or an answer);
+ * the header names the path. The listen queue's overflows are the machine's (TcpExt ListenOverflows).
  *
  * The clients are BENCH_CLIENT_PROCESSES (4) processes of this file, each from its own loopback
  * source addresses (one per client: 127.<process>.x.y), with raw sockets and no parsing beyond
@@ -83,7 +87,7 @@ interface Target {
 }
 
 type ToClients = { type: 'open'; target: Target; count: number; addressBase: number } | { type: 'arm' } | { type: 'report' } | { type: 'close' };
-type FromClients = { type: 'opened'; errors: number } | { type: 'report'; arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[]; spreadMs: number };
+type FromClients = { type: 'opened'; errors: number } | { type: 'report'; arrivals: number[]; skipped: number; unchanged: number; patched: number; inMessage: number; errors: string[]; spreadMs: number };
 
 /** One HTTP/1.1 exchange on a new connection: status, headers (lower-case) and the body (by its length), once it has all arrived. */
 function exchange(target: Target, localAddress: string, head: string): Promise<{ status: number; headers: Map<string, string>; body: Buffer }> {
@@ -128,7 +132,7 @@ class Client {
   constructor(
     private readonly target: Target,
     private readonly address: string,
-    private readonly seen: { arrivals: number[]; skipped: number; unchanged: number; patched: number; errors: string[]; spreadMs: number },
+    private readonly seen: { arrivals: number[]; skipped: number; unchanged: number; patched: number; inMessage: number; errors: string[]; spreadMs: number },
   ) {}
 
   private rulesetHead(etag: string): string {
@@ -150,7 +154,12 @@ class Client {
     const { status, headers, body } = await exchange(this.target, this.address, this.evaluateHead());
     if (status !== 200) throw new Error(`evaluate answered ${status}`);
     if (!headers.has('content-length') || headers.has('content-encoding')) throw new Error(`evaluate answered without a length, or encoded`);
-    const enabled = (JSON.parse(body.toString('utf8')) as { flags?: Record<string, { enabled?: unknown }> }).flags?.[this.target.flagKey]?.enabled;
+    this.holdAnswer(JSON.parse(body.toString('utf8')));
+  }
+
+  /** An evaluate answer, fetched or carried in a message: the client holds the change once it shows the flag's new `enabled`. */
+  private holdAnswer(answer: { flags?: Record<string, { enabled?: unknown }> }): void {
+    const enabled = answer.flags?.[this.target.flagKey]?.enabled;
     if (typeof enabled !== 'boolean') throw new Error(`evaluate's answer has no ${this.target.flagKey}`);
     if (enabled === this.enabled) {
       if (this.armed) this.seen.unchanged++;
@@ -217,7 +226,9 @@ class Client {
       let started = false;
       socket.setEncoding('latin1');
       // Local clients hold the stream with the API token; remote ones with the project's SDK key, as the SDK's remote client.
-      const credential = PATH === 'remote' ? `x-sdk-key: ${this.target.sdkKey}` : `authorization: Bearer ${this.target.token}`;
+      // A remote client names its context, as the SDK does, so that messages carry its answer (docs/sdk.md, "The answer in the message").
+      const context = encodeURIComponent(JSON.stringify({ user_id: this.address, user_email: null }));
+      const credential = PATH === 'remote' ? `x-sdk-key: ${this.target.sdkKey}\r\nx-guidon-answer: kind\r\nx-guidon-context: ${context}` : `authorization: Bearer ${this.target.token}`;
       socket.on('connect', () =>
         socket.write(`GET /sdk/v1/stream?environment=production HTTP/1.1\r\nhost: ${this.target.host}\r\n${credential}\r\naccept: text/event-stream\r\n\r\n`),
       );
@@ -236,7 +247,17 @@ class Client {
           const data = /^data: (.*)$/m.exec(event)?.[1];
           if (data === undefined) continue;
           if (PATH === 'remote') {
-            if (data.includes('"refetchEvaluation"')) this.fetchWithin((JSON.parse(data) as { spread?: number }).spread);
+            if (!data.includes('"refetchEvaluation"')) continue;
+            // As the SDK: the answer the message carries for this client's context, else a fetch within the spread.
+            const message = JSON.parse(Buffer.from(data, 'latin1').toString('utf8')) as { spread?: number; answer?: { flags?: Record<string, { enabled?: unknown }> } };
+            if (message.answer) {
+              if (this.armed) this.seen.inMessage++;
+              try {
+                this.holdAnswer(message.answer);
+              } catch (error) {
+                this.seen.errors.push((error as Error).message);
+              }
+            } else this.fetchWithin(message.spread);
           } else if (data.includes('"refetchRuleset"')) this.changed(JSON.parse(Buffer.from(data, 'latin1').toString('utf8')));
         }
       });
@@ -246,7 +267,7 @@ class Client {
 }
 
 async function runClients(): Promise<void> {
-  const seen = { arrivals: [] as number[], skipped: 0, unchanged: 0, patched: 0, errors: [] as string[], spreadMs: 0 };
+  const seen = { arrivals: [] as number[], skipped: 0, unchanged: 0, patched: 0, inMessage: 0, errors: [] as string[], spreadMs: 0 };
   let clients: Client[] = [];
   process.on('message', async (message: ToClients) => {
     if (message.type === 'open') {
@@ -268,7 +289,7 @@ async function runClients(): Promise<void> {
       }
       process.send!({ type: 'opened', errors } satisfies FromClients);
     } else if (message.type === 'arm') {
-      Object.assign(seen, { arrivals: [], skipped: 0, unchanged: 0, patched: 0, errors: [], spreadMs: 0 });
+      Object.assign(seen, { arrivals: [], skipped: 0, unchanged: 0, patched: 0, inMessage: 0, errors: [], spreadMs: 0 });
       for (const client of clients) client.armed = true;
     } else if (message.type === 'report') {
       process.send!({ type: 'report', ...seen } satisfies FromClients);
@@ -564,7 +585,7 @@ async function measure(build: string, mainJs: string): Promise<Result> {
         evaluateP99: percentile(burst, 99),
         evaluateFailures: evaluated.failures,
         skipped: reports.reduce((sum, report) => sum + report.skipped, 0),
-        patched: reports.reduce((sum, report) => sum + report.patched, 0),
+        patched: reports.reduce((sum, report) => sum + report.patched + report.inMessage, 0),
         maxFiles,
         overflows,
         spreadMs: Math.max(0, ...reports.map((report) => report.spreadMs)),
@@ -599,7 +620,7 @@ async function main(): Promise<void> {
   const { busyPct, stealPct } = busyBetween(before, cpuJiffies());
   const f = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(0));
   console.log(`\nmachine busy ${busyPct.toFixed(0)} % (steal ${stealPct.toFixed(0)} %), load average ${loadAverage()}\n`);
-  console.log('| build | toggle | toggle answered ms | first ms | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | by patch | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max | spread announced ms | listen queue overflows |');
+  console.log('| build | toggle | toggle answered ms | first ms | p50 ms | p99 ms | max ms | holding it within 5 s | errors | skipped (held it) | by the message (patch or answer) | evaluate p99 quiet → burst ms | server CPU ms per client | KiB per open stream | open all s | server open files, max | spread announced ms | listen queue overflows |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const result of results) {
     result.toggles.forEach((toggle, i) =>

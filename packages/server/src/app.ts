@@ -316,7 +316,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     await app.register(cors, {
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
       // SDK and OFREP calls from a page: their credential headers, and the ETag and Retry-After they must read.
-      allowedHeaders: ['Content-Type', 'Authorization', 'X-SDK-Key', 'X-API-Key', 'X-Environment', 'If-None-Match', 'Last-Event-ID', 'X-Request-Id', 'X-Guidon-Answer'],
+      allowedHeaders: ['Content-Type', 'Authorization', 'X-SDK-Key', 'X-API-Key', 'X-Environment', 'If-None-Match', 'Last-Event-ID', 'X-Request-Id', 'X-Guidon-Answer', 'X-Guidon-Context'],
       exposedHeaders: ['ETag', 'Retry-After', 'X-Request-Id'],
     });
   }

@@ -232,6 +232,66 @@ describe('GET /sdk/v1/stream', () => {
   });
 });
 
+describe('the answer in the message (X-Guidon-Context, docs/sdk.md)', () => {
+  let server: TestServer;
+  let user: TestUser;
+  before(async () => {
+    server = await startServer();
+    user = await newUser(server);
+  });
+  after(() => server.close());
+
+  test("a stream opened with a context gets, with each change, evaluate's answer for that context byte for byte and its ETag; one without gets none", async (t) => {
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
+    const beta = await newFlag(server, user, project, { key: 'beta', enabled: true });
+    await request(server, 'POST', `${flagsPath(project)}/${beta.id}/rules`, { token: user.token, body: { rule_type: 'user_id', rule_value: 'vïp' } });
+    const context = { user_id: 'vïp', user_email: null, custom_attributes: { plan: 'pro', seats: 3 } };
+    const revision = String(await storedRevision(server, project.id));
+    const path = `${server.url}/sdk/v1/stream?environment=production`;
+    const base = { 'x-sdk-key': project.sdk_key, 'last-event-id': revision };
+    const plain = await openStream(path, base);
+    const answered = await openStream(path, { ...base, 'x-guidon-context': encodeURIComponent(JSON.stringify(context)) });
+    const withKinds = await openStream(path, { ...base, 'x-guidon-context': encodeURIComponent(JSON.stringify(context)), 'x-guidon-answer': 'kind' });
+    t.after(() => [plain, answered, withKinds].forEach((stream) => stream.close()));
+    assert.deepEqual([plain.status, answered.status, withKinds.status], [200, 200, 200]);
+
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    await eventually(() => [plain, answered, withKinds].every((stream) => stream.messages.length > 0), 'a message on each stream');
+    const evaluated = (headers: Record<string, string> = {}) => fetch(`${server.url}/sdk/v1/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sdk-key': project.sdk_key, ...headers }, body: JSON.stringify({ environment: 'production', context }) });
+    for (const [stream, headers] of [[answered, {}], [withKinds, { 'x-guidon-answer': 'kind' }]] as const) {
+      const data = stream.messages[0]!.data;
+      const message = JSON.parse(data);
+      assert.equal(message.type, 'refetchEvaluation');
+      assert.equal(message.etag, JSON.parse(plain.messages[0]!.data).etag);
+      const answer = await evaluated(headers);
+      const text = await answer.text();
+      assert.ok(data.includes(`"answer":${text}`), 'the answer is the evaluate body, byte for byte');
+      assert.equal(message.answerEtag, answer.headers.get('etag'));
+      assert.equal(message.answer.flags.f.enabled, true);
+      assert.equal(message.answer.flags.beta.reason, 'Matched user_id targeting rule');
+    }
+    assert.equal(JSON.parse(answered.messages[0]!.data).answer.flags.f.kind, undefined);
+    assert.equal(JSON.parse(withKinds.messages[0]!.data).answer.flags.f.kind, 'STATIC');
+    const none = JSON.parse(plain.messages[0]!.data);
+    assert.equal(none.answer, undefined);
+    assert.equal(none.answerEtag, undefined);
+  });
+
+  test('a context header that is not percent-encoded JSON, or not a context, is a 400 that says why; the stream does not open', async () => {
+    const project = await newProject(server, user);
+    for (const [header, says] of [
+      ['%7Bnot json', /percent-encoded/],
+      [encodeURIComponent(JSON.stringify({ user_id: 5 })), /user_id/],
+      [encodeURIComponent(JSON.stringify([1])), /not a valid context/],
+    ] as const) {
+      const refused = await request(server, 'GET', '/sdk/v1/stream?environment=production', { sdkKey: project.sdk_key, headers: { 'x-guidon-context': header } });
+      assert.equal(refused.status, 400, header);
+      assert.match(refused.body.message, says);
+    }
+  });
+});
+
 describe('the spread a change message announces (docs/sdk.md, "Spread refetches")', () => {
   test("each message carries the project's open streams on the instance over REFETCH_RATE, in ms, for SDK-key and API-token streams alike, up to 30 s; none at REFETCH_RATE=0", async (t) => {
     const spreads = async (env: Record<string, string>, count: number) => {

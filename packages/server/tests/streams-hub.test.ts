@@ -61,7 +61,7 @@ describe('StreamHub', () => {
     const compiled = await cache.project(project.sdk_key);
     assert.ok(compiled);
     const written: string[] = [];
-    hub.add({ projectId: project.id, environment: 'production', keyHash: sdkKeyHash(project.sdk_key), write: (chunk) => void written.push(chunk), close: () => undefined }, compiled);
+    hub.add({ projectId: project.id, environment: 'production', keyHash: sdkKeyHash(project.sdk_key), write: (chunk) => void written.push(String(chunk)), close: () => undefined }, compiled);
     const messages = () => written.filter((chunk) => chunk.includes('refetchEvaluation')).length;
 
     cache.invalidateProject(project.id);

@@ -4,9 +4,10 @@ import { noteAttributes } from '../attributes/attributes.seen.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { EnvironmentView } from './environment-view.js';
 import { contextOf, etagOf, evaluateAll, recordAll, type Evaluated } from './evaluation.js';
-import type { EvaluateBody } from './evaluate.schemas.js';
+import type { EvaluateContext } from './evaluate.schemas.js';
 
-type SentContext = NonNullable<Static<typeof EvaluateBody>['context']>;
+/** A context as a client sent it (evaluate's body, a stream's X-Guidon-Context). */
+export type SentContext = Static<typeof EvaluateContext>;
 
 /** `{"enabled":…,"reason":"…"}` per outcome code, ready to be spliced into an answer. */
 const OUTCOME_JSON: readonly string[] = OUTCOMES.map(({ enabled, reason }) => JSON.stringify({ enabled, reason }));

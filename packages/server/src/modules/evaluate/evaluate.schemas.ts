@@ -20,15 +20,16 @@ export const CustomAttributes = Type.Union([
   Type.Null(),
 ]);
 
+/** Who a flag is evaluated for: evaluate's `context`, and a change stream's X-Guidon-Context. */
+export const EvaluateContext = Type.Object({
+  user_id: OptionalText,
+  user_email: OptionalText,
+  custom_attributes: Type.Optional(CustomAttributes),
+});
+
 export const EvaluateBody = Type.Object({
   environment: Type.String({ minLength: 1, maxLength: 64, description: 'environment key: production, staging, or a custom key' }),
-  context: Type.Optional(
-    Type.Object({
-      user_id: OptionalText,
-      user_email: OptionalText,
-      custom_attributes: Type.Optional(CustomAttributes),
-    }),
-  ),
+  context: Type.Optional(EvaluateContext),
 });
 
 /** OpenFeature's name of a reason (the engine's ReasonKind): evaluate's `kind` and OFREP's `reason`. */

@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { LogThrottle } from '../../log-throttle.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
+import { answerFor, releaseAnswer, type SentContext } from '../evaluate/evaluate.answers.js';
 import type { CompiledEnvironment, CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
@@ -13,7 +15,13 @@ export interface OpenStream {
   readonly keyHash: string;
   /** `ruleset`: opened with an API token by an SDK in local mode (docs/local-evaluation.md): it is told to refetch the ruleset, and a key rotation does not concern it. */
   readonly kind?: 'evaluation' | 'ruleset';
-  write(chunk: string): void;
+  /**
+   * An SDK-key stream opened with X-Guidon-Context (docs/sdk.md, "The answer in the message"):
+   * each change's message carries the evaluate answer for this context, with each flag's kind when
+   * `withKinds`, so its client need not ask.
+   */
+  readonly answerFor?: { readonly context: SentContext; readonly withKinds: boolean };
+  write(chunk: string | Buffer): void;
   /** Ends the answer; with retryMs, an SSE `retry:` field first (how long the client waits before it reconnects). */
   close(retryMs?: number): void;
 }
@@ -28,6 +36,8 @@ export interface StreamHubOptions {
   coalesceMs: number;
   /** The fetches a second this instance asks for after a change (config.ts, refetchRate); 0: none asked. */
   refetchRate: number;
+  /** Where the answers carried in messages are recorded, as evaluate records its answers; without it no message carries an answer. */
+  history: HistoryRecorder | null;
 }
 
 /**
@@ -63,6 +73,25 @@ const MAX_SPREAD_MS = 30_000;
 export function refetchSpreadMs(streams: number, rate: number): number {
   return rate <= 0 ? 0 : Math.min(MAX_SPREAD_MS, Math.floor((streams * 1000) / rate));
 }
+
+/**
+ * A change message with the evaluate answer for a stream's context (docs/sdk.md, "The answer in
+ * the message"): `answer` is what POST /sdk/v1/evaluate answers for it now, byte for byte, and
+ * `answerEtag` that answer's ETag. The answer is recorded in the history as evaluate records it.
+ */
+function answeredMessage(message: string, environment: CompiledEnvironment, { context, withKinds }: NonNullable<OpenStream['answerFor']>, history: HistoryRecorder): Buffer {
+  const answer = answerFor(environment, context, history, withKinds);
+  const end = message.lastIndexOf('}'); // the data line's JSON object ends there
+  const chunk = Buffer.concat([Buffer.from(`${message.slice(0, end)},"answerEtag":${JSON.stringify(answer.etag)},"answer":`), answer.body, Buffer.from(message.slice(end))]);
+  releaseAnswer(answer);
+  return chunk;
+}
+
+/**
+ * What a message with an answer costs in plain messages' writes, for WRITE_SLICE: evaluating it
+ * takes 5–8 µs, writing its 6–8 KB (100 flags) most of the rest (docs/performance.md).
+ */
+const ANSWER_WORK = 4;
 
 /**
  * Streams written to between two turns of the event loop when a change fans out: about 1 ms of
@@ -123,7 +152,7 @@ export class StreamHub {
     private readonly log: FastifyBaseLogger,
     options: Partial<StreamHubOptions> = {},
   ) {
-    this.options = { heartbeatMs: 15_000, coalesceMs: 50, refetchRate: 0, ...options };
+    this.options = { heartbeatMs: 15_000, coalesceMs: 50, refetchRate: 0, history: null, ...options };
     this.unsubscribe = cache.onInvalidate((projectId) => {
       this.lastChange.set(projectId, Date.now());
       this.changed(projectId);
@@ -242,23 +271,27 @@ export class StreamHub {
     const message = project ? refetchMessage(project.revision, spreadMs) : '';
     // Per environment: its ruleset, built once here for every SDK about to fetch it, and its ETag.
     const forRuleset = new Map<string, string>();
-    let written = 0;
+    let work = 0;
     for (const stream of [...streams]) {
       // A slice at a time, other requests (evaluate) served in between: 10,000 writes at once held them 100 ms and more.
-      if (++written % WRITE_SLICE === 0) {
+      if (work >= WRITE_SLICE) {
+        work = 0;
         await new Promise((resolve) => setImmediate(resolve));
         if (this.closed) return;
       }
       if (!streams.has(stream)) continue; // gone meanwhile
       const ruleset = stream.kind === 'ruleset';
       const environment = project?.environments.get(stream.environment);
+      work += 1;
       if (!project || !environment || (!ruleset && stream.keyHash !== keyHash)) stream.close();
-      else if (!ruleset) stream.write(message);
-      else {
+      else if (ruleset) {
         let forEnvironment = forRuleset.get(stream.environment);
         if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = this.rulesetChange(projectId, environment, project.revision, spreadMs)));
         stream.write(forEnvironment);
-      }
+      } else if (stream.answerFor && this.options.history) {
+        work += ANSWER_WORK;
+        stream.write(answeredMessage(message, environment, stream.answerFor, this.options.history));
+      } else stream.write(message);
     }
   }
 

@@ -9,6 +9,10 @@ import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledProject, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { anySdkCredential, sdkProjectHook } from '../evaluate/sdk-auth.js';
+import { EvaluateContext, wantsKinds } from '../evaluate/evaluate.schemas.js';
+import type { SentContext } from '../evaluate/evaluate.answers.js';
+import type { HistoryRecorder } from '../history/history.recorder.js';
+import { bodyValidator } from '../../http/compilers.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
 import { carriesApiToken, tokenAccessHook } from '../local-evaluation/token-auth.js';
 import { rulesetAnswer } from '../local-evaluation/ruleset.document.js';
@@ -23,6 +27,28 @@ const StreamQuery = Type.Object({
   project: Type.Optional(Type.String({ maxLength: 64, description: 'project id, with an API token of every project (local evaluation)' })),
 });
 
+const StreamHeaders = Type.Object({
+  'x-guidon-context': Type.Optional(
+    Type.String({ maxLength: 8192, description: 'with an SDK key: the context, as JSON percent-encoded (encodeURIComponent); each message then carries the evaluate answer for it (docs/sdk.md, "The answer in the message")' }),
+  ),
+  'x-guidon-answer': Type.Optional(Type.String({ description: '`kind`: the answers in the messages carry each flag\'s kind, as evaluate\'s do with the same header' })),
+});
+
+const validContext = bodyValidator(EvaluateContext);
+
+/** X-Guidon-Context, read: undefined without it; a 400 for one that is not a percent-encoded JSON context. */
+function sentContext(header: string | undefined): SentContext | undefined {
+  if (header === undefined) return undefined;
+  let context: unknown;
+  try {
+    context = JSON.parse(decodeURIComponent(header));
+  } catch {
+    throw new Invalid('X-Guidon-Context must be a JSON context percent-encoded (encodeURIComponent)');
+  }
+  if (!validContext(context)) throw new Invalid(`X-Guidon-Context is not a valid context: ${validContext.errors?.map((error) => `${error.instancePath || 'context'} ${error.message}`).join(', ')}`);
+  return context as SentContext;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** The verified stream token of the request (stream route only). */
@@ -34,11 +60,11 @@ declare module 'fastify' {
 /** How long a client over its open-stream cap is told to wait: about as long as a stream of a well-behaved client lasts between reconnects. */
 const STREAM_CAP_RETRY_SECONDS = 30;
 
-export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; evaluateCache: EvaluateCache; streamTokens: StreamTokens; openStreams: OpenStreamCount }> = async (
+export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; streamTokens: StreamTokens; openStreams: OpenStreamCount }> = async (
   app,
-  { config, db, limits, evaluateCache, streamTokens, openStreams },
+  { config, db, limits, evaluateCache, history, streamTokens, openStreams },
 ) => {
-  const hub = new StreamHub(db, evaluateCache, app.log, { refetchRate: config.refetchRate });
+  const hub = new StreamHub(db, evaluateCache, app.log, { refetchRate: config.refetchRate, history });
   // The server waits for open answers when it closes: end the streams first.
   app.addHook('preClose', async () => hub.close());
   app.decorateRequest('streamScope', null);
@@ -71,6 +97,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       description: 'Server-Sent Events: `refetchEvaluation` after each change to the environment, a comment every 15 s.',
       security: [{ sdkKey: [] }],
       querystring: StreamQuery,
+      headers: StreamHeaders,
       // 503: the database away while the SDK key (or a stream token's) is not compiled yet.
       response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(400, 401, 404, 429, 500, 503) },
     },
@@ -78,6 +105,8 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     let project: CompiledProject | null;
     let environment: string;
     let keyHash: string;
+    // Only an SDK key's stream carries answers: a ruleset's client evaluates itself, and a stream token's (an EventSource) sends no header.
+    let answerFor: OpenStream['answerFor'];
     const scope = request.streamScope;
     const access = request.tokenAccess;
     if (access) {
@@ -102,6 +131,8 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       if (request.query.environment === undefined) throw new Invalid("querystring must have required property 'environment'");
       environment = request.query.environment;
       keyHash = sdkKeyHash(anySdkCredential(request)!);
+      const context = sentContext(request.headers['x-guidon-context']);
+      if (context !== undefined) answerFor = { context, withKinds: wantsKinds(request.headers) };
     }
     if (!project) throw invalidToken();
     const compiled = environmentOf(project, environment); // 404 for an unknown environment
@@ -150,6 +181,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       environment,
       keyHash,
       kind,
+      answerFor,
       write(chunk) {
         // A client that reads nothing for ~1 MiB of messages is gone: let it reconnect.
         if (raw.writableLength > 1024 * 1024) raw.destroy();
