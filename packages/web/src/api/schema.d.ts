@@ -1050,7 +1050,12 @@ export interface paths {
                     /** @description project id, with an API token of every project (local evaluation) */
                     project?: string;
                 };
-                header?: never;
+                header?: {
+                    /** @description with an SDK key: the context, as JSON percent-encoded (encodeURIComponent); each message then carries the evaluate answer for it (docs/sdk.md, "The answer in the message") */
+                    "x-guidon-context"?: string;
+                    /** @description `kind`: the answers in the messages carry each flag's kind, as evaluate's do with the same header */
+                    "x-guidon-answer"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
