@@ -488,15 +488,17 @@ class LocalModeClient implements LocalClient {
   /**
    * A stream's refetchRuleset message (docs/local-evaluation.md, "Freshness: the stream"): nothing to do when
    * it names the ETag held; its patch applied when it starts from the ETag held, and the document
-   * it makes held as a fetched one would be. False (the follower fetches) in every other case: no
-   * patch, another ETag, a patch that does not fit or a document refused.
+   * it makes held as a fetched one would be; the whole ruleset held when the message carries it (a
+   * change too big for a patch). False (the follower fetches) in every other case: no patch,
+   * another ETag, a patch that does not fit or a document refused.
    */
   private applyMessage(data: string): boolean {
     const compiled = this.compiled;
     if (compiled === undefined || this.etag === undefined || this.fetching > 0) return false;
-    const message = JSON.parse(data) as { type?: unknown; revision?: unknown; etag?: unknown; patch?: { from?: unknown } } | null;
+    const message = JSON.parse(data) as { type?: unknown; revision?: unknown; etag?: unknown; patch?: { from?: unknown }; ruleset?: unknown } | null;
     if (message?.type !== 'refetchRuleset' || typeof message.etag !== 'string') return false;
     if (message.etag === this.etag) return true;
+    if (message.ruleset !== undefined) return this.hold(message.ruleset, message.etag) === null;
     if (typeof message.revision !== 'number' || message.patch?.from !== this.etag) return false;
     const document = applyRulesetPatch(compiled.document, message.patch, message.revision);
     return document !== null && this.hold(document, message.etag) === null;

@@ -392,6 +392,26 @@ describe('local mode against a running Guidon', () => {
     assert.equal(counted.ruleset, fetchedAtStart + 1, 'the next change is patched');
   });
 
+  test('a change too big for a patch travels whole: the client holds the ruleset from the message, fetches none, and holds what a fetch gives', async () => {
+    const { counted, counting } = rulesetCounter();
+    const c = local(options({ pollIntervalMs: 60_000, fetch: counting }));
+    assert.equal(await c.ready(), true);
+    await eventually(() => counted.streams === 1, 'the stream opened');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the server follows the stream
+    const fetchedAtStart = counted.ruleset;
+    // Three 7,000-character values: a patch over 16 KiB, a ruleset under 64 KiB (docs/local-evaluation.md).
+    const created = await request(server, 'POST', flagsPath(project), {
+      token: user.token,
+      body: { key: 'large', name: 'large', enabled: true, variants: ['p', 'q', 'r'].map((key, i) => ({ key, value: key.repeat(7000), weight: i === 0 ? 400 : 300 })), off_variant: 'p' },
+    });
+    assert.equal(created.status, 201, created.text);
+    await eventually(() => c.evaluate().variant('large') !== undefined, 'the large flag held locally');
+    assert.equal(counted.ruleset, fetchedAtStart, 'no ruleset request: the message carried it');
+    const fresh = await request(server, 'GET', '/sdk/v1/ruleset?environment=production', { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(c.ruleset(), fresh.body);
+    assert.equal((await request(server, 'DELETE', `${flagsPath(project)}/${created.body.id}`, { token: user.token })).status, 204);
+  });
+
   test('polling with ETag when the stream is off', async () => {
     const calls: { url: string; ifNoneMatch: string | null; status: number }[] = [];
     const counting: typeof fetch = async (input, init) => {

@@ -5,7 +5,7 @@
  * answers for the message's revision (deep-equal, and byte for byte: its JSON hashes to the
  * message's ETag), through adds, deletes, a re-key, variants, rules, segment changes and
  * prerequisites (format 1 → 2 → 1); a client that ignores the patch fetches as before; a change
- * over 16 KiB sends no patch. On PostgreSQL, two instances: a client following one instance gets
+ * over 16 KiB sends no patch but the whole ruleset (under 64 KiB). On PostgreSQL, two instances: a client following one instance gets
  * the right document while the changes go through the other.
  */
 import { after, before, describe, test } from 'node:test';
@@ -45,6 +45,7 @@ interface Message {
   revision: number;
   etag: string;
   patch?: { from: string; format: number; flags: { key: string }[]; removed: string[]; order?: string[]; segments: Record<string, unknown> };
+  ruleset?: RulesetDocument;
 }
 
 /** A local-mode client on the wire: holds a document and its ETag, applies each message's patch, checks it against a fresh fetch. */
@@ -188,7 +189,7 @@ describe('the patch in refetchRuleset', () => {
     }
   });
 
-  test('a large change sends no patch (over 16 KiB): the client fetches; the next small change patches from the fetched document', async () => {
+  test('a large change sends no patch (over 16 KiB) but the ruleset itself (under 64 KiB), which is the fetched one; the next small change patches from it; over 64 KiB, neither', async () => {
     const start = await fetchRuleset(server, token);
     const stream = await openStream(`${server.url}/sdk/v1/stream?environment=production`, since(token, start));
     const client = new Follower(stream, start);
@@ -207,11 +208,26 @@ describe('the patch in refetchRuleset', () => {
       const fetched = await fetchRuleset(server, token, client.held.etag);
       assert.equal(fetched.status, 200);
       assert.equal(fetched.etag, message.etag);
+      // Under 64 KiB the message carries the whole ruleset instead, byte for byte the fetched one.
+      assert.ok(message.ruleset, 'the ruleset travels whole');
+      assert.deepEqual(message.ruleset, fetched.document);
+      assert.equal(etagOf(message.ruleset), message.etag);
       client.held = fetched;
       await newFlag(server, owner, project, { key: 'small', enabled: true });
       await client.follows('a small flag added after it', () => fetchRuleset(server, token));
       await api('DELETE', `${flagsPath(project)}/${flag.id}`, undefined, 204);
       await client.follows('the large flag deleted: a removal is small', () => fetchRuleset(server, token));
+      // Ten 7,000-character values: a ruleset over 64 KiB travels neither as a patch nor whole; the client fetches it.
+      await api('POST', flagsPath(project), {
+        key: 'larger',
+        name: 'larger',
+        enabled: true,
+        variants: Array.from({ length: 10 }, (_, i) => ({ key: `v${i}`, value: big(String(i)), weight: 100 })),
+        off_variant: 'v0',
+      });
+      const over = await client.next('the larger flag added');
+      assert.equal(over.patch, undefined);
+      assert.equal(over.ruleset, undefined, 'over 64 KiB: fetched, compressed');
     } finally {
       stream.close();
     }

@@ -56,10 +56,17 @@ export function refetchMessage(revision: number, spreadMs = 0): string {
  * change itself: an SDK holding the document the patch starts from applies it instead of fetching.
  * With a spread, as refetchMessage.
  */
-export function rulesetMessage(revision: number, etag: string, patch: string | null = null, spreadMs = 0): string {
+export function rulesetMessage(revision: number, etag: string, carried: { patch?: string; ruleset?: string } = {}, spreadMs = 0): string {
   const data = JSON.stringify({ type: 'refetchRuleset', revision, etag, ...(spreadMs > 0 && { spread: spreadMs }) });
-  return `id: ${revision}\nevent: message\ndata: ${patch === null ? data : `${data.slice(0, -1)},"patch":${patch}}`}\n\n`;
+  const change = carried.patch !== undefined ? `,"patch":${carried.patch}` : carried.ruleset !== undefined ? `,"ruleset":${carried.ruleset}` : '';
+  return `id: ${revision}\nevent: message\ndata: ${change === '' ? data : `${data.slice(0, -1)}${change}}`}\n\n`;
 }
+
+/**
+ * The largest ruleset a message carries whole, when the change is too big for a patch (docs/local-evaluation.md):
+ * a 100-flag ruleset is about 14 KiB; a 1,000-flag one (144 KiB) is fetched, compressed, instead.
+ */
+const RULESET_IN_MESSAGE_MAX_BYTES = 64 * 1024;
 
 /** The longest spread a message announces, however many streams: a client waits at most this long for a change. */
 const MAX_SPREAD_MS = 30_000;
@@ -295,14 +302,18 @@ export class StreamHub {
     }
   }
 
-  /** The message for an environment's change, with the patch from the ruleset last sent when it is small; what it sends is remembered for the next. */
+  /** The message for an environment's change, with the patch from the ruleset last sent when it is small, else the ruleset when that is; what it sends is remembered for the next. */
   private rulesetChange(projectId: string, environment: CompiledEnvironment, revision: number, spreadMs: number): string {
     const answer = rulesetAnswer(environment, revision);
     let sent = this.sent.get(projectId);
     if (!sent) this.sent.set(projectId, (sent = new Map()));
     const before = sent.get(environment.key);
     sent.set(environment.key, answer);
-    return rulesetMessage(revision, answer.etag, before === undefined || before.etag === answer.etag ? null : rulesetPatch(before, answer), spreadMs);
+    if (before === undefined || before.etag === answer.etag) return rulesetMessage(revision, answer.etag, {}, spreadMs);
+    const patch = rulesetPatch(before, answer);
+    if (patch !== null) return rulesetMessage(revision, answer.etag, { patch }, spreadMs);
+    // Too big for a patch: the whole ruleset, when small enough, rather than every client fetching it.
+    return rulesetMessage(revision, answer.etag, answer.body.length <= RULESET_IN_MESSAGE_MAX_BYTES ? { ruleset: answer.body.toString('utf8') } : {}, spreadMs);
   }
 
   private beat(): void {
