@@ -232,14 +232,32 @@ class Client {
       socket.on('connect', () =>
         socket.write(`GET /sdk/v1/stream?environment=production HTTP/1.1\r\nhost: ${this.target.host}\r\n${credential}\r\naccept: text/event-stream\r\n\r\n`),
       );
+      // The answer's bytes since its head, chunked (Transfer-Encoding: chunked): a proxy may split an event across chunks.
+      let wire = '';
+      let inHead = true;
       socket.on('data', (chunk: string) => {
         if (!started) {
           if (!chunk.startsWith('HTTP/1.1 200')) return reject(new Error(`stream answered ${chunk.slice(0, 12)}`));
           started = true;
           resolve();
         }
+        wire += chunk;
+        if (inHead) {
+          const headEnd = wire.indexOf('\r\n\r\n');
+          if (headEnd < 0) return;
+          wire = wire.slice(headEnd + 4);
+          inHead = false;
+        }
+        // Each whole chunk's data goes to the event text.
+        for (;;) {
+          const lineEnd = wire.indexOf('\r\n');
+          if (lineEnd < 0) break;
+          const size = parseInt(wire.slice(0, lineEnd), 16);
+          if (wire.length < lineEnd + 2 + size + 2) break;
+          this.pending += wire.slice(lineEnd + 2, lineEnd + 2 + size);
+          wire = wire.slice(lineEnd + 2 + size + 2);
+        }
         // Whole events only (one may be split between reads); comments and other fields are skipped.
-        this.pending += chunk;
         let end: number;
         while ((end = this.pending.indexOf('\n\n')) >= 0) {
           const event = this.pending.slice(0, end);
@@ -249,7 +267,13 @@ class Client {
           if (PATH === 'remote') {
             if (!data.includes('"refetchEvaluation"')) continue;
             // As the SDK: the answer the message carries for this client's context, else a fetch within the spread.
-            const message = JSON.parse(Buffer.from(data, 'latin1').toString('utf8')) as { spread?: number; answer?: { flags?: Record<string, { enabled?: unknown }> } };
+            let message: { spread?: number; answer?: { flags?: Record<string, { enabled?: unknown }> } };
+            try {
+              message = JSON.parse(Buffer.from(data, 'latin1').toString('utf8'));
+            } catch (error) {
+              this.seen.errors.push(`a message that is not JSON: ${(error as Error).message}`);
+              continue;
+            }
             if (message.answer) {
               if (this.armed) this.seen.inMessage++;
               try {

@@ -20,7 +20,7 @@ export interface OpenStream {
    * each change's message carries the evaluate answer for this context, with each flag's kind when
    * `withKinds`, so its client need not ask.
    */
-  readonly answerFor?: { readonly context: SentContext; readonly withKinds: boolean };
+  readonly answering?: { readonly context: SentContext; readonly withKinds: boolean };
   write(chunk: string | Buffer): void;
   /** Ends the answer; with retryMs, an SSE `retry:` field first (how long the client waits before it reconnects). */
   close(retryMs?: number): void;
@@ -54,6 +54,7 @@ export function refetchMessage(revision: number, spreadMs = 0): string {
  * ETag of the environment's new ruleset: an SDK that holds it (a change of another environment,
  * two changes it fetched at once) need not fetch it. With `patch` (JSON text, rulesetPatch), the
  * change itself: an SDK holding the document the patch starts from applies it instead of fetching.
+ * With `ruleset` (the document's JSON text), a change too big for a patch, whole: any SDK holds it.
  * With a spread, as refetchMessage.
  */
 export function rulesetMessage(revision: number, etag: string, carried: { patch?: string; ruleset?: string } = {}, spreadMs = 0): string {
@@ -77,7 +78,7 @@ const MAX_SPREAD_MS = 30_000;
  * once overflowed the listen queue, and the dropped connections came back a second later.
  * Zero when there is no rate or it is not needed.
  */
-export function refetchSpreadMs(streams: number, rate: number): number {
+function refetchSpreadMs(streams: number, rate: number): number {
   return rate <= 0 ? 0 : Math.min(MAX_SPREAD_MS, Math.floor((streams * 1000) / rate));
 }
 
@@ -86,7 +87,7 @@ export function refetchSpreadMs(streams: number, rate: number): number {
  * the message"): `answer` is what POST /sdk/v1/evaluate answers for it now, byte for byte, and
  * `answerEtag` that answer's ETag. The answer is recorded in the history as evaluate records it.
  */
-function answeredMessage(message: string, environment: CompiledEnvironment, { context, withKinds }: NonNullable<OpenStream['answerFor']>, history: HistoryRecorder): Buffer {
+function answeredMessage(message: string, environment: CompiledEnvironment, { context, withKinds }: NonNullable<OpenStream['answering']>, history: HistoryRecorder): Buffer {
   const answer = answerFor(environment, context, history, withKinds);
   const end = message.lastIndexOf('}'); // the data line's JSON object ends there
   const chunk = Buffer.concat([Buffer.from(`${message.slice(0, end)},"answerEtag":${JSON.stringify(answer.etag)},"answer":`), answer.body, Buffer.from(message.slice(end))]);
@@ -295,9 +296,9 @@ export class StreamHub {
         let forEnvironment = forRuleset.get(stream.environment);
         if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = this.rulesetChange(projectId, environment, project.revision, spreadMs)));
         stream.write(forEnvironment);
-      } else if (stream.answerFor && this.options.history) {
+      } else if (stream.answering && this.options.history) {
         work += ANSWER_WORK;
-        stream.write(answeredMessage(message, environment, stream.answerFor, this.options.history));
+        stream.write(answeredMessage(message, environment, stream.answering, this.options.history));
       } else stream.write(message);
     }
   }

@@ -106,7 +106,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
     let environment: string;
     let keyHash: string;
     // Only an SDK key's stream carries answers: a ruleset's client evaluates itself, and a stream token's (an EventSource) sends no header.
-    let answerFor: OpenStream['answerFor'];
+    let answering: OpenStream['answering'];
     const scope = request.streamScope;
     const access = request.tokenAccess;
     if (access) {
@@ -132,7 +132,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       environment = request.query.environment;
       keyHash = sdkKeyHash(anySdkCredential(request)!);
       const context = sentContext(request.headers['x-guidon-context']);
-      if (context !== undefined) answerFor = { context, withKinds: wantsKinds(request.headers) };
+      if (context !== undefined) answering = { context, withKinds: wantsKinds(request.headers) };
     }
     if (!project) throw invalidToken();
     const compiled = environmentOf(project, environment); // 404 for an unknown environment
@@ -181,7 +181,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       environment,
       keyHash,
       kind,
-      answerFor,
+      answering,
       write(chunk) {
         // A client that reads nothing for ~1 MiB of messages is gone: let it reconnect.
         if (raw.writableLength > 1024 * 1024) raw.destroy();
