@@ -350,12 +350,18 @@ describe('local mode against a running Guidon', () => {
     return { counted, counting };
   };
 
-  test('a change travels in the stream message: the client applies its patch, fetches no ruleset, and holds what a fetch gives', async () => {
-    const { counted, counting } = rulesetCounter();
+  /** A client fetching through `counting`, ready, and its stream followed by the server. */
+  const following = async (counted: ReturnType<typeof rulesetCounter>['counted'], counting: typeof fetch) => {
     const c = local(options({ pollIntervalMs: 60_000, fetch: counting }));
     assert.equal(await c.ready(), true);
     await eventually(() => counted.streams === 1, 'the stream opened');
     await new Promise((resolve) => setTimeout(resolve, 200)); // the server follows the stream
+    return c;
+  };
+
+  test('a change travels in the stream message: the client applies its patch, fetches no ruleset, and holds what a fetch gives', async () => {
+    const { counted, counting } = rulesetCounter();
+    const c = await following(counted, counting);
     const fetchedAtStart = counted.ruleset;
     const changes: string[][] = [];
     c.on('change', ({ keys }) => changes.push(keys));
@@ -372,10 +378,7 @@ describe('local mode against a running Guidon', () => {
 
   test('a client holding another ETag than the patch starts from fetches the ruleset, and then holds the current one', async () => {
     const { counted, counting } = rulesetCounter('W/"from-elsewhere"');
-    const c = local(options({ pollIntervalMs: 60_000, fetch: counting }));
-    assert.equal(await c.ready(), true);
-    await eventually(() => counted.streams === 1, 'the stream opened');
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the server follows the stream
+    const c = await following(counted, counting);
     // Until now every answer came "from elsewhere": also the fetch a stream opened shortly after a change asks for (docs/sdk.md).
     counted.rewriting = false;
     const fetchedAtStart = counted.ruleset;
@@ -394,10 +397,7 @@ describe('local mode against a running Guidon', () => {
 
   test('a change too big for a patch travels whole: the client holds the ruleset from the message, fetches none, and holds what a fetch gives', async () => {
     const { counted, counting } = rulesetCounter();
-    const c = local(options({ pollIntervalMs: 60_000, fetch: counting }));
-    assert.equal(await c.ready(), true);
-    await eventually(() => counted.streams === 1, 'the stream opened');
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the server follows the stream
+    const c = await following(counted, counting);
     const fetchedAtStart = counted.ruleset;
     // Three 7,000-character values: a patch over 16 KiB, a ruleset under 64 KiB (docs/local-evaluation.md).
     const created = await request(server, 'POST', flagsPath(project), {
