@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { ChangeFeed } from '../src/modules/changes/change-feed.js';
 import { EvaluateCache } from '../src/modules/evaluate/evaluate.cache.js';
 import { sdkKeyHash } from '../src/modules/evaluate/sdk-key.js';
+import { HistoryRecorder } from '../src/modules/history/history.recorder.js';
 import { StreamHub, type OpenStream, type StreamHubOptions } from '../src/modules/streams/streams.hub.js';
 import { eventually, newProject, newUser, request, startServer } from './harness.js';
 
@@ -47,6 +48,31 @@ describe('StreamHub', () => {
     assert.equal(rotatedOut.closed, true);
     assert.equal(deletedEnvironment.closed, true);
     assert.equal(hub.size, 1);
+  });
+
+  test("a stream whose answer cannot be evaluated gets the plain message, and the change still reaches the streams after it with their answers", async (t) => {
+    const server = await startServer();
+    t.after(() => server.close());
+    const history = new HistoryRecorder(server.config.database, server.app.log, { flushIntervalMs: 3_600_000 });
+    t.after(() => history.close());
+    const { project, cache, hub } = await hubOnItsOwn(t, { heartbeatMs: 60_000, coalesceMs: 10, history });
+    const compiled = await cache.project(project.sdk_key);
+    assert.ok(compiled);
+    const follow = (context: object) => {
+      const stream = { written: [] as string[], projectId: project.id, environment: 'production', keyHash: sdkKeyHash(project.sdk_key), answering: { context, withKinds: false }, write: (chunk: string | Buffer) => void stream.written.push(String(chunk)), close: () => undefined };
+      hub.add(stream as OpenStream, compiled);
+      return stream;
+    };
+    // A context whose user_id throws when read: evaluating it fails (a fault, never a client's input, which the route validates).
+    const broken = follow(Object.defineProperty({}, 'user_id', { enumerable: true, get: () => { throw new Error('unreadable'); } }));
+    const fine = follow({ user_id: 'u-1', user_email: null });
+    cache.invalidateProject(project.id);
+    await eventually(() => fine.written.some((chunk) => chunk.includes('refetchEvaluation')), 'the message after the broken stream');
+    const plain = JSON.parse(/^data: (.*)$/m.exec(broken.written.find((chunk) => chunk.includes('refetchEvaluation'))!)![1]!);
+    const answered = JSON.parse(/^data: (.*)$/m.exec(fine.written.find((chunk) => chunk.includes('refetchEvaluation'))!)![1]!);
+    assert.equal(plain.answer, undefined, 'the plain message: its client fetches');
+    assert.deepEqual(Object.keys(answered.answer), ['flags']);
+    assert.equal(typeof answered.answerEtag, 'string');
   });
 
   test('a quiet project\'s change is sent at once; one that follows within the window waits for its end', async (t) => {

@@ -153,6 +153,8 @@ export class StreamHub {
   private readonly options: StreamHubOptions;
   /** The database away: each waiting change is retried every second; said at most every 10 s. */
   private readonly failureLog = new LogThrottle();
+  /** A stream's answer that throws: said at most every 10 s. */
+  private readonly answerFailureLog = new LogThrottle();
 
   constructor(
     private readonly db: Db,
@@ -298,8 +300,22 @@ export class StreamHub {
         stream.write(forEnvironment);
       } else if (stream.answering && this.options.history) {
         work += ANSWER_WORK;
-        stream.write(answeredMessage(message, environment, stream.answering, this.options.history));
+        stream.write(this.withAnswer(message, environment, stream.answering, this.options.history));
       } else stream.write(message);
+    }
+  }
+
+  /**
+   * The message with the stream's answer; the plain message (its client fetches, and evaluate
+   * answers or fails on its own) when evaluating throws: one stream's context must not stop the
+   * change from reaching the others.
+   */
+  private withAnswer(message: string, environment: CompiledEnvironment, answering: NonNullable<OpenStream['answering']>, history: HistoryRecorder): string | Buffer {
+    try {
+      return answeredMessage(message, environment, answering, history);
+    } catch (error) {
+      if (this.answerFailureLog.due()) this.log.error({ err: error }, 'open streams: a stream\'s answer could not be evaluated; it was sent the plain message');
+      return message;
     }
   }
 
