@@ -362,12 +362,20 @@ class RemoteClient implements GuidonClient {
     return this.streamContext ? { ...KINDS, 'x-guidon-context': encoded } : {};
   }
 
-  /** A change message's answer, taken as a fetch's would be when it was evaluated for the client's context (the one the stream opened with); false: the client fetches. */
+  /**
+   * A change message's answer, taken as a fetch's would be when it was evaluated for the client's
+   * context (the one the stream opened with): the whole `answer`, or `answerChanges` (the flags
+   * whose answer changed) over the answer held when that is the one `answerFrom` names. False: the
+   * client fetches.
+   */
   private takeAnswer(data: string): boolean {
     if (this.streamContext !== this.context) return false;
-    const message = JSON.parse(data) as { answer?: { flags?: unknown }; answerEtag?: unknown } | null;
-    const flags = message?.answer?.flags;
-    if (typeof flags !== 'object' || flags === null || typeof message?.answerEtag !== 'string') return false;
+    const message = JSON.parse(data) as { answer?: { flags?: unknown }; answerChanges?: { flags?: unknown }; answerFrom?: unknown; answerEtag?: unknown } | null;
+    if (typeof message?.answerEtag !== 'string') return false;
+    let flags = message.answer?.flags;
+    const changes = message.answerChanges?.flags;
+    if (typeof changes === 'object' && changes !== null) flags = message.answerFrom === this.etag && this.etag !== undefined ? { ...this.flags, ...changes } : undefined;
+    if (typeof flags !== 'object' || flags === null) return false;
     this.setFlags(flags as Flags, 'server', message.answerEtag);
     this.store(flags as Flags, message.answerEtag);
     return true;

@@ -276,6 +276,38 @@ describe('the answer in the message (X-Guidon-Context, docs/sdk.md)', () => {
     const none = JSON.parse(plain.messages[0]!.data);
     assert.equal(none.answer, undefined);
     assert.equal(none.answerEtag, undefined);
+
+    // The next changes: only the flags whose answer changed, over the answer the stream was sent
+    // (answerFrom); the answer held plus them is evaluate's answer, ETag included.
+    let held = JSON.parse(withKinds.messages[0]!.data);
+    let heldFlags = held.answer.flags;
+    const next = async (what: string, change: () => Promise<unknown>, expectedKeys: string[]) => {
+      const seen = withKinds.messages.length;
+      await change();
+      await eventually(() => withKinds.messages.length > seen, what);
+      const message = JSON.parse(withKinds.messages[seen]!.data);
+      assert.equal(message.answer, undefined, `${what}: not the whole answer`);
+      assert.equal(message.answerFrom, held.answerEtag, `${what}: from the answer sent before`);
+      assert.deepEqual(Object.keys(message.answerChanges.flags), expectedKeys, `${what}: only what changed`);
+      const answer = await evaluated({ 'x-guidon-answer': 'kind' });
+      const fresh = (await answer.json()) as { flags: Record<string, unknown> };
+      heldFlags = { ...heldFlags, ...message.answerChanges.flags };
+      assert.deepEqual(heldFlags, fresh.flags, `${what}: the answer held plus the changes is evaluate's`);
+      assert.deepEqual(Object.keys(heldFlags), Object.keys(fresh.flags), `${what}: in evaluate's order`);
+      assert.equal(message.answerEtag, answer.headers.get('etag'));
+      held = message;
+    };
+    await next('a toggle', () => request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token }), ['f']);
+    // A flag added: the codes no longer line up, so the whole answer comes again.
+    const seen = withKinds.messages.length;
+    await newFlag(server, user, project, { key: 'colour', enabled: true });
+    await eventually(() => withKinds.messages.length > seen, 'the message for the new flag');
+    const whole = JSON.parse(withKinds.messages.at(-1)!.data);
+    assert.equal(whole.answerChanges, undefined);
+    assert.deepEqual(whole.answer, await (await evaluated({ 'x-guidon-answer': 'kind' })).json(), 'a flag added: the whole answer again');
+    held = whole;
+    heldFlags = whole.answer.flags;
+    await next('a toggle after it', () => request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token }), ['f']);
   });
 
   test('a context header that is not percent-encoded JSON, or not a context, is a 400 that says why; the stream does not open', async () => {

@@ -349,6 +349,12 @@ export class EnvironmentAnswers {
     return (this.fragmentBytes[k] ??= Buffer.from(this.fragments[k]!, 'utf8'));
   }
 
+  /** A flag's `"<key>":{…}` in the answer for `codes`, as the answer writes it, without the comma before it. */
+  flagJson(flag: number, codes: Uint8Array): string {
+    const fragment = this.fragment(flag, codes[flag]!, variantAt(this.environment, codes, flag));
+    return flag === 0 ? fragment : fragment.slice(1);
+  }
+
   private fragment(flag: number, code: number, variant: number): string {
     const k = this.slotOf(flag, code, variant);
     return k < 0 ? this.made(flag, code, variant) : this.fragments[k]!; // past the slots: not kept
@@ -386,6 +392,50 @@ const TAIL = Buffer.from('}}');
 function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
   for (let i = 0; i < count; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/** What a change stream's client was last sent (streams/streams.hub.ts): the answer's codes, in the environment and answers they were made in, and its ETag. */
+export interface SentAnswer {
+  readonly environment: EnvironmentView;
+  readonly answers: EnvironmentAnswers;
+  readonly codes: Uint8Array;
+  readonly etag: string;
+}
+
+/** Whether two compilations answer the same flags in the same order (their codes then line up position by position). */
+const sameFlags = (a: EnvironmentView, b: EnvironmentView) => a.outcomeWidth === b.outcomeWidth && a.flagSet.hasVariants === b.flagSet.hasVariants && Buffer.compare(a.keysDigest, b.keysDigest) === 0;
+
+/**
+ * answerFor for a change stream's message (docs/sdk.md, "The answer in the message"): evaluated
+ * and recorded as evaluate does. After `previous`, in a compilation with the same flags in the same
+ * order, `changes`: `{"flags":{…}}` with only the flags whose `"<key>":{…}` is not what `previous`
+ * gave (about 100 bytes for one toggle, not the 6–8 KB of a 100-flag answer); else `whole`.
+ * `sent` is what the client then holds.
+ */
+export function streamAnswerFor(
+  environment: EnvironmentView & { readonly answers: EnvironmentAnswers; readonly answersWithKinds: EnvironmentAnswers },
+  given: SentContext,
+  history: HistoryRecorder,
+  withKinds: boolean,
+  previous: SentAnswer | undefined,
+): { whole: Answer; changes?: undefined; sent: SentAnswer } | { whole?: undefined; changes: string; sent: SentAnswer } {
+  const context = contextOf(given.user_id, given.user_email, given.custom_attributes);
+  noteAttributes(environment.environmentId, given.custom_attributes);
+  const evaluated = evaluateAll(environment, context);
+  recordAll(history, environment, context, evaluated);
+  const answers = withKinds ? environment.answersWithKinds : environment.answers;
+  const codes = evaluated.codes.slice(0, environment.outcomeWidth);
+  if (previous === undefined || !sameFlags(previous.environment, environment)) {
+    const whole = answers.answer(evaluated);
+    return { whole, sent: { environment, answers, codes, etag: whole.etag } };
+  }
+  const changed: string[] = [];
+  for (let flag = 0; flag < environment.flagSet.size; flag++) {
+    const now = answers.flagJson(flag, codes);
+    if (now !== previous.answers.flagJson(flag, previous.codes)) changed.push(now);
+  }
+  const etag = withKinds ? kindsEtag(etagOf(environment, codes)) : etagOf(environment, codes);
+  return { changes: `{"flags":{${changed.join(',')}}}`, sent: { environment, answers, codes, etag } };
 }
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { LogThrottle } from '../../log-throttle.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
-import { answerFor, releaseAnswer, type SentContext } from '../evaluate/evaluate.answers.js';
+import { releaseAnswer, streamAnswerFor, type SentAnswer, type SentContext } from '../evaluate/evaluate.answers.js';
 import type { CompiledEnvironment, CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
@@ -20,7 +20,7 @@ export interface OpenStream {
    * each change's message carries the evaluate answer for this context, with each flag's kind when
    * `withKinds`, so its client need not ask.
    */
-  readonly answering?: { readonly context: SentContext; readonly withKinds: boolean };
+  readonly answering?: { readonly context: SentContext; readonly withKinds: boolean; sent?: SentAnswer };
   write(chunk: string | Buffer): void;
   /** Ends the answer; with retryMs, an SSE `retry:` field first (how long the client waits before it reconnects). */
   close(retryMs?: number): void;
@@ -84,20 +84,26 @@ function refetchSpreadMs(streams: number, rate: number): number {
 
 /**
  * A change message with the evaluate answer for a stream's context (docs/sdk.md, "The answer in
- * the message"): `answer` is what POST /sdk/v1/evaluate answers for it now, byte for byte, and
- * `answerEtag` that answer's ETag. The answer is recorded in the history as evaluate records it.
+ * the message"): `answer`, what POST /sdk/v1/evaluate answers for it now, byte for byte; or, after
+ * an answer the stream was sent, `answerChanges`, only its flags whose answer differs, from the
+ * answer whose ETag is `answerFrom`. `answerEtag`: the new answer's ETag. Recorded in the history
+ * as evaluate records it; what was sent is kept on the stream for the next change.
  */
-function answeredMessage(message: string, environment: CompiledEnvironment, { context, withKinds }: NonNullable<OpenStream['answering']>, history: HistoryRecorder): Buffer {
-  const answer = answerFor(environment, context, history, withKinds);
+function answeredMessage(message: string, environment: CompiledEnvironment, answering: NonNullable<OpenStream['answering']>, history: HistoryRecorder): Buffer {
+  const previous = answering.sent;
+  const answer = streamAnswerFor(environment, answering.context, history, answering.withKinds, previous);
+  answering.sent = answer.sent;
   const end = message.lastIndexOf('}'); // the data line's JSON object ends there
-  const chunk = Buffer.concat([Buffer.from(`${message.slice(0, end)},"answerEtag":${JSON.stringify(answer.etag)},"answer":`), answer.body, Buffer.from(message.slice(end))]);
-  releaseAnswer(answer);
+  const etag = `,"answerEtag":${JSON.stringify(answer.sent.etag)}`;
+  if (answer.changes !== undefined) return Buffer.from(`${message.slice(0, end)},"answerFrom":${JSON.stringify(previous!.etag)}${etag},"answerChanges":${answer.changes}${message.slice(end)}`);
+  const chunk = Buffer.concat([Buffer.from(`${message.slice(0, end)}${etag},"answer":`), answer.whole.body, Buffer.from(message.slice(end))]);
+  releaseAnswer(answer.whole);
   return chunk;
 }
 
 /**
  * What a message with an answer costs in plain messages' writes, for WRITE_SLICE: evaluating it
- * takes 5–8 µs, writing its 6–8 KB (100 flags) most of the rest (docs/performance.md).
+ * takes 5–10 µs; a whole answer's 6–8 KB (100 flags) cost most in the writing (docs/performance.md).
  */
 const ANSWER_WORK = 4;
 
