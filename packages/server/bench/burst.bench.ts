@@ -146,7 +146,7 @@ class Client {
 
   private evaluateHead(): string {
     const body = `{"environment":"production","context":{"user_id":${JSON.stringify(this.address)}}}`;
-    return `POST /sdk/v1/evaluate HTTP/1.1\r\nhost: ${this.target.host}\r\ncontent-type: application/json\r\nx-sdk-key: ${this.target.sdkKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    return `POST /sdk/v1/evaluate HTTP/1.1\r\nhost: ${this.target.host}\r\ncontent-type: application/json\r\nx-sdk-key: ${this.target.sdkKey}\r\nx-guidon-answer: kind\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   }
 
   /** BENCH_PATH=remote: POST /sdk/v1/evaluate on a new connection; the client holds the change once the answer has all arrived and shows the flag's new `enabled`. */
@@ -154,12 +154,13 @@ class Client {
     const { status, headers, body } = await exchange(this.target, this.address, this.evaluateHead());
     if (status !== 200) throw new Error(`evaluate answered ${status}`);
     if (!headers.has('content-length') || headers.has('content-encoding')) throw new Error(`evaluate answered without a length, or encoded`);
+    this.etag = headers.get('etag') ?? '';
     this.holdAnswer(JSON.parse(body.toString('utf8')));
   }
 
-  /** An evaluate answer, fetched or carried in a message: the client holds the change once it shows the flag's new `enabled`. */
-  private holdAnswer(answer: { flags?: Record<string, { enabled?: unknown }> }): void {
-    const enabled = answer.flags?.[this.target.flagKey]?.enabled;
+  /** An evaluate answer, fetched or carried in a message (whole, or its changes: the flag absent is unchanged): the client holds the change once it shows the flag's new `enabled`. */
+  private holdAnswer(answer: { flags?: Record<string, { enabled?: unknown }> }, changes = false): void {
+    const enabled = changes ? (answer.flags?.[this.target.flagKey]?.enabled ?? this.enabled) : answer.flags?.[this.target.flagKey]?.enabled;
     if (typeof enabled !== 'boolean') throw new Error(`evaluate's answer has no ${this.target.flagKey}`);
     if (enabled === this.enabled) {
       if (this.armed) this.seen.unchanged++;
@@ -267,17 +268,20 @@ class Client {
           if (PATH === 'remote') {
             if (!data.includes('"refetchEvaluation"')) continue;
             // As the SDK: the answer the message carries for this client's context, else a fetch within the spread.
-            let message: { spread?: number; answer?: { flags?: Record<string, { enabled?: unknown }> } };
+            let message: { spread?: number; answer?: { flags?: Record<string, { enabled?: unknown }> }; answerChanges?: { flags?: Record<string, { enabled?: unknown }> }; answerFrom?: string; answerEtag?: string };
             try {
               message = JSON.parse(Buffer.from(data, 'latin1').toString('utf8'));
             } catch (error) {
               this.seen.errors.push(`a message that is not JSON: ${(error as Error).message}`);
               continue;
             }
-            if (message.answer) {
+            // The whole answer, or the changes over the one held (as the SDK: only when it holds answerFrom's).
+            const changes = message.answerChanges !== undefined && message.answerFrom === this.etag;
+            if (message.answer || changes) {
               if (this.armed) this.seen.inMessage++;
+              this.etag = message.answerEtag ?? '';
               try {
-                this.holdAnswer(message.answer);
+                this.holdAnswer((message.answer ?? message.answerChanges)!, changes);
               } catch (error) {
                 this.seen.errors.push((error as Error).message);
               }

@@ -102,10 +102,11 @@ function answeredMessage(message: string, environment: CompiledEnvironment, answ
 }
 
 /**
- * What a message with an answer costs in plain messages' writes, for WRITE_SLICE: evaluating it
- * takes 5–10 µs; a whole answer's 6–8 KB (100 flags) cost most in the writing (docs/performance.md).
+ * What a message with an answer costs in plain messages' writes, for WRITE_SLICE: one for
+ * evaluating it (5–10 µs), and one per 2 KiB written (a whole 100-flag answer is 6–8 KB, the
+ * changes of one toggle a few hundred bytes; docs/performance.md).
  */
-const ANSWER_WORK = 4;
+const answerWork = (chunk: string | Buffer) => 1 + (chunk.length >> 11);
 
 /**
  * Streams written to between two turns of the event loop when a change fans out: about 1 ms of
@@ -305,8 +306,9 @@ export class StreamHub {
         if (forEnvironment === undefined) forRuleset.set(stream.environment, (forEnvironment = this.rulesetChange(projectId, environment, project.revision, spreadMs)));
         stream.write(forEnvironment);
       } else if (stream.answering && this.options.history) {
-        work += ANSWER_WORK;
-        stream.write(this.withAnswer(message, environment, stream.answering, this.options.history));
+        const chunk = this.withAnswer(message, environment, stream.answering, this.options.history);
+        work += answerWork(chunk);
+        stream.write(chunk);
       } else stream.write(message);
     }
   }
