@@ -30,7 +30,8 @@ test('the browser bundle has no engine, no RE2 and no semver; the Node bundle ha
   const browser = await bundle('browser');
   for (const marker of ['compileFlagSet', 'RE2JS', 'SemVer']) assert.ok(!browser.includes(marker), `browser bundle holds ${marker}`);
   assert.ok(browser.includes('Local evaluation is for servers'));
-  assert.ok(browser.length < 40_000, `browser bundle: ${browser.length} bytes`);
+  // 40,000 until the answer in the stream message and the refetch spread (docs/sdk.md) added 1.6 KB.
+  assert.ok(browser.length < 44_000, `browser bundle: ${browser.length} bytes`);
   const node = await bundle('node');
   assert.ok(node.includes('compileFlagSet'));
 });

@@ -93,12 +93,13 @@ describe('Retry-After through both clients', () => {
 
   test("local client: a request's 429 holds every request until its Retry-After, a fetch the stream asks for included", async () => {
     const { user, project: p, token } = await project();
-    // A change too large for the stream message's patch (docs/local-evaluation.md: over 16 KiB), so that the client must fetch it.
+    // A change too large for the stream message to carry, as a patch (over 16 KiB) or whole (a
+    // ruleset over 64 KiB, docs/local-evaluation.md), so that the client must fetch it.
     let made = 0;
     const largeChange = () =>
       request(server, 'POST', flagsPath(p), {
         token: user.token,
-        body: { key: `large_${++made}`, name: 'large', enabled: true, variants: ['x', 'y', 'z'].map((key, i) => ({ key, value: key.repeat(7000), weight: i === 0 ? 400 : 300 })), off_variant: 'x' },
+        body: { key: `large_${++made}`, name: 'large', enabled: true, variants: Array.from({ length: 10 }, (_, i) => ({ key: `v${i}`, value: String(i).repeat(7000), weight: 100 })), off_variant: 'v0' },
       });
     // An address of its own: its budget of 100 a minute is this test's alone.
     const address = '10.9.9.9';
