@@ -291,7 +291,7 @@ export class EnvironmentAnswers {
     }
 
     const { body, slab: at } = (ruleMatched ? undefined : this.template.write(codes)) ?? this.built(codes);
-    const etag = this.withKinds ? kindsEtag(etagOf(this.environment, codes)) : etagOf(this.environment, codes);
+    const etag = this.etag(codes);
     // Kept while at least one answer in nine is a reuse (or too few have been seen to tell).
     if (++this.misses > 64 && this.hits * 8 < this.misses) return { body, etag, slab: at };
     // A copy of its own: a kept answer must not hold a slab.
@@ -349,6 +349,12 @@ export class EnvironmentAnswers {
     return (this.fragmentBytes[k] ??= Buffer.from(this.fragments[k]!, 'utf8'));
   }
 
+  /** The ETag of the answer for `codes` (the one with kinds has its own). */
+  etag(codes: Uint8Array): string {
+    const etag = etagOf(this.environment, codes);
+    return this.withKinds ? kindsEtag(etag) : etag;
+  }
+
   /** A flag's `"<key>":{…}` in the answer for `codes`, as the answer writes it, without the comma before it. */
   flagJson(flag: number, codes: Uint8Array): string {
     const fragment = this.fragment(flag, codes[flag]!, variantAt(this.environment, codes, flag));
@@ -394,6 +400,9 @@ function sameCodes(a: Uint8Array, b: Uint8Array, count: number): boolean {
   return true;
 }
 
+/** A compiled environment with its two answer caches (evaluate.cache.ts): plain, and with kinds. */
+type AnsweringEnvironment = EnvironmentView & { readonly answers: EnvironmentAnswers; readonly answersWithKinds: EnvironmentAnswers };
+
 /** What a change stream's client was last sent (streams/streams.hub.ts): the answer's codes, in the environment and answers they were made in, and its ETag. */
 export interface SentAnswer {
   readonly environment: EnvironmentView;
@@ -413,16 +422,13 @@ const sameFlags = (a: EnvironmentView, b: EnvironmentView) => a.outcomeWidth ===
  * `sent` is what the client then holds.
  */
 export function streamAnswerFor(
-  environment: EnvironmentView & { readonly answers: EnvironmentAnswers; readonly answersWithKinds: EnvironmentAnswers },
+  environment: AnsweringEnvironment,
   given: SentContext,
   history: HistoryRecorder,
   withKinds: boolean,
   previous: SentAnswer | undefined,
 ): { whole: Answer; changes?: undefined; sent: SentAnswer } | { whole?: undefined; changes: string; sent: SentAnswer } {
-  const context = contextOf(given.user_id, given.user_email, given.custom_attributes);
-  noteAttributes(environment.environmentId, given.custom_attributes);
-  const evaluated = evaluateAll(environment, context);
-  recordAll(history, environment, context, evaluated);
+  const evaluated = evaluatedFor(environment, given, history);
   const answers = withKinds ? environment.answersWithKinds : environment.answers;
   const codes = evaluated.codes.slice(0, environment.outcomeWidth);
   if (previous === undefined || !sameFlags(previous.environment, environment)) {
@@ -434,7 +440,7 @@ export function streamAnswerFor(
     const now = answers.flagJson(flag, codes);
     if (now !== previous.answers.flagJson(flag, previous.codes)) changed.push(now);
   }
-  const etag = withKinds ? kindsEtag(etagOf(environment, codes)) : etagOf(environment, codes);
+  const etag = answers.etag(codes);
   return { changes: `{"flags":{${changed.join(',')}}}`, sent: { environment, answers, codes, etag } };
 }
 
@@ -444,14 +450,20 @@ export function streamAnswerFor(
  * recorded in history, and the answer (with each flag's kind when the request asked for it).
  */
 export function answerFor(
-  environment: EnvironmentView & { readonly answers: EnvironmentAnswers; readonly answersWithKinds: EnvironmentAnswers },
+  environment: AnsweringEnvironment,
   sent: SentContext | undefined,
   history: HistoryRecorder,
   withKinds: boolean,
 ): Answer {
+  const evaluated = evaluatedFor(environment, sent, history);
+  return (withKinds ? environment.answersWithKinds : environment.answers).answer(evaluated);
+}
+
+/** Every flag evaluated for a context as a client sent it, its attributes noted and the evaluation recorded in the history: what evaluate and a change stream's answer both do. */
+function evaluatedFor(environment: AnsweringEnvironment, sent: SentContext | undefined, history: HistoryRecorder): Evaluated {
   const context = contextOf(sent?.user_id, sent?.user_email, sent?.custom_attributes);
   noteAttributes(environment.environmentId, sent?.custom_attributes);
   const evaluated = evaluateAll(environment, context);
   recordAll(history, environment, context, evaluated);
-  return (withKinds ? environment.answersWithKinds : environment.answers).answer(evaluated);
+  return evaluated;
 }
