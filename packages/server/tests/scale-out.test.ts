@@ -142,6 +142,18 @@ describe('two instances, one PostgreSQL, one Redis', { skip }, () => {
     assert.equal((await evaluate(b, rotated.body.sdk_key, 'production')).status, 200);
   });
 
+  test('an API token deleted on A: A refuses it at once, B once its second is up (TOKEN_RECHECK_MS, token-auth.ts)', async () => {
+    const project = await newProject(a, user);
+    const created = await request(a, 'POST', '/api/tokens', { token: user.token, body: { name: 'deleted on A', project_id: project.id } });
+    const ruleset = (server: TestServer) => request(server, 'GET', '/sdk/v1/ruleset?environment=production', { headers: { authorization: `Bearer ${created.body.token}` } });
+    assert.equal((await ruleset(a)).status, 200);
+    assert.equal((await ruleset(b)).status, 200); // B keeps it now
+    assert.equal((await request(a, 'DELETE', `/api/tokens/${created.body.id}`, { token: user.token })).status, 204);
+    assert.equal((await ruleset(a)).status, 401);
+    await eventually(async () => (await ruleset(b)).status === 401, 'the deleted token refused on B');
+    assert.equal((await request(b, 'GET', '/api/projects', { token: created.body.token })).status, 401, '/api reads the token every time');
+  });
+
   test('deleting an environment, then the project, on A is seen by B', async () => {
     const project = await newProject(a, user);
     assert.equal((await evaluate(b, project.sdk_key, 'staging')).status, 200);

@@ -3,6 +3,7 @@ import type { Actor } from '../changes/changes.schemas.js';
 import type { ProjectWrites } from '../changes/project-writes.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import { dropInvitationToken } from '../accounts/invitation-tokens.js';
+import { tokensRevoked } from '../api-tokens/api-tokens.repository.js';
 import { withdrawInvitation } from '../members/invitations.js';
 import { removeMember, requireMember } from '../members/members.repository.js';
 import { deleteProject } from '../projects/projects.repository.js';
@@ -71,6 +72,7 @@ export async function removeAccount(deps: AccountRemoval, user: { id: string; em
     return true;
   });
   if (!ended) return false;
+  tokensRevoked();
   const actor: Actor = { user_id: user.id, email: user.email, token_id: null };
   for (const membership of await membershipsOf(db, user.id)) {
     if (Number(membership.others) === 0) {

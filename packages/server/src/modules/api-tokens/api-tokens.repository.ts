@@ -39,15 +39,33 @@ export async function listApiTokens(db: Db, userId: string) {
   return rows.map(toToken);
 }
 
-/** Gone at once: every instance looks the token up on every request. */
+let revocations = 0;
+
+/**
+ * Counts the revocations made by this process (a token deleted, an account removed): the SDK
+ * surfaces' token cache (local-evaluation/token-auth.ts) drops what it holds when it moves.
+ */
+export const tokenRevocations = (): number => revocations;
+
+/** Called after a write that ends tokens (deleteApiToken, account removal). */
+export function tokensRevoked(): void {
+  revocations++;
+}
+
+/**
+ * Gone at once: /api reads the token on every request, and the SDK surfaces of this instance drop
+ * their cache (tokensRevoked); those of other instances re-read it within a second (token-auth.ts).
+ */
 export async function deleteApiToken(db: Db, userId: string, tokenId: string): Promise<void> {
   const result = await db.deleteFrom('api_tokens').where('id', '=', tokenId).where('user_id', '=', userId).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw new NotFound('Token not found');
+  tokensRevoked();
 }
 
 /**
  * The token's holder and scope when the secret names an unexpired token, else undefined. One
- * indexed read per request (so a revoked token fails on its next use everywhere); last_used_at is
+ * indexed read per call (/api calls it on every request, so a revoked token fails there on its next
+ * use everywhere; the SDK surfaces keep its answer a second, token-auth.ts); last_used_at is
  * written on first use and then at most once a minute (the condition holds across instances).
  */
 export async function authenticateApiToken(db: Db, secret: string) {
@@ -69,5 +87,5 @@ export async function authenticateApiToken(db: Db, secret: string) {
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', stale)]))
       .execute();
   }
-  return { id: row.id, user_id: row.user_id, email: row.email, project_id: row.project_id, role: row.role };
+  return { id: row.id, user_id: row.user_id, email: row.email, project_id: row.project_id, role: row.role, expiresAt: row.expires_at === null ? null : Date.parse(toIso(row.expires_at)) };
 }

@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { Forbidden, Invalid, NotFound, Unauthorized } from '../../errors.js';
 import type { RateLimits } from '../../rate-limits.js';
-import { authenticateApiToken, TOKEN_PREFIX } from '../api-tokens/api-tokens.repository.js';
+import { authenticateApiToken, TOKEN_PREFIX, tokenRevocations } from '../api-tokens/api-tokens.repository.js';
 import type { CompiledProject, EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { currentSdkKey } from '../evaluate/evaluate.repository.js';
 import { findMemberRole } from '../members/members.repository.js';
@@ -38,12 +38,51 @@ function bearer(request: FastifyRequest): string | undefined {
 /** Whether the request carries an API token (the stream then serves ruleset changes). */
 export const carriesApiToken = (request: FastifyRequest): boolean => bearer(request)?.startsWith(TOKEN_PREFIX) === true;
 
+/** How long a token read from the database answers for itself here before it is read again. */
+export const TOKEN_RECHECK_MS = 1000;
+/** Tokens kept at most (only valid ones enter: an unknown secret is never kept). */
+const KEPT_TOKENS = 10_000;
+
+type Token = NonNullable<Awaited<ReturnType<typeof authenticateApiToken>>>;
+
+/**
+ * The tokens the SDK surfaces met in the last second. After a change, every SDK that holds one
+ * token fetches within a few seconds: 10,000 reads of the same row were a fifth of each fetch's
+ * CPU (docs/performance.md). A token deleted on this instance, or whose account was removed here,
+ * is dropped at once (tokenRevocations); one deleted on another instance is read again within
+ * TOKEN_RECHECK_MS, and an expired one fails on its next use. /api reads the token every time.
+ */
+class RecentTokens {
+  private readonly bySecret = new Map<string, { token: Token; readAt: number }>();
+  private revocations = tokenRevocations();
+
+  constructor(private readonly db: Db) {}
+
+  async find(secret: string): Promise<Token | undefined> {
+    const revocations = tokenRevocations();
+    if (revocations !== this.revocations) {
+      this.bySecret.clear();
+      this.revocations = revocations;
+    }
+    const now = Date.now();
+    const kept = this.bySecret.get(secret);
+    if (kept && now - kept.readAt < TOKEN_RECHECK_MS && (kept.token.expiresAt === null || kept.token.expiresAt > now)) return kept.token;
+    const token = await authenticateApiToken(this.db, secret);
+    // A read that overlapped a revocation is answered but not kept.
+    if (!token || tokenRevocations() !== revocations) this.bySecret.delete(secret);
+    else {
+      if (this.bySecret.size >= KEPT_TOKENS && !this.bySecret.has(secret)) this.bySecret.clear();
+      this.bySecret.set(secret, { token, readAt: now });
+    }
+    return token;
+  }
+}
+
 /**
  * The compiled project each member reaches, kept until the project next changes. Removing a
  * member and rotating the SDK key are changes of the project (the change path): they drop its
- * compiled view on every instance, and what is kept here with it. The token itself is read on
- * every request (a deleted token fails on its next use); a burst of fetches by one token's many
- * SDKs reads nothing else.
+ * compiled view on every instance, and what is kept here with it. With the token kept a second
+ * (RecentTokens), a burst of fetches by one token's many SDKs reads nothing.
  */
 class MemberProjects {
   private readonly byProject = new Map<string, Map<string, CompiledProject>>();
@@ -98,10 +137,11 @@ export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache
 /** The API token's access from the request's Authorization (401 without a valid one; then the project and membership as tokenAccessHook says). */
 export function tokenAccessReader(db: Db, cache: EvaluateCache) {
   const memberProjects = new MemberProjects(db, cache);
+  const tokens = new RecentTokens(db);
   return async function readAccess(request: FastifyRequest): Promise<TokenAccess> {
     const secret = bearer(request);
     if (secret === undefined) throw new Unauthorized('Missing or invalid API token');
-    const token = await authenticateApiToken(db, secret);
+    const token = await tokens.find(secret);
     if (!token) throw new Unauthorized('Missing or invalid API token');
     const named = (request.query as { project?: unknown } | undefined)?.project;
     let projectId = token.project_id;
