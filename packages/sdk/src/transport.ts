@@ -36,6 +36,14 @@ const MAX_SPREAD_MS = 30_000;
  * The moment within a change message's `spread` (ms) this client fetches at: a uniform draw, so
  * that the server's clients arrive at the rate it announced rather than all at once. 0 without one.
  */
+/**
+ * After a reconnect that named the revision it had seen (Last-Event-ID), how long the client
+ * waits for the server's word before it fetches to catch up: Guidon says at once that nothing was
+ * missed (an id without data) or sends the change (docs/sdk.md, "Reconnecting"); a server that
+ * says neither (older builds) is caught up with by a fetch after this.
+ */
+const CATCH_UP_WAIT_MS = 1000;
+
 function spreadDelayMs(data: string): number {
   let spread: unknown;
   try {
@@ -234,6 +242,10 @@ export class Follower {
   private lastEventId: string | undefined;
   /** reopenStream() ended the stream: the loop opens it again at once, with no outage. */
   private reopening = false;
+  /** Fetches under way: a message's content is not taken over an answer still to come. */
+  private fetching = 0;
+  /** After a reconnect, the fetch that catches up, unless the server's word comes first (CATCH_UP_WAIT_MS). */
+  private catchUpTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly transport: Transport,
@@ -259,13 +271,18 @@ export class Follower {
     this.closed = true;
     clearTimeout(this.pollTimer);
     clearTimeout(this.spreadTimer);
+    clearTimeout(this.catchUpTimer);
     this.streamAbort?.abort();
   }
 
   private async fetch(): Promise<boolean> {
     const fallsBefore = this.falls;
+    this.fetching++;
     // Whatever the client does with an answer, nothing it throws reaches the application.
-    const error = await this.options.fetchOnce().catch((caught: unknown) => new GuidonError(`Could not use Guidon's answer: ${messageOf(caught)}`, 'http'));
+    const error = await this.options
+      .fetchOnce()
+      .catch((caught: unknown) => new GuidonError(`Could not use Guidon's answer: ${messageOf(caught)}`, 'http'))
+      .finally(() => this.fetching--);
     if (this.closed) return false;
     if (error) {
       this.failures++;
@@ -279,10 +296,7 @@ export class Follower {
     this.failures = 0;
     // An answer asked before the stream broke says nothing of the changes since: the fetch that
     // follows (the reconnect's, or the next poll) makes the data current.
-    if (!this.current && this.falls === fallsBefore) {
-      this.current = true;
-      this.options.emit('ready');
-    }
+    if (!this.current && this.falls === fallsBefore) this.becameCurrent();
     return true;
   }
 
@@ -315,15 +329,23 @@ export class Follower {
       this.streamAbort = controller;
       let silence = later(() => controller.abort(), this.transport.timeoutMs);
       let error: GuidonError;
+      const sentId = this.lastEventId;
       try {
-        const body = await this.transport.stream(this.options.streamPath, this.lastEventId, controller.signal, this.options.streamHeaders?.());
+        const body = await this.transport.stream(this.options.streamPath, sentId, controller.signal, this.options.streamHeaders?.());
         if (body instanceof GuidonError) throw body;
         attempt = 0;
         this.streamOpen = true;
         clearTimeout(this.pollTimer);
         this.pollTimer = undefined;
-        // Changes made while the stream was away: one conditional request catches up.
-        if (away) this.changed();
+        // Changes made while the stream was away: the server sends them, or says none were made, for
+        // the revision named; a client that could name none catches up with a conditional request.
+        if (away && sentId === undefined) this.changed();
+        else if (away) {
+          this.catchUpTimer = later(() => {
+            this.catchUpTimer = undefined;
+            this.changed();
+          }, CATCH_UP_WAIT_MS);
+        }
         away = false;
         const rearm = () => {
           clearTimeout(silence);
@@ -334,19 +356,25 @@ export class Follower {
           body,
           (message) => {
             if (message.event !== 'message' || !message.data.includes(this.options.refetch)) return;
+            this.stopCatchUp();
             // Brought up to date from the message itself (a patch, an answer): no fetch.
             if (this.handles(message.data)) this.options.onChange?.();
             else this.changed(spreadDelayMs(message.data));
           },
           rearm,
           // The revision of each message, or the one the stream started from: sent back when it reconnects.
-          (id) => (this.lastEventId = id),
+          (id) => {
+            // The revision named on reconnecting, and no change with it: nothing was missed.
+            if (this.catchUpTimer !== undefined && id === sentId) this.missedNothing();
+            this.lastEventId = id;
+          },
         );
         error = new GuidonError('The stream ended', 'stream');
       } catch (caught) {
         error = caught instanceof GuidonError ? caught : new GuidonError(`The stream failed: ${messageOf(caught)}`, 'stream');
       } finally {
         clearTimeout(silence);
+        this.stopCatchUp();
         this.streamOpen = false;
       }
       if (this.closed) break;
@@ -366,14 +394,39 @@ export class Follower {
     }
   }
 
-  /** Whether the client took the message's content itself; false (a fetch follows) when the data is not current or the client throws. */
+  /**
+   * Whether the client took the message's content itself; false (a fetch follows) when it cannot or
+   * throws. Data that is not current (a reconnect's catch-up) is brought up to date by a message too,
+   * unless a fetch is under way or waiting, whose answer could be older than the message's.
+   */
   private handles(data: string): boolean {
-    if (!this.current || !this.options.handled) return false;
+    if (!this.options.handled || (!this.current && (this.fetching > 0 || this.spreadTimer !== undefined))) return false;
+    let taken: boolean;
     try {
-      return this.options.handled(data);
+      taken = this.options.handled(data);
     } catch {
       return false;
     }
+    if (taken && !this.current) this.becameCurrent();
+    return taken;
+  }
+
+  private stopCatchUp(): void {
+    clearTimeout(this.catchUpTimer);
+    this.catchUpTimer = undefined;
+  }
+
+  /** The server said the stream missed no change: the data is current, unless a fetch since failed or is still to come (then it is fetched). */
+  private missedNothing(): void {
+    this.stopCatchUp();
+    if (this.current || this.fetching > 0 || this.spreadTimer !== undefined) return;
+    if (this.failures === 0 && this.options.holds()) this.becameCurrent();
+    else this.changed();
+  }
+
+  private becameCurrent(): void {
+    this.current = true;
+    this.options.emit('ready');
   }
 
   /** A change: the fetch now, or after `delayMs` (its moment within a spread); one already waiting is not put off. */

@@ -317,10 +317,14 @@ describe('@guidon/sdk against a running Guidon', () => {
     return { proxy, remote, events };
   };
 
-  test('an answer asked before the stream broke does not make the client ready again; the fetch after the reconnect does', async (t) => {
-    // A context too long for X-Guidon-Context (8 KiB encoded): the change messages carry no answer, so the client asks.
-    const long = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`note${i}`, 'x'.repeat(1000)]));
+  /** A context too long for X-Guidon-Context (8 KiB encoded): the change messages carry no answer, so the client asks. */
+  const long = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`note${i}`, 'x'.repeat(1000)]));
+  const evaluations = (proxy: { forwarded: string[] }) => proxy.forwarded.filter((path) => path === '/sdk/v1/evaluate').length;
+
+  test("an answer asked before the stream broke does not make the client ready again; the reconnect's catch-up does", async (t) => {
     const { proxy, remote, events } = await behindProxy(t, { context: { custom_attributes: long } });
+    // The stream's opening read: within 10 s of an earlier test's change it asks for a fetch, which must not be the one held.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const before = remote.isEnabled('checkout');
     const held = proxy.holdNextAnswer('/sdk/v1/evaluate');
     await toggle(); // announced over the stream: the client asks, and its answer is held
@@ -335,13 +339,43 @@ describe('@guidon/sdk against a running Guidon', () => {
   });
 
   test('a catch-up request that fails after the stream is back is tried again: the client does not stay stale while the stream is open', async (t) => {
-    const { proxy, events } = await behindProxy(t);
+    // A change while the stream was away, for a context whose answer cannot travel in the message: the client asks.
+    const { proxy, remote, events } = await behindProxy(t, { context: { custom_attributes: long } });
+    const before = remote.isEnabled('checkout');
     proxy.cutStreams(true);
     await eventually(() => events.join() === 'ready,stale', 'stale once the stream broke');
+    await toggle();
     const lost = proxy.loseNextAnswer('/sdk/v1/evaluate'); // the reconnect's catch-up fails
     proxy.releaseStreams();
     await lost;
     await eventually(() => events.join() === 'ready,stale,ready', 'ready after the catch-up was tried again');
+    assert.notEqual(remote.isEnabled('checkout'), before);
+  });
+
+  test('a reconnect that missed nothing asks nothing: Guidon says so at once (an id line), and the client is ready again (docs/sdk.md, "Reconnecting")', async (t) => {
+    const { proxy, events } = await behindProxy(t);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the stream's first bytes read: the revision it starts from
+    const asked = evaluations(proxy);
+    proxy.cutStreams(true);
+    await eventually(() => events.join() === 'ready,stale', 'stale once the stream broke');
+    proxy.releaseStreams();
+    await eventually(() => events.join() === 'ready,stale,ready', 'ready again once the stream is back');
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // past the wait for Guidon's word (CATCH_UP_WAIT_MS)
+    assert.equal(evaluations(proxy), asked, 'no evaluate request');
+  });
+
+  test('a change made while the stream was away comes with the reconnect, its answer in the message: no request', async (t) => {
+    const { proxy, remote, events } = await behindProxy(t);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const before = remote.isEnabled('checkout');
+    const asked = evaluations(proxy);
+    proxy.cutStreams(true);
+    await eventually(() => events.join() === 'ready,stale', 'stale once the stream broke');
+    await toggle();
+    proxy.releaseStreams();
+    await eventually(() => events.join() === 'ready,stale,ready' && remote.isEnabled('checkout') !== before, 'the change held, ready again');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(evaluations(proxy), asked, 'no evaluate request');
   });
 
   test('a stream that starts from a revision (an id line without data) is reopened with it as Last-Event-ID', { timeout: 30_000 }, async (t) => {

@@ -175,7 +175,7 @@ describe('GET /sdk/v1/stream', () => {
     }
   });
 
-  test('Last-Event-ID older than the current revision gets a message at once; the current one gets none', async () => {
+  test('Last-Event-ID older than the current revision gets a message at once; the current one gets none, only that id (nothing was missed)', async () => {
     const project = await newProject(server, user);
     const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
     const first = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key });
@@ -190,6 +190,8 @@ describe('GET /sdk/v1/stream', () => {
     await eventually(() => behind.messages.length === 1, 'the catch-up message');
     assert.equal(behind.messages[0]!.id, current);
     assert.equal(upToDate.messages.length, 0);
+    await eventually(() => upToDate.raw.includes(`\nid: ${current}\n\n`) || upToDate.raw.startsWith(`id: ${current}\n\n`), 'the id of the revision named');
+    assert.doesNotMatch(upToDate.raw, /data:/);
   });
 
   test('regenerating the key closes its streams; the new key streams', async () => {
@@ -308,6 +310,32 @@ describe('the answer in the message (X-Guidon-Context, docs/sdk.md)', () => {
     held = whole;
     heldFlags = whole.answer.flags;
     await next('a toggle after it', () => request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token }), ['f']);
+  });
+
+  test('a stream that reconnects behind (Last-Event-ID of an older revision) gets the change with its whole answer; an API-token stream gets the whole ruleset', async (t) => {
+    const project = await newProject(server, user);
+    const flag = await newFlag(server, user, project, { key: 'f', enabled: false });
+    const seen = String(await storedRevision(server, project.id));
+    await request(server, 'POST', `${flagsPath(project)}/${flag.id}/toggle`, { token: user.token });
+    const context = { user_id: 'back-again' };
+    const created = await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', project_id: project.id, role: 'viewer' } });
+    const path = `${server.url}/sdk/v1/stream?environment=production`;
+    const remote = await openStream(path, { 'x-sdk-key': project.sdk_key, 'last-event-id': seen, 'x-guidon-context': encodeURIComponent(JSON.stringify(context)) });
+    const local = await openStream(path, { authorization: `Bearer ${created.body.token}`, 'last-event-id': seen });
+    t.after(() => [remote, local].forEach((stream) => stream.close()));
+    await eventually(() => remote.messages.length > 0 && local.messages.length > 0, 'the catch-up on each stream');
+
+    const answer = await fetch(`${server.url}/sdk/v1/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sdk-key': project.sdk_key }, body: JSON.stringify({ environment: 'production', context }) });
+    const data = remote.messages[0]!.data;
+    assert.ok(data.includes(`"answer":${await answer.text()}`), "the catch-up carries evaluate's answer, byte for byte");
+    assert.equal(JSON.parse(data).answerEtag, answer.headers.get('etag'));
+    assert.equal(JSON.parse(data).answer.flags.f.enabled, true);
+
+    const ruleset = await fetch(`${server.url}/sdk/v1/ruleset?environment=production`, { headers: { authorization: `Bearer ${created.body.token}` } });
+    const message = JSON.parse(local.messages[0]!.data);
+    assert.equal(message.type, 'refetchRuleset');
+    assert.equal(message.etag, ruleset.headers.get('etag'));
+    assert.deepEqual(message.ruleset, await ruleset.json(), 'the catch-up carries the ruleset, whole');
   });
 
   test('a context header that is not percent-encoded JSON, or not a context, is a 400 that says why; the stream does not open', async () => {

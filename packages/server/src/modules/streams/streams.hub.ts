@@ -207,6 +207,27 @@ export class StreamHub {
   }
 
   /**
+   * What a stream is sent as it opens, before add(). Behind (its Last-Event-ID names another
+   * revision, or it names none shortly after a change, changedLately): the change's message as a
+   * change would send it to this stream, with the spread, the stream's whole answer when it names a
+   * context, the whole ruleset when small enough; its client then need not fetch, or fetches within
+   * the spread (an instance that stops sends its streams' clients to the others at once).
+   * Otherwise the revision it starts from, as an id without data: a reconnecting client that named
+   * it knows it missed nothing (docs/sdk.md, "Reconnecting").
+   */
+  openingMessage(stream: OpenStream, project: CompiledProject, environment: CompiledEnvironment, lastEventId: string | undefined): string | Buffer {
+    const behind = lastEventId !== undefined ? lastEventId !== String(project.revision) : this.changedLately(project.projectId);
+    if (!behind) return `id: ${project.revision}\n\n`;
+    const spreadMs = refetchSpreadMs((this.byProject.get(project.projectId)?.size ?? 0) + 1, this.options.refetchRate);
+    if (stream.kind === 'ruleset') {
+      const answer = rulesetAnswer(environment, project.revision);
+      return rulesetMessage(project.revision, answer.etag, answer.body.length <= RULESET_IN_MESSAGE_MAX_BYTES ? { ruleset: answer.body.toString('utf8') } : {}, spreadMs);
+    }
+    const message = refetchMessage(project.revision, spreadMs);
+    return stream.answering && this.options.history ? this.withAnswer(message, environment, stream.answering, this.options.history) : message;
+  }
+
+  /**
    * Whether the project changed within RECENT_CHANGE_MS; in the first RECENT_CHANGE_MS of this
    * instance, every project may have (a change made just before it started is not known here).
    */

@@ -15,9 +15,8 @@ import type { HistoryRecorder } from '../history/history.recorder.js';
 import { bodyValidator } from '../../http/compilers.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
 import { carriesApiToken, tokenAccessHook } from '../local-evaluation/token-auth.js';
-import { rulesetAnswer } from '../local-evaluation/ruleset.document.js';
 import { TokenStreams } from '../local-evaluation/token-streams.js';
-import { StreamHub, refetchMessage, rulesetMessage, type OpenStream } from './streams.hub.js';
+import { StreamHub, type OpenStream } from './streams.hub.js';
 import type { OpenStreamCount } from './open-streams.js';
 import type { StreamScope, StreamTokens } from './stream-tokens.js';
 
@@ -164,23 +163,17 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       connection: 'close',
     } as OutgoingHttpHeaders);
     raw.socket?.setNoDelay(true);
-    // Reconnect after 1 s. A client that saw another revision than the current one refetches at
-    // once; so does one that names none shortly after a change (its first fetch may have been
+    // Reconnect after 1 s. A client that saw another revision than the current one is sent the
+    // change; so is one that names none shortly after a change (its first fetch may have been
     // answered before it, docs/sdk.md). Any other learns the revision it starts from: an id
-    // without data, which an EventSource keeps for its Last-Event-ID when it reconnects.
+    // without data, which an EventSource keeps for its Last-Event-ID when it reconnects (hub.openingMessage).
     raw.write('retry: 1000\n\n');
     const lastEventId = request.headers['last-event-id'];
-    const kind = access ? 'ruleset' : 'evaluation';
-    const named = typeof lastEventId === 'string';
-    if (named ? lastEventId !== String(project.revision) : hub.changedLately(project.projectId)) {
-      raw.write(access ? rulesetMessage(project.revision, rulesetAnswer(compiled, project.revision).etag) : refetchMessage(project.revision));
-    } else if (!named) raw.write(`id: ${project.revision}\n\n`);
-
     stream = {
       projectId: project.projectId,
       environment,
       keyHash,
-      kind,
+      kind: access ? 'ruleset' : 'evaluation',
       answering,
       write(chunk) {
         // A client that reads nothing for ~1 MiB of messages is gone: let it reconnect.
@@ -189,6 +182,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       },
       close: (retryMs) => raw.end(retryMs === undefined ? undefined : `retry: ${retryMs}\n\n`),
     };
+    raw.write(hub.openingMessage(stream, project, compiled, typeof lastEventId === 'string' ? lastEventId : undefined));
     hub.add(stream, project);
     if (raw.socket === null || raw.socket.destroyed) release(); // the client left before we listened
   });
