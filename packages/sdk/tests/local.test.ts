@@ -412,6 +412,28 @@ describe('local mode against a running Guidon', () => {
     assert.equal((await request(server, 'DELETE', `${flagsPath(project)}/${created.body.id}`, { token: user.token })).status, 204);
   });
 
+  test('a change made while the stream was away comes with the reconnect, the ruleset whole: the client fetches none (docs/sdk.md, "Reconnecting")', async (t) => {
+    const proxy = await startCuttingProxy(server.url);
+    t.after(() => proxy.close());
+    const c = local(options({ baseUrl: proxy.url, pollIntervalMs: 600_000 }));
+    const events: string[] = [];
+    for (const event of ['ready', 'stale'] as const) c.on(event, () => events.push(event));
+    assert.equal(await c.ready(), true);
+    await eventually(() => proxy.forwarded.includes('/sdk/v1/stream'), 'the stream open');
+    await new Promise((resolve) => setTimeout(resolve, 300)); // its opening read
+    const before = c.evaluate().isEnabled('checkout');
+    const fetched = () => proxy.forwarded.filter((path) => path === '/sdk/v1/ruleset').length;
+    const fetchedBefore = fetched();
+    proxy.cutStreams(true);
+    await eventually(() => events.join() === 'ready,stale', 'stale once the stream broke');
+    await toggle('checkout');
+    proxy.releaseStreams();
+    await eventually(() => events.join() === 'ready,stale,ready' && c.evaluate().isEnabled('checkout') !== before, 'the change held, ready again');
+    assert.equal(fetched(), fetchedBefore, 'no ruleset request');
+    const fresh = await request(server, 'GET', '/sdk/v1/ruleset?environment=production', { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(c.ruleset(), fresh.body);
+  });
+
   test('polling with ETag when the stream is off', async () => {
     const calls: { url: string; ifNoneMatch: string | null; status: number }[] = [];
     const counting: typeof fetch = async (input, init) => {
