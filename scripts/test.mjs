@@ -4,7 +4,8 @@
 // so they need the redis-server program. With GUIDON_REQUIRE_SERVICES=1 (CI) a missing one is a
 // failure instead of a skip.
 //
-// The whole suite runs on the machine's Node line, and the SQLite pass again on 22 and 24 from
+// The whole suite runs on the machine's Node line, and the SQLite pass again on 22 and 24 (the
+// server's own test files shared between them: sharedOut) from
 // scripts/node-lines (scripts/node-lines.mjs). `--node=current`, `--node=22` or `--node=24` (a
 // comma list, or GUIDON_TEST_NODE) picks lines; a line's run is this script again under that Node.
 import { spawn, spawnSync } from 'node:child_process';
@@ -85,7 +86,7 @@ function run(label, paths, env, timeoutMs = 600_000) {
     console.error(`${missing.join(', ')} missing: is the build there (npm run build)?`);
     return 1;
   }
-  const files = folders.flatMap((folder) => testFiles(folder)).filter((file) => only.length === 0 || only.some((path) => inside(file, path)));
+  const files = sharedOut(folders.flatMap((folder) => testFiles(folder)).filter((file) => only.length === 0 || only.some((path) => inside(file, path))));
   if (only.length > 0 && files.length === 0) return 0;
   if (files.length === 0) {
     console.error(`No test files in ${paths.join(', ')}: is the build there?`);
@@ -101,6 +102,20 @@ function run(label, paths, env, timeoutMs = 600_000) {
   });
   if ((result.status ?? 1) !== 0) appendFileSync(failuresFile, `(${label}: exit ${result.status ?? result.signal})\n`);
   return result.status ?? 1;
+}
+
+/**
+ * GUIDON_TEST_SERVER_SHARE=<i>/<n> (set by runLines on the lines after the first): of the server's
+ * own test files, only every n-th from the i-th; the later lines share them, and every other file
+ * (engine, SDK, providers, CLI: the runtime's HTTP client and timers at work) runs on each line
+ * (docs/adr/0019-test-run-time.md).
+ */
+function sharedOut(files) {
+  const share = /^(\d+)\/(\d+)$/.exec(process.env.GUIDON_TEST_SERVER_SHARE ?? '');
+  if (!share) return files;
+  const [index, of] = [Number(share[1]), Number(share[2])];
+  let server = 0;
+  return files.filter((file) => !file.startsWith('packages/server/dist/') || server++ % of === index);
 }
 
 /** What failed in a run, a line each (failures-reporter.mjs): printed again at the end. */
@@ -166,7 +181,9 @@ async function runLines(names) {
       // A line's own directory first on PATH, for anything that runs `node` by name.
       const failures = join(tmpdir(), `guidon-test-failures-${process.pid}-${line.name}.txt`);
       rmSync(failures, { force: true });
-      const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}`, GUIDON_TEST_FAILURES: failures, ...(results.length > 0 ? { GUIDON_TEST_IMAGE: '0', GUIDON_TEST_LATER_LINE: '1' } : {}) };
+      // The lines after the first share the server's test files between them (sharedOut), when there are two or more.
+      const later = results.length > 0 ? { GUIDON_TEST_IMAGE: '0', GUIDON_TEST_LATER_LINE: '1', ...(lines.length > 2 && { GUIDON_TEST_SERVER_SHARE: `${results.length - 1}/${lines.length - 1}` }) } : {};
+      const env = { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}`, GUIDON_TEST_FAILURES: failures, ...later };
       child = spawn(line.node, [fileURLToPath(import.meta.url), '--node=current', ...only], { stdio: 'inherit', env });
       const status = await new Promise((resolve) => {
         child.once('error', (error) => (console.error(`Node ${line.version} did not start: ${error.message}`), resolve(1)));
