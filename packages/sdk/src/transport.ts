@@ -33,10 +33,6 @@ function retryAfterMs(header: string | null): number | undefined {
 const MAX_SPREAD_MS = 30_000;
 
 /**
- * The moment within a change message's `spread` (ms) this client fetches at: a uniform draw, so
- * that the server's clients arrive at the rate it announced rather than all at once. 0 without one.
- */
-/**
  * After a reconnect that named the revision it had seen (Last-Event-ID), how long the client
  * waits for the server's word before it fetches to catch up: Guidon says at once that nothing was
  * missed (an id without data) or sends the change (docs/sdk.md, "Reconnecting"); a server that
@@ -44,6 +40,10 @@ const MAX_SPREAD_MS = 30_000;
  */
 const CATCH_UP_WAIT_MS = 1000;
 
+/**
+ * The moment within a change message's `spread` (ms) this client fetches at: a uniform draw, so
+ * that the server's clients arrive at the rate it announced rather than all at once. 0 without one.
+ */
 function spreadDelayMs(data: string): number {
   let spread: unknown;
   try {

@@ -9,7 +9,8 @@ const CHUNK = 500;
 /**
  * Streams opened with an API token end soon after the token loses access to the stream's project
  * (docs/local-evaluation.md): the token deleted or expired, its user removed from the project or
- * deleted. A deleted token fails on its next request, but a stream is one long request; so every
+ * deleted. A deleted token fails on its next request (within a second on other instances:
+ * token-auth.ts), but a stream is one long request; so every
  * few seconds one query per 500 tokens looks for each open stream's token, verified user and
  * membership together, as the stream's opening did. A change of a project (a member removed is
  * one: it takes the change path, on every instance) checks at once.
