@@ -207,24 +207,28 @@ export class StreamHub {
   }
 
   /**
-   * What a stream is sent as it opens, before add(). Behind (its Last-Event-ID names another
-   * revision, or it names none shortly after a change, changedLately): the change's message as a
-   * change would send it to this stream, with the spread, the stream's whole answer when it names a
-   * context, the whole ruleset when small enough; its client then need not fetch, or fetches within
-   * the spread (an instance that stops sends its streams' clients to the others at once).
-   * Otherwise the revision it starts from, as an id without data: a reconnecting client that named
-   * it knows it missed nothing (docs/sdk.md, "Reconnecting").
+   * What a stream is sent as it opens, before add(). A reconnect behind (its Last-Event-ID names
+   * another revision): the change's message as a change would send it to this stream, with the
+   * spread, the stream's whole answer when it names a context, the whole ruleset when small
+   * enough; its client then need not fetch, or fetches within the spread (an instance that stops
+   * sends its streams' clients to the others at once). A first stream shortly after a change
+   * (changedLately): the plain message with the spread, as its client has just fetched and most
+   * likely holds the change already (its ETag says). Otherwise the revision it starts from, as an
+   * id without data: a reconnecting client that named it knows it missed nothing (docs/sdk.md,
+   * "Reconnecting").
    */
   openingMessage(stream: OpenStream, project: CompiledProject, environment: CompiledEnvironment, lastEventId: string | undefined): string | Buffer {
-    const behind = lastEventId !== undefined ? lastEventId !== String(project.revision) : this.changedLately(project.projectId);
+    const reconnect = lastEventId !== undefined;
+    const behind = reconnect ? lastEventId !== String(project.revision) : this.changedLately(project.projectId);
     if (!behind) return `id: ${project.revision}\n\n`;
     const spreadMs = refetchSpreadMs((this.byProject.get(project.projectId)?.size ?? 0) + 1, this.options.refetchRate);
     if (stream.kind === 'ruleset') {
       const answer = rulesetAnswer(environment, project.revision);
-      return rulesetMessage(project.revision, answer.etag, answer.body.length <= RULESET_IN_MESSAGE_MAX_BYTES ? { ruleset: answer.body.toString('utf8') } : {}, spreadMs);
+      const whole = reconnect && answer.body.length <= RULESET_IN_MESSAGE_MAX_BYTES;
+      return rulesetMessage(project.revision, answer.etag, whole ? { ruleset: answer.body.toString('utf8') } : {}, spreadMs);
     }
     const message = refetchMessage(project.revision, spreadMs);
-    return stream.answering && this.options.history ? this.withAnswer(message, environment, stream.answering, this.options.history) : message;
+    return reconnect && stream.answering && this.options.history ? this.withAnswer(message, environment, stream.answering, this.options.history) : message;
   }
 
   /**
