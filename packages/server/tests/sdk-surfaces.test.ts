@@ -141,10 +141,12 @@ describe('GET /sdk/v1/stream', () => {
     assert.equal((await evaluate(server, project.sdk_key, 'production', {})).body.flags.f?.enabled, true);
     await new Promise((resolve) => setTimeout(resolve, 200));
     const current = await revisionOf(project);
-    const late = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key });
+    const late = await open('/sdk/v1/stream?environment=production', { 'x-sdk-key': project.sdk_key, 'x-guidon-context': encodeURIComponent('{"user_id":"u1"}') });
     await eventually(() => late.messages.length === 1, 'a message at once');
     assert.equal(late.messages[0]!.id, current);
     assert.equal(JSON.parse(late.messages[0]!.data).type, 'refetchEvaluation');
+    // The plain message: its client has just fetched (only a reconnect behind gets the answer, docs/sdk.md "Reconnecting").
+    assert.equal(JSON.parse(late.messages[0]!.data).answer, undefined);
 
     // 10 s after the change: the stream starts with its revision as an id line (an EventSource
     // sends it back as Last-Event-ID when it reconnects), and no message.
