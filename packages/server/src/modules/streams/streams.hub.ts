@@ -69,6 +69,9 @@ export function rulesetMessage(revision: number, etag: string, carried: { patch?
  */
 const RULESET_IN_MESSAGE_MAX_BYTES = 64 * 1024;
 
+/** The ruleset carried whole in a message, when it is at most RULESET_IN_MESSAGE_MAX_BYTES; else nothing (the client fetches it). */
+const wholeRuleset = (answer: RulesetAnswer): { ruleset?: string } => (answer.body.length <= RULESET_IN_MESSAGE_MAX_BYTES ? { ruleset: answer.body.toString('utf8') } : {});
+
 /** The longest spread a message announces, however many streams: a client waits at most this long for a change. */
 const MAX_SPREAD_MS = 30_000;
 
@@ -224,8 +227,7 @@ export class StreamHub {
     const spreadMs = refetchSpreadMs((this.byProject.get(project.projectId)?.size ?? 0) + 1, this.options.refetchRate);
     if (stream.kind === 'ruleset') {
       const answer = rulesetAnswer(environment, project.revision);
-      const whole = reconnect && answer.body.length <= RULESET_IN_MESSAGE_MAX_BYTES;
-      return rulesetMessage(project.revision, answer.etag, whole ? { ruleset: answer.body.toString('utf8') } : {}, spreadMs);
+      return rulesetMessage(project.revision, answer.etag, reconnect ? wholeRuleset(answer) : {}, spreadMs);
     }
     const message = refetchMessage(project.revision, spreadMs);
     return reconnect && stream.answering && this.options.history ? this.withAnswer(message, environment, stream.answering, this.options.history) : message;
@@ -363,7 +365,7 @@ export class StreamHub {
     const patch = rulesetPatch(before, answer);
     if (patch !== null) return rulesetMessage(revision, answer.etag, { patch }, spreadMs);
     // Too big for a patch: the whole ruleset, when small enough, rather than every client fetching it.
-    return rulesetMessage(revision, answer.etag, answer.body.length <= RULESET_IN_MESSAGE_MAX_BYTES ? { ruleset: answer.body.toString('utf8') } : {}, spreadMs);
+    return rulesetMessage(revision, answer.etag, wholeRuleset(answer), spreadMs);
   }
 
   private beat(): void {

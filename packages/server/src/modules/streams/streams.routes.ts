@@ -163,10 +163,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
       connection: 'close',
     } as OutgoingHttpHeaders);
     raw.socket?.setNoDelay(true);
-    // Reconnect after 1 s. A client that saw another revision than the current one is sent the
-    // change; so is one that names none shortly after a change (its first fetch may have been
-    // answered before it, docs/sdk.md). Any other learns the revision it starts from: an id
-    // without data, which an EventSource keeps for its Last-Event-ID when it reconnects (hub.openingMessage).
+    // Reconnect after 1 s. Then what the stream missed, or the revision it starts from (hub.openingMessage).
     raw.write('retry: 1000\n\n');
     const lastEventId = request.headers['last-event-id'];
     stream = {
