@@ -35,7 +35,7 @@ import { AuditActionSchema, ResourceTypeSchema } from './modules/changes/changes
 import { ProjectWrites } from './modules/changes/project-writes.js';
 import { EvaluateCache } from './modules/evaluate/evaluate.cache.js';
 import { evaluateRoutes } from './modules/evaluate/evaluate.routes.js';
-import { routeMeta } from './modules/evaluate/evaluate.direct.js';
+import { routeMeta } from './http/direct-path.js';
 import { ofrepErrorBody, ofrepRoutes } from './modules/ofrep/ofrep.routes.js';
 import { streamRoutes } from './modules/streams/streams.routes.js';
 import { openStreamCount } from './modules/streams/open-streams.js';
@@ -56,6 +56,7 @@ import { healthRoutes, type Readiness } from './modules/health/health.routes.js'
 import { createMetrics, metricsRoutes } from './modules/metrics/metrics.js';
 import { HistoryRecorder } from './modules/history/history.recorder.js';
 import { localEvaluationRoutes } from './modules/local-evaluation/local-evaluation.routes.js';
+import { TokenAccessReader } from './modules/local-evaluation/token-auth.js';
 import { evaluationRoutes } from './modules/evaluations/evaluations.routes.js';
 import { EvaluationItem } from './modules/evaluations/evaluations.schemas.js';
 import { Project } from './modules/projects/projects.schemas.js';
@@ -203,7 +204,7 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     requestIdHeader: false,
     genReqId: requestIdOf,
     // Long path ids reach the UUID check (404) and the auth hook (401) like short ones.
-    // routeMeta: how evaluate's direct path reads the hooks of its route (evaluate.direct.ts);
+    // routeMeta: how a direct path reads the hooks of its route (http/direct-path.ts);
     // buildPrettyMeta is one of Fastify's documented router options, left out of its types.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048, buildPrettyMeta: routeMeta } as FastifyServerOptions['routerOptions'],
     // URLs the router cannot even read (bad percent-encoding, a huge id) name nothing that exists.
@@ -363,10 +364,12 @@ export async function buildApp(config: Readonly<Config>, database: Database, opt
     await sdk.register(evaluateRoutes, { ...services, metrics }); // metrics: for evaluate's direct path
     const openStreams = openStreamCount(redis, app.log);
     sdk.addHook('onClose', async () => openStreams.close());
-    await sdk.register(streamRoutes, { ...services, streamTokens, openStreams });
+    // API tokens on the SDK surfaces: one reader, so a token is read once a second whichever surface meets it.
+    const tokenAccess = new TokenAccessReader(db, services.evaluateCache);
+    await sdk.register(streamRoutes, { ...services, streamTokens, openStreams, tokenAccess });
     await sdk.register(ofrepRoutes, { ...services, streamTokens });
-    await sdk.register(localEvaluationRoutes, services); // local evaluation: the ruleset and usage reports (docs/local-evaluation.md)
-    await sdk.register(eventIntakeRoutes, services); // exposures and events for experiments (docs/experiments.md)
+    await sdk.register(localEvaluationRoutes, { ...services, metrics, tokenAccess }); // local evaluation: the ruleset and usage reports (docs/local-evaluation.md); metrics: for the ruleset's direct path
+    await sdk.register(eventIntakeRoutes, { ...services, tokenAccess }); // exposures and events for experiments (docs/experiments.md)
   });
   app.decorate('apiRoutes', [] as DeclaredRoute[]);
   await app.register(

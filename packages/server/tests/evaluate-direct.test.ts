@@ -7,7 +7,8 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import Fastify, { type FastifyServerOptions } from 'fastify';
-import { hooksTheDirectPathWouldSkip, routeMeta } from '../src/modules/evaluate/evaluate.direct.js';
+import { routeMeta } from '../src/http/direct-path.js';
+import { hooksTheDirectPathWouldSkip } from '../src/modules/evaluate/evaluate.direct.js';
 import { createTestDatabase } from './test-database.js';
 import { eventually, freePort, newFlag, newProject, newUser, request, startServer, type Answer, type TestProject, type TestServer } from './harness.js';
 

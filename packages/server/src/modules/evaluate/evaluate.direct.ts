@@ -7,13 +7,12 @@ import type { RateLimits } from '../../rate-limits.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { clientAddressOf } from '../../http/client-address.js';
+import { hooksADirectPathWouldSkip, inFrontOfFastify, type Listener } from '../../http/direct-path.js';
 import { bodyValidator } from '../../http/compilers.js';
 import { requestIdOf } from '../../http/request-id.js';
 import { answerFor, releaseAnswer, type Answer } from './evaluate.answers.js';
 import type { CompiledProject, EvaluateCache } from './evaluate.cache.js';
 import { EvaluateBody, wantsKinds } from './evaluate.schemas.js';
-
-type Listener = (request: IncomingMessage, response: ServerResponse) => void;
 
 const PATH = '/sdk/v1/evaluate';
 /** The app's bodyLimit (app.ts): a longer body goes to Fastify, which answers 413. */
@@ -45,62 +44,8 @@ export const DIRECT_PATH_DOES: Readonly<Record<string, readonly string[]>> = Obj
   onResponse: ['observe'],
 });
 
-/** A route as Fastify's router hands it to routerOptions.buildPrettyMeta (find-my-way's route). */
-interface RouterRoute {
-  method: string;
-  path: string;
-  store: unknown;
-}
-
-let reading: ((route: RouterRoute) => void) | null = null;
-
-/**
- * Fastify's router option buildPrettyMeta (set in app.ts), one of its documented server options:
- * the router hands it each route's store, which holds the hooks that apply to the route by kind,
- * as functions. hooksOf reads them here, as objects, while app.printRoutes walks
- * the routes; the printout itself is not read. For printRoutes it returns what Fastify's own does.
- */
-export function routeMeta(route: RouterRoute): Record<string, unknown> {
-  reading?.(route);
-  const store = route.store as Record<string, unknown>;
-  return Object.fromEntries(Object.entries(store).filter(([key, value]) => isHookList(value) || key === 'errorHandler' || key === 'logLevel' || key === 'logSerializers'));
-}
-
-const isHookList = (value: unknown): value is ((...args: never[]) => unknown)[] => Array.isArray(value) && value.length > 0 && value.every((hook) => typeof hook === 'function');
-
-/**
- * The hooks that apply to a route, by kind, by function name (Fastify binds them: "bound name").
- * Every hook the direct path names in DIRECT_PATH_DOES applies to the route, so a read that misses
- * one is a read that no longer works (another Fastify, routeMeta not set): it stops the start
- * rather than finding nothing to skip.
- */
-function hooksOf(app: FastifyInstance, method: string, path: string): Record<string, string[]> {
-  let store: Record<string, unknown> | undefined;
-  reading = (route) => {
-    if (route.method === method && route.path === path) store = route.store as Record<string, unknown>;
-  };
-  try {
-    app.printRoutes({ method, includeMeta: [] }); // includeMeta: buildPrettyMeta is called for each route
-  } finally {
-    reading = null;
-  }
-  if (store === undefined) throw new Error(`${method} ${path}: its hooks could not be read (routerOptions.buildPrettyMeta: routeMeta, app.ts)`);
-  const hooks: Record<string, string[]> = {};
-  for (const [kind, value] of Object.entries(store)) if (isHookList(value)) hooks[kind] = value.map((hook) => hook.name.replace(/^bound /, ''));
-  for (const [kind, names] of Object.entries(DIRECT_PATH_DOES)) {
-    for (const name of names) if (!hooks[kind]?.includes(name)) throw new Error(`${method} ${path}: its hooks as read lack ${kind} ${name}, which applies to it: the read (evaluate.direct.ts, hooksOf) no longer works`);
-  }
-  return hooks;
-}
-
-/** The hooks that apply to the route and that the direct path does not do (DIRECT_PATH_DOES). */
-export function hooksTheDirectPathWouldSkip(app: FastifyInstance): string[] {
-  const skipped: string[] = [];
-  for (const [kind, names] of Object.entries(hooksOf(app, 'POST', PATH))) {
-    for (const name of names) if (!DIRECT_PATH_DOES[kind]?.includes(name)) skipped.push(`${kind} ${name}`);
-  }
-  return skipped;
-}
+/** The hooks that apply to the evaluate route and that the direct path does not do (DIRECT_PATH_DOES). */
+export const hooksTheDirectPathWouldSkip = (app: FastifyInstance): string[] => hooksADirectPathWouldSkip(app, 'POST', PATH, DIRECT_PATH_DOES);
 
 /**
  * POST /sdk/v1/evaluate in front of Fastify: Fastify's request pipeline costs evaluate more than
@@ -129,29 +74,11 @@ export function directEvaluate(
   const keepParsed = (error: Error | null, value?: unknown) => {
     parsed = error === null ? value : undefined;
   };
-  let on = false;
-
-  app.addHook('onReady', async () => {
-    // With CORS configured the direct path takes nothing (see take): CORS's hooks are Fastify's to run.
-    if (config.corsOrigins.length > 0) return;
-    const skipped = hooksTheDirectPathWouldSkip(app);
-    if (skipped.length > 0) throw new Error(`POST ${PATH}: its direct path (evaluate.direct.ts) would skip ${skipped.join(', ')}: do what it does there and name it in DIRECT_PATH_DOES`);
-    on = true;
-  });
-  app.addHook('preClose', async () => {
-    on = false; // Fastify answers 503 to new requests while closing
-  });
-
-  const server = app.server;
-  const fastify = server.listeners('request')[0] as Listener;
-  server.removeListener('request', fastify);
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (!on || !take(request, response)) fastify(request, response);
-  });
+  inFrontOfFastify(app, config, { method: 'POST', path: PATH, file: 'evaluate.direct.ts', does: DIRECT_PATH_DOES, take });
 
   /** Takes the request when its headers allow a 200 without Fastify; then counts its rate-limit hit (when on) and reads the body. */
-  function take(request: IncomingMessage, response: ServerResponse): boolean {
-    if (request.method !== 'POST' || request.url !== PATH || config.corsOrigins.length > 0) return false;
+  function take(request: IncomingMessage, response: ServerResponse, fastify: Listener): boolean {
+    if (request.method !== 'POST' || request.url !== PATH) return false;
     const headers = request.headers;
     const type = headers['content-type'];
     if (type !== 'application/json' && type !== 'application/json; charset=utf-8') return false;
@@ -164,15 +91,15 @@ export function directEvaluate(
 
     const started = performance.now();
     const limit = limits.evaluate;
-    if (limit === null) readAndAnswer(request, response, project, started);
+    if (limit === null) readAndAnswer(request, response, project, started, fastify);
     // Refused (or anything else): the route's hook gets the same outcome from hitOnce and answers it.
     // (No address only once the socket is gone; request.ip is undefined then too.)
-    else limit.hitOnce(request, clientAddress(request) as string).then(() => readAndAnswer(request, response, project, started), () => fastify(request, response));
+    else limit.hitOnce(request, clientAddress(request) as string).then(() => readAndAnswer(request, response, project, started, fastify), () => fastify(request, response));
     return true;
   }
 
   /** Reads the body, and answers it 200 or hands it to Fastify. */
-  function readAndAnswer(request: IncomingMessage, response: ServerResponse, project: CompiledProject, started: number): void {
+  function readAndAnswer(request: IncomingMessage, response: ServerResponse, project: CompiledProject, started: number, fastify: Listener): void {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('error', () => response.destroy());

@@ -1,20 +1,18 @@
 /** POST /sdk/v1/events (docs/experiments.md, "Sending exposures and events"): exposures and events from applications. */
 import type { FastifyRequest } from 'fastify';
 import { Invalid } from '../../errors.js';
-import type { Db } from '../../db/database.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { environmentOf, type CompiledProject, type EvaluateCache } from '../evaluate/evaluate.cache.js';
 import { anySdkCredential, sdkProjectHook } from '../evaluate/sdk-auth.js';
-import { tokenAccessReader } from '../local-evaluation/token-auth.js';
+import type { TokenAccessReader } from '../local-evaluation/token-auth.js';
 import type { EventIntake } from './intake.js';
 import { EventsAccepted, EventsBody, MAX_ITEMS } from './intake.schemas.js';
 
 const carriesToken = (request: FastifyRequest) => /^bearer\s+gdn_/i.test(request.headers.authorization ?? '');
 
-export const eventIntakeRoutes: ApiPlugin<{ db: Db; limits: RateLimits; evaluateCache: EvaluateCache; intake: EventIntake }> = async (app, { db, limits, evaluateCache, intake }) => {
-  const readToken = tokenAccessReader(db, evaluateCache);
+export const eventIntakeRoutes: ApiPlugin<{ limits: RateLimits; evaluateCache: EvaluateCache; intake: EventIntake; tokenAccess: TokenAccessReader }> = async (app, { limits, evaluateCache, intake, tokenAccess }) => {
   // The SDK key's hook without evaluate's per-address limit: events have their own, per credential, below.
   const sdkKey = sdkProjectHook({ ...limits, evaluate: null }, evaluateCache, anySdkCredential);
 
@@ -23,7 +21,7 @@ export const eventIntakeRoutes: ApiPlugin<{ db: Db; limits: RateLimits; evaluate
     // The credential (401), its rate limit (429), then the body (400) and the environment (404).
     onRequest: (request, reply, done) => {
       if (!carriesToken(request)) return sdkKey(request, reply, done);
-      readToken(request).then((access) => {
+      tokenAccess.read(request).then((access) => {
         request.tokenAccess = access;
         done();
       }, done);

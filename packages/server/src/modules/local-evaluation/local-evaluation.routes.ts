@@ -1,22 +1,27 @@
 /** Local evaluation (docs/local-evaluation.md): the ruleset an SDK evaluates from, and the usage it reports back. */
+import type { Config } from '../../config.js';
 import { Invalid, NotFound } from '../../errors.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import type { Db } from '../../db/database.js';
 import type { ApiPlugin } from '../../http/plugin.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { RateLimits } from '../../rate-limits.js';
-import { environmentOf, type EvaluateCache } from '../evaluate/evaluate.cache.js';
-import { notModified } from '../evaluate/evaluation.js';
+import { environmentOf } from '../evaluate/evaluate.cache.js';
 import { NotModified } from '../evaluate/evaluate.schemas.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { Ruleset, RulesetQuery, UsageAccepted, UsageBody } from './local-evaluation.schemas.js';
-import { encodedBody, rulesetAnswer } from './ruleset.document.js';
-import { tokenAccessHook } from './token-auth.js';
+import { rulesetAnswer, rulesetReply } from './ruleset.document.js';
+import { directRuleset } from './ruleset.direct.js';
+import { tokenAccessHook, type TokenAccessReader } from './token-auth.js';
 import { addUsage, OLDEST_REPORT_MS } from './usage.repository.js';
 
-export const localEvaluationRoutes: ApiPlugin<{ db: Db; limits: RateLimits; evaluateCache: EvaluateCache }> = async (app, { db, limits, evaluateCache }) => {
-  const onRequest = tokenAccessHook(db, limits, evaluateCache);
+export const localEvaluationRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; metrics: Metrics; tokenAccess: TokenAccessReader }> = async (app, options) => {
+  const { db, limits, tokenAccess } = options;
+  const onRequest = tokenAccessHook(limits, tokenAccess);
 
   app.get('/sdk/v1/ruleset', {
+    // Every SDK of a project fetches it after a change too big for the stream's message: no per-request log lines (errors are still logged).
+    logLevel: 'warn',
     onRequest,
     schema: {
       tags: ['evaluate'],
@@ -28,17 +33,10 @@ export const localEvaluationRoutes: ApiPlugin<{ db: Db; limits: RateLimits; eval
   }, (request, reply) => {
     const { project } = request.tokenAccess!;
     const environment = environmentOf(project, request.query.environment);
-    const answer = rulesetAnswer(environment, project.revision);
-    reply.header('etag', answer.etag).header('cache-control', 'no-cache').header('vary', 'accept-encoding');
-    if (notModified(request.headers, answer.etag)) {
-      reply.code(304).send(undefined as never);
-      return;
-    }
-    // Rules compress well (repeated keys and operators): br or gzip when the client takes it, compressed once per change.
-    const { body, encoding } = encodedBody(answer, request.headers['accept-encoding']);
-    if (encoding) reply.header('content-encoding', encoding);
-    reply.type('application/json; charset=utf-8').send(body as never);
+    const { status, headers, body } = rulesetReply(rulesetAnswer(environment, project.revision), request.headers);
+    reply.code(status).headers(headers).send((body ?? undefined) as never);
   });
+  directRuleset(app, options);
 
   app.post('/sdk/v1/usage', {
     onRequest,

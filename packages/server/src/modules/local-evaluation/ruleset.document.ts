@@ -5,9 +5,11 @@
  * evaluation order; `segments` holds the conditions of the segments those flags name.
  */
 import { hash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { Negotiator } from '@fastify/accept-negotiator';
 import type { Condition, FlagDefinition, RuleDefinition, RulesetDocument, RulesetPatch } from '@guidon/engine';
+import { notModified } from '../evaluate/evaluation.js';
 
 /**
  * The document's format: an SDK refuses a format it does not know (and keeps its previous
@@ -173,4 +175,26 @@ export function encodedBody(answer: RulesetAnswer, acceptEncoding: string | unde
   if (encoding === 'br') return { body: (answer.br ??= brotliCompressSync(answer.body, BROTLI)), encoding };
   if (encoding === 'gzip') return { body: (answer.gzip ??= gzipSync(answer.body)), encoding };
   return { body: answer.body, encoding: null };
+}
+
+/** What GET /sdk/v1/ruleset answers: its status, the headers of the ruleset, and the body (none for a 304). */
+export interface RulesetReply {
+  status: 200 | 304;
+  headers: Record<string, string>;
+  body: Buffer | null;
+}
+
+/**
+ * The ruleset route's answer to a request with these headers, from the route and from its direct
+ * path alike (ruleset.direct.ts): 304 when the request holds the ETag, else the body in the encoding
+ * it accepts. Without content-length, which each path sets as it sends.
+ */
+export function rulesetReply(answer: RulesetAnswer, requestHeaders: IncomingHttpHeaders): RulesetReply {
+  const headers: Record<string, string> = { etag: answer.etag, 'cache-control': 'no-cache', vary: 'accept-encoding' };
+  if (notModified(requestHeaders, answer.etag)) return { status: 304, headers, body: null };
+  // Rules compress well (repeated keys and operators): br or gzip when the client takes it, compressed once per change.
+  const { body, encoding } = encodedBody(answer, requestHeaders['accept-encoding']);
+  if (encoding) headers['content-encoding'] = encoding;
+  headers['content-type'] = 'application/json; charset=utf-8';
+  return { status: 200, headers, body };
 }

@@ -58,7 +58,8 @@ class RecentTokens {
 
   constructor(private readonly db: Db) {}
 
-  async find(secret: string): Promise<Token | undefined> {
+  /** The token, when it was read less than TOKEN_RECHECK_MS ago and has not expired since; else undefined. */
+  kept(secret: string): Token | undefined {
     const revocations = tokenRevocations();
     if (revocations !== this.revocations) {
       this.bySecret.clear();
@@ -66,7 +67,14 @@ class RecentTokens {
     }
     const now = Date.now();
     const kept = this.bySecret.get(secret);
-    if (kept && now - kept.readAt < TOKEN_RECHECK_MS && (kept.token.expiresAt === null || kept.token.expiresAt > now)) return kept.token;
+    return kept && now - kept.readAt < TOKEN_RECHECK_MS && (kept.token.expiresAt === null || kept.token.expiresAt > now) ? kept.token : undefined;
+  }
+
+  async find(secret: string): Promise<Token | undefined> {
+    const kept = this.kept(secret);
+    if (kept) return kept;
+    const revocations = this.revocations;
+    const now = Date.now();
     const token = await authenticateApiToken(this.db, secret);
     // A read that overlapped a revocation is answered but not kept.
     if (!token || tokenRevocations() !== revocations) this.bySecret.delete(secret);
@@ -99,10 +107,16 @@ class MemberProjects {
     });
   }
 
+  /** The project as compiled, when it is kept for the member; else undefined (find reads it). */
+  kept(projectId: string, userId: string): CompiledProject | undefined {
+    const kept = this.byProject.get(projectId)?.get(userId);
+    return kept && this.cache.holds(kept) ? kept : undefined;
+  }
+
   /** The project as compiled, when the user is a member; else null. */
   async find(projectId: string, userId: string): Promise<CompiledProject | null> {
-    const kept = this.byProject.get(projectId)?.get(userId);
-    if (kept && this.cache.holds(kept)) return kept;
+    const kept = this.kept(projectId, userId);
+    if (kept) return kept;
     const changes = this.changes;
     if (!(await findMemberRole(this.db, projectId, userId))) return null;
     const sdkKey = await currentSdkKey(this.db, projectId);
@@ -117,31 +131,24 @@ class MemberProjects {
 }
 
 /**
- * Checks the credential in order: an SDK key (403), none or an unknown token (401), the project
- * (a project-scoped token names its own; a token of every project names it with ?project=<id>),
- * the caller's membership (404), then the compiled project. Sets request.tokenAccess.
+ * Reads an API token's access from a request's Authorization: 401 without a valid token; then the
+ * project (a project-scoped token names its own; a token of every project names it with
+ * ?project=<id>), the caller's membership (404), then the compiled project. One per app
+ * (app.ts), shared by the SDK surfaces, so that a burst of one token's SDKs reads it once a second.
  */
-export function tokenAccessHook(db: Db, limits: RateLimits, cache: EvaluateCache) {
-  const readAccess = tokenAccessReader(db, cache);
-  return async function tokenAccess(request: FastifyRequest): Promise<void> {
-    await limits.evaluate?.hit(request.ip);
-    const secret = bearer(request);
-    const sdkKeyGiven = request.headers['x-sdk-key'] !== undefined || request.headers['x-api-key'] !== undefined || (secret !== undefined && !secret.startsWith(TOKEN_PREFIX));
-    if (sdkKeyGiven && (secret === undefined || !secret.startsWith(TOKEN_PREFIX))) {
-      throw new Forbidden('Local evaluation needs an API token of the project (Authorization: Bearer gdn_…), not an SDK key: the ruleset names users');
-    }
-    request.tokenAccess = await readAccess(request);
-  };
-}
+export class TokenAccessReader {
+  private readonly memberProjects: MemberProjects;
+  private readonly tokens: RecentTokens;
 
-/** The API token's access from the request's Authorization (401 without a valid one; then the project and membership as tokenAccessHook says). */
-export function tokenAccessReader(db: Db, cache: EvaluateCache) {
-  const memberProjects = new MemberProjects(db, cache);
-  const tokens = new RecentTokens(db);
-  return async function readAccess(request: FastifyRequest): Promise<TokenAccess> {
+  constructor(db: Db, cache: EvaluateCache) {
+    this.memberProjects = new MemberProjects(db, cache);
+    this.tokens = new RecentTokens(db);
+  }
+
+  async read(request: FastifyRequest): Promise<TokenAccess> {
     const secret = bearer(request);
     if (secret === undefined) throw new Unauthorized('Missing or invalid API token');
-    const token = await tokens.find(secret);
+    const token = await this.tokens.find(secret);
     if (!token) throw new Unauthorized('Missing or invalid API token');
     const named = (request.query as { project?: unknown } | undefined)?.project;
     let projectId = token.project_id;
@@ -149,8 +156,37 @@ export function tokenAccessReader(db: Db, cache: EvaluateCache) {
       if (typeof named !== 'string' || named === '') throw new Invalid('A token of every project must name one: add ?project=<project id> (or use a project-scoped token)');
       projectId = named;
     } else if (typeof named === 'string' && named !== projectId) throw new NotFound('Project not found');
-    const project = UUID.test(projectId) ? await memberProjects.find(projectId, token.user_id) : null;
+    const project = UUID.test(projectId) ? await this.memberProjects.find(projectId, token.user_id) : null;
     if (!project) throw new NotFound('Project not found');
     return { tokenId: token.id, projectId, project };
+  }
+
+  /**
+   * What read gives a request that names no project, when the token and its member's project are
+   * both kept here: no read, no wait (the ruleset's direct path). Undefined otherwise: read then.
+   * A token of every project must name one, so it is never answered here.
+   */
+  kept(secret: string): TokenAccess | undefined {
+    const token = this.tokens.kept(secret);
+    if (token === undefined || token.project_id === null) return undefined;
+    const project = this.memberProjects.kept(token.project_id, token.user_id);
+    return project && { tokenId: token.id, projectId: token.project_id, project };
+  }
+}
+
+/**
+ * The credential check of the local-evaluation surfaces, in order: the rate limit (429; counted
+ * once per request, as the ruleset's direct path may have counted it), an SDK key (403), then the
+ * token as TokenAccessReader.read says. Sets request.tokenAccess.
+ */
+export function tokenAccessHook(limits: RateLimits, reader: TokenAccessReader) {
+  return async function tokenAccess(request: FastifyRequest): Promise<void> {
+    await limits.evaluate?.hitOnce(request.raw, request.ip);
+    const secret = bearer(request);
+    const sdkKeyGiven = request.headers['x-sdk-key'] !== undefined || request.headers['x-api-key'] !== undefined || (secret !== undefined && !secret.startsWith(TOKEN_PREFIX));
+    if (sdkKeyGiven && (secret === undefined || !secret.startsWith(TOKEN_PREFIX))) {
+      throw new Forbidden('Local evaluation needs an API token of the project (Authorization: Bearer gdn_…), not an SDK key: the ruleset names users');
+    }
+    request.tokenAccess = await reader.read(request);
   };
 }

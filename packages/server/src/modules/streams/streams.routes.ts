@@ -14,7 +14,7 @@ import type { SentContext } from '../evaluate/evaluate.answers.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import { bodyValidator } from '../../http/compilers.js';
 import { sdkKeyHash } from '../evaluate/sdk-key.js';
-import { carriesApiToken, tokenAccessHook } from '../local-evaluation/token-auth.js';
+import { carriesApiToken, tokenAccessHook, type TokenAccessReader } from '../local-evaluation/token-auth.js';
 import { TokenStreams } from '../local-evaluation/token-streams.js';
 import { StreamHub, type OpenStream } from './streams.hub.js';
 import type { OpenStreamCount } from './open-streams.js';
@@ -59,9 +59,9 @@ declare module 'fastify' {
 /** How long a client over its open-stream cap is told to wait: about as long as a stream of a well-behaved client lasts between reconnects. */
 const STREAM_CAP_RETRY_SECONDS = 30;
 
-export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; streamTokens: StreamTokens; openStreams: OpenStreamCount }> = async (
+export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; streamTokens: StreamTokens; openStreams: OpenStreamCount; tokenAccess: TokenAccessReader }> = async (
   app,
-  { config, db, limits, evaluateCache, history, streamTokens, openStreams },
+  { config, db, limits, evaluateCache, history, streamTokens, openStreams, tokenAccess },
 ) => {
   const hub = new StreamHub(db, evaluateCache, app.log, { refetchRate: config.refetchRate, history });
   // The server waits for open answers when it closes: end the streams first.
@@ -69,7 +69,7 @@ export const streamRoutes: ApiPlugin<{ config: Readonly<Config>; db: Db; limits:
   app.decorateRequest('streamScope', null);
 
   const byKey = sdkProjectHook(limits, evaluateCache, anySdkCredential);
-  const byApiToken = tokenAccessHook(db, limits, evaluateCache);
+  const byApiToken = tokenAccessHook(limits, tokenAccess);
   const tokenStreams = new TokenStreams(db, app.log);
   const unsubscribe = evaluateCache.onInvalidate((projectId) => tokenStreams.projectChanged(projectId));
   app.addHook('onClose', async () => {
