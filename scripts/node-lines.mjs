@@ -9,7 +9,8 @@
 // better-sqlite3 loads it from (build/Release/better_sqlite3.node) and the machine's own goes back
 // afterwards: so every process a test starts loads the right one, whatever environment it is given.
 //
-// `node scripts/node-lines.mjs` installs the lines and builds their drivers (test.mjs does it too).
+// `node scripts/node-lines.mjs` installs the lines and builds their drivers (test.mjs does it too);
+// `node scripts/node-lines.mjs --run 24 node <file>` runs a file on a line (the benchmarks on Node 24).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -135,5 +136,24 @@ export function prepare(lines) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [flag, name, ...command] = process.argv.slice(2);
+  if (flag === '--run') {
+    // `node scripts/node-lines.mjs --run 24 node <file> …`: the command with that line's node first on
+    // PATH (and for `node`, that binary) and its driver in place; the current Node's goes back after.
+    const [current, ...others] = knownLines();
+    const line = others.find((each) => each.name === name);
+    if (!line || command.length === 0) throw new Error(`usage: node scripts/node-lines.mjs --run <${others.map((each) => each.name).join('|')}> <command…>`);
+    prepare([current, line]);
+    use(line);
+    let status = 1;
+    try {
+      const [program, ...args] = command;
+      const result = spawnSync(program === 'node' ? line.node : program, args, { stdio: 'inherit', env: { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}` } });
+      status = result.status ?? 1;
+    } finally {
+      use(current);
+    }
+    process.exit(status);
+  }
   for (const line of prepare(knownLines())) console.log(`Node ${line.version} (${line.name}): ${line.node}, driver ${cached(line.version)}`);
 }

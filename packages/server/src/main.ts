@@ -4,6 +4,7 @@ import pino from 'pino';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
+import { listenOnSockets } from './http/listen.js';
 import { relayClusterChanges } from './modules/changes/carriers.js';
 
 /** On a terminal, readable log lines; otherwise (production, files, collectors) JSON lines, and pino-pretty is not loaded. */
@@ -69,7 +70,10 @@ async function serve(config: Readonly<Config>): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   // The first line a person reads says where to go.
-  await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG, listenTextResolver: (address) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` });
+  const options = { port: config.port, host: config.host, backlog: LISTEN_BACKLOG, listenTextResolver: (address: string) => `Guidon dashboard at ${dashboardUrl(address)} (Server listening at ${address}; API docs at ${dashboardUrl(address)}docs)` };
+  // Several sockets where Node can (http/listen.ts); a worker of WORKERS listens through the primary, which accepts for all.
+  if (cluster.isWorker) await app.listen(options);
+  else await listenOnSockets(app, options);
 }
 
 /**
