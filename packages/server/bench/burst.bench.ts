@@ -558,13 +558,14 @@ async function measure(build: string, mainJs: string): Promise<Result> {
 
     const serverCpu = () => server.pids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0);
     const quietCpu = serverCpu();
-    const quietStart = performance.now();
     const quiet = await load(loader, server.evaluateTarget, QUIET_SECONDS);
     // The server's open files, sampled every 100 ms: the burst's connections come on top of the streams (ulimit -n).
     const fileCounts: number[] = [];
     const sampler = setInterval(() => fileCounts.push(server.pids.reduce((sum, pid) => sum + openFiles(pid), 0)), 100);
-    // The server's CPU a second under the paced load alone, subtracted from each toggle's.
-    const loadCpuPerMs = (serverCpu() - quietCpu) / (performance.now() - quietStart);
+    // The server's CPU per evaluate answered under the paced load alone, subtracted from each
+    // toggle's for the answers given in its window: during a burst fewer are answered in the same
+    // time (by time, the subtraction went below zero on PostgreSQL).
+    const loadCpuPerAnswer = (serverCpu() - quietCpu) / Math.max(1, quiet.samples.length);
     const toggles: Result['toggles'] = [];
     let cpuMs = 0;
     for (let round = 0; round <= TOGGLES; round++) {
@@ -573,12 +574,12 @@ async function measure(build: string, mainJs: string): Promise<Result> {
       const during = load(loader, server.evaluateTarget, 4);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const cpuBefore = serverCpu();
+      const cpuBeforeAt = now();
       const overflowsBefore = listenOverflows();
       const toggledAt = now();
       await server.toggle();
       const toggleMs = now() - toggledAt;
       const evaluated = await during;
-      const loadCpu = loadCpuPerMs * 3000; // the paced load ran for 3 s after the toggle
       const report = () =>
         Promise.all(
           clients.map((each) => {
@@ -593,6 +594,8 @@ async function measure(build: string, mainJs: string): Promise<Result> {
         reports = await report();
       }
       const cpuAfter = serverCpu();
+      const cpuAfterAt = now();
+      const loadCpu = loadCpuPerAnswer * evaluated.samples.filter(([sentAt, ms]) => sentAt + ms >= cpuBeforeAt && sentAt + ms <= cpuAfterAt).length;
       const overflows = listenOverflows() - overflowsBefore;
       const maxFiles = Math.max(...fileCounts.splice(0));
       if (round === 0) continue; // the warm-up toggle
