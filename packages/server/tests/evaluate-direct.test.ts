@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import diagnostics from 'node:diagnostics_channel';
 import { Redis } from 'ioredis';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -10,7 +9,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify';
 import { routeMeta } from '../src/http/direct-path.js';
 import { hooksTheDirectPathWouldSkip } from '../src/modules/evaluate/evaluate.direct.js';
 import { createTestDatabase } from './test-database.js';
-import { eventually, freePort, newFlag, newProject, newUser, request, startServer, type Answer, type TestProject, type TestServer } from './harness.js';
+import { eventually, fastifyHandled, freePort, newFlag, newProject, newUser, request, startServer, type Answer, type TestProject, type TestServer } from './harness.js';
 
 /**
  * Evaluate's direct path (evaluate.direct.ts) answers plain `application/json` requests without
@@ -186,17 +185,6 @@ describe('evaluate: the direct path answers as Fastify does', () => {
     }
   });
 });
-
-/**
- * The request ids of the requests whose route handler Fastify ran (its diagnostics channel): an
- * evaluate 200 that is not in it was answered by the direct path.
- */
-function fastifyHandled(): { ids: Set<string>; stop(): void } {
-  const ids = new Set<string>();
-  const listener = (message: unknown) => ids.add((message as { request: { id: string } }).request.id);
-  diagnostics.subscribe('tracing:fastify.request.handler:start', listener);
-  return { ids, stop: () => diagnostics.unsubscribe('tracing:fastify.request.handler:start', listener) };
-}
 
 describe('evaluate: the direct path with the rate limit on', () => {
   const LIMIT = 5;

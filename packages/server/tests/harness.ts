@@ -1,4 +1,5 @@
 /** Test harness: a real server on a real port with a fresh SQLite file, and a small HTTP client. */
+import diagnostics from 'node:diagnostics_channel';
 import { Writable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
 import { buildApp, type BuildOptions } from '../src/app.js';
@@ -239,4 +240,15 @@ export async function freePort(): Promise<number> {
     handedOut.add(port);
     return port;
   }
+}
+
+/**
+ * The request ids of the requests whose route handler Fastify ran (its diagnostics channel): a 200
+ * of a route with a direct path (evaluate, the ruleset) that is not in it was the direct path's.
+ */
+export function fastifyHandled(): { ids: Set<string>; stop(): void } {
+  const ids = new Set<string>();
+  const listener = (message: unknown) => ids.add((message as { request: { id: string } }).request.id);
+  diagnostics.subscribe('tracing:fastify.request.handler:start', listener);
+  return { ids, stop: () => diagnostics.unsubscribe('tracing:fastify.request.handler:start', listener) };
 }

@@ -9,17 +9,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import diagnostics from 'node:diagnostics_channel';
 import { hooksTheRulesetPathWouldSkip } from '../src/modules/local-evaluation/ruleset.direct.js';
-import { newFlag, newProject, newUser, request, startServer, type Answer, type TestProject, type TestServer, type TestUser } from './harness.js';
-
-/** The request ids of the requests whose route handler Fastify ran. */
-function fastifyHandled(): { ids: Set<string>; stop(): void } {
-  const ids = new Set<string>();
-  const listener = (message: unknown) => ids.add((message as { request: { id: string } }).request.id);
-  diagnostics.subscribe('tracing:fastify.request.handler:start', listener);
-  return { ids, stop: () => diagnostics.unsubscribe('tracing:fastify.request.handler:start', listener) };
-}
+import { fastifyHandled, newFlag, newProject, newUser, request, startServer, type Answer, type TestProject, type TestServer, type TestUser } from './harness.js';
 
 async function apiToken(server: TestServer, user: TestUser, body: Record<string, unknown>): Promise<{ id: string; token: string }> {
   const created = await request(server, 'POST', '/api/tokens', { token: user.token, body: { name: 'local', ...body } });
