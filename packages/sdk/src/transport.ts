@@ -396,11 +396,12 @@ export class Follower {
 
   /**
    * Whether the client took the message's content itself; false (a fetch follows) when it cannot or
-   * throws. Data that is not current (a reconnect's catch-up) is brought up to date by a message too,
-   * unless a fetch is under way or waiting, whose answer could be older than the message's.
+   * throws. Never while a fetch is under way: its answer, asked before this change, would be laid
+   * over the message's (identify() during a change). Data that is not current (a reconnect's
+   * catch-up) is brought up to date by a message too, unless a fetch is also waiting.
    */
   private handles(data: string): boolean {
-    if (!this.options.handled || (!this.current && (this.fetching > 0 || this.spreadTimer !== undefined))) return false;
+    if (!this.options.handled || this.fetching > 0 || (!this.current && this.spreadTimer !== undefined)) return false;
     let taken: boolean;
     try {
       taken = this.options.handled(data);

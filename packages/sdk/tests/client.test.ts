@@ -338,6 +338,26 @@ describe('@guidon/sdk against a running Guidon', () => {
     await eventually(() => events.join() === 'ready,stale,ready', 'ready after the reconnect caught up');
   });
 
+  test('a message that comes while a fetch is under way is not taken over it: the fetch, asked before the change, would undo it (identify() during a change)', async (t) => {
+    const { proxy, remote } = await behindProxy(t);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the stream's first bytes read: the revision it starts from
+    const before = remote.isEnabled('checkout');
+    const streams = () => proxy.forwarded.filter((path) => path === '/sdk/v1/stream').length;
+    const opened = streams();
+    const held = proxy.holdNextAnswer('/sdk/v1/evaluate');
+    const identified = remote.identify({ user_id: 'someone-new' });
+    await held.reached; // the new user's answer, from before the change, held
+    await eventually(() => streams() > opened, 'the stream reopened for the new user');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await toggle(); // its message carries the new user's answer, while the fetch is held
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    held.release();
+    await identified;
+    await eventually(() => remote.isEnabled('checkout') !== before, 'the change held once the older answer arrived');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.notEqual(remote.isEnabled('checkout'), before, 'and kept');
+  });
+
   test('a catch-up request that fails after the stream is back is tried again: the client does not stay stale while the stream is open', async (t) => {
     // A change while the stream was away, for a context whose answer cannot travel in the message: the client asks.
     const { proxy, remote, events } = await behindProxy(t, { context: { custom_attributes: long } });
