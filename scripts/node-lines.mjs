@@ -11,7 +11,7 @@
 //
 // `node scripts/node-lines.mjs` installs the lines and builds their drivers (test.mjs does it too);
 // `node scripts/node-lines.mjs --run 24 node <file>` runs a file on a line (the benchmarks on Node 24).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
@@ -145,14 +145,18 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     if (!line || command.length === 0) throw new Error(`usage: node scripts/node-lines.mjs --run <${others.map((each) => each.name).join('|')}> <command…>`);
     prepare([current, line]);
     use(line);
-    let status = 1;
-    try {
-      const [program, ...args] = command;
-      const result = spawnSync(program === 'node' ? line.node : program, args, { stdio: 'inherit', env: { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}` } });
-      status = result.status ?? 1;
-    } finally {
-      use(current);
-    }
+    const [program, ...args] = command;
+    const child = spawn(program === 'node' ? line.node : program, args, { stdio: 'inherit', env: { ...process.env, PATH: `${dirname(line.node)}:${process.env.PATH ?? ''}` } });
+    // A signal to this process goes to the command; the current driver goes back once it has ended.
+    for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+    const status = await new Promise((resolve) => {
+      child.once('exit', (code) => resolve(code ?? 1));
+      child.once('error', (error) => {
+        console.error(error.message);
+        resolve(1);
+      });
+    });
+    use(current);
     process.exit(status);
   }
   for (const line of prepare(knownLines())) console.log(`Node ${line.version} (${line.name}): ${line.node}, driver ${cached(line.version)}`);
