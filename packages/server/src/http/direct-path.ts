@@ -12,6 +12,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
+import type { Limit } from '../rate-limits.js';
+import { clientAddressOf } from './client-address.js';
 
 export type Listener = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -82,20 +84,26 @@ export interface DirectPath {
   file: string;
   /** The hooks of the route it does itself, by the name of the hook that does it for Fastify's route. */
   does: HookNames;
+  /** The route's rate limit (its hook counts the same hit with Limit.hitOnce), or null. */
+  limit: Limit | null;
   /**
-   * Takes the request (true) or leaves it to Fastify (false). A request it took may still be handed
-   * over later with `handOver`, once it turns out not to be one it answers.
+   * The answer to give once the request is counted against the limit, when the request is one the
+   * direct path may take; undefined leaves it to Fastify. An answer may still hand the request over
+   * (`handOver`), once it turns out not to be one it answers.
    */
-  take(request: IncomingMessage, response: ServerResponse, handOver: Listener): boolean;
+  take(request: IncomingMessage, response: ServerResponse, handOver: Listener): (() => void) | undefined;
 }
 
 /**
  * Puts `direct` in front of the app's request listener (Fastify's, or the direct path put there
  * before). It is on once the app is ready and no hook would be skipped, and off while the app
  * closes (Fastify answers 503 to new requests then). With CORS configured it takes nothing: CORS's
- * hooks are Fastify's to run.
+ * hooks are Fastify's to run. With the rate limit on, a request taken is counted here under the
+ * route's key (request.ip, as app.ts's Fastify computes it) before it is answered; a refused one
+ * goes to the route unread, whose hook takes the same outcome from hitOnce and answers the 429.
  */
 export function inFrontOfFastify(app: FastifyInstance, config: Readonly<Config>, direct: DirectPath): void {
+  const clientAddress = clientAddressOf(config.trustProxy);
   let on = false;
   app.addHook('onReady', async () => {
     if (config.corsOrigins.length > 0) return;
@@ -110,6 +118,10 @@ export function inFrontOfFastify(app: FastifyInstance, config: Readonly<Config>,
   const next = server.listeners('request')[0] as Listener;
   server.removeListener('request', next);
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (!on || !direct.take(request, response, next)) next(request, response);
+    const answer = on ? direct.take(request, response, next) : undefined;
+    if (answer === undefined) next(request, response);
+    else if (direct.limit === null) answer();
+    // (No address only once the socket is gone; request.ip is undefined then too.)
+    else direct.limit.hitOnce(request, clientAddress(request) as string).then(answer, () => next(request, response));
   });
 }

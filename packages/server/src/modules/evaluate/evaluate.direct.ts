@@ -6,7 +6,6 @@ import type { Config } from '../../config.js';
 import type { RateLimits } from '../../rate-limits.js';
 import type { HistoryRecorder } from '../history/history.recorder.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { clientAddressOf } from '../../http/client-address.js';
 import { hooksADirectPathWouldSkip, inFrontOfFastify, type Listener } from '../../http/direct-path.js';
 import { bodyValidator } from '../../http/compilers.js';
 import { requestIdOf } from '../../http/request-id.js';
@@ -54,17 +53,16 @@ export const hooksTheDirectPathWouldSkip = (app: FastifyInstance): string[] => h
  * goes to Fastify's route, with the body it has read: CORS (configured), an SDK key not compiled
  * yet, another content type, a body that does not parse or validate, an unknown environment, a
  * request over the rate limit. So validation, errors and their order (docs/api.md) stay in one
- * place. With the evaluate rate limit on, the direct path counts the request's hit itself (the
- * route's key, request.ip) before it reads the body, with Limit.hitOnce: a request it then hands
- * over carries that outcome, which the route's hook takes instead of counting again, and a refused
- * one is handed over unread, so the 429 is the route's.
+ * place. With the evaluate rate limit on, the request's hit is counted before the body is read
+ * (inFrontOfFastify, with Limit.hitOnce under the route's key): a request then handed over carries
+ * that outcome, which the route's hook takes instead of counting again, and a refused one is
+ * handed over unread, so the 429 is the route's.
  * A hook that applies to the route and is not in DIRECT_PATH_DOES stops the start.
  */
 export function directEvaluate(
   app: FastifyInstance,
   { config, limits, evaluateCache, history, metrics }: { config: Readonly<Config>; limits: RateLimits; evaluateCache: EvaluateCache; history: HistoryRecorder; metrics: Metrics },
 ): void {
-  const clientAddress = clientAddressOf(config.trustProxy); // what app.ts's Fastify gives as request.ip
   // The route's schema, compiled as the route's is (no coercion, no defaults): what passes here passes there.
   const valid = bodyValidator(EvaluateBody);
   // Fastify's own JSON parser with the app's settings (prototype poisoning refused): a body parses
@@ -74,28 +72,23 @@ export function directEvaluate(
   const keepParsed = (error: Error | null, value?: unknown) => {
     parsed = error === null ? value : undefined;
   };
-  inFrontOfFastify(app, config, { method: 'POST', path: PATH, file: 'evaluate.direct.ts', does: DIRECT_PATH_DOES, take });
+  inFrontOfFastify(app, config, { method: 'POST', path: PATH, file: 'evaluate.direct.ts', does: DIRECT_PATH_DOES, limit: limits.evaluate, take });
 
-  /** Takes the request when its headers allow a 200 without Fastify; then counts its rate-limit hit (when on) and reads the body. */
-  function take(request: IncomingMessage, response: ServerResponse, fastify: Listener): boolean {
-    if (request.method !== 'POST' || request.url !== PATH) return false;
+  /** Takes the request when its headers allow a 200 without Fastify: its answer reads the body. */
+  function take(request: IncomingMessage, response: ServerResponse, fastify: Listener): (() => void) | undefined {
+    if (request.method !== 'POST' || request.url !== PATH) return undefined;
     const headers = request.headers;
     const type = headers['content-type'];
-    if (type !== 'application/json' && type !== 'application/json; charset=utf-8') return false;
+    if (type !== 'application/json' && type !== 'application/json; charset=utf-8') return undefined;
     const length = Number(headers['content-length']);
-    if (!(length > 0 && length <= BODY_LIMIT) || headers['transfer-encoding'] !== undefined) return false;
+    if (!(length > 0 && length <= BODY_LIMIT) || headers['transfer-encoding'] !== undefined) return undefined;
     const sdkKey = headers['x-sdk-key'];
-    if (typeof sdkKey !== 'string' || sdkKey === '' || headers['if-none-match'] !== undefined) return false; // 304s: Fastify's
+    if (typeof sdkKey !== 'string' || sdkKey === '' || headers['if-none-match'] !== undefined) return undefined; // 304s: Fastify's
     const project = evaluateCache.project(sdkKey);
-    if (project === null || project instanceof Promise) return false; // Fastify's hook waits for the same load
+    if (project === null || project instanceof Promise) return undefined; // Fastify's hook waits for the same load
 
     const started = performance.now();
-    const limit = limits.evaluate;
-    if (limit === null) readAndAnswer(request, response, project, started, fastify);
-    // Refused (or anything else): the route's hook gets the same outcome from hitOnce and answers it.
-    // (No address only once the socket is gone; request.ip is undefined then too.)
-    else limit.hitOnce(request, clientAddress(request) as string).then(() => readAndAnswer(request, response, project, started, fastify), () => fastify(request, response));
-    return true;
+    return () => readAndAnswer(request, response, project, started, fastify);
   }
 
   /** Reads the body, and answers it 200 or hands it to Fastify. */

@@ -7,15 +7,13 @@
  * `?environment=<key>` alone, a project-scoped API token, a known environment. It answers them
  * with the route's own function (rulesetReply), 200 or 304. Everything else goes to the route:
  * CORS (configured), a token not kept or of every project, an SDK key, another query, an unknown
- * environment, a request over the rate limit. With the rate limit on, it counts the request's hit
- * itself (Limit.hitOnce, keyed as the route's hook keys it) and hands a refused one to the route,
- * whose hook takes that outcome and answers the 429.
+ * environment, a request over the rate limit (counted before it is answered, by inFrontOfFastify,
+ * as evaluate's; the route's hook takes a refused one's outcome and answers the 429).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
-import { clientAddressOf } from '../../http/client-address.js';
-import { hooksADirectPathWouldSkip, inFrontOfFastify, type Listener } from '../../http/direct-path.js';
+import { hooksADirectPathWouldSkip, inFrontOfFastify } from '../../http/direct-path.js';
 import { requestIdOf } from '../../http/request-id.js';
 import type { RateLimits } from '../../rate-limits.js';
 import { TOKEN_PREFIX } from '../api-tokens/api-tokens.repository.js';
@@ -44,26 +42,22 @@ export const DIRECT_PATH_DOES: Readonly<Record<string, readonly string[]>> = Obj
 export const hooksTheRulesetPathWouldSkip = (app: FastifyInstance): string[] => hooksADirectPathWouldSkip(app, 'GET', PATH, DIRECT_PATH_DOES);
 
 export function directRuleset(app: FastifyInstance, { config, limits, metrics, tokenAccess }: { config: Readonly<Config>; limits: RateLimits; metrics: Metrics; tokenAccess: TokenAccessReader }): void {
-  const clientAddress = clientAddressOf(config.trustProxy); // what app.ts's Fastify gives as request.ip
-  inFrontOfFastify(app, config, { method: 'GET', path: PATH, file: 'ruleset.direct.ts', does: DIRECT_PATH_DOES, take });
+  inFrontOfFastify(app, config, { method: 'GET', path: PATH, file: 'ruleset.direct.ts', does: DIRECT_PATH_DOES, limit: limits.evaluate, take });
 
-  function take(request: IncomingMessage, response: ServerResponse, fastify: Listener): boolean {
+  function take(request: IncomingMessage, response: ServerResponse): (() => void) | undefined {
     const url = request.url!;
-    if (request.method !== 'GET' || !url.startsWith(QUERY)) return false;
+    if (request.method !== 'GET' || !url.startsWith(QUERY)) return undefined;
     const headers = request.headers;
-    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined || headers['x-sdk-key'] !== undefined || headers['x-api-key'] !== undefined) return false;
+    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined || headers['x-sdk-key'] !== undefined || headers['x-api-key'] !== undefined) return undefined;
     const authorization = headers.authorization;
-    if (authorization === undefined || !authorization.startsWith(BEARER)) return false;
+    if (authorization === undefined || !authorization.startsWith(BEARER)) return undefined;
     const access = tokenAccess.kept(authorization.slice(7)); // a secret with spaces around it is not kept under that text: the route's
-    if (access === undefined) return false;
+    if (access === undefined) return undefined;
     const key = url.slice(QUERY.length);
-    if (!PLAIN_KEY.test(key) || !access.project.environments.has(key)) return false;
+    if (!PLAIN_KEY.test(key) || !access.project.environments.has(key)) return undefined;
 
     const started = performance.now();
-    const limit = limits.evaluate;
-    if (limit === null) answer(request, response, access, key, started);
-    else limit.hitOnce(request, clientAddress(request) as string).then(() => answer(request, response, access, key, started), () => fastify(request, response));
-    return true;
+    return () => answer(request, response, access, key, started);
   }
 
   function answer(request: IncomingMessage, response: ServerResponse, access: TokenAccess, key: string, started: number): void {
