@@ -7,6 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { addMember, eventually, freePort, newFlag, newProject, newUser, request, startServer, startTwoInstances, type TestProject, type TestServer, type TestUser } from './harness.js';
 import { assertError } from './resources.js';
 import { runPython } from './python.js';
@@ -477,19 +478,30 @@ describe('POST /sdk/v1/events: limits and instances', () => {
     const own = await newProject(server, owner, 'Deleted environment');
     assert.equal((await api('POST', `/api/projects/${own.id}/metrics`, { key: 'clicks', name: 'Clicks', event: 'click', kind: 'count', better: 'higher' })).status, 201);
     const clicks = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ name: 'click', unit: `${prefix}-${i}` }));
-    // SQLite: the server's connection holds the write lock while the rows are accepted and their
-    // environment deleted, so the intake's writer can only meet them after it is gone. PostgreSQL:
-    // deleted at once, most often before the next flush (else its rows go with it).
-    const sqlite = server.database.sqlite;
-    sqlite?.exec('begin immediate');
-    try {
+    const accept = async () => {
       const answers = await Promise.all([send({ environment: 'staging', events: clicks('s', 500) }, server, own.sdk_key), send({ environment: 'production', events: clicks('p', 500) }, server, own.sdk_key)]);
       assert.deepEqual(answers.map((answer) => [answer.status, answer.body.accepted]), [[202, 500], [202, 500]]);
-      if (sqlite) sqlite.prepare('delete from environments where id = ?').run(own.staging);
-    } finally {
-      sqlite?.exec('commit');
+    };
+    const sqlite = server.database.sqlite;
+    if (sqlite) {
+      // The server's connection holds the write lock while the rows are accepted and their
+      // environment deleted, so the intake's writer can only meet them after it is gone.
+      sqlite.exec('begin immediate');
+      try {
+        await accept();
+        sqlite.prepare('delete from environments where id = ?').run(own.staging);
+      } finally {
+        sqlite.exec('commit');
+      }
+    } else {
+      // The environment's deletion, not yet committed, holds its row while the rows are accepted:
+      // the intake's writer waits for it (its lock, as a foreign key check's) and then finds it gone.
+      await server.database.db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('environments').where('id', '=', own.staging).execute();
+        await accept();
+        await eventually(async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(server.database.db)).rows[0]!.n) > 0, "the intake's writer waiting for the deletion");
+      });
     }
-    if (!sqlite) assert.equal((await api('DELETE', `/api/projects/${own.id}/environments/${own.staging}`)).status, 204);
     const count = async (table: 'events' | 'units', environmentId: string) =>
       Number((await server.database.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('environment_id', '=', environmentId).executeTakeFirstOrThrow()).n);
     await eventually(async () => (await count('events', own.production)) === 500, 'the production rows written');
@@ -497,6 +509,25 @@ describe('POST /sdk/v1/events: limits and instances', () => {
     assert.equal((await send({ environment: 'production', events: clicks('q', 100) }, server, own.sdk_key)).status, 202);
     await eventually(async () => (await count('events', own.production)) === 600, 'the later rows written');
     assert.deepEqual([await count('events', own.staging), await count('units', own.staging), await count('units', own.production)], [0, 0, 600]);
+  });
+
+  test("deleting an environment deletes its exposures, events and units; another environment's stay", async () => {
+    const own = await newProject(server, owner, 'Environment deleted with its rows');
+    const clicks = await api('POST', `/api/projects/${own.id}/metrics`, { key: 'clicks', name: 'Clicks', event: 'click', kind: 'count', better: 'higher' });
+    for (const environment of [own.staging, own.production]) {
+      const flag = await newFlag(server, owner, own, { key: 'kept', enabled: true, rollout_percentage: 50 }, environment);
+      const created = await api('POST', `/api/projects/${own.id}/environments/${environment}/experiments`, { flag_id: flag.id, name: 'Kept', control: 'off', metrics: [{ metric_id: clicks.body.id, role: 'primary' }] });
+      assert.equal((await api('POST', `/api/projects/${own.id}/environments/${environment}/experiments/${created.body.id}/start`)).status, 200);
+    }
+    const batch = { exposures: [{ flag: 'kept', unit: 'u1', arm: 'on' }], events: [{ name: 'click', unit: 'u1' }] };
+    for (const environment of ['staging', 'production']) assert.equal((await send({ environment, ...batch }, server, own.sdk_key)).body.accepted, 2);
+    const count = async (table: 'exposures' | 'events' | 'units', environmentId: string) =>
+      Number((await server.database.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('environment_id', '=', environmentId).executeTakeFirstOrThrow()).n);
+    const counts = (environmentId: string) => Promise.all([count('exposures', environmentId), count('events', environmentId), count('units', environmentId)]);
+    await eventually(async () => (await counts(own.staging)).join() === '1,1,1' && (await counts(own.production)).join() === '1,1,1', 'the rows written');
+    assert.equal((await api('DELETE', `/api/projects/${own.id}/environments/${own.staging}`)).status, 204);
+    assert.deepEqual(await counts(own.staging), [0, 0, 0]);
+    assert.deepEqual(await counts(own.production), [1, 1, 1]);
   });
 
   test('SIGTERM writes what was accepted and not yet written', async () => {

@@ -15,7 +15,7 @@ import { LogThrottle } from '../../log-throttle.js';
 import { fromJson } from '../../db/values.js';
 import type { EvaluateCache } from '../evaluate/evaluate.cache.js';
 import type { EventsBody } from './intake.schemas.js';
-import { ThreadRowWriter, type EventRow, type ExposureRow } from './intake.writer.js';
+import { ThreadRowWriter, type EventRow, type ExposureRow, type RowGroup } from './intake.writer.js';
 
 /** An `at` older than this, or further ahead than FUTURE_MS, is ignored (clocks and retries, not history). */
 export const OLDEST_MS = 24 * 60 * 60 * 1000;
@@ -156,27 +156,27 @@ export class EventIntake {
     this.exposures = [];
     this.events = [];
     const step = this.options.rowsPerCommit;
-    const groups: ({ table: 'exposures'; rows: ExposureRow[] } | { table: 'events'; rows: EventRow[] })[] = [];
+    const groups: RowGroup[] = [];
     for (let i = 0; i < exposures.length; i += step) groups.push({ table: 'exposures', rows: exposures.slice(i, i + step) });
     for (let i = 0; i < events.length; i += step) groups.push({ table: 'events', rows: events.slice(i, i + step) });
     this.writing = exposures.length + events.length;
-    const environments = new Set<string>();
-    let written = 0;
-    try {
-      // A commit per thousand rows, each on the intake's thread.
-      for (const { table, rows } of groups) {
-        for (const id of await this.writer.write(table, rows)) environments.add(id);
-        written++;
-        this.writing -= rows.length;
-      }
-      if (this.failureLog.recovered()) this.log.info('exposures and events written again');
-    } catch (error) {
-      // The database away: what was not written waits for the next flush, within the bound.
-      this.writing = 0;
-      const left = groups.slice(written);
-      this.requeue(left.flatMap((group) => (group.table === 'exposures' ? group.rows : [])), left.flatMap((group) => (group.table === 'events' ? group.rows : [])), error);
-    }
+    // A commit per thousand rows, each on the intake's thread, in order.
+    const writes = await this.writer.writeAll(groups);
+    const outcomes = await Promise.allSettled(writes.map((write, i) => write.finally(() => (this.writing -= groups[i]!.rows.length))));
     this.writing = 0;
+    const environments = new Set<string>();
+    const failed: RowGroup[] = [];
+    let failure: unknown;
+    outcomes.forEach((outcome, i) => {
+      if (outcome.status === 'fulfilled') for (const id of outcome.value) environments.add(id);
+      else {
+        failed.push(groups[i]!);
+        failure ??= outcome.reason;
+      }
+    });
+    // The database away: what was not written waits for the next flush, within the bound.
+    if (failed.length > 0) this.requeue(failed.flatMap((group) => (group.table === 'exposures' ? group.rows : [])), failed.flatMap((group) => (group.table === 'events' ? group.rows : [])), failure);
+    else if (this.failureLog.recovered()) this.log.info('exposures and events written again');
     if (environments.size > 0) for (const listener of this.writtenListeners) listener(environments);
   }
 

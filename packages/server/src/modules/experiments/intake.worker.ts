@@ -10,6 +10,8 @@ const config = (workerData as { database: Config['database'] }).database;
 const writer = config.kind === 'sqlite' ? new SqliteRowWriter(config.path) : new PostgresRowWriter(await openDatabase(config, { migrate: false, poolSize: 1 }));
 
 let queue = Promise.resolve();
+/** The flush a group of which failed: its later groups are not tried (the database is away; they wait for the next flush). */
+let failedFlush = 0;
 port.on('message', (message: ToIntakeWorker) => {
   queue = queue.then(async () => {
     if (message.type === 'close') {
@@ -17,9 +19,11 @@ port.on('message', (message: ToIntakeWorker) => {
       post({ type: 'closed' });
       return;
     }
+    if (message.flush === failedFlush) return post({ type: 'failed', id: message.id, error: 'not tried: an earlier group of the flush failed' });
     try {
       post({ type: 'written', id: message.id, environments: [...(await writer.write(message.table, message.rows))] });
     } catch (error) {
+      failedFlush = message.flush;
       const code = (error as { code?: unknown }).code;
       post({ type: 'failed', id: message.id, error: error instanceof Error ? error.message : String(error), ...(typeof code === 'string' ? { code } : {}) });
     }

@@ -30,10 +30,12 @@ export interface EventRow {
 }
 export type Table = 'exposures' | 'events';
 type Row = ExposureRow | EventRow;
+/** The rows of one commit. */
+export type RowGroup = { table: 'exposures'; rows: ExposureRow[] } | { table: 'events'; rows: EventRow[] };
 
 export interface RowWriter {
   /**
-   * Writes one group of rows in a transaction; those of an environment deleted since they were
+   * Writes one group of rows, all or none; those of an environment deleted since they were
    * accepted are dropped (its rows went with it). Answers the environments whose rows were written.
    */
   write(table: Table, rows: Row[]): Promise<Set<string>>;
@@ -160,25 +162,19 @@ export class SqliteRowWriter {
   }
 }
 
-/** PostgreSQL, on the intake's thread: a pool of one connection of its own, through Kysely; the ids of units committed kept as SqliteRowWriter keeps them. */
+/**
+ * PostgreSQL, on the intake's thread: a pool of one connection of its own, through Kysely; the ids
+ * of units committed kept as SqliteRowWriter keeps them. The tables have no foreign key to
+ * `environments` here (0019_intake_rows_unchecked: PostgreSQL checked it row by row): each
+ * statement locks the group's environments once, `for key share` as a foreign key check does, and
+ * writes only the rows of those that still exist. An environment deleted meanwhile waits for the
+ * statement and then deletes its rows by trigger; one deleted before it has none written.
+ */
 export class PostgresRowWriter implements RowWriter {
   private readonly unitIds = new Map<string, number>();
 
   /** The database is the writer's: close() closes it. */
   constructor(private readonly database: Database) {}
-
-  async write(table: Table, rows: Row[]): Promise<Set<string>> {
-    try {
-      await this.writeRows(table, rows);
-      return environmentsOf(rows);
-    } catch (error) {
-      if (!isForeignKeyViolation(error)) throw error;
-      const existing = new Set((await this.database.db.selectFrom('environments').select('id').where('id', 'in', [...environmentsOf(rows)]).execute()).map((row) => row.id));
-      const kept = rows.filter((row) => existing.has(row.environment_id));
-      await this.writeRows(table, kept);
-      return environmentsOf(kept);
-    }
-  }
 
   async close(): Promise<void> {
     await this.database.close();
@@ -187,42 +183,79 @@ export class PostgresRowWriter implements RowWriter {
   /**
    * Each statement takes its columns as arrays (unnest): one statement a group, its parameters
    * five arrays instead of five per row, which PostgreSQL parses and binds in a fraction of the
-   * time (its CPU is the evaluate thread's on a small machine: docs/performance.md, "Experiments").
+   * time (its CPU is the evaluate thread's on a small machine: docs/performance.md, "Experiments");
+   * the rows' strings go as dictionaries, their numbers as literals. Without new units a group is that one statement, committed on its own: no transaction's
+   * round trips. New units are committed first (a unit without rows, should the rows' statement
+   * fail, only waits for them), then their ids read.
    */
-  private async writeRows(table: Table, rows: Row[]): Promise<void> {
+  async write(table: Table, rows: Row[]): Promise<Set<string>> {
+    const db = this.database.db;
     const added = new Map<string, number>();
-    await this.database.db.transaction().execute(async (trx) => {
-      const unknown = unitsOf(rows.filter((row) => !this.unitIds.has(`${row.environment_id}\u0000${row.unit}`)));
-      if (unknown.length > 0) {
-        const environments = unknown.map((unit) => unit.environment_id);
-        const units = unknown.map((unit) => unit.unit);
-        await sql`insert into units (environment_id, unit) select * from unnest(${environments}::uuid[], ${units}::text[]) on conflict do nothing`.execute(trx);
-        // A statement of its own: it sees the units another instance committed while this insert waited for them.
-        const found = await sql<{ id: string; environment_id: string; unit: string }>`
-          select u.id, u.environment_id, u.unit from units u
-          join unnest(${environments}::uuid[], ${units}::text[]) as wanted(environment_id, unit) on u.environment_id = wanted.environment_id and u.unit = wanted.unit`.execute(trx);
-        for (const unit of found.rows) added.set(`${unit.environment_id}\u0000${unit.unit}`, Number(unit.id));
-      }
-      const idOf = (row: Row) => this.unitIds.get(`${row.environment_id}\u0000${row.unit}`) ?? added.get(`${row.environment_id}\u0000${row.unit}`) ?? 0;
-      const environments = rows.map((row) => row.environment_id);
-      const ids = rows.map(idOf);
-      const ats = rows.map((row) => row.at);
-      if (table === 'exposures') {
-        const exposures = rows as ExposureRow[];
-        await sql`insert into exposures (environment_id, flag_key, unit_id, arm, at)
-          select * from unnest(${environments}::uuid[], ${exposures.map((row) => row.flag_key)}::text[], ${ids}::bigint[], ${exposures.map((row) => row.arm)}::text[], ${ats}::bigint[])`.execute(trx);
-      } else {
-        const events = rows as EventRow[];
-        await sql`insert into events (environment_id, name, unit_id, value, at)
-          select * from unnest(${environments}::uuid[], ${events.map((row) => row.name)}::text[], ${ids}::bigint[], ${events.map((row) => row.value)}::float8[], ${ats}::bigint[])`.execute(trx);
-      }
-    });
+    const unknown = unitsOf(rows.filter((row) => !this.unitIds.has(`${row.environment_id}\u0000${row.unit}`)));
+    if (unknown.length > 0) {
+      const environments = unknown.map((unit) => unit.environment_id);
+      const units = unknown.map((unit) => unit.unit);
+      await sql`with kept as (${lockEnvironments(environments)})
+        insert into units (environment_id, unit) select wanted.environment_id, wanted.unit from unnest(${environments}::uuid[], ${units}::text[]) with ordinality as wanted(environment_id, unit, n)
+        join kept on kept.id = wanted.environment_id order by wanted.n on conflict do nothing`.execute(db);
+      // A statement of its own: it sees the units another instance committed while this insert waited for them.
+      const found = await sql<{ id: string; environment_id: string; unit: string }>`
+        select u.id, u.environment_id, u.unit from units u
+        join unnest(${environments}::uuid[], ${units}::text[]) as wanted(environment_id, unit) on u.environment_id = wanted.environment_id and u.unit = wanted.unit`.execute(db);
+      for (const unit of found.rows) added.set(`${unit.environment_id}\u0000${unit.unit}`, Number(unit.id));
+    }
+    // A unit not found is one of an environment deleted meanwhile: its rows are not written.
+    const idOf = (row: Row) => this.unitIds.get(`${row.environment_id}\u0000${row.unit}`) ?? added.get(`${row.environment_id}\u0000${row.unit}`) ?? 0;
+    const environments = dictionary(rows.map((row) => row.environment_id));
+    const ids = numbers(rows.map(idOf));
+    const ats = numbers(rows.map((row) => row.at));
+    let insert;
+    if (table === 'exposures') {
+      const flags = dictionary((rows as ExposureRow[]).map((row) => row.flag_key));
+      const arms = dictionary((rows as ExposureRow[]).map((row) => row.arm));
+      insert = sql`insert into exposures (environment_id, flag_key, unit_id, arm, at)
+        select kept.id, (${flags.keys}::text[])[r.flag], r.unit_id, (${arms.keys}::text[])[r.arm], r.at
+        from unnest(${environments.positions}::int[], ${flags.positions}::int[], ${ids}::bigint[], ${arms.positions}::int[], ${ats}::bigint[]) as r(environment, flag, unit_id, arm, at)
+        join kept on kept.id = (${environments.keys}::uuid[])[r.environment]`;
+    } else {
+      const names = dictionary((rows as EventRow[]).map((row) => row.name));
+      insert = sql`insert into events (environment_id, name, unit_id, value, at)
+        select kept.id, (${names.keys}::text[])[r.name], r.unit_id, r.value, r.at
+        from unnest(${environments.positions}::int[], ${names.positions}::int[], ${ids}::bigint[], ${numbers((rows as EventRow[]).map((row) => row.value))}::float8[], ${ats}::bigint[]) as r(environment, name, unit_id, value, at)
+        join kept on kept.id = (${environments.keys}::uuid[])[r.environment]`;
+    }
+    // A data-modifying WITH runs to its end whatever the query reads: the answer is the environments written.
+    const written = await sql<{ id: string }>`with kept as materialized (${lockEnvironments(environments.keys)}), inserted as (${insert}) select id from kept`.execute(db);
     if (this.unitIds.size + added.size > CACHED_UNITS) this.unitIds.clear();
     for (const [key, id] of added) this.unitIds.set(key, id);
+    return new Set(written.rows.map((row) => row.id));
   }
 }
 
-export type ToIntakeWorker = { type: 'write'; id: number; table: Table; rows: Row[] } | { type: 'close' };
+/**
+ * A column of few distinct values (environments, flags, arms, event names) as those values once and
+ * each row's position among them (from 1, as PostgreSQL's arrays): a third of the bytes for
+ * PostgreSQL to parse, and no escaping of each row's strings here.
+ */
+function dictionary(values: readonly string[]): { keys: string[]; positions: string } {
+  const positionOf = new Map<string, number>();
+  const positions = new Array<number>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    let position = positionOf.get(values[i]!);
+    if (position === undefined) positionOf.set(values[i]!, (position = positionOf.size + 1));
+    positions[i] = position;
+  }
+  return { keys: [...positionOf.keys()], positions: numbers(positions) };
+}
+
+/** Finite numbers as one array literal (`{1,2.5,3}`): a single string parameter, where the driver would quote and escape each. */
+const numbers = (values: readonly number[]) => `{${values.join(',')}}`;
+
+/** The environments among these that exist, locked until the statement ends as a foreign key check locks them (a delete waits). */
+const lockEnvironments = (ids: readonly string[]) => sql`select id from environments where id = any(${[...new Set(ids)]}::uuid[]) order by id for key share`;
+
+/** `flush` numbers the groups of one flush: after one fails, the thread fails the flush's later ones without trying them. */
+export type ToIntakeWorker = { type: 'write'; id: number; flush: number; table: Table; rows: Row[] } | { type: 'close' };
 export type FromIntakeWorker = { type: 'written'; id: number; environments: string[] } | { type: 'failed'; id: number; error: string; code?: string } | { type: 'closed' };
 
 /**
@@ -230,19 +263,41 @@ export type FromIntakeWorker = { type: 'written'; id: number; environments: stri
  * write. A thread that dies fails the groups it held (the intake keeps their rows for the next
  * flush), and the next write starts another.
  */
-export class ThreadRowWriter implements RowWriter {
+export class ThreadRowWriter {
   private worker: Worker | undefined;
   private readonly waiting = new Map<number, { resolve: (environments: Set<string>) => void; reject: (error: Error) => void }>();
   private lastId = 0;
+  private lastFlush = 0;
 
   constructor(private readonly databaseConfig: Config['database']) {}
 
-  write(table: Table, rows: Row[]): Promise<Set<string>> {
+  /**
+   * Hands the groups of one flush to the thread without waiting for each to be written (it writes
+   * them in order), one group's copy per turn of this thread so that evaluate is answered between
+   * them. The thread then goes from one commit to the next: waiting here for each group's answer
+   * left it idle for a turn of this busy thread per group, and on PostgreSQL the intake fell
+   * behind 50,000 items a second (docs/performance.md, "Experiments"). Each promise settles with
+   * its group: the environments written, or the failure (the later groups of a flush fail
+   * untried after one fails).
+   */
+  async writeAll(groups: readonly RowGroup[]): Promise<Promise<Set<string>>[]> {
+    const flush = ++this.lastFlush;
+    const writes: Promise<Set<string>>[] = [];
+    for (const group of groups) {
+      if (writes.length > 0) await new Promise(setImmediate);
+      const write = this.write(group.table, group.rows, flush);
+      write.catch(() => {}); // the caller handles it; a failure before it has every promise is not unhandled
+      writes.push(write);
+    }
+    return writes;
+  }
+
+  private write(table: Table, rows: Row[], flush: number): Promise<Set<string>> {
     const worker = this.worker ?? this.start();
     const id = ++this.lastId;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ type: 'write', id, table, rows } satisfies ToIntakeWorker);
+      worker.postMessage({ type: 'write', id, flush, table, rows } satisfies ToIntakeWorker);
     });
   }
 
