@@ -6,8 +6,8 @@
  *    POST /sdk/v1/events for BENCH_SECONDS, paced to BENCH_RATE items a second together (default
  *    50,000; 0: as fast as they can), while a probe sends evaluate at a paced 100 requests a
  *    second; the probe ran alone first, as the baseline. Prints items accepted a second, the
- *    probe's p50/p99 beside its baseline, and the rows in the database after the stop (SIGTERM)
- *    against the items accepted.
+ *    probe's p50/p99 beside its baseline, and the rows in the database when the senders stopped
+ *    (what the intake kept up with) and after the stop (SIGTERM) against the items accepted.
  * 2. Results: BENCH_UNITS exposed units (default 1,000,000) and BENCH_EVENTS events (default
  *    10,000,000) written straight into the database, then the time of the first GET .../results,
  *    which computes them (a running experiment is then computed in the background).
@@ -155,11 +155,13 @@ async function intake(): Promise<void> {
     sending = false;
     await Promise.all(senders);
     const elapsed = (performance.now() - started) / 1000;
-    const loaded = await probing;
+    const loaded = await probing; // it ends with the senders
+    // Written while the senders sent: an intake slower than them builds a backlog that a short run hides (it is written at SIGTERM).
+    const writtenAtStop = await countRows(server.databaseUrl);
     await server.stop(); // SIGTERM: what waits is written
     const rows = await countRows(server.databaseUrl);
     const database = postgresUrl ? 'PostgreSQL' : 'SQLite';
-    console.log(`intake (${database}, ${SENDERS} senders aiming at ${RATE > 0 ? RATE.toLocaleString('en') + ' items/s' : 'all they can'}, batches of 500, ${SECONDS} s): ${Math.round(accepted / elapsed).toLocaleString('en')} items/s accepted, ${refused} refused; rows after SIGTERM ${rows.toLocaleString('en')} of ${accepted.toLocaleString('en')} accepted`);
+    console.log(`intake (${database}, ${SENDERS} senders aiming at ${RATE > 0 ? RATE.toLocaleString('en') + ' items/s' : 'all they can'}, batches of 500, ${SECONDS} s): ${Math.round(accepted / elapsed).toLocaleString('en')} items/s accepted, ${refused} refused; rows written when the senders stopped ${writtenAtStop.toLocaleString('en')}, after SIGTERM ${rows.toLocaleString('en')}, of ${accepted.toLocaleString('en')} accepted`);
     console.log(`  evaluate at 100/s: alone p50 ${quantile(baseline, 0.5).toFixed(2)} ms p99 ${quantile(baseline, 0.99).toFixed(2)} ms; during intake p50 ${quantile(loaded, 0.5).toFixed(2)} ms p99 ${quantile(loaded, 0.99).toFixed(2)} ms (${loaded.length} requests)`);
   } finally {
     await server.cleanUp();

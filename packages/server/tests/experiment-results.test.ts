@@ -511,6 +511,44 @@ describe('POST /sdk/v1/events: limits and instances', () => {
     assert.deepEqual([await count('events', own.staging), await count('units', own.staging), await count('units', own.production)], [0, 0, 600]);
   });
 
+  test('a flush that fails is written by a later one: every row once, none lost', async () => {
+    const own = await newProject(server, owner, 'Failed flush');
+    assert.equal((await api('POST', `/api/projects/${own.id}/metrics`, { key: 'clicks', name: 'Clicks', event: 'click', kind: 'count', better: 'higher' })).status, 201);
+    const clicks = (prefix: string) => Array.from({ length: 1000 }, (_, i) => ({ name: 'click', unit: `${prefix}-${i}` }));
+    const count = async () => Number((await server.database.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('environment_id', '=', own.production).executeTakeFirstOrThrow()).n);
+    const accept = async () => {
+      const answers = await Promise.all(['a', 'b', 'c'].map((prefix) => send({ environment: 'production', events: clicks(prefix) }, server, own.sdk_key)));
+      assert.deepEqual(answers.map((answer) => answer.body.accepted), [1000, 1000, 1000]);
+    };
+    const sqlite = server.database.sqlite;
+    if (sqlite) {
+      // The write lock held past the writer's 5 s busy timeout: its group fails.
+      sqlite.exec('begin immediate');
+      try {
+        await accept();
+        await new Promise((resolve) => setTimeout(resolve, 6000));
+        assert.equal(await count(), 0);
+      } finally {
+        sqlite.exec('commit');
+      }
+    } else {
+      // The writer's connection ended while its statement waits for a lock: its group fails, the flush's later ones are not tried.
+      await server.database.db.transaction().execute(async (trx) => {
+        await sql`lock table events in access exclusive mode`.execute(trx);
+        await accept();
+        let writer: number | undefined;
+        await eventually(async () => {
+          writer = (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%insert into events%'`.execute(server.database.db)).rows[0]?.pid;
+          return writer !== undefined;
+        }, "the intake's writer waiting for the lock");
+        await sql`select pg_terminate_backend(${writer})`.execute(server.database.db);
+      });
+    }
+    await eventually(async () => (await count()) === 3000, 'the 3,000 rows written by a later flush');
+    const units = await server.database.db.selectFrom('units').select((eb) => eb.fn.countAll().as('n')).where('environment_id', '=', own.production).executeTakeFirstOrThrow();
+    assert.equal(Number(units.n), 3000);
+  });
+
   test("deleting an environment deletes its exposures, events and units; another environment's stay", async () => {
     const own = await newProject(server, owner, 'Environment deleted with its rows');
     const clicks = await api('POST', `/api/projects/${own.id}/metrics`, { key: 'clicks', name: 'Clicks', event: 'click', kind: 'count', better: 'higher' });

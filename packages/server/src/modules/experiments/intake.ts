@@ -15,7 +15,7 @@ import { LogThrottle } from '../../log-throttle.js';
 import { fromJson } from '../../db/values.js';
 import type { EvaluateCache } from '../evaluate/evaluate.cache.js';
 import type { EventsBody } from './intake.schemas.js';
-import { ThreadRowWriter, type EventRow, type ExposureRow, type RowGroup } from './intake.writer.js';
+import { packRows, ThreadRowWriter, type EventTuple, type ExposureTuple, type PackedRows, type RowGroup } from './intake.writer.js';
 
 /** An `at` older than this, or further ahead than FUTURE_MS, is ignored (clocks and retries, not history). */
 export const OLDEST_MS = 24 * 60 * 60 * 1000;
@@ -52,8 +52,10 @@ export class EventIntake {
   private readonly options: IntakeOptions;
   /** By project: each environment's watch, read from the database once per change of the project. */
   private readonly watched = new Map<string, Promise<ProjectWatch>>();
-  private exposures: ExposureRow[] = [];
-  private events: EventRow[] = [];
+  /** Kept and waiting for the next flush, batch by batch; `waiting` counts their rows. */
+  private exposures: PackedRows[] = [];
+  private events: PackedRows[] = [];
+  private waiting = 0;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | null = null;
   private readonly failureLog = new LogThrottle();
@@ -88,7 +90,7 @@ export class EventIntake {
 
   /** Rows accepted and not yet written: waiting for the next flush, or in the flush under way. */
   get pendingRows(): number {
-    return this.exposures.length + this.events.length + this.writing;
+    return this.waiting + this.writing;
   }
 
   /** Sorts one batch; what is kept is written within a flush interval. */
@@ -108,7 +110,8 @@ export class EventIntake {
       if (time > now + FUTURE_MS) return 'in_future';
       return time;
     };
-    let accepted = 0;
+    const exposures: ExposureTuple[] = [];
+    const events: EventTuple[] = [];
     for (const exposure of body.exposures ?? []) {
       const arms = watchedFlags.get(exposure.flag);
       const at = timeOf(exposure.at);
@@ -117,22 +120,19 @@ export class EventIntake {
       else if (!arms) ignore('not_watched');
       else if (!arms.has(exposure.arm)) ignore('unknown_arm');
       else if (exposure.reason !== undefined && servedByRule(exposure.reason)) ignore('served_by_rule');
-      else {
-        this.exposures.push({ environment_id: environmentId, flag_key: exposure.flag, unit: exposure.unit, arm: exposure.arm, at });
-        accepted++;
-      }
+      else exposures.push([exposure.flag, exposure.unit, exposure.arm, at]);
     }
     for (const event of body.events ?? []) {
       const at = timeOf(event.at);
       if (event.unit === ANONYMOUS) ignore('anonymous');
       else if (typeof at !== 'number') ignore(at);
       else if (!watch.events.has(event.name)) ignore('no_metric');
-      else {
-        this.events.push({ environment_id: environmentId, name: event.name, unit: event.unit, value: event.value ?? 1, at });
-        accepted++;
-      }
+      else events.push([event.name, event.unit, event.value ?? 1, at]);
     }
-    return { accepted, ignored };
+    if (exposures.length > 0) this.exposures.push(packRows(environmentId, exposures));
+    if (events.length > 0) this.events.push(packRows(environmentId, events));
+    this.waiting += exposures.length + events.length;
+    return { accepted: exposures.length + events.length, ignored };
   }
 
   /** Writes what waits (one flush at a time; a call during one waits for it and then flushes again). */
@@ -151,18 +151,14 @@ export class EventIntake {
   }
 
   private async write(): Promise<void> {
-    const exposures = this.exposures;
-    const events = this.events;
+    const groups = [...this.groupsOf('exposures', this.exposures), ...this.groupsOf('events', this.events)];
     this.exposures = [];
     this.events = [];
-    const step = this.options.rowsPerCommit;
-    const groups: RowGroup[] = [];
-    for (let i = 0; i < exposures.length; i += step) groups.push({ table: 'exposures', rows: exposures.slice(i, i + step) });
-    for (let i = 0; i < events.length; i += step) groups.push({ table: 'events', rows: events.slice(i, i + step) });
-    this.writing = exposures.length + events.length;
-    // A commit per thousand rows, each on the intake's thread, in order.
+    this.writing = this.waiting;
+    this.waiting = 0;
+    // A commit per thousand rows or so (whole batches), each on the intake's thread, in order.
     const writes = await this.writer.writeAll(groups);
-    const outcomes = await Promise.allSettled(writes.map((write, i) => write.finally(() => (this.writing -= groups[i]!.rows.length))));
+    const outcomes = await Promise.allSettled(writes.map((write, i) => write.finally(() => (this.writing -= groups[i]!.rows))));
     this.writing = 0;
     const environments = new Set<string>();
     const failed: RowGroup[] = [];
@@ -174,20 +170,30 @@ export class EventIntake {
         failure ??= outcome.reason;
       }
     });
-    // The database away: what was not written waits for the next flush, within the bound.
-    if (failed.length > 0) this.requeue(failed.flatMap((group) => (group.table === 'exposures' ? group.rows : [])), failed.flatMap((group) => (group.table === 'events' ? group.rows : [])), failure);
+    // The database away: what was not written waits for the next flush (the bound is checked as batches arrive).
+    if (failed.length > 0) this.requeue(failed, failure);
     else if (this.failureLog.recovered()) this.log.info('exposures and events written again');
     if (environments.size > 0) for (const listener of this.writtenListeners) listener(environments);
   }
 
-  private requeue(exposures: ExposureRow[], events: EventRow[], error: unknown): void {
-    if (this.failureLog.due()) this.log.error({ err: error }, 'writing exposures and events failed; keeping them for the next flush');
-    if (exposures.length + events.length > this.options.maxPendingRows - this.pendingRows) {
-      this.log.error({ rows: exposures.length + events.length }, 'exposures and events dropped: the database stayed away past the pending bound');
-      return;
+  /** Whole batches, in order, grouped to at least rowsPerCommit rows (the last group fewer). */
+  private groupsOf(table: RowGroup['table'], batches: readonly PackedRows[]): RowGroup[] {
+    const groups: RowGroup[] = [];
+    let group: RowGroup | undefined;
+    for (const batch of batches) {
+      if (!group || group.rows >= this.options.rowsPerCommit) groups.push((group = { table, batches: [], rows: 0 }));
+      group.batches.push(batch);
+      group.rows += batch.count;
     }
-    this.exposures = exposures.concat(this.exposures);
-    this.events = events.concat(this.events);
+    return groups;
+  }
+
+  private requeue(failed: readonly RowGroup[], error: unknown): void {
+    if (this.failureLog.due()) this.log.error({ err: error }, 'writing exposures and events failed; keeping them for the next flush');
+    const batchesOf = (table: RowGroup['table']) => failed.flatMap((group) => (group.table === table ? group.batches : []));
+    this.exposures = batchesOf('exposures').concat(this.exposures);
+    this.events = batchesOf('events').concat(this.events);
+    this.waiting += failed.reduce((rows, group) => rows + group.rows, 0);
   }
 
   private watchOf(projectId: string): Promise<ProjectWatch> {

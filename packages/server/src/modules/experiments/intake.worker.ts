@@ -2,7 +2,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import { openDatabase } from '../../db/database.js';
-import { PostgresRowWriter, SqliteRowWriter, type FromIntakeWorker, type ToIntakeWorker } from './intake.writer.js';
+import { PostgresRowWriter, SqliteRowWriter, rowsOf, type FromIntakeWorker, type ToIntakeWorker } from './intake.writer.js';
 
 const port = parentPort!;
 const post = (message: FromIntakeWorker) => port.postMessage(message);
@@ -21,7 +21,7 @@ port.on('message', (message: ToIntakeWorker) => {
     }
     if (message.flush === failedFlush) return post({ type: 'failed', id: message.id, error: 'not tried: an earlier group of the flush failed' });
     try {
-      post({ type: 'written', id: message.id, environments: [...(await writer.write(message.table, message.rows))] });
+      post({ type: 'written', id: message.id, environments: [...(await writer.write(message.table, rowsOf(message.table, message.batches)))] });
     } catch (error) {
       failedFlush = message.flush;
       const code = (error as { code?: unknown }).code;
