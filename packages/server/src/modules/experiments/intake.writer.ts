@@ -215,9 +215,10 @@ export class PostgresRowWriter implements RowWriter {
    * Each statement takes its columns as arrays (unnest): one statement a group, its parameters
    * five arrays instead of five per row, which PostgreSQL parses and binds in a fraction of the
    * time (its CPU is the evaluate thread's on a small machine: docs/performance.md, "Experiments");
-   * the rows' strings go as dictionaries, their numbers as literals. Without new units a group is that one statement, committed on its own: no transaction's
-   * round trips. New units are committed first (a unit without rows, should the rows' statement
-   * fail, only waits for them), then their ids read.
+   * the rows' strings go as dictionaries, their numbers as literals. Without new units a group is
+   * that one statement, committed on its own: no transaction's round trips. New units are
+   * committed first (a unit without rows, should the rows' statement fail, only waits for them),
+   * then their ids read.
    */
   async write(table: Table, rows: Row[]): Promise<Set<string>> {
     const db = this.database.db;
