@@ -2,10 +2,9 @@
  * Results are computed in the background and kept (experiment_results): GET .../results answers
  * the latest computation at once. A running experiment whose environment got exposures or events
  * on this instance is computed again within CHECK_INTERVAL_MS of them, or after the rest that
- * follows the last background computation (REST_MS, longer after a long one; one computation at
- * a time, the oldest waiting first); every
- * running one once after a start; one never computed, or stopped since its last computation, is
- * computed when asked. Each computation runs on the results thread (results.worker.ts), with a
+ * follows the last background computation (REST_MS; one computation at a time, the oldest
+ * waiting first); every running one once after a start; one never computed, or stopped since its
+ * last computation, is computed when asked. Each computation runs on the results thread (results.worker.ts), with a
  * database connection of its own.
  */
 import { Worker } from 'node:worker_threads';
@@ -24,14 +23,13 @@ import type { Readable } from 'node:stream';
 
 const CHECK_INTERVAL_MS = 1000;
 /**
- * After a background computation, the next waits this long, or REST_FACTOR times as long as the
- * computations took if that is longer: a running experiment that gets data all the time is
- * computed every few seconds, not back to back (which took a third of the server's time at 50,000
- * items a second: docs/performance.md, "Experiments"), and one that takes seconds to compute takes
- * at most a fifth of the time of a thread and of a database connection.
+ * After a background computation, the next waits this long: a running experiment that gets data
+ * all the time is computed every few seconds, not back to back (which took a third of the server's
+ * time at 50,000 items a second: docs/performance.md, "Experiments"). With the check's second,
+ * data written after a computation is computed within 5 s (docs/experiments.md, "Results"); a
+ * longer rest after a long computation would break that.
  */
 const REST_MS = 3000;
-const REST_FACTOR = 4;
 
 export class ResultsService {
   private readonly dirtyEnvironments = new Set<string>();
@@ -128,11 +126,10 @@ export class ResultsService {
     if (this.closed || this.dirtyEnvironments.size === 0 || this.computing.size > 0 || Date.now() < this.restUntil) return;
     const environments = [...this.dirtyEnvironments];
     this.dirtyEnvironments.clear();
-    const started = Date.now();
     try {
       const rows = await this.database.db.selectFrom('experiments').selectAll().where('environment_id', 'in', environments).where('status', '=', 'running').execute();
       for (const experiment of await withMetrics(this.database.db, rows)) await this.compute(experiment);
-      this.restUntil = Date.now() + Math.max(REST_MS, REST_FACTOR * (Date.now() - started));
+      this.restUntil = Date.now() + REST_MS;
     } catch (error) {
       if (this.closed) return; // the thread stopped at shutdown
       for (const id of environments) this.dirtyEnvironments.add(id);
