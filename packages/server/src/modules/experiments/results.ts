@@ -43,9 +43,8 @@ export interface UnitArms {
 
 /** The same with each unit's identifier. */
 export interface ExposedUnits extends UnitArms {
-  /** unit (its identifier, or by `unitRead` its id in `units`) → its index in `arm` and `first` */
+  /** unit → its index in `arm` and `first` */
   index: Map<string, number>;
-  unitRead: UnitRead;
 }
 
 /** Per unit, one metric's events in its window (`count`, `sum`) and over the lookback before its first exposure (`preCount`, `preSum`). */
@@ -62,40 +61,35 @@ const spanOf = (experiment: Experiment, now: number) => ({
   end: experiment.stopped_at === null ? now : Date.parse(experiment.stopped_at),
 });
 
-/** A row of a page: [id, unit, arm or value, at]; the unit is its identifier, or by `unitId` its id in `units` (as text). */
+/** A row of a page: [id, unit, arm or value, at]. */
 type PageRow = [id: number | string, unit: string, armOrValue: string | number, at: number | string];
 
 /** Each table's key column and the column read beside the unit: one page query for both, on both databases. */
 const PAGED = { exposures: { key: 'flag_key', read: 'arm' }, events: { key: 'name', read: 'value' } } as const;
-/** How a page names each row's unit: its identifier (joined from `units`), or its id there (no join: PostgreSQL's results). */
-type UnitRead = 'unit' | 'unitId';
-const UNIT_COLUMN: Record<UnitRead, { join: string; column: string }> = {
-  unit: { join: 'join units u on u.id = r.unit_id', column: 'u.unit' },
-  unitId: { join: '', column: 'cast(r.unit_id as text)' },
-};
 
-const statements = new WeakMap<BetterSqlite3.Database, Map<string, BetterSqlite3.Statement>>();
+const statements = new WeakMap<BetterSqlite3.Database, Record<'exposures' | 'events', BetterSqlite3.Statement>>();
 
 /**
  * The rows of one flag's exposures or one event name's events after `afterId`, PAGE_ROWS at most,
- * in id order, each with its unit's identifier (from `units`) or id. SQLite: the driver's statement
- * in raw mode (arrays, not objects).
+ * in id order, each with its unit's identifier (from `units`). SQLite: the driver's statement in
+ * raw mode (arrays, not objects).
  */
-function readPage(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, afterId: number, unitRead: UnitRead): Promise<PageRow[]> | PageRow[] {
+function readPage(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, afterId: number): Promise<PageRow[]> | PageRow[] {
   const { key: keyColumn, read } = PAGED[table];
-  const unit = UNIT_COLUMN[unitRead];
   const sqlite = database.sqlite;
   if (sqlite) {
     let prepared = statements.get(sqlite);
-    if (!prepared) statements.set(sqlite, (prepared = new Map()));
-    let page = prepared.get(`${table} ${unitRead}`);
-    if (!page) {
-      page = sqlite.prepare(`select r.id, ${unit.column}, r.${read}, r.at from ${table} r ${unit.join} where r.environment_id = ? and r.${keyColumn} = ? and r.id > ? order by r.id limit ?`).raw(true);
-      prepared.set(`${table} ${unitRead}`, page);
+    if (!prepared) {
+      const page = (from: 'exposures' | 'events') =>
+        sqlite
+          .prepare(`select r.id, u.unit, r.${PAGED[from].read}, r.at from ${from} r join units u on u.id = r.unit_id where r.environment_id = ? and r.${PAGED[from].key} = ? and r.id > ? order by r.id limit ?`)
+          .raw(true);
+      prepared = { exposures: page('exposures'), events: page('events') };
+      statements.set(sqlite, prepared);
     }
-    return page.all(environmentId, key, afterId, PAGE_ROWS) as PageRow[];
+    return prepared[table].all(environmentId, key, afterId, PAGE_ROWS) as PageRow[];
   }
-  return sql<{ id: string; unit: string; x: string | number; at: string }>`select r.id, ${sql.raw(unit.column)} as unit, r.${sql.ref(read)} as x, r.at from ${sql.table(table)} r ${sql.raw(unit.join)} where r.environment_id = ${environmentId} and r.${sql.ref(keyColumn)} = ${key} and r.id > ${afterId} order by r.id limit ${PAGE_ROWS}`
+  return sql<{ id: string; unit: string; x: string | number; at: string }>`select r.id, u.unit, r.${sql.ref(read)} as x, r.at from ${sql.table(table)} r join units u on u.id = r.unit_id where r.environment_id = ${environmentId} and r.${sql.ref(keyColumn)} = ${key} and r.id > ${afterId} order by r.id limit ${PAGE_ROWS}`
     .execute(database.db)
     .then(({ rows }) => rows.map((row): PageRow => [row.id, row.unit, row.x, row.at]));
 }
@@ -104,15 +98,14 @@ function readPage(database: Database, table: 'exposures' | 'events', environment
  * Visits every row of a table's key in id order, page by page, with a turn of the event loop
  * between pages: `visit([id, unit, arm or value, at])`. The results on SQLite read by unit id
  * instead (readExposedUnitsSqlite, readUnitValuesSqlite); this one serves PostgreSQL's results,
- * units.csv and other modules (exported with this signature for them). By `unitId` a row names its
- * unit by its id in `units`: no join, for a reader that only tells units apart.
+ * units.csv and other modules (exported with this signature for them).
  */
-export async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void, unitRead: UnitRead = 'unit'): Promise<void> {
+export async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void): Promise<void> {
   // A turn every few milliseconds: evaluate's p99 while a computation runs (docs/performance.md, "Experiments").
   const pace = pacer(3);
   let after = 0;
   for (;;) {
-    const rows = await readPage(database, table, environmentId, key, after, unitRead);
+    const rows = await readPage(database, table, environmentId, key, after);
     for (const row of rows) visit(row);
     if (rows.length < PAGE_ROWS) return;
     after = Number(rows[rows.length - 1]![0]);
@@ -120,26 +113,18 @@ export async function eachRow(database: Database, table: 'exposures' | 'events',
   }
 }
 
-/** The exposed units, each named by its identifier, or by `unitId` its id in `units` (PostgreSQL's results: no join to `units`, a third of the time). */
-export async function readExposedUnits(database: Database, experiment: Experiment, now: number, unitRead: UnitRead = 'unit'): Promise<ExposedUnits> {
+export async function readExposedUnits(database: Database, experiment: Experiment, now: number): Promise<ExposedUnits> {
   const arms = Object.keys(experiment.expected_shares ?? {});
   const armIndex = new Map(arms.map((arm, i) => [arm, i]));
   const { start, end } = spanOf(experiment, now);
   const tally = new ExposureTally<string>();
-  await eachRow(
-    database,
-    'exposures',
-    experiment.environment_id,
-    experiment.flag_key,
-    ([, unit, rowArmKey, rowAt]) => {
-      const at = Number(rowAt);
-      const rowArm = armIndex.get(rowArmKey as string);
-      if (at < start || at > end || rowArm === undefined) return;
-      tally.add(unit, rowArm, at);
-    },
-    unitRead,
-  );
-  return { arms, index: tally.index, arm: tally.arm, first: tally.first, size: tally.index.size, unitRead };
+  await eachRow(database, 'exposures', experiment.environment_id, experiment.flag_key, ([, unit, rowArmKey, rowAt]) => {
+    const at = Number(rowAt);
+    const rowArm = armIndex.get(rowArmKey as string);
+    if (at < start || at > end || rowArm === undefined) return;
+    tally.add(unit, rowArm, at);
+  });
+  return { arms, index: tally.index, arm: tally.arm, first: tally.first, size: tally.index.size };
 }
 
 /** The exposed units as their exposures are read, by identifier (text, or the SQLite reader's unit id): each unit's row, its arm (MULTIPLE once it met two) and its first exposure. */
@@ -207,7 +192,7 @@ export async function readUnitValues(database: Database, experiment: Experiment,
       values.preCount[i]! += 1;
       values.preSum![i]! += value;
     }
-  }, units.unitRead);
+  });
   return values;
 }
 
@@ -381,7 +366,7 @@ function metricResult(experiment: Experiment, metric: Metric, role: string, unit
 /** Every figure of the results answer, from the database as it is now. */
 export async function computeResults(database: Database, experiment: Experiment, metrics: Metric[], now = Date.now()): Promise<Results> {
   const sqlite = database.sqlite;
-  const units: UnitArms = sqlite ? readExposedUnitsSqlite(sqlite, experiment, now) : await readExposedUnits(database, experiment, now, 'unitId');
+  const units: UnitArms = sqlite ? readExposedUnitsSqlite(sqlite, experiment, now) : await readExposedUnits(database, experiment, now);
   const shares = experiment.expected_shares ?? {};
   const armUnits = new Array<number>(units.arms.length).fill(0);
   let multiple = 0;
