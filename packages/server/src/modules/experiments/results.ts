@@ -2,13 +2,14 @@
  * An experiment's results (docs/experiments.md, "How results are computed"): the exposed units
  * and their arms, then per metric each unit's value from its events, added up per arm into the
  * sums statistics.ts turns into every figure. Computed on the results thread (results.worker.ts).
- * Rows are read in pages along the indexes, in id order, without holding a cursor; on SQLite by
- * unit id, joined in SQL to the exposed units (readUnitValuesSqlite), elsewhere with each row's unit
- * (eachRow).
+ * Rows are read along the indexes, in id order, without holding a cursor, by unit id, each
+ * metric's events joined in SQL to the exposed units (readUnitValuesSqlite, readUnitValuesPostgres);
+ * units.csv and releases read each row's unit (eachRow).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import type { Database } from '../../db/database.js';
+import type { Db } from '../../db/handle.js';
 import { pacer } from '../../pace.js';
 import type { Experiment } from './experiments.repository.js';
 import type { Metric } from './metrics.repository.js';
@@ -96,9 +97,9 @@ function readPage(database: Database, table: 'exposures' | 'events', environment
 
 /**
  * Visits every row of a table's key in id order, page by page, with a turn of the event loop
- * between pages: `visit([id, unit, arm or value, at])`. The results on SQLite read by unit id
- * instead (readExposedUnitsSqlite, readUnitValuesSqlite); this one serves PostgreSQL's results,
- * units.csv and other modules (exported with this signature for them).
+ * between pages: `visit([id, unit, arm or value, at])`. The results read by unit id instead
+ * (readExposedUnitsSqlite, readExposedUnitsPostgres); this one serves units.csv and releases
+ * (releases/analysis.ts), which need each unit's identifier.
  */
 export async function eachRow(database: Database, table: 'exposures' | 'events', environmentId: string, key: string, visit: (row: PageRow) => void): Promise<void> {
   // A turn every few milliseconds: evaluate's p99 while a computation runs (docs/performance.md, "Experiments").
@@ -289,6 +290,92 @@ function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experi
   return values;
 }
 
+/**
+ * PostgreSQL's id ranges: each is a query, whose join scans the exposed units' key up to the range's
+ * largest unit. A million units and ten million events took 44.7 s in ranges of 16,384 ids, 30.7 s
+ * of 65,536, 18.7–19.3 s of 1,048,576 (docs/performance.md, "Experiments").
+ */
+const POSTGRES_ID_RANGE = 1_048_576;
+
+const lastId = async (db: Db, table: 'exposures' | 'events') => Number((await sql<{ last: string | null }>`select max(id) as last from ${sql.table(table)}`.execute(db)).rows[0]?.last ?? 0);
+
+/**
+ * PostgreSQL, in the computation's transaction (its connection keeps the temporary table): the
+ * same units, in the same order, as readExposedUnits. Within each id range the exposures are grouped
+ * per unit and arm in SQL, in the order of each group's first row, so the tally meets units in the
+ * order of their first exposure as row by row; the exposed units then go into a temporary table,
+ * as on SQLite.
+ */
+async function readExposedUnitsPostgres(db: Db, experiment: Experiment, now: number): Promise<UnitArms> {
+  const arms = Object.keys(experiment.expected_shares ?? {});
+  const armIndex = new Map(arms.map((arm, i) => [arm, i]));
+  const { start, end } = spanOf(experiment, now);
+  const tally = new ExposureTally<string>();
+  const last = await lastId(db, 'exposures');
+  for (let from = 0; from <= last; from += POSTGRES_ID_RANGE) {
+    const { rows } = await sql<{ unit_id: string; arm: string; first: string }>`
+      select unit_id, arm, min(at) as first from exposures
+       where environment_id = ${experiment.environment_id} and flag_key = ${experiment.flag_key} and id >= ${from} and id < ${from + POSTGRES_ID_RANGE} and at >= ${start} and at <= ${end}
+       group by unit_id, arm order by min(id)`.execute(db);
+    for (const row of rows) {
+      const rowArm = armIndex.get(row.arm);
+      if (rowArm !== undefined) tally.add(row.unit_id, rowArm, Number(row.first));
+    }
+  }
+  const { index, arm, first } = tally;
+  await sql`create temp table if not exists exposed_units (unit_id bigint primary key, row integer not null, first bigint not null)`.execute(db);
+  await sql`truncate exposed_units`.execute(db);
+  const ROWS = 50_000;
+  const ids: string[] = [];
+  const places: number[] = [];
+  const firsts: number[] = [];
+  const insert = () => sql`insert into exposed_units (unit_id, row, first) select * from unnest(${ids}::bigint[], ${places}::integer[], ${firsts}::bigint[])`.execute(db);
+  for (const [unit, i] of index) {
+    ids.push(unit);
+    places.push(i);
+    firsts.push(first[i]!);
+    if (ids.length === ROWS) {
+      await insert();
+      ids.length = places.length = firsts.length = 0;
+    }
+  }
+  if (ids.length > 0) await insert();
+  // The planner's join of each range of events to it needs its size.
+  await sql`analyze exposed_units`.execute(db);
+  return { arms, arm, first, size: index.size };
+}
+
+/** PostgreSQL: as readUnitValuesSqlite, each range of a metric's events joined in SQL to the exposed units, in id order. */
+async function readUnitValuesPostgres(db: Db, experiment: Experiment, metric: Metric, units: UnitArms, now: number): Promise<UnitValues> {
+  const { end } = spanOf(experiment, now);
+  const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
+  const values = emptyValues(experiment, units.size);
+  if (units.size === 0) return values;
+  const earliest = Date.parse(experiment.started_at!) - lookback;
+  const window = metric.window_hours === null ? Number.MAX_SAFE_INTEGER : metric.window_hours * HOUR_MS;
+  const withValues = metric.kind === 'sum' || metric.kind === 'mean';
+  const { count, sum, preCount, preSum } = values;
+  const last = await lastId(db, 'events');
+  for (let from = 0; from <= last; from += POSTGRES_ID_RANGE) {
+    const { rows } = await sql<{ i: number; value: number }>`
+      select case when e.at >= x.first then x.row else -1 - x.row end as i${withValues ? sql`, e.value` : sql``}
+        from events e join exposed_units x on x.unit_id = e.unit_id
+       where e.environment_id = ${experiment.environment_id} and e.name = ${metric.event} and e.id >= ${from} and e.id < ${from + POSTGRES_ID_RANGE} and e.at >= ${earliest} and e.at <= ${end}
+         and ((e.at >= x.first and e.at - x.first <= ${window}) or (e.at < x.first and e.at >= x.first - ${lookback}))
+       order by e.id`.execute(db);
+    for (const { i, value } of rows) {
+      if (i >= 0) {
+        count[i]! += 1;
+        if (withValues) sum[i]! += value;
+      } else {
+        preCount![-1 - i]! += 1;
+        if (withValues) preSum![-1 - i]! += value;
+      }
+    }
+  }
+  return values;
+}
+
 /** A unit's value of a conversion, count or sum metric from its events' count and sum (docs/experiments.md, "Metrics"); releases/analysis.ts reads it too. */
 export const valueOf = (kind: Metric['kind'], count: number, sum: number): number => (kind === 'conversion' ? (count > 0 ? 1 : 0) : kind === 'count' ? count : sum);
 
@@ -366,7 +453,23 @@ function metricResult(experiment: Experiment, metric: Metric, role: string, unit
 /** Every figure of the results answer, from the database as it is now. */
 export async function computeResults(database: Database, experiment: Experiment, metrics: Metric[], now = Date.now()): Promise<Results> {
   const sqlite = database.sqlite;
-  const units: UnitArms = sqlite ? readExposedUnitsSqlite(sqlite, experiment, now) : await readExposedUnits(database, experiment, now);
+  if (!sqlite) {
+    // One snapshot for every read. The planner's hash join built the million exposed units' hash
+    // again for each range of events (96.9–105.7 s with a 64 MB work_mem): each range is merged.
+    return database.db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (db) => {
+        await sql`set local enable_hashjoin = off`.execute(db);
+        return resultsOf(experiment, metrics, now, readExposedUnitsPostgres(db, experiment, now), (metric, units) => readUnitValuesPostgres(db, experiment, metric, units, now));
+      });
+  }
+  return resultsOf(experiment, metrics, now, readExposedUnitsSqlite(sqlite, experiment, now), (metric, units) => readUnitValuesSqlite(sqlite, experiment, metric, units, now));
+}
+
+/** The results from the exposed units and each metric's values per unit, however they were read. */
+async function resultsOf(experiment: Experiment, metrics: Metric[], now: number, exposed: UnitArms | Promise<UnitArms>, valuesOf: (metric: Metric, units: UnitArms) => UnitValues | Promise<UnitValues>): Promise<Results> {
+  const units = await exposed;
   const shares = experiment.expected_shares ?? {};
   const armUnits = new Array<number>(units.arms.length).fill(0);
   let multiple = 0;
@@ -382,7 +485,7 @@ export async function computeResults(database: Database, experiment: Experiment,
   for (const { metric_id, role } of experiment.metrics) {
     const metric = byId.get(metric_id);
     if (!metric) continue; // deleted since
-    const values = sqlite ? readUnitValuesSqlite(sqlite, experiment, metric, units, now) : await readUnitValues(database, experiment, metric, units as ExposedUnits, now);
+    const values = await valuesOf(metric, units);
     metricResults.push(metricResult(experiment, metric, role, units, values));
   }
   const withShare = units.arms.filter((arm) => shares[arm]! > 0);
