@@ -247,16 +247,24 @@ function readExposedUnitsSqlite(sqlite: BetterSqlite3.Database, experiment: Expe
   return { arms, arm, first, size: index.size };
 }
 
-function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experiment, metric: Metric, units: UnitArms, now: number): UnitValues {
-  const { end } = spanOf(experiment, now);
+/** What the SQL readers of a metric's events ask for: the times, its window and lookback, whether values are read. */
+function eventQuery(experiment: Experiment, metric: Metric, now: number) {
   const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
+  return {
+    end: spanOf(experiment, now).end,
+    lookback,
+    earliest: Date.parse(experiment.started_at!) - lookback,
+    // No window: the largest window any two times can be apart (at − first ≤ it always holds, as with Infinity).
+    window: metric.window_hours === null ? Number.MAX_SAFE_INTEGER : metric.window_hours * HOUR_MS,
+    // conversion and count use the number of events alone (valueOf); sum and mean the values too.
+    withValues: metric.kind === 'sum' || metric.kind === 'mean',
+  };
+}
+
+function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experiment, metric: Metric, units: UnitArms, now: number): UnitValues {
   const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
-  const earliest = Date.parse(experiment.started_at!) - lookback;
-  // No window: the largest window any two times can be apart (at − first ≤ it always holds, as with Infinity).
-  const window = metric.window_hours === null ? Number.MAX_SAFE_INTEGER : metric.window_hours * HOUR_MS;
-  // conversion and count use the number of events alone (valueOf); sum and mean the values too.
-  const withValues = metric.kind === 'sum' || metric.kind === 'mean';
+  const { end, lookback, earliest, window, withValues } = eventQuery(experiment, metric, now);
   const page = sqlite.prepare(
     `select case when e.at >= x.first then x.row else -1 - x.row end${withValues ? ', e.value' : ''}
        from events e cross join temp.exposed_units x on x.unit_id = e.unit_id
@@ -347,13 +355,9 @@ async function readExposedUnitsPostgres(db: Db, experiment: Experiment, now: num
 
 /** PostgreSQL: as readUnitValuesSqlite, each range of a metric's events joined in SQL to the exposed units, in id order. */
 async function readUnitValuesPostgres(db: Db, experiment: Experiment, metric: Metric, units: UnitArms, now: number): Promise<UnitValues> {
-  const { end } = spanOf(experiment, now);
-  const lookback = experiment.cuped ? experiment.cuped_lookback_days * DAY_MS : 0;
   const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
-  const earliest = Date.parse(experiment.started_at!) - lookback;
-  const window = metric.window_hours === null ? Number.MAX_SAFE_INTEGER : metric.window_hours * HOUR_MS;
-  const withValues = metric.kind === 'sum' || metric.kind === 'mean';
+  const { end, lookback, earliest, window, withValues } = eventQuery(experiment, metric, now);
   const { count, sum, preCount, preSum } = values;
   const last = await lastId(db, 'events');
   for (let from = 0; from <= last; from += POSTGRES_ID_RANGE) {
