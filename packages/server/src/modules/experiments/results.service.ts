@@ -4,8 +4,8 @@
  * on this instance is computed again within CHECK_INTERVAL_MS of them, or after the rest that
  * follows the last background computation (REST_MS; one computation at a time, the oldest
  * waiting first); every running one once after a start; one never computed, or stopped since its
- * last computation, is computed when asked. Each computation runs on the results thread (results.worker.ts), with a
- * database connection of its own.
+ * last computation, is computed when asked. Each computation runs on the results thread
+ * (results.worker.ts), with a database connection of its own.
  */
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';

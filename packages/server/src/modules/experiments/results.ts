@@ -2,9 +2,9 @@
  * An experiment's results (docs/experiments.md, "How results are computed"): the exposed units
  * and their arms, then per metric each unit's value from its events, added up per arm into the
  * sums statistics.ts turns into every figure. Computed on the results thread (results.worker.ts).
- * Rows are read along the indexes, in id order, without holding a cursor, by unit id, each
- * metric's events joined in SQL to the exposed units (readUnitValuesSqlite, readUnitValuesPostgres);
- * units.csv and releases read each row's unit (eachRow).
+ * Rows are read along the indexes, in id order, by unit id, each metric's events joined in SQL to
+ * the exposed units (readUnitValuesSqlite, readUnitValuesPostgres; on PostgreSQL in one
+ * transaction); units.csv and releases read each row's unit (eachRow).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
@@ -309,10 +309,10 @@ const lastId = async (db: Db, table: 'exposures' | 'events') => Number((await sq
 
 /**
  * PostgreSQL, in the computation's transaction (its connection keeps the temporary table): the
- * same units, in the same order, as readExposedUnits. Within each id range the exposures are grouped
- * per unit and arm in SQL, in the order of each group's first row, so the tally meets units in the
- * order of their first exposure as row by row; the exposed units then go into a temporary table,
- * as on SQLite.
+ * same units, in the same order, as readExposedUnits. Within each id range the exposures are
+ * grouped per unit and arm in SQL, in the order of each group's first row, so the tally meets units
+ * in the order of their first exposure as row by row; the exposed units then go into a temporary
+ * table, as on SQLite.
  */
 async function readExposedUnitsPostgres(db: Db, experiment: Experiment, now: number): Promise<UnitArms> {
   const arms = Object.keys(experiment.expected_shares ?? {});
