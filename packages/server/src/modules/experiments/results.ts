@@ -353,27 +353,41 @@ async function readExposedUnitsPostgres(db: Db, experiment: Experiment, now: num
   return { arms, arm, first, size: index.size };
 }
 
-/** PostgreSQL: as readUnitValuesSqlite, each range of a metric's events joined in SQL to the exposed units, in id order. */
+/**
+ * PostgreSQL: as readUnitValuesSqlite, each range of a metric's events joined in SQL to the exposed
+ * units. Values (sum, mean) are read one an event in id order, so each unit's are added in the same
+ * order as on SQLite; conversion and count need only each unit's number of events, counted per unit
+ * in SQL (whole numbers: the order they are added in changes nothing), a row a unit, not an event.
+ */
 async function readUnitValuesPostgres(db: Db, experiment: Experiment, metric: Metric, units: UnitArms, now: number): Promise<UnitValues> {
   const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
   const { end, lookback, earliest, window, withValues } = eventQuery(experiment, metric, now);
   const { count, sum, preCount, preSum } = values;
+  const joined = (from: number) => sql`
+      from events e join exposed_units x on x.unit_id = e.unit_id
+     where e.environment_id = ${experiment.environment_id} and e.name = ${metric.event} and e.id >= ${from} and e.id < ${from + POSTGRES_ID_RANGE} and e.at >= ${earliest} and e.at <= ${end}
+       and ((e.at >= x.first and e.at - x.first <= ${window}) or (e.at < x.first and e.at >= x.first - ${lookback}))`;
   const last = await lastId(db, 'events');
   for (let from = 0; from <= last; from += POSTGRES_ID_RANGE) {
-    const { rows } = await sql<{ i: number; value: number }>`
-      select case when e.at >= x.first then x.row else -1 - x.row end as i${withValues ? sql`, e.value` : sql``}
-        from events e join exposed_units x on x.unit_id = e.unit_id
-       where e.environment_id = ${experiment.environment_id} and e.name = ${metric.event} and e.id >= ${from} and e.id < ${from + POSTGRES_ID_RANGE} and e.at >= ${earliest} and e.at <= ${end}
-         and ((e.at >= x.first and e.at - x.first <= ${window}) or (e.at < x.first and e.at >= x.first - ${lookback}))
-       order by e.id`.execute(db);
+    if (!withValues) {
+      const { rows } = await sql<{ i: number; n: number; pre: number }>`
+        select x.row as i, (count(*) filter (where e.at >= x.first))::integer as n, (count(*) filter (where e.at < x.first))::integer as pre ${joined(from)}
+         group by x.row`.execute(db);
+      for (const { i, n, pre } of rows) {
+        count[i]! += n;
+        if (preCount) preCount[i]! += pre;
+      }
+      continue;
+    }
+    const { rows } = await sql<{ i: number; value: number }>`select case when e.at >= x.first then x.row else -1 - x.row end as i, e.value ${joined(from)} order by e.id`.execute(db);
     for (const { i, value } of rows) {
       if (i >= 0) {
         count[i]! += 1;
-        if (withValues) sum[i]! += value;
+        sum[i]! += value;
       } else {
         preCount![-1 - i]! += 1;
-        if (withValues) preSum![-1 - i]! += value;
+        preSum![-1 - i]! += value;
       }
     }
   }
