@@ -261,6 +261,17 @@ function eventQuery(experiment: Experiment, metric: Metric, now: number) {
   };
 }
 
+/** One event with its value, of the unit at place `i`, or (`i` = −1 − place) of that unit's lookback. */
+function addEvent(values: UnitValues, i: number, value: number): void {
+  if (i >= 0) {
+    values.count[i]! += 1;
+    values.sum[i]! += value;
+  } else {
+    values.preCount![-1 - i]! += 1;
+    values.preSum![-1 - i]! += value;
+  }
+}
+
 function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experiment, metric: Metric, units: UnitArms, now: number): UnitValues {
   const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
@@ -275,19 +286,11 @@ function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experi
   if (withValues) page.raw(true);
   else page.pluck(true);
   const last = idPages(sqlite, 'events');
-  const { count, sum, preCount, preSum } = values;
+  const { count, preCount } = values;
   for (let from = 0; from <= last; from += ID_RANGE) {
     const rows = page.all(experiment.environment_id, metric.event, from, from + ID_RANGE, earliest, end, window, lookback);
     if (withValues) {
-      for (const [i, value] of rows as [number, number][]) {
-        if (i >= 0) {
-          count[i]! += 1;
-          sum[i]! += value;
-        } else {
-          preCount![-1 - i]! += 1;
-          preSum![-1 - i]! += value;
-        }
-      }
+      for (const [i, value] of rows as [number, number][]) addEvent(values, i, value);
     } else {
       for (const i of rows as number[]) {
         if (i >= 0) count[i]! += 1;
@@ -363,7 +366,7 @@ async function readUnitValuesPostgres(db: Db, experiment: Experiment, metric: Me
   const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
   const { end, lookback, earliest, window, withValues } = eventQuery(experiment, metric, now);
-  const { count, sum, preCount, preSum } = values;
+  const { count, preCount } = values;
   const joined = (from: number) => sql`
       from events e join exposed_units x on x.unit_id = e.unit_id
      where e.environment_id = ${experiment.environment_id} and e.name = ${metric.event} and e.id >= ${from} and e.id < ${from + POSTGRES_ID_RANGE} and e.at >= ${earliest} and e.at <= ${end}
@@ -381,15 +384,7 @@ async function readUnitValuesPostgres(db: Db, experiment: Experiment, metric: Me
       continue;
     }
     const { rows } = await sql<{ i: number; value: number }>`select case when e.at >= x.first then x.row else -1 - x.row end as i, e.value ${joined(from)} order by e.id`.execute(db);
-    for (const { i, value } of rows) {
-      if (i >= 0) {
-        count[i]! += 1;
-        sum[i]! += value;
-      } else {
-        preCount![-1 - i]! += 1;
-        preSum![-1 - i]! += value;
-      }
-    }
+    for (const { i, value } of rows) addEvent(values, i, value);
   }
   return values;
 }
