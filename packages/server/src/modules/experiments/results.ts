@@ -474,15 +474,14 @@ export async function computeResults(database: Database, experiment: Experiment,
       .setIsolationLevel('repeatable read')
       .execute(async (db) => {
         await sql`set local enable_hashjoin = off`.execute(db);
-        return resultsOf(experiment, metrics, now, readExposedUnitsPostgres(db, experiment, now), (metric, units) => readUnitValuesPostgres(db, experiment, metric, units, now));
+        return resultsOf(experiment, metrics, now, await readExposedUnitsPostgres(db, experiment, now), (metric, units) => readUnitValuesPostgres(db, experiment, metric, units, now));
       });
   }
   return resultsOf(experiment, metrics, now, readExposedUnitsSqlite(sqlite, experiment, now), (metric, units) => readUnitValuesSqlite(sqlite, experiment, metric, units, now));
 }
 
 /** The results from the exposed units and each metric's values per unit, however they were read. */
-async function resultsOf(experiment: Experiment, metrics: Metric[], now: number, exposed: UnitArms | Promise<UnitArms>, valuesOf: (metric: Metric, units: UnitArms) => UnitValues | Promise<UnitValues>): Promise<Results> {
-  const units = await exposed;
+async function resultsOf(experiment: Experiment, metrics: Metric[], now: number, units: UnitArms, valuesOf: (metric: Metric, units: UnitArms) => UnitValues | Promise<UnitValues>): Promise<Results> {
   const shares = experiment.expected_shares ?? {};
   const armUnits = new Array<number>(units.arms.length).fill(0);
   let multiple = 0;
