@@ -195,20 +195,27 @@ test('a person measures a flag with an experiment: metrics, start, results in wo
     // The server's own results: exposures by the flag's own bucketing, purchases by half the units under "on" and a quarter under "off".
     const units = Array.from({ length: 400 }, (_, i) => `unit-${i}`);
     const armOf = (unit: string) => (bucketOf('new_checkout', unit) < 60 ? 'on' : 'off');
+    let purchases = 0;
     for (let i = 0; i < units.length; i += 200) {
       const batch = units.slice(i, i + 200);
+      const events = batch.filter((unit, n) => n % (armOf(unit) === 'on' ? 2 : 4) === 0).map((unit) => ({ name: 'purchase', unit }));
+      purchases += events.length;
       const sent = await request(server, 'POST', '/sdk/v1/events', {
         sdkKey: project.sdk_key,
-        body: {
-          environment: 'production',
-          exposures: batch.map((unit) => ({ flag: 'new_checkout', unit, arm: armOf(unit) })),
-          events: batch.filter((unit, n) => n % (armOf(unit) === 'on' ? 2 : 4) === 0).map((unit) => ({ name: 'purchase', unit })),
-        },
+        body: { environment: 'production', exposures: batch.map((unit) => ({ flag: 'new_checkout', unit, arm: armOf(unit) })), events },
       });
       assert.equal(sent.status, 202, sent.text);
     }
     const resultsPath = `/api/projects/${project.id}/environments/${project.production}/experiments/${experimentUrl.split('/').at(-1)}/results`;
-    await eventually(async () => (await request(server, 'GET', resultsPath, { token: user.token })).body?.units >= 400, 'results over the 400 units', 30_000);
+    // Every unit and every purchase: a flush commits exposures before events (packages/server/src/modules/experiments/intake.writer.ts).
+    const convertedUnits = (body: any) => {
+      const arms: { units: number; mean: number }[] = Object.values(body?.metrics?.find((metric: { key: string }) => metric.key === 'purchase')?.arms ?? {});
+      return Math.round(arms.reduce((sum, arm) => sum + arm.units * arm.mean, 0));
+    };
+    await eventually(async () => {
+      const body = (await request(server, 'GET', resultsPath, { token: user.token })).body;
+      return body?.units === 400 && convertedUnits(body) === purchases;
+    }, 'results over the 400 units and their purchases', 30_000);
     await page.reload();
     await results.getByText(/400 units exposed/).waitFor();
     await results.getByText(/^on raised Purchases by \+[\d.]+ %, 95 % CI \+[\d.]+ % to \+[\d.]+ %\./).waitFor();
