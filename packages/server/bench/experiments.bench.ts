@@ -13,11 +13,11 @@
  *    10,000,000) written straight into the database, then the time of the first GET .../results,
  *    which computes them (a running experiment is then computed in the background).
  *
- * SQLite by default; PostgreSQL with BENCH_DATABASE_URL=postgres://… (intake only: seeding ten
- * million rows there is left to a real load).
+ * SQLite by default; PostgreSQL with BENCH_DATABASE_URL=postgres://… (a database of its own is
+ * created there for each case, and dropped). BENCH_ONLY=intake or results runs one case.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 interface Server {
   url: string;
   databaseUrl: string;
+  /** Its files (SQLite's database among them). */
+  dir: string;
   child: ChildProcess;
   stop(): Promise<void>;
   cleanUp(): Promise<void>;
@@ -63,6 +65,7 @@ async function startServer(databaseUrl?: string, dir = mkdtempSync(join(tmpdir()
   return {
     url: server,
     databaseUrl: url,
+    dir,
     child,
     stop: () => stop(child),
     cleanUp: async () => {
@@ -189,42 +192,66 @@ async function countRows(databaseUrl: string): Promise<number> {
   return Number(rows[0].n);
 }
 
-async function results(): Promise<void> {
-  if (postgresUrl) return;
-  const dir = mkdtempSync(join(tmpdir(), 'guidon-experiments-'));
-  let server = await startServer(undefined, dir);
-  try {
-    const { token, environmentId, path } = await experimentOn(server.url);
-    await server.stop();
-    // Seeded straight into the file with the server stopped: ten million rows through HTTP would take minutes of this bench.
-    const file = server.databaseUrl.slice('sqlite:'.length);
-    const db = new BetterSqlite3(file);
+/**
+ * Writes the results case's rows straight into the database, the server stopped (ten million rows
+ * through HTTP would take minutes of this bench): units user-0 … user-(UNITS − 1), one exposure
+ * each in the hour after the experiment's start two hours ago, alternately off and on, and ten
+ * events per unit after it, a fifth of them purchases.
+ */
+async function seedResults(databaseUrl: string, environmentId: string): Promise<void> {
+  const now = Date.now();
+  const started = new Date(now - 2 * 3_600_000).toISOString();
+  if (databaseUrl.startsWith('sqlite:')) {
+    const db = new BetterSqlite3(databaseUrl.slice('sqlite:'.length));
     db.pragma('journal_mode = WAL');
-    const now = Date.now();
-    const seedStart = performance.now();
-    // Started two hours ago: the exposures fall in the hour after.
-    db.prepare('update experiments set started_at = ?').run(new Date(now - 2 * 3_600_000).toISOString());
+    db.prepare('update experiments set started_at = ?').run(started);
     const series = 'with recursive n(i) as (select 0 union all select i + 1 from n where i < ? - 1)';
-    // Units user-0 … user-(UNITS − 1), given consecutive ids in one statement: user-i is units.id base + i.
+    // Given consecutive ids in one statement: user-i is units.id base + i.
     db.prepare(`${series} insert into units (environment_id, unit) select ?, 'user-' || i from n`).run(UNITS, environmentId);
     const { base } = db.prepare('select min(id) as base from units where environment_id = ?').get(environmentId) as { base: number };
     db.prepare(`${series} insert into exposures (environment_id, flag_key, unit_id, arm, at) select ?, 'checkout', ? + i, case i % 2 when 1 then 'on' else 'off' end, ? + (i % 3000000) from n`).run(UNITS, environmentId, base, now - 3_600_000);
-    // Ten events per unit, a fifth of them purchases, after the unit's exposure.
     db.prepare(`${series} insert into events (environment_id, name, unit_id, value, at) select ?, case i % 5 when 0 then 'purchase' else 'click' end, ? + (i * ? / ?), 1, ? + (i % 3000000) from n`).run(EVENTS, environmentId, base, UNITS, EVENTS, now - 3_500_000);
     db.close();
+    return;
+  }
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('update experiments set started_at = $1', [started]);
+    await client.query(`insert into units (environment_id, unit) select $1, 'user-' || i from generate_series(0, $2::bigint - 1) as i order by i`, [environmentId, UNITS]);
+    const { rows } = await client.query('select min(id) as base from units where environment_id = $1', [environmentId]);
+    const base = Number(rows[0].base);
+    await client.query(`insert into exposures (environment_id, flag_key, unit_id, arm, at) select $1, 'checkout', $2::bigint + i, case i % 2 when 1 then 'on' else 'off' end, $3::bigint + (i % 3000000) from generate_series(0, $4::bigint - 1) as i order by i`, [environmentId, base, now - 3_600_000, UNITS]);
+    await client.query(`insert into events (environment_id, name, unit_id, value, at) select $1, case i % 5 when 0 then 'purchase' else 'click' end, $2::bigint + (i * $3::bigint / $4::bigint), 1, $5::bigint + (i % 3000000) from generate_series(0, $4::bigint - 1) as i order by i`, [environmentId, base, UNITS, EVENTS, now - 3_500_000]);
+    // As autovacuum would have left tables that grew this much: the planner's statistics are current.
+    await client.query('vacuum analyze units, exposures, events');
+  } finally {
+    await client.end();
+  }
+}
+
+async function results(): Promise<void> {
+  const seeded = await startServer();
+  let restarted: Server | undefined;
+  try {
+    const { token, environmentId, path } = await experimentOn(seeded.url);
+    await seeded.stop();
+    const seedStart = performance.now();
+    await seedResults(seeded.databaseUrl, environmentId);
     console.log(`results: seeded ${UNITS.toLocaleString('en')} exposed units and ${EVENTS.toLocaleString('en')} events in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
-    server = await startServer(server.databaseUrl, dir);
+    const server = (restarted = await startServer(seeded.databaseUrl, seeded.dir));
     const start = performance.now();
     const answer = await call(server.url, 'GET', `${path}/results`, token);
     const computing = (performance.now() - start) / 1000;
     const again = performance.now();
     await call(server.url, 'GET', `${path}/results`, token);
-    console.log(`results (SQLite): first GET (computes) ${computing.toFixed(1)} s for ${answer.units.toLocaleString('en')} units; the next GET (kept) ${(performance.now() - again).toFixed(1)} ms`);
-    const rss = Number((await import('node:fs')).readFileSync(`/proc/${server.child.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)?.[1] ?? 0) / 1024;
+    console.log(`results (${postgresUrl ? 'PostgreSQL' : 'SQLite'}): first GET (computes) ${computing.toFixed(1)} s for ${answer.units.toLocaleString('en')} units; the next GET (kept) ${(performance.now() - again).toFixed(1)} ms`);
+    const rss = Number(readFileSync(`/proc/${server.child.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)?.[1] ?? 0) / 1024;
     console.log(`  server peak memory (VmHWM) ${rss.toFixed(0)} MB`);
-    await server.stop();
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await restarted?.stop();
+    await seeded.cleanUp();
   }
 }
 

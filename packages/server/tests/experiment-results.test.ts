@@ -225,8 +225,6 @@ describe('results of an experiment fed over HTTP', () => {
     // Exposed before the start: not a unit of the experiment. Events of units never exposed: nowhere.
     exposures.push({ flag: experiment.flag, unit: 'early', arm: 'on', at: iso(experiment.startedAt - HOUR) });
     events.push({ name: 'purchase', unit: 'stranger', value: 500, at: iso(experiment.startedAt + 2 * HOUR) });
-    // PostgreSQL's results read ids in ranges of 1,048,576 (results.ts): these rows straddle the first boundary.
-    if (server.database.dialect === 'postgres') for (const table of ['exposures', 'events']) await sql`alter table ${sql.table(table)} alter column id restart with 1048400`.execute(server.database.db);
     await sendAll('production', exposures, events);
 
     const ratioMean = (arm: 'on' | 'off') => truth[arm].latencySum.reduce((a, b) => a + b, 0) / truth[arm].latencyEvents.reduce((a, b) => a + b, 0);
@@ -274,7 +272,9 @@ describe('results of an experiment fed over HTTP', () => {
 
   test('CUPED: the pre-exposure value over the lookback adjusts the effect as numpy computes it, with a narrower interval', async () => {
     const visits = await metric({ event: 'visit', kind: 'count' });
-    const experiment = await runningExperiment(project.staging, [visits], { cuped: true, cuped_lookback_days: 1 });
+    // The same events' values, 1.5 each: a sum metric's covariate is the sum over the lookback.
+    const minutes = await metric({ event: 'visit', kind: 'sum' });
+    const experiment = await runningExperiment(project.staging, [visits, minutes], { cuped: true, cuped_lookback_days: 1 });
     const exposures: unknown[] = [];
     const events: unknown[] = [];
     const truth = { on: { post: [] as number[], pre: [] as number[] }, off: { post: [] as number[], pre: [] as number[] } };
@@ -285,10 +285,10 @@ describe('results of an experiment fed over HTTP', () => {
         exposures.push({ flag: experiment.flag, unit, arm, at: iso(first) });
         const habit = i % 6; // how often this unit visits anyway: before and after
         const post = habit + (arm === 'on' ? 1 : 0) + (i % 2);
-        for (let k = 0; k < habit; k++) events.push({ name: 'visit', unit, at: iso(first - 2 * HOUR + k * MINUTE) });
+        for (let k = 0; k < habit; k++) events.push({ name: 'visit', unit, value: 1.5, at: iso(first - 2 * HOUR + k * MINUTE) });
         // Older than the lookback (1 day before the first exposure): not in the covariate.
-        if (i % 3 === 0) events.push({ name: 'visit', unit, at: iso(first - 26 * HOUR + MINUTE) });
-        for (let k = 0; k < post; k++) events.push({ name: 'visit', unit, at: iso(first + (k + 1) * MINUTE) });
+        if (i % 3 === 0) events.push({ name: 'visit', unit, value: 1.5, at: iso(first - 26 * HOUR + MINUTE) });
+        for (let k = 0; k < post; k++) events.push({ name: 'visit', unit, value: 1.5, at: iso(first + (k + 1) * MINUTE) });
         truth[arm].pre.push(habit);
         truth[arm].post.push(post);
       }
@@ -302,13 +302,26 @@ describe('results of an experiment fed over HTTP', () => {
       assert.equal(answer.status, 202, answer.text);
       assert.deepEqual(answer.body, { accepted: 0, ignored: { too_old: Math.min(1000, old.length) } });
     }
-    const results = await resultsWith(experiment.path, 120, [{ on: mean(truth.on.post), off: mean(truth.off.post) }]);
-    const [want] = runPython<{ cases: any[] }>(FIGURES, { alpha: 0.05, cases: [{ kind: 'cuped', better: 'higher', control: truth.off.post, treatment: truth.on.post, control_pre: truth.off.pre, treatment_pre: truth.on.pre }], srm: [] }).cases;
-    const versus = results.metrics[0].versus_control.on;
-    assert.equal(versus.cuped_applied, true);
-    assertInterval(versus.absolute, want.absolute, 'cuped absolute');
-    assertInterval(versus.relative, want.relative, 'cuped relative');
-    assert.ok(versus.absolute.ci[1] - versus.absolute.ci[0] < want.raw_ci_width / 2, `CUPED narrows the interval: ${versus.absolute.ci[1] - versus.absolute.ci[0]} against ${want.raw_ci_width} without`);
+    const times = (values: number[]) => values.map((value) => value * 1.5);
+    const results = await resultsWith(experiment.path, 120, [
+      { on: mean(truth.on.post), off: mean(truth.off.post) },
+      { on: mean(times(truth.on.post)), off: mean(times(truth.off.post)) },
+    ]);
+    const wanted = runPython<{ cases: any[] }>(FIGURES, {
+      alpha: 0.05,
+      cases: [
+        { kind: 'cuped', better: 'higher', control: truth.off.post, treatment: truth.on.post, control_pre: truth.off.pre, treatment_pre: truth.on.pre },
+        { kind: 'cuped', better: 'higher', control: times(truth.off.post), treatment: times(truth.on.post), control_pre: times(truth.off.pre), treatment_pre: times(truth.on.pre) },
+      ],
+      srm: [],
+    }).cases;
+    for (const [m, want] of wanted.entries()) {
+      const versus = results.metrics[m].versus_control.on;
+      assert.equal(versus.cuped_applied, true);
+      assertInterval(versus.absolute, want.absolute, `${results.metrics[m].key}: cuped absolute`);
+      assertInterval(versus.relative, want.relative, `${results.metrics[m].key}: cuped relative`);
+      assert.ok(versus.absolute.ci[1] - versus.absolute.ci[0] < want.raw_ci_width / 2, `CUPED narrows the interval: ${versus.absolute.ci[1] - versus.absolute.ci[0]} against ${want.raw_ci_width} without`);
+    }
     // The arms' mean and variance stay the raw ones.
     assertClose(results.metrics[0].arms.on.mean, mean(truth.on.post), 'raw mean on');
   });

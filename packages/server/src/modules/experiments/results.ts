@@ -2,9 +2,10 @@
  * An experiment's results (docs/experiments.md, "How results are computed"): the exposed units
  * and their arms, then per metric each unit's value from its events, added up per arm into the
  * sums statistics.ts turns into every figure. Computed on the results thread (results.worker.ts).
- * Rows are read along the indexes, in id order, by unit id, each metric's events joined in SQL to
- * the exposed units (readUnitValuesSqlite, readUnitValuesPostgres; on PostgreSQL in one
- * transaction); units.csv and releases read each row's unit (eachRow).
+ * The exposed units go into a temporary table, to which the events are joined in SQL: on SQLite
+ * each metric's, in ranges of ids (readUnitValuesSqlite); on PostgreSQL every metric's in one
+ * query, in one transaction (readUnitValuesPostgres). units.csv and releases read each row's unit
+ * (eachRow).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
@@ -302,91 +303,76 @@ function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experi
 }
 
 /**
- * PostgreSQL's id ranges: each is a query, whose join scans the exposed units' key up to the range's
- * largest unit. A million units and ten million events took 44.7 s in ranges of 16,384 ids, 30.7 s
- * of 65,536, 18.7–19.3 s of 1,048,576 (docs/performance.md, "Experiments").
- */
-const POSTGRES_ID_RANGE = 1_048_576;
-
-const lastId = async (db: Db, table: 'exposures' | 'events') => Number((await sql<{ last: string | null }>`select max(id) as last from ${sql.table(table)}`.execute(db)).rows[0]?.last ?? 0);
-
-/**
- * PostgreSQL, in the computation's transaction (its connection keeps the temporary table): the
- * same units, in the same order, as readExposedUnits. Within each id range the exposures are
- * grouped per unit and arm in SQL, in the order of each group's first row, so the tally meets units
- * in the order of their first exposure as row by row; the exposed units then go into a temporary
- * table, as on SQLite.
+ * PostgreSQL, in the computation's transaction: the exposed units found in SQL and kept in a
+ * temporary table dropped at its end. Each unit's counted exposures are grouped: its arm is
+ * MULTIPLE when they name two, its first exposure the earliest. Units are placed as the grouping
+ * hands them over, not in the order of their first exposure as on SQLite (sorting a million took
+ * most of a second): every count is the same, a sum of fractional values may differ in its last bits.
  */
 async function readExposedUnitsPostgres(db: Db, experiment: Experiment, now: number): Promise<UnitArms> {
   const arms = Object.keys(experiment.expected_shares ?? {});
-  const armIndex = new Map(arms.map((arm, i) => [arm, i]));
   const { start, end } = spanOf(experiment, now);
-  const tally = new ExposureTally<string>();
-  const last = await lastId(db, 'exposures');
-  for (let from = 0; from <= last; from += POSTGRES_ID_RANGE) {
-    const { rows } = await sql<{ unit_id: string; arm: string; first: string }>`
-      select unit_id, arm, min(at) as first from exposures
-       where environment_id = ${experiment.environment_id} and flag_key = ${experiment.flag_key} and id >= ${from} and id < ${from + POSTGRES_ID_RANGE} and at >= ${start} and at <= ${end}
-       group by unit_id, arm order by min(id)`.execute(db);
-    for (const row of rows) {
-      const rowArm = armIndex.get(row.arm);
-      if (rowArm !== undefined) tally.add(row.unit_id, rowArm, Number(row.first));
-    }
-  }
-  const { index, arm, first } = tally;
-  await sql`create temp table if not exists exposed_units (unit_id bigint primary key, row integer not null, first bigint not null)`.execute(db);
-  await sql`truncate exposed_units`.execute(db);
-  const ROWS = 50_000;
-  const ids: string[] = [];
-  const places: number[] = [];
-  const firsts: number[] = [];
-  const insert = () => sql`insert into exposed_units (unit_id, row, first) select * from unnest(${ids}::bigint[], ${places}::integer[], ${firsts}::bigint[])`.execute(db);
-  for (const [unit, i] of index) {
-    ids.push(unit);
-    places.push(i);
-    firsts.push(first[i]!);
-    if (ids.length === ROWS) {
-      await insert();
-      ids.length = places.length = firsts.length = 0;
-    }
-  }
-  if (ids.length > 0) await insert();
-  // The planner's join of each range of events to it needs its size.
+  await sql`create temp table exposed_units (unit_id bigint not null, row integer not null, arm integer not null, first bigint not null) on commit drop`.execute(db);
+  await sql`insert into exposed_units (unit_id, row, arm, first)
+    select unit_id, row_number() over () - 1, case when min(arm) = max(arm) then min(arm) else ${MULTIPLE} end, min(at)
+      from (select unit_id, array_position(${arms}::text[], arm) - 1 as arm, at from exposures
+             where environment_id = ${experiment.environment_id} and flag_key = ${experiment.flag_key} and at >= ${start} and at <= ${end} and arm = any(${arms}::text[])) counted
+     group by unit_id`.execute(db);
+  // The planner's join of the events to it needs its size.
   await sql`analyze exposed_units`.execute(db);
-  return { arms, arm, first, size: index.size };
+  const { rows } = await sql<{ row: number; arm: number; first: string }>`select row, arm, first from exposed_units`.execute(db);
+  const arm = new Int32Array(rows.length);
+  const first = new Float64Array(rows.length);
+  for (const row of rows) {
+    arm[row.row] = row.arm;
+    first[row.row] = Number(row.first);
+  }
+  return { arms, arm, first, size: rows.length };
 }
 
 /**
- * PostgreSQL: as readUnitValuesSqlite, each range of a metric's events joined in SQL to the exposed
- * units. Values (sum, mean) are read one an event in id order, so each unit's are added in the same
- * order as on SQLite; conversion and count need only each unit's number of events, counted per unit
- * in SQL (whole numbers: the order they are added in changes nothing), a row a unit, not an event.
+ * PostgreSQL: every metric of the experiment in one pass over their events, joined in SQL to one
+ * hash of the exposed units and added up per unit, in its window and (with CUPED) in the lookback
+ * before its first exposure: a row a unit, not an event. A unit's values are added in the order
+ * PostgreSQL meets them, not in id order as on SQLite: a sum of fractional values may differ in
+ * its last bits. Reading one row an event, or a pass a metric, took about twice as long
+ * (docs/performance.md, "Experiments").
  */
-async function readUnitValuesPostgres(db: Db, experiment: Experiment, metric: Metric, units: UnitArms, now: number): Promise<UnitValues> {
-  const values = emptyValues(experiment, units.size);
-  if (units.size === 0) return values;
-  const { end, lookback, earliest, window, withValues } = eventQuery(experiment, metric, now);
-  const { count, preCount } = values;
-  const joined = (from: number) => sql`
+async function readUnitValuesPostgres(db: Db, experiment: Experiment, metrics: readonly Metric[], units: UnitArms, now: number): Promise<Map<Metric, UnitValues>> {
+  const read = new Map(metrics.map((metric) => [metric, emptyValues(experiment, units.size)]));
+  if (units.size === 0 || metrics.length === 0) return read;
+  const queries = metrics.map((metric) => eventQuery(experiment, metric, now));
+  const { end, lookback, earliest } = queries[0]!;
+  const widest = Math.max(...queries.map((query) => query.window));
+  const columns = metrics.flatMap((metric, m) => {
+    const inWindow = sql`e.name = ${metric.event} and e.at >= x.first and e.at - x.first <= ${queries[m]!.window}`;
+    // Before the first exposure, the where clause keeps only the lookback's events.
+    const before = sql`e.name = ${metric.event} and e.at < x.first`;
+    return [
+      sql`(count(*) filter (where ${inWindow}))::integer as ${sql.ref(`n${m}`)}`,
+      ...(queries[m]!.withValues ? [sql`sum(e.value) filter (where ${inWindow}) as ${sql.ref(`sum${m}`)}`] : []),
+      ...(experiment.cuped ? [sql`(count(*) filter (where ${before}))::integer as ${sql.ref(`pre_n${m}`)}`, sql`sum(e.value) filter (where ${before}) as ${sql.ref(`pre_sum${m}`)}`] : []),
+    ];
+  });
+  const { rows } = await sql<Record<string, number | null>>`
+    select x.row as i, ${sql.join(columns)}
       from events e join exposed_units x on x.unit_id = e.unit_id
-     where e.environment_id = ${experiment.environment_id} and e.name = ${metric.event} and e.id >= ${from} and e.id < ${from + POSTGRES_ID_RANGE} and e.at >= ${earliest} and e.at <= ${end}
-       and ((e.at >= x.first and e.at - x.first <= ${window}) or (e.at < x.first and e.at >= x.first - ${lookback}))`;
-  const last = await lastId(db, 'events');
-  for (let from = 0; from <= last; from += POSTGRES_ID_RANGE) {
-    if (!withValues) {
-      const { rows } = await sql<{ i: number; n: number; pre: number }>`
-        select x.row as i, (count(*) filter (where e.at >= x.first))::integer as n, (count(*) filter (where e.at < x.first))::integer as pre ${joined(from)}
-         group by x.row`.execute(db);
-      for (const { i, n, pre } of rows) {
-        count[i]! += n;
-        if (preCount) preCount[i]! += pre;
+     where e.environment_id = ${experiment.environment_id} and e.name = any(${[...new Set(metrics.map((metric) => metric.event))]}::text[]) and e.at >= ${earliest} and e.at <= ${end}
+       and ((e.at >= x.first and e.at - x.first <= ${widest}) or (e.at < x.first and e.at >= x.first - ${lookback}))
+     group by x.row`.execute(db);
+  metrics.forEach((metric, m) => {
+    const { count, sum, preCount, preSum } = read.get(metric)!;
+    for (const row of rows) {
+      const i = row.i!;
+      count[i] = row[`n${m}`]!;
+      sum[i] = row[`sum${m}`] ?? 0;
+      if (preCount) {
+        preCount[i] = row[`pre_n${m}`]!;
+        preSum![i] = row[`pre_sum${m}`] ?? 0;
       }
-      continue;
     }
-    const { rows } = await sql<{ i: number; value: number }>`select case when e.at >= x.first then x.row else -1 - x.row end as i, e.value ${joined(from)} order by e.id`.execute(db);
-    for (const { i, value } of rows) addEvent(values, i, value);
-  }
-  return values;
+  });
+  return read;
 }
 
 /** A unit's value of a conversion, count or sum metric from its events' count and sum (docs/experiments.md, "Metrics"); releases/analysis.ts reads it too. */
@@ -467,14 +453,17 @@ function metricResult(experiment: Experiment, metric: Metric, role: string, unit
 export async function computeResults(database: Database, experiment: Experiment, metrics: Metric[], now = Date.now()): Promise<Results> {
   const sqlite = database.sqlite;
   if (!sqlite) {
-    // One snapshot for every read. The planner's hash join built the million exposed units' hash
-    // again for each range of events (96.9–105.7 s with a 64 MB work_mem): each range is merged.
+    // One snapshot for every read. A million exposed units hashed for the events' join take some
+    // 63 MB: within work_mem (with PostgreSQL's hash_mem_multiplier), not split into batches on disk.
     return database.db
       .transaction()
       .setIsolationLevel('repeatable read')
       .execute(async (db) => {
-        await sql`set local enable_hashjoin = off`.execute(db);
-        return resultsOf(experiment, metrics, now, await readExposedUnitsPostgres(db, experiment, now), (metric, units) => readUnitValuesPostgres(db, experiment, metric, units, now));
+        await sql`set local work_mem = '64MB'`.execute(db);
+        const units = await readExposedUnitsPostgres(db, experiment, now);
+        const used = [...new Set(experiment.metrics.flatMap(({ metric_id }) => metrics.filter((metric) => metric.id === metric_id)))];
+        const values = await readUnitValuesPostgres(db, experiment, used, units, now);
+        return resultsOf(experiment, metrics, now, units, (metric) => values.get(metric)!);
       });
   }
   return resultsOf(experiment, metrics, now, readExposedUnitsSqlite(sqlite, experiment, now), (metric, units) => readUnitValuesSqlite(sqlite, experiment, metric, units, now));
