@@ -262,17 +262,6 @@ function eventQuery(experiment: Experiment, metric: Metric, now: number) {
   };
 }
 
-/** One event with its value, of the unit at place `i`, or (`i` = −1 − place) of that unit's lookback. */
-function addEvent(values: UnitValues, i: number, value: number): void {
-  if (i >= 0) {
-    values.count[i]! += 1;
-    values.sum[i]! += value;
-  } else {
-    values.preCount![-1 - i]! += 1;
-    values.preSum![-1 - i]! += value;
-  }
-}
-
 function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experiment, metric: Metric, units: UnitArms, now: number): UnitValues {
   const values = emptyValues(experiment, units.size);
   if (units.size === 0) return values;
@@ -287,11 +276,19 @@ function readUnitValuesSqlite(sqlite: BetterSqlite3.Database, experiment: Experi
   if (withValues) page.raw(true);
   else page.pluck(true);
   const last = idPages(sqlite, 'events');
-  const { count, preCount } = values;
+  const { count, sum, preCount, preSum } = values;
   for (let from = 0; from <= last; from += ID_RANGE) {
     const rows = page.all(experiment.environment_id, metric.event, from, from + ID_RANGE, earliest, end, window, lookback);
     if (withValues) {
-      for (const [i, value] of rows as [number, number][]) addEvent(values, i, value);
+      for (const [i, value] of rows as [number, number][]) {
+        if (i >= 0) {
+          count[i]! += 1;
+          sum[i]! += value;
+        } else {
+          preCount![-1 - i]! += 1;
+          preSum![-1 - i]! += value;
+        }
+      }
     } else {
       for (const i of rows as number[]) {
         if (i >= 0) count[i]! += 1;
@@ -342,6 +339,7 @@ async function readUnitValuesPostgres(db: Db, experiment: Experiment, metrics: r
   const read = new Map(metrics.map((metric) => [metric, emptyValues(experiment, units.size)]));
   if (units.size === 0 || metrics.length === 0) return read;
   const queries = metrics.map((metric) => eventQuery(experiment, metric, now));
+  // The span and the lookback are the experiment's: the same for every metric.
   const { end, lookback, earliest } = queries[0]!;
   const widest = Math.max(...queries.map((query) => query.window));
   const columns = metrics.flatMap((metric, m) => {
@@ -461,12 +459,20 @@ export async function computeResults(database: Database, experiment: Experiment,
       .execute(async (db) => {
         await sql`set local work_mem = '64MB'`.execute(db);
         const units = await readExposedUnitsPostgres(db, experiment, now);
-        const used = [...new Set(experiment.metrics.flatMap(({ metric_id }) => metrics.filter((metric) => metric.id === metric_id)))];
-        const values = await readUnitValuesPostgres(db, experiment, used, units, now);
+        const values = await readUnitValuesPostgres(db, experiment, metricsOf(experiment, metrics).map(({ metric }) => metric), units, now);
         return resultsOf(experiment, metrics, now, units, (metric) => values.get(metric)!);
       });
   }
   return resultsOf(experiment, metrics, now, readExposedUnitsSqlite(sqlite, experiment, now), (metric, units) => readUnitValuesSqlite(sqlite, experiment, metric, units, now));
+}
+
+/** The experiment's metrics with their roles, in its order; those deleted since are left out. */
+function metricsOf(experiment: Experiment, metrics: readonly Metric[]): { metric: Metric; role: string }[] {
+  const byId = new Map(metrics.map((metric) => [metric.id, metric]));
+  return experiment.metrics.flatMap(({ metric_id, role }) => {
+    const metric = byId.get(metric_id);
+    return metric ? [{ metric, role }] : [];
+  });
 }
 
 /** The results from the exposed units and each metric's values per unit, however they were read. */
@@ -481,11 +487,8 @@ async function resultsOf(experiment: Experiment, metrics: Metric[], now: number,
   }
   const arms: Results['arms'] = {};
   units.arms.forEach((arm, a) => (arms[arm] = { units: armUnits[a]!, expected_share: shares[arm]! }));
-  const byId = new Map(metrics.map((metric) => [metric.id, metric]));
   const metricResults: MetricResult[] = [];
-  for (const { metric_id, role } of experiment.metrics) {
-    const metric = byId.get(metric_id);
-    if (!metric) continue; // deleted since
+  for (const { metric, role } of metricsOf(experiment, metrics)) {
     const values = await valuesOf(metric, units);
     metricResults.push(metricResult(experiment, metric, role, units, values));
   }
