@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
+import { eventually, flagsPath, newFlag, newProject, newUser, request, startServer, type TestProject, type TestServer, type TestUser } from '@guidon/server/dist/tests/harness.js';
 import { onPostgres } from '@guidon/server/dist/tests/test-database.js';
 
 const run = promisify(execFile);
@@ -211,10 +211,7 @@ console.log(JSON.stringify({ arms, sent: guidon.eventStats().sent }));
     // exposure and not yet its orders, and the next one counts both.
     let results: any;
     const path = `${experiments}/${created.body.id}/results`;
-    for (let tries = 0; tries < 150 && !counts(results); tries++) {
-      if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 200));
-      results = (await request(server, 'GET', path, { token: user.token })).body;
-    }
+    await eventually(async () => counts((results = (await request(server, 'GET', path, { token: user.token })).body)), 'results counting 40 units and their orders', 30_000).catch(() => undefined);
     assert.equal(results.units, 40, JSON.stringify(results));
     assert.equal(results.multiple_exposures.units, 0);
     for (const arm of ['on', 'off']) {
