@@ -190,8 +190,9 @@ export function ExperimentActions({ projectId, envId, experiment, small, onDelet
         description={experiment.status === 'stopped' ? 'Its results go with it; the flag is not changed.' : 'The draft goes; the flag is not changed.'}
         confirmLabel="Delete experiment"
         onConfirm={async () => {
-          onDeleted?.();
+          // Left only once it is gone: a refusal stays in the dialog, and the list is read after the delete.
           await write.remove.mutateAsync(experiment.id);
+          onDeleted?.();
         }}
       />
     </>
